@@ -1,0 +1,172 @@
+package clockutil
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestJitteredStaysInRange(t *testing.T) {
+	const d = 100 * time.Millisecond
+	sawAbove := false
+	for i := 0; i < 10000; i++ {
+		j := Jittered(d)
+		if j < d || j > MaxJittered(d) {
+			t.Fatalf("Jittered(%v) = %v, outside [%v, %v]", d, j, d, MaxJittered(d))
+		}
+		if j > d {
+			sawAbove = true
+		}
+	}
+	if !sawAbove {
+		t.Fatal("Jittered never added jitter")
+	}
+	if got, want := MaxJittered(d), 120*time.Millisecond; got != want {
+		t.Fatalf("MaxJittered(%v) = %v, want %v", d, got, want)
+	}
+	if Jittered(0) != 0 || Jittered(-time.Second) != -time.Second {
+		t.Fatal("non-positive durations must be returned unchanged")
+	}
+}
+
+// waitForWaiters blocks until the fake clock has n waiters, failing after a
+// real second: the code under test runs in another goroutine.
+func waitForWaiters(t *testing.T, fc *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !fc.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("no goroutine ever waited on the fake clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestSleepWaitsForTheFakeClock(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	done := make(chan error, 1)
+	go func() { done <- Sleep(context.Background(), fc, time.Second) }()
+	waitForWaiters(t, fc)
+	fc.Step(999 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("Sleep returned before its duration passed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	fc.Step(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v, want nil", err)
+	}
+}
+
+func TestSleepReturnsOnCancel(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Sleep(ctx, fc, time.Hour) }()
+	waitForWaiters(t, fc)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep = %v, want context.Canceled", err)
+	}
+	if err := Sleep(ctx, fc, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep(0) on a done context = %v, want context.Canceled", err)
+	}
+}
+
+func TestEveryRunsOnPeriodAndStops(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- Every(ctx, fc, time.Second, false, func(context.Context) { calls.Add(1) })
+	}()
+	for want := int32(1); want <= 3; want++ {
+		waitForWaiters(t, fc)
+		if got := calls.Load(); got != want {
+			t.Fatalf("after %d periods: %d calls, want %d", want-1, got, want)
+		}
+		fc.Step(time.Second)
+	}
+	waitForWaiters(t, fc)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Every = %v, want context.Canceled", err)
+	}
+	if got := calls.Load(); got != 4 {
+		t.Fatalf("calls = %d, want 4", got)
+	}
+}
+
+func TestEveryJitterWaitsAtLeastThePeriod(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	go Every(ctx, fc, time.Second, true, func(context.Context) { calls.Add(1) })
+	waitForWaiters(t, fc)
+	fc.Step(time.Second - time.Nanosecond)
+	time.Sleep(20 * time.Millisecond)
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("calls before one period = %d, want 1", got)
+	}
+	fc.Step(MaxJittered(time.Second))
+	deadline := time.Now().Add(5 * time.Second)
+	for calls.Load() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no second call after the longest jittered period")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWithTimeoutOnFakeClock(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	ctx, cancel := WithTimeout(context.Background(), fc, time.Second)
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok {
+		t.Fatal("a fake-clock timeout must not claim a wall-clock deadline")
+	}
+	fc.Step(999 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("context ended before its timeout")
+	}
+	fc.Step(time.Millisecond)
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, ErrTimeout) || !errors.Is(cause, context.DeadlineExceeded) {
+		t.Fatalf("cause = %v, want ErrTimeout and DeadlineExceeded", cause)
+	}
+}
+
+func TestWithTimeoutCancelIsNotATimeout(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	ctx, cancel := WithTimeout(context.Background(), fc, time.Second)
+	cancel()
+	<-ctx.Done()
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		t.Fatal("an explicit cancel was reported as a timeout")
+	}
+	if fc.HasWaiters() {
+		t.Fatal("cancel left the timer armed")
+	}
+}
+
+func TestWithTimeoutOnRealClock(t *testing.T) {
+	ctx, cancel := WithTimeout(context.Background(), Real(), 10*time.Millisecond)
+	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		t.Fatal("a real-clock timeout must carry a deadline")
+	}
+	<-ctx.Done()
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), ErrTimeout) {
+		t.Fatalf("err = %v, cause = %v", ctx.Err(), context.Cause(ctx))
+	}
+}

@@ -1,0 +1,31 @@
+package resourcelock
+
+import "errors"
+
+// ErrNotFound is returned by Get when the table holds no record for the lock.
+var ErrNotFound = errors.New("resourcelock: record not found")
+
+// ErrConflict is returned by a write whose precondition did not hold: the
+// record was not in the expected state, so nothing was written by that
+// request. Because the AWS SDK retries failed requests on its own, a write
+// may report ErrConflict although an earlier attempt of the same call
+// landed; see the package documentation.
+var ErrConflict = errors.New("resourcelock: precondition failed")
+
+// ErrTableNotFound is returned when the lock table does not exist. The
+// error's text names the table.
+var ErrTableNotFound = errors.New("resourcelock: table not found")
+
+// ErrTableMismatch is returned by CreateTable when a table of that name
+// exists with a key schema other than the one asked for.
+var ErrTableMismatch = errors.New("resourcelock: table exists with a different key schema")
+
+// ErrInvalidRecord is returned when a stored item cannot be read as a
+// record: a required attribute is missing, an attribute has the wrong type,
+// or a value is malformed. The error's text names the attribute.
+var ErrInvalidRecord = errors.New("resourcelock: invalid record")
+
+// ErrInvalidArgument is returned, before any request is sent, for input that
+// can never be written: an empty or over-long lock name, an empty identity or
+// RVN, a non-positive lease, data over MaxDataBytes.
+var ErrInvalidArgument = errors.New("resourcelock: invalid argument")

@@ -1,0 +1,146 @@
+package resourcelock
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+)
+
+const (
+	// MaxNameBytes is the longest lock name, in bytes: DynamoDB's limit for
+	// a partition key value.
+	MaxNameBytes = 2048
+	// MaxDataBytes is the largest Data a record may carry, in bytes. It
+	// leaves room in DynamoDB's 400 KB item for the other attributes.
+	MaxDataBytes = 300 * 1024
+	// MaxIdentityBytes is the longest holder identity, in bytes.
+	MaxIdentityBytes = 1024
+)
+
+// Record is the state of one lease as stored.
+//
+// Only HolderIdentity, RVN, LeaseDuration and Released carry meaning for
+// safety. The times are wall-clock readings of the writer, kept for people
+// reading the table; they are never used to decide whether a lease expired.
+type Record struct {
+	// HolderIdentity names the holder that wrote the record (the Java
+	// client's ownerName).
+	HolderIdentity string
+	// RVN is the record version number: a fresh unique string (a UUID) on
+	// every write.
+	RVN string
+	// LeaseDuration is how long the holder claims the lease after this
+	// write, as measured by others from the moment they observe RVN. It is
+	// stored in whole milliseconds, rounded up.
+	LeaseDuration time.Duration
+	// Released reports that the holder gave the lease up; the record may be
+	// taken at once.
+	Released bool
+	// LeaderTransitions counts the acquisitions recorded in this row. It is
+	// maintained by the store (see Interface.Create) and is informational:
+	// a row deleted or rewritten by another client starts again.
+	LeaderTransitions int64
+	// AcquireTime is the writer's wall-clock time when the current holder
+	// acquired the lease; informational, millisecond precision.
+	AcquireTime time.Time
+	// RenewTime is the writer's wall-clock time of this write;
+	// informational, millisecond precision.
+	RenewTime time.Time
+	// Data is opaque application data stored with the lease. Empty data is
+	// stored as no data.
+	Data []byte
+}
+
+// Equal reports whether r and o hold the same values.
+func (r Record) Equal(o Record) bool {
+	return r.HolderIdentity == o.HolderIdentity &&
+		r.RVN == o.RVN &&
+		r.LeaseDuration == o.LeaseDuration &&
+		r.Released == o.Released &&
+		r.LeaderTransitions == o.LeaderTransitions &&
+		r.AcquireTime.Equal(o.AcquireTime) &&
+		r.RenewTime.Equal(o.RenewTime) &&
+		bytes.Equal(r.Data, o.Data)
+}
+
+// normalized returns rec as a store keeps it: the lease rounded up to whole
+// milliseconds, times in UTC at millisecond precision without a monotonic
+// reading, empty data as nil. Every implementation stores the normalized
+// form, so what a write returns equals what a later Get returns.
+func normalized(rec Record) Record {
+	rec.LeaseDuration = roundUpToMillisecond(rec.LeaseDuration)
+	rec.AcquireTime = normalizeTime(rec.AcquireTime)
+	rec.RenewTime = normalizeTime(rec.RenewTime)
+	if len(rec.Data) == 0 {
+		rec.Data = nil
+	} else {
+		rec.Data = bytes.Clone(rec.Data)
+	}
+	return rec
+}
+
+func roundUpToMillisecond(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
+}
+
+func normalizeTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// checkName validates a lock name before any request.
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: lock name is empty", ErrInvalidArgument)
+	}
+	if len(name) > MaxNameBytes {
+		return fmt.Errorf("%w: lock name is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(name), MaxNameBytes)
+	}
+	return nil
+}
+
+// checkIdentity validates a holder identity before any request.
+func checkIdentity(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: identity is empty", ErrInvalidArgument)
+	}
+	if len(id) > MaxIdentityBytes {
+		return fmt.Errorf("%w: identity is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(id), MaxIdentityBytes)
+	}
+	return nil
+}
+
+// prepareWrite checks rec for a write by the lock with identity id and
+// returns it normalized, with the holder filled in.
+func prepareWrite(id string, rec Record) (Record, error) {
+	switch rec.HolderIdentity {
+	case "":
+		rec.HolderIdentity = id
+	case id:
+	default:
+		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", ErrInvalidArgument, rec.HolderIdentity, id)
+	}
+	if rec.RVN == "" {
+		return Record{}, fmt.Errorf("%w: record version number is empty", ErrInvalidArgument)
+	}
+	if rec.LeaseDuration <= 0 {
+		return Record{}, fmt.Errorf("%w: lease duration %v is not positive", ErrInvalidArgument, rec.LeaseDuration)
+	}
+	if len(rec.Data) > MaxDataBytes {
+		return Record{}, fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(rec.Data), MaxDataBytes)
+	}
+	return normalized(rec), nil
+}
+
+// checkPrecondition validates a precondition before any request.
+func checkPrecondition(p Precondition) error {
+	if p.RVN == "" {
+		return fmt.Errorf("%w: precondition has no record version number", ErrInvalidArgument)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package resourcelocktest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Op names a method of resourcelock.Interface that sends a request.
+type Op string
+
+// The operations Faulty counts and can fail.
+const (
+	OpGet    Op = "Get"
+	OpCreate Op = "Create"
+	OpUpdate Op = "Update"
+)
+
+// Fault says what happens to one call. The zero Fault passes the call
+// through unchanged.
+type Fault struct {
+	// Block, when non-nil, holds the call until Block is closed or the
+	// call's context is done. A call whose context ends while blocked
+	// returns the context's error and is not applied, unless Land is set.
+	Block <-chan struct{}
+	// Land applies the call to the wrapped lock (after Block) even though
+	// the caller then sees Err: the write landed but its answer was lost.
+	Land bool
+	// Err, when non-nil, is returned to the caller instead of the wrapped
+	// lock's answer. Without Land the call is not applied.
+	Err error
+}
+
+// Call records one call seen by Faulty.
+type Call struct {
+	Op  Op
+	Err error // what the caller got
+}
+
+// Faulty wraps a resourcelock.Interface, records every call and applies
+// injected faults. It is safe for concurrent use.
+type Faulty struct {
+	inner resourcelock.Interface
+
+	mu     sync.Mutex
+	faults map[Op][]queued
+	calls  []Call
+	onCall func(Op)
+}
+
+type queued struct {
+	fault Fault
+	left  int // calls left; negative means every call
+}
+
+var _ resourcelock.Interface = (*Faulty)(nil)
+
+// NewFaulty wraps inner.
+func NewFaulty(inner resourcelock.Interface) *Faulty {
+	return &Faulty{inner: inner, faults: map[Op][]queued{}}
+}
+
+// Inject makes the next n calls of op suffer fault, after any faults queued
+// earlier for op are used up. n < 0 applies it to every later call until
+// Clear.
+func (f *Faulty) Inject(op Op, n int, fault Fault) {
+	if n == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[op] = append(f.faults[op], queued{fault: fault, left: n})
+}
+
+// Clear removes every queued fault.
+func (f *Faulty) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = map[Op][]queued{}
+}
+
+// OnCall sets a function called at the start of every call, before any
+// fault applies. It must not call Faulty's methods that take its lock.
+func (f *Faulty) OnCall(fn func(Op)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onCall = fn
+}
+
+// Calls returns the calls completed so far, in order of completion.
+func (f *Faulty) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Call(nil), f.calls...)
+}
+
+// Count returns how many calls of op have completed.
+func (f *Faulty) Count(op Op) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetCalls forgets the calls recorded so far.
+func (f *Faulty) ResetCalls() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = nil
+}
+
+// Identity returns the wrapped lock's identity.
+func (f *Faulty) Identity() string { return f.inner.Identity() }
+
+// Describe returns the wrapped lock's description.
+func (f *Faulty) Describe() string { return "faulty " + f.inner.Describe() }
+
+// Get reads through the wrapped lock, subject to faults for OpGet.
+func (f *Faulty) Get(ctx context.Context) (resourcelock.Record, error) {
+	return f.do(ctx, OpGet, func() (resourcelock.Record, error) { return f.inner.Get(ctx) })
+}
+
+// Create writes through the wrapped lock, subject to faults for OpCreate.
+func (f *Faulty) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Record, error) {
+	return f.do(ctx, OpCreate, func() (resourcelock.Record, error) {
+		return f.inner.Create(context.WithoutCancel(ctx), rec)
+	})
+}
+
+// Update writes through the wrapped lock, subject to faults for OpUpdate.
+func (f *Faulty) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Record, error) {
+	return f.do(ctx, OpUpdate, func() (resourcelock.Record, error) {
+		return f.inner.Update(context.WithoutCancel(ctx), expect, rec)
+	})
+}
+
+func (f *Faulty) next(op Op) (Fault, func(Op)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.faults[op]
+	if len(q) == 0 {
+		return Fault{}, f.onCall
+	}
+	fault := q[0].fault
+	if q[0].left > 0 {
+		q[0].left--
+		if q[0].left == 0 {
+			f.faults[op] = q[1:]
+		}
+	}
+	return fault, f.onCall
+}
+
+func (f *Faulty) do(ctx context.Context, op Op, apply func() (resourcelock.Record, error)) (rec resourcelock.Record, err error) {
+	fault, onCall := f.next(op)
+	if onCall != nil {
+		onCall(op)
+	}
+	defer func() {
+		f.mu.Lock()
+		f.calls = append(f.calls, Call{Op: op, Err: err})
+		f.mu.Unlock()
+	}()
+	if fault.Block != nil {
+		select {
+		case <-fault.Block:
+		case <-ctx.Done():
+			if fault.Land {
+				apply()
+			}
+			return resourcelock.Record{}, ctx.Err()
+		}
+	}
+	if fault.Err == nil {
+		if err := ctx.Err(); err != nil {
+			return resourcelock.Record{}, err
+		}
+		return apply()
+	}
+	if fault.Land {
+		apply()
+	}
+	return resourcelock.Record{}, fault.Err
+}

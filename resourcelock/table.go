@@ -1,0 +1,159 @@
+package resourcelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// TableAPI is the part of the DynamoDB client that CreateTable uses.
+// *dynamodb.Client satisfies it.
+type TableAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// TableOptions configures CreateTable. The zero value makes an on-demand
+// table keyed by DefaultPartitionKey alone.
+type TableOptions struct {
+	// PartitionKey is the partition key attribute name (type S);
+	// DefaultPartitionKey when empty.
+	PartitionKey string
+	// SortKey is the sort key attribute name (type S); none when empty.
+	SortKey string
+	// Provisioned selects provisioned capacity with this throughput; nil
+	// selects on-demand (pay-per-request) billing.
+	Provisioned *Throughput
+	// PollInterval is the wait between checks for the table to become
+	// ACTIVE; 250 ms when zero.
+	PollInterval time.Duration
+	// Clock times the waits; the real clock when nil.
+	Clock clockutil.Clock
+}
+
+// Throughput is a provisioned table's capacity in units per second.
+type Throughput struct {
+	ReadCapacityUnits  int64
+	WriteCapacityUnits int64
+}
+
+// CreateTable makes a lock table called table and waits until it is ACTIVE.
+// It succeeds without change when the table already exists with the key
+// schema opts asks for, and fails with an error wrapping ErrTableMismatch
+// when it exists with another. Billing mode and capacity of an existing
+// table are not checked. The wait is bounded only by ctx.
+func CreateTable(ctx context.Context, client TableAPI, table string, opts TableOptions) error {
+	keys := keySchema{partitionKey: opts.PartitionKey, sortKey: opts.SortKey}
+	if keys.partitionKey == "" {
+		keys.partitionKey = DefaultPartitionKey
+	}
+	if err := keys.check(); err != nil {
+		return err
+	}
+	if table == "" {
+		return fmt.Errorf("%w: table name is empty", ErrInvalidArgument)
+	}
+	if p := opts.Provisioned; p != nil && (p.ReadCapacityUnits <= 0 || p.WriteCapacityUnits <= 0) {
+		return fmt.Errorf("%w: provisioned capacity %+v must be positive", ErrInvalidArgument, *p)
+	}
+	clk := clockutil.OrReal(opts.Clock)
+	poll := opts.PollInterval
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+
+	desc, err := describeTable(ctx, client, table)
+	if errors.Is(err, ErrTableNotFound) {
+		_, err = client.CreateTable(ctx, createTableInput(table, keys, opts.Provisioned))
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) { // in use: someone else created it meanwhile
+			return fmt.Errorf("resourcelock: create table %q: %w", table, err)
+		}
+		desc, err = describeTable(ctx, client, table)
+	}
+	for {
+		if err != nil {
+			return err
+		}
+		if err := checkKeySchema(table, desc, keys); err != nil {
+			return err
+		}
+		if desc.TableStatus == types.TableStatusActive {
+			return nil
+		}
+		if err := clockutil.Sleep(ctx, clk, poll); err != nil {
+			return fmt.Errorf("resourcelock: waiting for table %q to become active (status %s): %w", table, desc.TableStatus, err)
+		}
+		desc, err = describeTable(ctx, client, table)
+	}
+}
+
+func describeTable(ctx context.Context, client TableAPI, table string) (*types.TableDescription, error) {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, wrapTableError(table, "resourcelock: describe table", err)
+	}
+	if out.Table == nil {
+		return nil, fmt.Errorf("resourcelock: describe table %q returned no description", table)
+	}
+	return out.Table, nil
+}
+
+func createTableInput(table string, keys keySchema, p *Throughput) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(keys.partitionKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(keys.partitionKey), KeyType: types.KeyTypeHash},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	}
+	if keys.sortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(keys.sortKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema,
+			types.KeySchemaElement{AttributeName: aws.String(keys.sortKey), KeyType: types.KeyTypeRange})
+	}
+	if p != nil {
+		in.BillingMode = types.BillingModeProvisioned
+		in.ProvisionedThroughput = &types.ProvisionedThroughput{
+			ReadCapacityUnits:  aws.Int64(p.ReadCapacityUnits),
+			WriteCapacityUnits: aws.Int64(p.WriteCapacityUnits),
+		}
+	}
+	return in
+}
+
+// checkKeySchema compares an existing table's key with the one wanted.
+func checkKeySchema(table string, desc *types.TableDescription, want keySchema) error {
+	attrTypes := map[string]types.ScalarAttributeType{}
+	for _, a := range desc.AttributeDefinitions {
+		attrTypes[aws.ToString(a.AttributeName)] = a.AttributeType
+	}
+	var got keySchema
+	for _, k := range desc.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			got.partitionKey = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			got.sortKey = aws.ToString(k.AttributeName)
+		}
+	}
+	bad := got != want || attrTypes[got.partitionKey] != types.ScalarAttributeTypeS ||
+		(got.sortKey != "" && attrTypes[got.sortKey] != types.ScalarAttributeTypeS)
+	if bad {
+		return fmt.Errorf("%w: table %q has key (partition %q %s, sort %q %s), want (partition %q S, sort %q S)",
+			ErrTableMismatch, table, got.partitionKey, attrTypes[got.partitionKey], got.sortKey, attrTypes[got.sortKey],
+			want.partitionKey, want.sortKey)
+	}
+	return nil
+}

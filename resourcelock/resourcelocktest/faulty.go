@@ -24,6 +24,10 @@ type Fault struct {
 	// call's context is done. A call whose context ends while blocked
 	// returns the context's error and is not applied, unless Land is set.
 	Block <-chan struct{}
+	// IgnoreCancel makes Block wait for Block to close even after the
+	// call's context is done, like an implementation that ignores its
+	// context. The call then proceeds as if Block had closed normally.
+	IgnoreCancel bool
 	// Land applies the call to the wrapped lock (after Block) even though
 	// the caller then sees Err: the write landed but its answer was lost.
 	Land bool
@@ -167,7 +171,9 @@ func (f *Faulty) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 		f.calls = append(f.calls, Call{Op: op, Err: err})
 		f.mu.Unlock()
 	}()
-	if fault.Block != nil {
+	if fault.Block != nil && fault.IgnoreCancel {
+		<-fault.Block
+	} else if fault.Block != nil {
 		select {
 		case <-fault.Block:
 		case <-ctx.Done():

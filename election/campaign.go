@@ -1,0 +1,89 @@
+package election
+
+import (
+	"context"
+	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// campaign runs the candidate loop until this Run holds the record with
+// validity left, and returns when that validity ends; or until ctx is done.
+//
+// Each round makes one attempt and then waits a jittered RetryPeriod, or
+// less when the observed lease may be taken over sooner:
+//  1. No record seen yet, or the record is missing or released: create it.
+//  2. The observed RVN has stayed unchanged for the holder's lease, counted
+//     from when a read first returned it: take over with a write
+//     conditioned on that RVN.
+//  3. Otherwise read the record, noting when a new RVN first appears.
+//
+// A record naming this candidate's identity but carrying an RVN this Run
+// did not write is waited out like any other.
+func (r *run) campaign(ctx context.Context) (time.Time, error) {
+	e := r.e
+	for {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err
+		}
+		if out, sent := r.attempt(ctx); out == outcomeOurs {
+			validUntil := sent.Add(e.cfg.RenewDeadline)
+			if e.clk.Now().Before(validUntil) {
+				e.setLeader(e.identity)
+				return validUntil, nil
+			}
+			// A write confirmed only after its validity passed (its answer
+			// was lost): the record is ours, renew it at once.
+			continue
+		}
+		wait := clockutil.Jittered(e.cfg.RetryPeriod)
+		if r.obs.known && !r.obs.absent {
+			if d := r.obs.expiry().Sub(e.clk.Now()); d > 0 && d < wait {
+				wait = d // wake when the watched lease may be taken over
+			}
+		}
+		if err := e.sleep(ctx, wait); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// attempt makes the one request (and, on failure, the resolving read) of a
+// campaign round.
+func (r *run) attempt(ctx context.Context) (outcome, time.Time) {
+	e := r.e
+	switch {
+	case r.mine != "":
+		return r.renew(ctx)
+	case !r.obs.known || r.obs.absent:
+		rec := r.newRecord(false)
+		return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
+			return e.cfg.Lock.Create(c, rec)
+		})
+	case !e.clk.Now().Before(r.obs.expiry()):
+		e.log.V(1).Info("lease unchanged for its duration; taking over", "rvn", r.obs.rvn, "holder", r.obs.holder)
+		rec := r.newRecord(false)
+		expect := resourcelock.Precondition{RVN: r.obs.rvn}
+		return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
+			return e.cfg.Lock.Update(c, expect, rec)
+		})
+	default:
+		return r.read(ctx)
+	}
+}
+
+// renew writes a fresh RVN over the one this Run holds, conditioned on
+// owner and RVN.
+func (r *run) renew(ctx context.Context) (outcome, time.Time) {
+	rec := r.newRecord(false)
+	return r.writeAsHolder(ctx, rec)
+}
+
+// writeAsHolder writes rec conditioned on this Run's identity and RVN.
+func (r *run) writeAsHolder(ctx context.Context, rec resourcelock.Record) (outcome, time.Time) {
+	expect := resourcelock.Precondition{RVN: r.mine, Owner: r.e.identity}
+	return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
+		return r.e.cfg.Lock.Update(c, expect, rec)
+	})
+}

@@ -1,0 +1,305 @@
+package election
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func TestAcquireWithoutRecord(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.waitIdle()
+	h.wantEvent("started")
+	h.wantOps(rlt.OpCreate)
+	h.wantLeaders("a")
+	if !h.e.IsLeader() || h.e.Leader() != "a" {
+		t.Fatalf("IsLeader=%v Leader=%q after acquiring", h.e.IsLeader(), h.e.Leader())
+	}
+	if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want send time + RenewDeadline = %v", got, want)
+	}
+	rec := h.record()
+	if rec.HolderIdentity != "a" || rec.LeaseDuration != lease || rec.LeaderTransitions != 1 || rec.Released {
+		t.Fatalf("stored record %+v", rec)
+	}
+}
+
+func TestAcquireReleasedRecordAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r1", LeaseDuration: time.Hour, Released: true, LeaderTransitions: 4})
+	h.start()
+	h.waitIdle()
+	h.wantEvent("started")
+	h.wantOps(rlt.OpCreate)
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.Released || rec.LeaderTransitions != 5 {
+		t.Fatalf("stored record %+v", rec)
+	}
+}
+
+// advanceUntilLeading steps the clock by the longest poll interval until
+// the candidate leads, checking that every wake before notBefore was a
+// plain read and that the wake at or after it took the lease over.
+func (h *harness) advanceUntilLeading(notBefore time.Time) {
+	h.t.Helper()
+	for i := 0; i < 100; i++ {
+		h.stepIdle(maxPoll)
+		if h.now().Before(notBefore) {
+			h.wantOps(rlt.OpGet)
+			h.noEvent()
+			continue
+		}
+		h.wantOps(rlt.OpUpdate)
+		h.wantEvent("started")
+		return
+	}
+	h.t.Fatal("never took over")
+}
+
+func TestTakeoverAfterFullLeaseOfUnchangedRVN(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantLeaders("b")
+	if h.e.IsLeader() || h.e.Leader() != "b" {
+		t.Fatalf("IsLeader=%v Leader=%q while b holds", h.e.IsLeader(), h.e.Leader())
+	}
+	h.advanceUntilLeading(epoch.Add(lease))
+	h.wantLeaders("a")
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.LeaderTransitions != 1 {
+		t.Fatalf("stored record after takeover %+v", rec)
+	}
+}
+
+func TestCandidateWakesWhenTheWatchedLeaseExpires(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	expiry := epoch.Add(lease)
+	// Poll until less than one poll interval is left.
+	for expiry.Sub(h.now()) >= retry {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpGet)
+	}
+	// The next wake is the expiry itself, not a jittered poll.
+	h.step(expiry.Sub(h.now()) - time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	h.wantOps()
+	h.step(time.Millisecond)
+	h.waitIdle()
+	h.wantOps(rlt.OpUpdate)
+	h.wantEvent("started")
+	if got, want := h.e.ValidUntil(), expiry.Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v", got, want)
+	}
+}
+
+func TestLeaseCountsFromWhenTheReadReturned(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	block, unblock := gate()
+	entered := make(chan rlt.Op, 10)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Block: block})
+	h.start()
+	<-entered // Create
+	<-entered // Get, now blocked
+	h.step(time.Second)
+	unblock()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.lock.OnCall(nil)
+	h.advanceUntilLeading(epoch.Add(time.Second + lease))
+}
+
+func TestWaitRestartsWhenTheRVNChanges(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	for i := 0; i < 3; i++ {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpGet)
+	}
+	h.putForeign("b", "r2") // b renewed
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpGet)
+	seen := h.now()
+	h.advanceUntilLeading(seen.Add(lease))
+}
+
+func TestRenewalJustBeforeTakeoverRestartsTheWait(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	expiry := epoch.Add(lease)
+	for expiry.Sub(h.now()) >= retry {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpGet)
+	}
+	h.putForeign("b", "r2") // renewed after our last read
+	h.stepIdle(expiry.Sub(h.now()))
+	// The takeover is conditioned on r1 and fails; the read that resolves
+	// it sees r2 and the wait starts again from now.
+	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.noEvent()
+	if rec := h.record(); rec.HolderIdentity != "b" || rec.RVN != "r2" {
+		t.Fatalf("record after a failed takeover: %+v", rec)
+	}
+	h.advanceUntilLeading(expiry.Add(lease))
+}
+
+func TestRestartedProcessWithSameIdentityWaits(t *testing.T) {
+	h := newHarness(t)
+	// An earlier process called "a" left a live record.
+	h.putForeign("a", "rvn-of-the-previous-process")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	if h.e.IsLeader() {
+		t.Fatal("a record naming our identity made us leader")
+	}
+	h.advanceUntilLeading(epoch.Add(lease))
+}
+
+func TestReleasedRecordTakenAtNextAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r2", LeaseDuration: lease, Released: true})
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpGet)
+	if h.e.Leader() != "" {
+		t.Fatalf("Leader() = %q with a released record", h.e.Leader())
+	}
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpCreate)
+	h.wantEvent("started")
+}
+
+func TestOnNewLeaderOnEveryChange(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantLeaders("b")
+	h.stepIdle(maxPoll) // same holder: no report
+	h.noLeaderReport()
+	h.putForeign("c", "r2")
+	h.stepIdle(maxPoll)
+	h.wantLeaders("c")
+	h.store.Delete(lockName)
+	h.stepIdle(maxPoll) // missing: no report, but the next holder is one
+	h.noLeaderReport()
+	h.putForeign("c", "r3")
+	h.stepIdle(maxPoll)
+	h.wantLeaders("c")
+}
+
+func TestCandidateCancelledWithoutLeadingGetsNoStoppedCallback(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.cancel()
+	if err := h.result(); err == nil || err.Error() != "context canceled" {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	h.noEvent()
+}
+
+func TestAmbiguousCreateThatLandedIsAdopted(t *testing.T) {
+	for _, err := range []error{errReset, fmt.Errorf("retried: %w", resourcelock.ErrConflict)} {
+		t.Run(err.Error(), func(t *testing.T) {
+			h := newHarness(t)
+			h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: err})
+			h.start()
+			h.waitIdle()
+			h.wantOps(rlt.OpCreate, rlt.OpGet)
+			h.wantEvent("started")
+			if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
+				t.Fatalf("ValidUntil = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestAmbiguousCreateThatDidNotLandIsRetried(t *testing.T) {
+	h := newHarness(t)
+	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Err: errReset})
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.noEvent()
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpCreate)
+	h.wantEvent("started")
+}
+
+func TestAmbiguousTakeoverThatLandedIsAdopted(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: fmt.Errorf("retried: %w", resourcelock.ErrConflict)})
+	for h.now().Before(epoch.Add(lease)) {
+		h.stepIdle(maxPoll)
+	}
+	h.wantEvent("started")
+	if h.record().HolderIdentity != "a" || !h.e.IsLeader() {
+		t.Fatal("a landed takeover was not adopted")
+	}
+}
+
+func TestWriteConfirmedAfterItsValidityIsRenewedBeforeLeading(t *testing.T) {
+	h := newHarness(t)
+	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
+	h.lock.Inject(rlt.OpGet, 6, rlt.Fault{Err: errReset})
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	for h.now().Before(epoch.Add(deadline)) {
+		// Our create landed, but no read confirms it: each round retries
+		// the create, which conflicts, and a failing read.
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpCreate, rlt.OpGet)
+		h.noEvent()
+	}
+	for {
+		h.stepIdle(maxPoll)
+		ops := h.ops()
+		if len(ops) == 3 {
+			// The read finally confirmed the first create, whose validity
+			// has passed: renew at once before leading.
+			h.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpUpdate)
+			break
+		}
+		h.wantOps(rlt.OpCreate, rlt.OpGet)
+	}
+	h.wantEvent("started")
+	if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v (from the renewal)", got, want)
+	}
+}
+
+func TestRunRefusedWhileRunning(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.waitIdle()
+	if err := h.e.Run(t.Context()); err != ErrRunning {
+		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+}

@@ -1,0 +1,152 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Published defaults, used when the corresponding Config field is zero.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Callbacks are the functions an Elector calls as leadership changes.
+//
+// Order within one Run: OnNewLeader reports holders as they are observed;
+// OnStartedLeading starts (in its own goroutine) when this candidate becomes
+// leader; when the term ends its context is cancelled, OnStoppedLeading runs,
+// and Run returns once OnStartedLeading has returned too. OnStoppedLeading
+// runs only after a term this Run led: a candidate that never led gets no
+// OnStoppedLeading.
+type Callbacks struct {
+	// OnStartedLeading runs the leader's work. Required. Its context is
+	// cancelled the moment the term ends: at the latest when ValidUntil
+	// passes, even if the elector's loop is stuck. It should return soon
+	// after that; the term is over when it returns (see Elector.Run).
+	OnStartedLeading func(ctx context.Context)
+	// OnStoppedLeading runs once when a term this Run led has ended, after
+	// the context given to OnStartedLeading was cancelled and IsLeader
+	// became false, possibly before OnStartedLeading has returned. Required.
+	OnStoppedLeading func()
+	// OnNewLeader, when set, is called with the identity of each new
+	// holder as observed, this candidate included. A released or missing
+	// record has no holder and is not reported, but the next holder is
+	// even if it has the same identity as the previous one. Calls are made
+	// in order from one goroutine, never concurrently, and never block the
+	// election loop.
+	OnNewLeader func(identity string)
+}
+
+// Config configures an Elector. New validates it; zero durations take the
+// published defaults.
+//
+// The three durations relate as LeaseDuration > RenewDeadline >
+// 1.2 × RetryPeriod. A leader considers itself leader until RenewDeadline
+// after it sent its last confirmed renewal; other candidates take over only
+// after observing the same record version for LeaseDuration on their own
+// clocks. LeaseDuration − RenewDeadline is the time the leader's work has to
+// stop, plus room for clock-rate drift between hosts.
+type Config struct {
+	// Lock stores the leadership record. Required; its Identity is this
+	// candidate's identity and must not be empty.
+	Lock resourcelock.Interface
+	// LeaseDuration is how long other candidates wait, after they first
+	// see a record version, before taking the lease over.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long after sending a renewal that was confirmed
+	// the leader keeps acting as leader without another confirmed one.
+	RenewDeadline time.Duration
+	// RetryPeriod is the leader's renewal period and a candidate's polling
+	// period; candidates add up to 20% jitter.
+	RetryPeriod time.Duration
+	// RequestTimeout bounds each request to the lock, the SDK's retries
+	// included. It defaults to RetryPeriod (capped at RenewDeadline −
+	// RetryPeriod) and may not exceed RenewDeadline − RetryPeriod.
+	RequestTimeout time.Duration
+	// Callbacks are called as leadership changes.
+	Callbacks Callbacks
+	// ReleaseOnCancel makes a leader whose Run context is cancelled, or
+	// whose OnStartedLeading returned by itself, mark the record released
+	// once OnStartedLeading has returned, so a waiting candidate can take
+	// over at its next attempt rather than after a full lease.
+	ReleaseOnCancel bool
+	// Name labels log lines; optional.
+	Name string
+	// Clock times every wait; the real clock when nil.
+	Clock clockutil.Clock
+	// Logger receives structured logs; silent when unset.
+	Logger logr.Logger
+}
+
+// MinLeaseMargin returns the smallest LeaseDuration − RenewDeadline that
+// New accepts: 1% of renewDeadline, and at least one millisecond. The safety
+// argument needs LeaseDuration > RenewDeadline·(1+ρ)² for a clock-rate
+// drift ρ between hosts (about 1e-4 on real machines); 1% leaves room for
+// fifty times that. A margin below RetryPeriod is accepted with a warning:
+// it leaves the leader's work very little time to stop.
+func MinLeaseMargin(renewDeadline time.Duration) time.Duration {
+	return max(renewDeadline/100, time.Millisecond)
+}
+
+// withDefaults returns c with zero durations replaced by the defaults.
+func (c Config) withDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = min(c.RetryPeriod, c.RenewDeadline-c.RetryPeriod)
+	}
+	c.Clock = clockutil.OrReal(c.Clock)
+	if c.Logger.GetSink() == nil {
+		c.Logger = logr.Discard()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.Lock == nil:
+		return bad("Lock", "is nil")
+	case c.Lock.Identity() == "":
+		return bad("Lock", "has an empty Identity")
+	case c.LeaseDuration <= 0:
+		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
+	case c.RenewDeadline <= 0:
+		return bad("RenewDeadline", "is %v, want > 0", c.RenewDeadline)
+	case c.RetryPeriod <= 0:
+		return bad("RetryPeriod", "is %v, want > 0", c.RetryPeriod)
+	case c.RenewDeadline <= clockutil.MaxJittered(c.RetryPeriod):
+		return bad("RenewDeadline", "is %v, want > %v (RetryPeriod %v plus the largest jitter)",
+			c.RenewDeadline, clockutil.MaxJittered(c.RetryPeriod), c.RetryPeriod)
+	case c.LeaseDuration-c.RenewDeadline < MinLeaseMargin(c.RenewDeadline):
+		return bad("LeaseDuration", "is %v, want at least RenewDeadline %v + %v (see MinLeaseMargin)",
+			c.LeaseDuration, c.RenewDeadline, MinLeaseMargin(c.RenewDeadline))
+	case c.RequestTimeout <= 0:
+		return bad("RequestTimeout", "is %v, want > 0", c.RequestTimeout)
+	case c.RequestTimeout > c.RenewDeadline-c.RetryPeriod:
+		return bad("RequestTimeout", "is %v, want at most RenewDeadline − RetryPeriod = %v",
+			c.RequestTimeout, c.RenewDeadline-c.RetryPeriod)
+	case c.Callbacks.OnStartedLeading == nil:
+		return bad("Callbacks.OnStartedLeading", "is nil")
+	case c.Callbacks.OnStoppedLeading == nil:
+		return bad("Callbacks.OnStoppedLeading", "is nil")
+	}
+	return nil
+}

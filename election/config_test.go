@@ -1,0 +1,102 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+func validConfig() Config {
+	return Config{
+		Lock: resourcelock.NewMemoryStore().Lock("x", "a"),
+		Callbacks: Callbacks{
+			OnStartedLeading: func(context.Context) {},
+			OnStoppedLeading: func() {},
+		},
+	}
+}
+
+type emptyIdentity struct{ resourcelock.Interface }
+
+func (emptyIdentity) Identity() string { return "" }
+
+func TestConfigDefaults(t *testing.T) {
+	e, err := New(validConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.cfg
+	if c.LeaseDuration != 15*time.Second || c.RenewDeadline != 10*time.Second || c.RetryPeriod != 2*time.Second || c.RequestTimeout != 2*time.Second {
+		t.Fatalf("defaults = %v/%v/%v/%v", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, c.RequestTimeout)
+	}
+}
+
+func TestConfigValidationNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		field  string
+		change func(*Config)
+	}{
+		{"Lock", func(c *Config) { c.Lock = nil }},
+		{"Lock", func(c *Config) { c.Lock = emptyIdentity{c.Lock} }},
+		{"LeaseDuration", func(c *Config) { c.LeaseDuration = -time.Second }},
+		{"RenewDeadline", func(c *Config) { c.RenewDeadline = -time.Second }},
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = -time.Second }},
+		{"RenewDeadline", func(c *Config) { c.RenewDeadline, c.RetryPeriod = 12*time.Second, 10*time.Second }},
+		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10 * time.Second }},
+		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10*time.Second + 99*time.Millisecond }},
+		{"RequestTimeout", func(c *Config) { c.RequestTimeout = -time.Second }},
+		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 8*time.Second + 1 }},
+		{"Callbacks.OnStartedLeading", func(c *Config) { c.Callbacks.OnStartedLeading = nil }},
+		{"Callbacks.OnStoppedLeading", func(c *Config) { c.Callbacks.OnStoppedLeading = nil }},
+	} {
+		cfg := validConfig()
+		tc.change(&cfg)
+		_, err := New(cfg)
+		var ce *ConfigError
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: New = %v, want a ConfigError for %s", tc.field, err, tc.field)
+		}
+	}
+}
+
+func TestConfigBoundariesAccepted(t *testing.T) {
+	cfg := validConfig()
+	cfg.LeaseDuration = 10*time.Second + MinLeaseMargin(10*time.Second)
+	cfg.RequestTimeout = 8 * time.Second
+	if _, err := New(cfg); err != nil {
+		t.Fatalf("New at the limits: %v", err)
+	}
+	cfg = validConfig()
+	cfg.RenewDeadline, cfg.RetryPeriod, cfg.LeaseDuration = 2401*time.Millisecond, 2*time.Second, 3*time.Second
+	if _, err := New(cfg); err != nil {
+		t.Fatalf("New with RenewDeadline just above 1.2 × RetryPeriod: %v", err)
+	}
+}
+
+func TestSmallLeaseMarginIsAWarning(t *testing.T) {
+	var logged []string
+	cfg := validConfig()
+	cfg.LeaseDuration = 11 * time.Second // margin 1 s < RetryPeriod 2 s
+	cfg.Logger = funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	if _, err := New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "warning") {
+		t.Fatalf("logged %q, want one warning", logged)
+	}
+}
+
+func TestMinLeaseMargin(t *testing.T) {
+	if got := MinLeaseMargin(10 * time.Second); got != 100*time.Millisecond {
+		t.Fatalf("MinLeaseMargin(10s) = %v", got)
+	}
+	if got := MinLeaseMargin(10 * time.Millisecond); got != time.Millisecond {
+		t.Fatalf("MinLeaseMargin(10ms) = %v", got)
+	}
+}

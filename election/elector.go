@@ -1,0 +1,182 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// Elector campaigns for one lease and runs the leader's work while it holds
+// it. Create one with New; call Run to stand for election. Its methods are
+// safe for concurrent use.
+type Elector struct {
+	cfg      Config
+	clk      clockutil.Clock
+	log      logr.Logger
+	identity string
+	notify   *notifier
+
+	// mu guards the state shared between Run and the accessors.
+	mu      sync.Mutex
+	running bool
+	current *term  // the term of the last Run that led, nil before
+	leader  string // holder last observed, "" when none
+
+	// testIdle, set only by this package's tests, is called each time the
+	// election loop is about to block waiting on the clock, after its
+	// timers are set, so a test can step a fake clock without racing.
+	testIdle func()
+}
+
+// idle marks the election loop as about to block on its timers.
+func (e *Elector) idle() {
+	if e.testIdle != nil {
+		e.testIdle()
+	}
+}
+
+// sleep waits for d on the clock, or until ctx is done.
+func (e *Elector) sleep(ctx context.Context, d time.Duration) error {
+	t := e.clk.NewTimer(d)
+	defer t.Stop()
+	e.idle()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}
+
+// New validates cfg and returns an Elector. Zero durations take the
+// published defaults. An invalid cfg gives an error matching
+// ErrInvalidConfig; errors.As with *ConfigError names the field.
+func New(cfg Config) (*Elector, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.WithValues("lock", cfg.Lock.Describe(), "identity", cfg.Lock.Identity())
+	if cfg.Name != "" {
+		log = log.WithValues("election", cfg.Name)
+	}
+	if margin := cfg.LeaseDuration - cfg.RenewDeadline; margin < cfg.RetryPeriod {
+		log.Info("warning: LeaseDuration − RenewDeadline is shorter than RetryPeriod; the leader's work has little time to stop before others may take over",
+			"margin", margin, "retryPeriod", cfg.RetryPeriod)
+	}
+	return &Elector{
+		cfg:      cfg,
+		clk:      cfg.Clock,
+		log:      log,
+		identity: cfg.Lock.Identity(),
+		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
+	}, nil
+}
+
+// Identity returns this candidate's identity.
+func (e *Elector) Identity() string { return e.identity }
+
+// IsLeader reports whether this candidate leads now: a term is in force and
+// the clock has not reached its ValidUntil. It turns false at that instant
+// by itself, whatever the election loop is doing.
+//
+// IsLeader does not make acting on its answer safe: a process that pauses
+// between the check and the action may act after the term ended. Only
+// fencing by the resource itself closes that gap.
+func (e *Elector) IsLeader() bool {
+	t := e.term()
+	return t != nil && t.valid()
+}
+
+// ValidUntil returns, on this Elector's clock, the time until which the
+// current term is valid, or the zero time when not leading. It moves later
+// with each confirmed renewal.
+func (e *Elector) ValidUntil() time.Time {
+	t := e.term()
+	if t == nil || !t.valid() {
+		return time.Time{}
+	}
+	return t.until()
+}
+
+// Leader returns the identity of the holder last observed, this candidate
+// included, or "" when the record was last seen missing or released.
+func (e *Elector) Leader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader
+}
+
+// Check is a health check. It returns an error when a term of this Elector
+// ended (or its validity passed) more than maxTolerableExpiredLease ago and
+// OnStartedLeading has still not returned: the leader's work is running
+// without leadership, or the election loop is stuck. It returns nil
+// otherwise, including for candidates that are not leading.
+func (e *Elector) Check(maxTolerableExpiredLease time.Duration) error {
+	t := e.term()
+	if t == nil || t.workReturned() {
+		return nil
+	}
+	if over := e.clk.Now().Sub(t.until()); over > maxTolerableExpiredLease {
+		return fmt.Errorf("election: %s: leadership ended %v ago but the leader's work has not returned", e.cfg.Lock.Describe(), over)
+	}
+	return nil
+}
+
+func (e *Elector) term() *term {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.current
+}
+
+// setLeader records the observed holder and reports a change to
+// OnNewLeader.
+func (e *Elector) setLeader(holder string) {
+	e.mu.Lock()
+	changed := holder != e.leader
+	e.leader = holder
+	e.mu.Unlock()
+	if changed && holder != "" {
+		e.log.V(1).Info("new leader observed", "leader", holder)
+		e.notify.report(holder)
+	}
+}
+
+// Run stands for election until this candidate has led one term and the
+// term has ended, or until ctx is done.
+//
+// It returns ctx's error when ctx ended the Run, whether or not a term had
+// started; an error wrapping ErrLostLeadership when a term ended without
+// being asked to (no renewal confirmed in time, or the record was taken,
+// released or deleted by someone else); and nil when OnStartedLeading
+// returned by itself. In every case Run returns only after OnStartedLeading
+// has returned. Run may then be called again to stand again; concurrent
+// Runs of one Elector are refused with ErrRunning.
+func (e *Elector) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return ErrRunning
+	}
+	e.running = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.running = false
+		e.mu.Unlock()
+	}()
+
+	r := &run{e: e, pending: map[string]time.Time{}}
+	// Step 1: campaign until this Run holds the record with validity left.
+	validUntil, err := r.campaign(ctx)
+	if err != nil {
+		return err
+	}
+	// Step 2: lead until the term ends.
+	return r.lead(ctx, validUntil)
+}

@@ -1,0 +1,337 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+const (
+	lockName = "leader"
+	lease    = 15 * time.Second
+	deadline = 10 * time.Second
+	retry    = 2 * time.Second
+	// maxPoll is the longest a candidate waits between polls.
+	maxPoll = retry + retry/5
+	// patience bounds, in real time, how long a test waits for the code
+	// under test to reach a state; no test sleeps for a fixed time.
+	patience = 5 * time.Second
+)
+
+var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// harness runs one Elector on a fake clock over a Memory lock wrapped in
+// resourcelocktest.Faulty, and records its callbacks.
+type harness struct {
+	t     *testing.T
+	fc    *clocktesting.FakeClock
+	store *resourcelock.MemoryStore
+	lock  *resourcelocktest.Faulty
+	e     *Elector
+
+	idle    chan struct{} // one value each time the loop blocks on the clock
+	free    chan struct{} // closed to let the loop run without the test
+	events  chan string   // "started", "stopped", "work returned"
+	leaders chan string   // OnNewLeader arguments
+	ctxs    chan context.Context
+	atStop  chan resourcelock.Record // the stored record when OnStoppedLeading ran
+	// holdWork, when non-nil, keeps OnStartedLeading from returning until
+	// closed, whatever its context does.
+	holdWork chan struct{}
+
+	cancel context.CancelFunc
+	done   chan error // Run's result
+}
+
+type harnessOption func(*harness, *Config)
+
+func withIdentity(id string) harnessOption {
+	return func(h *harness, c *Config) {
+		c.Lock = resourcelocktest.NewFaulty(h.store.Lock(lockName, id))
+	}
+}
+
+func withReleaseOnCancel() harnessOption {
+	return func(_ *harness, c *Config) { c.ReleaseOnCancel = true }
+}
+
+func withStubbornWork() harnessOption {
+	return func(h *harness, _ *Config) { h.holdWork = make(chan struct{}) }
+}
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	return newHarnessOn(t, resourcelock.NewMemoryStore(), clocktesting.NewFakeClock(epoch), opts...)
+}
+
+func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktesting.FakeClock, opts ...harnessOption) *harness {
+	t.Helper()
+	h := &harness{
+		t:       t,
+		fc:      fc,
+		store:   store,
+		idle:    make(chan struct{}),
+		free:    make(chan struct{}),
+		events:  make(chan string, 100),
+		leaders: make(chan string, 100),
+		ctxs:    make(chan context.Context, 10),
+		atStop:  make(chan resourcelock.Record, 10),
+	}
+	cfg := Config{
+		Lock:          resourcelocktest.NewFaulty(store.Lock(lockName, "a")),
+		LeaseDuration: lease,
+		RenewDeadline: deadline,
+		RetryPeriod:   retry,
+		Clock:         fc,
+		Callbacks: Callbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				h.events <- "started"
+				h.ctxs <- ctx
+				<-ctx.Done()
+				if h.holdWork != nil {
+					<-h.holdWork
+				}
+				h.events <- "work returned"
+			},
+			OnStoppedLeading: func() {
+				rec, _ := h.store.Record(lockName)
+				h.atStop <- rec
+				h.events <- "stopped"
+			},
+			OnNewLeader:      func(id string) { h.leaders <- id },
+		},
+	}
+	for _, o := range opts {
+		o(h, &cfg)
+	}
+	h.lock = cfg.Lock.(*resourcelocktest.Faulty)
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	e.testIdle = func() {
+		select {
+		case h.idle <- struct{}{}:
+		case <-h.free:
+		}
+	}
+	h.e = e
+	t.Cleanup(h.stop)
+	return h
+}
+
+// start runs the elector in the background.
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.e.Run(ctx) }()
+}
+
+func (h *harness) stop() {
+	h.freeRun()
+	if h.cancel != nil {
+		h.cancel()
+	}
+	if h.holdWork != nil {
+		select {
+		case <-h.holdWork:
+		default:
+			close(h.holdWork)
+		}
+	}
+}
+
+// freeRun lets the loop run without waiting for the test.
+func (h *harness) freeRun() {
+	select {
+	case <-h.free:
+	default:
+		close(h.free)
+	}
+}
+
+// waitIdle waits until the loop blocks on the clock.
+func (h *harness) waitIdle() {
+	h.t.Helper()
+	select {
+	case <-h.idle:
+	case <-time.After(patience):
+		h.t.Fatalf("the election loop never came to wait on the clock; calls so far %v", h.ops())
+	}
+}
+
+// step advances the fake clock; the loop must be idle.
+func (h *harness) step(d time.Duration) { h.fc.Step(d) }
+
+// stepIdle advances the clock and waits for the loop to be idle again.
+func (h *harness) stepIdle(d time.Duration) {
+	h.t.Helper()
+	h.step(d)
+	h.waitIdle()
+}
+
+func (h *harness) now() time.Time { return h.fc.Now() }
+
+// ops returns the operations sent so far, in order.
+func (h *harness) ops() []resourcelocktest.Op {
+	var ops []resourcelocktest.Op
+	for _, c := range h.lock.Calls() {
+		ops = append(ops, c.Op)
+	}
+	return ops
+}
+
+// wantOps checks the operations sent since the last check.
+func (h *harness) wantOps(want ...resourcelocktest.Op) {
+	h.t.Helper()
+	got := h.ops()
+	h.lock.ResetCalls()
+	if len(got) != len(want) {
+		h.t.Fatalf("requests = %v, want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			h.t.Fatalf("requests = %v, want %v", got, want)
+		}
+	}
+}
+
+// wantEvent waits for the next callback event and checks it.
+func (h *harness) wantEvent(want string) {
+	h.t.Helper()
+	select {
+	case got := <-h.events:
+		if got != want {
+			h.t.Fatalf("event %q, want %q", got, want)
+		}
+	case <-time.After(patience):
+		h.t.Fatalf("no event %q", want)
+	}
+}
+
+// wantEvents waits for the next len(want) events, in any order.
+func (h *harness) wantEvents(want ...string) {
+	h.t.Helper()
+	left := map[string]int{}
+	for _, w := range want {
+		left[w]++
+	}
+	for range want {
+		select {
+		case got := <-h.events:
+			if left[got] == 0 {
+				h.t.Fatalf("event %q, want one of %v", got, want)
+			}
+			left[got]--
+		case <-time.After(patience):
+			h.t.Fatalf("missing events among %v", want)
+		}
+	}
+}
+
+// noEvent checks that no callback event is pending.
+func (h *harness) noEvent() {
+	h.t.Helper()
+	select {
+	case got := <-h.events:
+		h.t.Fatalf("unexpected event %q", got)
+	default:
+	}
+}
+
+// wantLeaders waits for the next OnNewLeader reports.
+func (h *harness) wantLeaders(want ...string) {
+	h.t.Helper()
+	for _, w := range want {
+		select {
+		case got := <-h.leaders:
+			if got != w {
+				h.t.Fatalf("OnNewLeader(%q), want OnNewLeader(%q)", got, w)
+			}
+		case <-time.After(patience):
+			h.t.Fatalf("no OnNewLeader(%q)", w)
+		}
+	}
+}
+
+// noLeaderReport checks that OnNewLeader has nothing pending. Reports are
+// asynchronous; callers check after the loop went idle, by which time a
+// report would have been queued.
+func (h *harness) noLeaderReport() {
+	h.t.Helper()
+	time.Sleep(10 * time.Millisecond) // let the notifier goroutine deliver
+	select {
+	case got := <-h.leaders:
+		h.t.Fatalf("unexpected OnNewLeader(%q)", got)
+	default:
+	}
+}
+
+// result waits for Run to return.
+func (h *harness) result() error {
+	h.t.Helper()
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(patience):
+		h.t.Fatal("Run did not return")
+		return nil
+	}
+}
+
+// leaderCtx returns the context given to OnStartedLeading.
+func (h *harness) leaderCtx() context.Context {
+	h.t.Helper()
+	select {
+	case ctx := <-h.ctxs:
+		return ctx
+	case <-time.After(patience):
+		h.t.Fatal("OnStartedLeading got no context")
+		return nil
+	}
+}
+
+// record returns the stored record.
+func (h *harness) record() resourcelock.Record {
+	h.t.Helper()
+	rec, ok := h.store.Record(lockName)
+	if !ok {
+		h.t.Fatal("no record stored")
+	}
+	return rec
+}
+
+// putForeign stores a record of another holder, as its own renewal would.
+func (h *harness) putForeign(holder, rvn string) {
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: lease})
+}
+
+// eventually waits until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var errReset = errors.New("connection reset by peer")
+
+// gate returns a channel and a function closing it once.
+func gate() (chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return ch, func() { once.Do(func() { close(ch) }) }
+}
+
+var errCanceled = context.Canceled

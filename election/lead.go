@@ -1,0 +1,167 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// lead runs one term, from a confirmed acquisition valid until validUntil,
+// to its end.
+//
+//  1. Start OnStartedLeading in its own goroutine with the term's context.
+//  2. Renew every RetryPeriod (no jitter, no read first) with a write
+//     conditioned on identity and RVN. A confirmed renewal extends the term
+//     to RenewDeadline after its send time; a record found taken, released
+//     or deleted ends the term at once; a failed renewal changes nothing and
+//     the term ends by itself when its validity runs out.
+//  3. When ctx is cancelled, keep renewing while OnStartedLeading returns,
+//     for at most RenewDeadline.
+//  4. When OnStartedLeading has returned without the term having been lost,
+//     end the term, release the record if ReleaseOnCancel, run
+//     OnStoppedLeading. If it has not returned within RenewDeadline of the
+//     cancel, stop renewing without releasing and let the lease run out.
+//  5. When the term is lost, OnStoppedLeading runs at once (from the
+//     term's own timer when its validity ran out, so a stuck loop cannot
+//     delay it); Run returns once OnStartedLeading has returned as well.
+func (r *run) lead(ctx context.Context, validUntil time.Time) error {
+	e := r.e
+	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	e.mu.Lock()
+	e.current = t
+	e.mu.Unlock()
+	e.log.Info("started leading", "rvn", r.mine, "validFor", validUntil.Sub(e.clk.Now()))
+
+	go func() {
+		defer close(t.workDone)
+		e.cfg.Callbacks.OnStartedLeading(t.ctx)
+	}()
+
+	// Requests of the term outlive a cancelled ctx, so the leader can keep
+	// renewing while its work winds down, but never the term itself.
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReq()
+	go func() {
+		select {
+		case <-t.done:
+			cancelReq()
+		case <-reqCtx.Done():
+		}
+	}()
+
+	renewTimer := e.clk.NewTimer(r.mineSent.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
+	defer renewTimer.Stop()
+	cancelled := ctx.Done()
+	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
+	var giveUpTimer clock.Timer
+	defer func() {
+		if giveUpTimer != nil {
+			giveUpTimer.Stop()
+		}
+	}()
+
+	for {
+		e.idle()
+		select {
+		case <-t.done:
+			return r.lost(ctx, t)
+
+		case <-cancelled:
+			cancelled = nil
+			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline)
+			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
+			giveUp = giveUpTimer.C()
+
+		case <-t.workDone:
+			return r.finish(ctx, t)
+
+		case <-giveUp:
+			e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
+			<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
+			return r.lost(ctx, t)
+
+		case <-renewTimer.C():
+			started := e.clk.Now()
+			out, sent := r.renew(reqCtx)
+			switch out {
+			case outcomeOurs:
+				t.extend(sent.Add(e.cfg.RenewDeadline))
+			case outcomeOthers:
+				t.end(r.lossCause())
+			default:
+				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()))
+			}
+			renewTimer.Reset(started.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
+		}
+	}
+}
+
+// lossCause describes a record found not to be ours any more.
+func (r *run) lossCause() error {
+	switch {
+	case r.obs.missing:
+		return errors.New("the record was deleted")
+	case r.obs.released:
+		return errors.New("the record was released by someone else")
+	default:
+		return fmt.Errorf("the record was taken by %q", r.obs.holder)
+	}
+}
+
+// lost handles a term that ended while its work may still be running.
+func (r *run) lost(ctx context.Context, t *term) error {
+	e := r.e
+	cause := t.endCause()
+	e.log.Info("stopped leading", "reason", cause.Error())
+	t.stopped()
+	<-t.workDone
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrLostLeadership, e.cfg.Lock.Describe(), cause)
+}
+
+// finish ends a term whose work has returned: nothing acts as leader any
+// more, so the record may be released.
+func (r *run) finish(ctx context.Context, t *term) error {
+	e := r.e
+	ended := errors.New("the leader's work returned")
+	if ctx.Err() != nil {
+		ended = fmt.Errorf("run cancelled: %w", context.Cause(ctx))
+	}
+	t.end(ended)
+	if err := t.endCause(); err != ended {
+		// The term had been lost before the work returned.
+		return r.lost(ctx, t)
+	}
+	if e.cfg.ReleaseOnCancel {
+		r.release(ctx)
+	}
+	e.log.Info("stopped leading", "reason", ended.Error())
+	t.stopped()
+	return ctx.Err()
+}
+
+// release marks the record released, conditioned on identity and RVN. An
+// earlier renewal whose answer was lost may have landed meanwhile; the
+// resolving read then confirms it and the release is tried again on top.
+func (r *run) release(ctx context.Context) {
+	e := r.e
+	rctx := context.WithoutCancel(ctx)
+	for try := 0; try < 3 && r.mine != ""; try++ {
+		rec := r.newRecord(true)
+		out, _ := r.writeAsHolder(rctx, rec)
+		if out == outcomeOurs && r.mine == rec.RVN {
+			e.log.Info("released the lease")
+			e.setLeader("")
+			return
+		}
+		if out != outcomeOurs {
+			break
+		}
+	}
+	e.log.Info("could not release the lease; it will run out", "rvn", r.mine)
+}

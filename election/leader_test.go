@@ -1,0 +1,373 @@
+package election
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// leading starts h and waits until it leads at epoch.
+func (h *harness) leading() {
+	h.t.Helper()
+	h.start()
+	h.waitIdle()
+	h.wantEvent("started")
+	h.wantOps(rlt.OpCreate)
+	h.wantLeaders("a")
+}
+
+func TestSteadyLeaderWritesOncePerRetryPeriodAndNeverReads(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	rvn := h.record().RVN
+	for i := 0; i < 5; i++ {
+		h.stepIdle(retry)
+		h.wantOps(rlt.OpUpdate)
+		if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
+			t.Fatalf("renewal %d: ValidUntil = %v, want %v", i, got, want)
+		}
+		rec := h.record()
+		if rec.RVN == rvn || rec.HolderIdentity != "a" || rec.LeaderTransitions != 1 {
+			t.Fatalf("renewal %d stored %+v", i, rec)
+		}
+		rvn = rec.RVN
+	}
+	h.noEvent()
+}
+
+func TestAmbiguousRenewalThatLandedIsAdopted(t *testing.T) {
+	for _, err := range []error{errReset, fmt.Errorf("SDK retry: %w", resourcelock.ErrConflict)} {
+		t.Run(err.Error(), func(t *testing.T) {
+			h := newHarness(t)
+			h.leading()
+			block, unblock := gate()
+			entered := make(chan rlt.Op, 1)
+			h.lock.OnCall(func(op rlt.Op) { entered <- op })
+			h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, Land: true, Err: err})
+			h.step(retry)
+			<-entered
+			sent := h.now()
+			h.lock.OnCall(nil)
+			h.step(time.Second) // the answer is slow, then lost
+			unblock()
+			h.waitIdle()
+			h.wantOps(rlt.OpUpdate, rlt.OpGet)
+			if got, want := h.e.ValidUntil(), sent.Add(deadline); !got.Equal(want) {
+				t.Fatalf("ValidUntil = %v, want the landed attempt's send time + RenewDeadline = %v", got, want)
+			}
+			// The next renewal is conditioned on the adopted RVN.
+			h.stepIdle(retry - time.Second)
+			h.wantOps(rlt.OpUpdate)
+			if !h.e.IsLeader() {
+				t.Fatal("not leader after the next renewal")
+			}
+			h.noEvent()
+		})
+	}
+}
+
+func TestAmbiguousRenewalThatDidNotLandIsNotAdopted(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	h.stepIdle(retry)
+	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want unchanged %v", got, want)
+	}
+	h.stepIdle(retry)
+	h.wantOps(rlt.OpUpdate)
+	if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v", got, want)
+	}
+}
+
+func TestRenewalTimesOutAfterRequestTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	block, _ := gate()
+	entered := make(chan rlt.Op, 1)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	h.step(retry)
+	<-entered
+	h.lock.OnCall(nil)
+	h.step(h.e.cfg.RequestTimeout - time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	if n := h.lock.Count(rlt.OpUpdate); n != 0 {
+		t.Fatalf("renewal returned before its timeout")
+	}
+	h.stepIdle(time.Millisecond)
+	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	if !h.e.IsLeader() {
+		t.Fatal("one timed-out renewal ended the term early")
+	}
+}
+
+func TestForeignRVNStepsDownAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		put   func(h *harness)
+		cause string
+	}{
+		{"taken", func(h *harness) { h.putForeign("b", "stolen") }, `taken by "b"`},
+		{"released", func(h *harness) {
+			h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "x", LeaseDuration: lease, Released: true})
+		}, "released"},
+		{"deleted", func(h *harness) { h.store.Delete(lockName) }, "deleted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.leading()
+			h.stepIdle(retry)
+			h.wantOps(rlt.OpUpdate)
+			tc.put(h)
+			h.freeRun()
+			h.step(retry)
+			err := h.result()
+			if !errors.Is(err, ErrLostLeadership) || !strings.Contains(err.Error(), tc.cause) {
+				t.Fatalf("Run = %v, want ErrLostLeadership saying %q", err, tc.cause)
+			}
+			h.wantOps(rlt.OpUpdate, rlt.OpGet)
+			h.wantEvents("stopped", "work returned")
+			if h.e.IsLeader() || !h.e.ValidUntil().IsZero() {
+				t.Fatal("still leader after the record was found lost")
+			}
+			if tc.name == "taken" {
+				h.wantLeaders("b")
+			}
+		})
+	}
+}
+
+func TestStepDownAfterRenewDeadlineOfFailedRenewals(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	ctx := h.leaderCtx()
+	for i := 1; i <= 4; i++ { // renewals at 2, 4, 6, 8 s all fail
+		h.stepIdle(retry)
+		h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	}
+	h.step(deadline - 4*retry - time.Millisecond)
+	if !h.e.IsLeader() || ctx.Err() != nil {
+		t.Fatal("stepped down before RenewDeadline passed")
+	}
+	h.freeRun()
+	h.step(time.Millisecond)
+	if h.e.IsLeader() {
+		t.Fatal("IsLeader true at RenewDeadline after the last confirmed send")
+	}
+	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
+		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	}
+	h.wantEvents("stopped", "work returned")
+	if ctx.Err() == nil {
+		t.Fatal("the leader's context was not cancelled")
+	}
+}
+
+func TestIsLeaderTurnsFalseWhileTheLoopIsStuck(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	ctx := h.leaderCtx()
+	stuck, unstick := gate()
+	defer unstick()
+	entered := make(chan rlt.Op, 1)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	// An implementation that ignores its context hangs the renewal.
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: stuck, IgnoreCancel: true})
+	h.step(retry)
+	<-entered
+	h.step(deadline - retry - time.Millisecond)
+	if !h.e.IsLeader() {
+		t.Fatal("stepped down early")
+	}
+	h.step(time.Millisecond)
+	if h.e.IsLeader() {
+		t.Fatal("IsLeader stayed true past the validity while the loop was stuck")
+	}
+	// The term's own timer cancels the work and runs OnStoppedLeading
+	// although the loop is still stuck in the renewal.
+	h.wantEvents("stopped", "work returned")
+	if ctx.Err() == nil {
+		t.Fatal("leader's context not cancelled")
+	}
+	select {
+	case err := <-h.done:
+		t.Fatalf("Run returned %v while its loop was stuck", err)
+	default:
+	}
+	h.freeRun()
+	unstick()
+	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
+		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	}
+}
+
+func TestCheckReportsWorkOutlivingTheTerm(t *testing.T) {
+	h := newHarness(t, withStubbornWork())
+	h.leading()
+	if err := h.e.Check(0); err != nil {
+		t.Fatalf("Check while leading: %v", err)
+	}
+	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.freeRun()
+	h.step(deadline) // the renewal at 2 s fails; validity passes at 10 s
+	h.wantEvent("stopped")
+	const tolerance = 5 * time.Second
+	h.step(tolerance)
+	if err := h.e.Check(tolerance); err != nil {
+		t.Fatalf("Check within tolerance: %v", err)
+	}
+	h.step(time.Millisecond)
+	if err := h.e.Check(tolerance); err == nil {
+		t.Fatal("Check passed while the leader's work outlived its term")
+	}
+	close(h.holdWork)
+	h.wantEvent("work returned")
+	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
+		t.Fatalf("Run = %v", err)
+	}
+	if err := h.e.Check(tolerance); err != nil {
+		t.Fatalf("Check after the work returned: %v", err)
+	}
+}
+
+func TestReleaseOnCancelReleasesAfterTheWorkReturned(t *testing.T) {
+	h := newHarness(t, withReleaseOnCancel(), withStubbornWork())
+	h.leading()
+	h.step(time.Second)
+	h.cancel()
+	h.waitIdle() // the loop noticed the cancel
+	// The leader keeps renewing while its work winds down.
+	for i := 0; i < 3; i++ {
+		h.stepIdle(retry)
+		h.wantOps(rlt.OpUpdate)
+		if h.record().Released || !h.e.IsLeader() {
+			t.Fatal("released, or stopped leading, before the work returned")
+		}
+	}
+	h.freeRun()
+	close(h.holdWork)
+	h.wantEvent("work returned")
+	h.wantEvent("stopped")
+	if rec := <-h.atStop; !rec.Released {
+		t.Fatal("OnStoppedLeading ran before the release landed")
+	}
+	if err := h.result(); !errors.Is(err, errCanceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	h.wantOps(rlt.OpUpdate)
+	if rec := h.record(); !rec.Released || rec.HolderIdentity != "a" {
+		t.Fatalf("record after release: %+v", rec)
+	}
+	if h.e.IsLeader() || h.e.Leader() != "" {
+		t.Fatalf("IsLeader=%v Leader=%q after release", h.e.IsLeader(), h.e.Leader())
+	}
+}
+
+func TestReleaseOnCancelGivesUpWhenWorkDoesNotReturn(t *testing.T) {
+	h := newHarness(t, withReleaseOnCancel(), withStubbornWork())
+	h.leading()
+	h.step(time.Second)
+	h.cancel()
+	h.waitIdle()
+	for h.now().Before(epoch.Add(time.Second + deadline - retry)) { // renewals at 2..10 s
+		h.stepIdle(retry)
+		h.wantOps(rlt.OpUpdate)
+	}
+	lastSend := h.now()
+	h.step(time.Second) // 11 s: RenewDeadline after the cancel; renewing stops
+	h.freeRun()
+	validUntil := lastSend.Add(deadline)
+	h.step(validUntil.Sub(h.now()) - time.Millisecond)
+	if !h.e.IsLeader() {
+		t.Fatal("stopped leading before the last renewal's validity passed")
+	}
+	h.noEvent()
+	h.step(time.Millisecond)
+	if h.e.IsLeader() {
+		t.Fatal("still leader after validity passed")
+	}
+	h.wantEvent("stopped")
+	select {
+	case err := <-h.done:
+		t.Fatalf("Run returned %v before OnStartedLeading did", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(h.holdWork)
+	if err := h.result(); !errors.Is(err, errCanceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	h.wantOps()
+	if h.record().Released {
+		t.Fatal("released although the work had not returned")
+	}
+}
+
+func TestCancelWithoutReleaseLeavesTheRecordHeld(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	h.freeRun()
+	h.cancel()
+	h.wantEvent("work returned")
+	h.wantEvent("stopped")
+	if err := h.result(); !errors.Is(err, errCanceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	h.wantOps()
+	if rec := h.record(); rec.Released || rec.HolderIdentity != "a" {
+		t.Fatalf("record %+v", rec)
+	}
+	if h.e.IsLeader() {
+		t.Fatal("IsLeader after Run returned")
+	}
+}
+
+func TestRunAgainAfterReleaseLeadsAgain(t *testing.T) {
+	h := newHarness(t, withReleaseOnCancel())
+	h.leading()
+	h.freeRun()
+	h.cancel()
+	h.wantEvents("work returned", "stopped")
+	if err := h.result(); !errors.Is(err, errCanceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	h.lock.ResetCalls()
+	h.free = make(chan struct{})
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate)
+	h.wantEvent("started")
+	if rec := h.record(); rec.LeaderTransitions != 2 {
+		t.Fatalf("transitions = %d, want 2", rec.LeaderTransitions)
+	}
+}
+
+func TestTermCountsFromTheSendOfASlowRenewal(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	block, unblock := gate()
+	entered := make(chan rlt.Op, 1)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	h.step(retry)
+	<-entered
+	sent := h.now()
+	h.lock.OnCall(nil)
+	h.step(1500 * time.Millisecond) // the answer arrives 1.5 s later
+	unblock()
+	h.waitIdle()
+	h.wantOps(rlt.OpUpdate)
+	if got, want := h.e.ValidUntil(), sent.Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want send time + RenewDeadline = %v (not from the answer)", got, want)
+	}
+}

@@ -1,0 +1,147 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// run is the state of one Run. Only the Run's goroutine touches it.
+//
+// Invariants:
+//   - mine is the RVN of the last write of this Run known to have landed,
+//     and mineSent the local time just before that write was sent; "" before
+//     any. Only an RVN this Run wrote proves that it holds the record.
+//   - pending holds every RVN this Run has tried to write since mine was
+//     last confirmed, with the local time just before each was sent. A write
+//     whose outcome is unknown may still land later; finding one of these in
+//     the record proves that write landed, no earlier than its send time.
+//   - obs is the latest record of another holder (or its absence), and
+//     obs.seenAt the local time when a read first returned its RVN. It is
+//     reset only when the RVN changes.
+type run struct {
+	e        *Elector
+	mine     string
+	mineSent time.Time
+	pending  map[string]time.Time
+	obs      observation
+	acquired time.Time // wall-clock time of this Run's acquisition, informational
+}
+
+// observation is what a candidate knows of the record written by others.
+type observation struct {
+	known    bool // a read or a failed create has told us something
+	absent   bool // no record, or a released one: free to create
+	rvn      string
+	lease    time.Duration // the holder's lease, from the record
+	seenAt   time.Time     // when a read first returned rvn
+	released bool
+	missing  bool
+	holder   string
+}
+
+// expiry returns when the observed lease may be taken over.
+func (o observation) expiry() time.Time { return o.seenAt.Add(o.lease) }
+
+// outcome classifies what a write or a read told the Run.
+type outcome int
+
+const (
+	outcomeUnknown outcome = iota // request failed; nothing learned
+	outcomeOurs                   // a write of ours is confirmed in the record
+	outcomeStale                  // the record still carries mine: the write did not land
+	outcomeOthers                 // the record is someone else's, released, or missing
+)
+
+// newRecord returns a record for a write of this Run with a fresh RVN.
+func (r *run) newRecord(released bool) resourcelock.Record {
+	now := r.e.clk.Now()
+	if r.acquired.IsZero() {
+		r.acquired = now
+	}
+	return resourcelock.Record{
+		HolderIdentity: r.e.identity,
+		RVN:            uuid.NewString(),
+		LeaseDuration:  r.e.cfg.LeaseDuration,
+		Released:       released,
+		AcquireTime:    r.acquired,
+		RenewTime:      now,
+	}
+}
+
+// write sends one write of rec and classifies the answer, resolving every
+// failure by reading the record back. It returns the send time of the
+// confirmed write when the outcome is outcomeOurs.
+func (r *run) write(ctx context.Context, rec resourcelock.Record, send func(context.Context) (resourcelock.Record, error)) (outcome, time.Time) {
+	sent := r.e.clk.Now()
+	r.pending[rec.RVN] = sent
+	rctx, cancel := clockutil.WithTimeout(ctx, r.e.clk, r.e.cfg.RequestTimeout)
+	stored, err := send(rctx)
+	cancel()
+	if err == nil {
+		r.confirm(stored.RVN, sent)
+		return outcomeOurs, sent
+	}
+	// A conditional failure may be the SDK's retry of an attempt that had
+	// landed; any other failure may have landed too. Only a read tells.
+	r.e.log.V(1).Info("write failed; reading the record to resolve it", "rvn", rec.RVN, "error", err.Error())
+	return r.read(ctx)
+}
+
+// confirm records that the write of rvn, sent at sent, landed.
+func (r *run) confirm(rvn string, sent time.Time) {
+	r.mine, r.mineSent = rvn, sent
+	clear(r.pending)
+}
+
+// read gets the record and classifies it. When it carries an RVN this Run
+// tried to write, that write is confirmed with its send time.
+func (r *run) read(ctx context.Context) (outcome, time.Time) {
+	rctx, cancel := clockutil.WithTimeout(ctx, r.e.clk, r.e.cfg.RequestTimeout)
+	rec, err := r.e.cfg.Lock.Get(rctx)
+	cancel()
+	returned := r.e.clk.Now()
+	switch {
+	case errors.Is(err, resourcelock.ErrNotFound):
+		r.observe(resourcelock.Record{}, true, returned)
+		return outcomeOthers, time.Time{}
+	case err != nil:
+		r.e.log.Error(err, "reading the lease record failed")
+		return outcomeUnknown, time.Time{}
+	}
+	if sent, ok := r.pending[rec.RVN]; ok {
+		r.confirm(rec.RVN, sent)
+		r.e.log.V(1).Info("a write whose answer was lost had landed", "rvn", rec.RVN)
+		return outcomeOurs, sent
+	}
+	if rec.RVN == r.mine && r.mine != "" {
+		return outcomeStale, time.Time{}
+	}
+	r.observe(rec, false, returned)
+	return outcomeOthers, time.Time{}
+}
+
+// observe records a record of someone else (or its absence, as a zero
+// record) read at returned. This Run no longer holds the record. The wait
+// for a lease restarts only when the RVN changes.
+func (r *run) observe(rec resourcelock.Record, missing bool, returned time.Time) {
+	r.mine = ""
+	free := missing || rec.Released
+	if !r.obs.known || rec.RVN != r.obs.rvn {
+		r.obs = observation{known: true, rvn: rec.RVN, lease: rec.LeaseDuration, seenAt: returned}
+	}
+	r.obs.absent = free
+	r.obs.missing = missing
+	r.obs.released = rec.Released
+	r.obs.holder = rec.HolderIdentity
+	if free {
+		r.e.setLeader("")
+	} else {
+		r.e.setLeader(rec.HolderIdentity)
+	}
+}

@@ -1,0 +1,161 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// errValidityPassed is the cause of a term that ended because no renewal
+// was confirmed before its validity ran out.
+var errValidityPassed = errors.New("renew deadline passed without a confirmed renewal")
+
+// term is one period of leadership, from the confirmed acquisition to its
+// end. Invariant: while the term has not ended, validUntil is RenewDeadline
+// after the send time of the last confirmed write of this term, on the local
+// clock. The term ends, cancelling the leader's context, at the latest when
+// the clock reaches validUntil: a timer on the clock does that on its own,
+// without the election loop, and valid() compares with the clock directly,
+// so a stuck loop or a paused process cannot make the term look longer.
+type term struct {
+	clk clockutil.Clock
+	ctx context.Context // the leader's context
+
+	mu         sync.Mutex
+	validUntil time.Time // after end: when the term ended, if earlier
+	ended      bool
+	cause      error
+	timer      clock.Timer
+	cancel     context.CancelCauseFunc
+	done       chan struct{} // closed when the term ends
+
+	workDone chan struct{} // closed when OnStartedLeading has returned
+
+	onStopped   func() // OnStoppedLeading
+	stoppedOnce sync.Once
+}
+
+// newTerm starts a term valid until validUntil, whose leader context is a
+// child of parent.
+func newTerm(parent context.Context, clk clockutil.Clock, validUntil time.Time, onStopped func()) *term {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := &term{
+		onStopped:  onStopped,
+		clk:        clk,
+		ctx:        ctx,
+		validUntil: validUntil,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		workDone:   make(chan struct{}),
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.arm(validUntil.Sub(clk.Now()))
+	return t
+}
+
+// arm sets the timer that ends the term after d. t.mu must be held.
+func (t *term) arm(d time.Duration) {
+	// The callback starts a goroutine because a fake clock runs AfterFunc
+	// callbacks while holding its own lock, so they may not read the clock.
+	t.timer = t.clk.AfterFunc(d, func() { go t.onTimer() })
+}
+
+// onTimer ends the term when its validity has run out and runs
+// OnStoppedLeading, without waiting for the election loop.
+func (t *term) onTimer() {
+	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return
+	}
+	if now := t.clk.Now(); now.Before(t.validUntil) {
+		// Extended while this timer was already firing. A new timer, not
+		// Reset: a fake clock blocks when a fired AfterFunc timer fires
+		// again.
+		t.arm(t.validUntil.Sub(now))
+		t.mu.Unlock()
+		return
+	}
+	t.endLocked(errValidityPassed)
+	t.mu.Unlock()
+	t.stopped()
+}
+
+// stopped runs OnStoppedLeading, once per term.
+func (t *term) stopped() {
+	t.stoppedOnce.Do(t.onStopped)
+}
+
+// extend moves validUntil later after a confirmed renewal. It reports false
+// when the term has already ended: a term never resumes.
+func (t *term) extend(validUntil time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || !t.clk.Now().Before(t.validUntil) {
+		return false
+	}
+	if validUntil.After(t.validUntil) {
+		// The timer has not fired: the clock is still before validUntil.
+		t.validUntil = validUntil
+		t.timer.Reset(validUntil.Sub(t.clk.Now()))
+	}
+	return true
+}
+
+// end ends the term now with cause, unless it has ended already.
+func (t *term) end(cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended {
+		t.endLocked(cause)
+	}
+}
+
+func (t *term) endLocked(cause error) {
+	t.ended = true
+	t.cause = cause
+	if now := t.clk.Now(); now.Before(t.validUntil) {
+		t.validUntil = now
+	}
+	t.timer.Stop()
+	t.cancel(cause)
+	close(t.done)
+}
+
+// valid reports whether the term is in force at the clock's current time.
+func (t *term) valid() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.ended && t.clk.Now().Before(t.validUntil)
+}
+
+// until returns validUntil: while the term runs, the bound of its validity;
+// once ended, when it ended.
+func (t *term) until() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.validUntil
+}
+
+// endCause returns why the term ended, or nil while it runs.
+func (t *term) endCause() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cause
+}
+
+// workReturned reports whether OnStartedLeading has returned.
+func (t *term) workReturned() bool {
+	select {
+	case <-t.workDone:
+		return true
+	default:
+		return false
+	}
+}

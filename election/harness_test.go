@@ -104,7 +104,7 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 				h.atStop <- rec
 				h.events <- "stopped"
 			},
-			OnNewLeader:      func(id string) { h.leaders <- id },
+			OnNewLeader: func(id string) { h.leaders <- id },
 		},
 	}
 	for _, o := range opts {

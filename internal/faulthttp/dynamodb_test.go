@@ -23,7 +23,7 @@ import (
 // endpoint returns the DynamoDB Local endpoint from DYNAMODB_ENDPOINT. Without
 // it the test is skipped, except under CI=true where it fails.
 //
-// TODO: replace with ddbtest.Endpoint(t) once internal/ddbtest lands.
+
 func endpoint(t *testing.T) string {
 	t.Helper()
 	ep := os.Getenv("DYNAMODB_ENDPOINT")

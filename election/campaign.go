@@ -17,7 +17,8 @@ import (
 //  2. The observed RVN has stayed unchanged for the holder's lease, counted
 //     from when a read first returned it: take over with a write
 //     conditioned on that RVN.
-//  3. Otherwise read the record, noting when a new RVN first appears.
+//  3. Otherwise read the record, noting when a new RVN first appears; if it
+//     turns out missing or released, create it at once.
 //
 // A record naming this candidate's identity but carrying an RVN this Run
 // did not write is waited out like any other.
@@ -57,10 +58,7 @@ func (r *run) attempt(ctx context.Context) (outcome, time.Time) {
 	case r.mine != "":
 		return r.renew(ctx)
 	case !r.obs.known || r.obs.absent:
-		rec := r.newRecord(false)
-		return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
-			return e.cfg.Lock.Create(c, rec)
-		})
+		return r.create(ctx)
 	case !e.clk.Now().Before(r.obs.expiry()):
 		e.log.V(1).Info("lease unchanged for its duration; taking over", "rvn", r.obs.rvn, "holder", r.obs.holder)
 		rec := r.newRecord(false)
@@ -69,8 +67,23 @@ func (r *run) attempt(ctx context.Context) (outcome, time.Time) {
 			return e.cfg.Lock.Update(c, expect, rec)
 		})
 	default:
-		return r.read(ctx)
+		out, sent := r.read(ctx)
+		if out == outcomeOthers && r.obs.absent {
+			// Released or deleted since the last look: take it in this
+			// round rather than the next.
+			return r.create(ctx)
+		}
+		return out, sent
 	}
+}
+
+// create writes a record conditioned on there being none, or a released
+// one.
+func (r *run) create(ctx context.Context) (outcome, time.Time) {
+	rec := r.newRecord(false)
+	return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
+		return r.e.cfg.Lock.Create(c, rec)
+	})
 }
 
 // renew writes a fresh RVN over the one this Run holds, conditioned on

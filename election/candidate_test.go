@@ -180,12 +180,8 @@ func TestReleasedRecordTakenAtNextAttempt(t *testing.T) {
 	h.wantOps(rlt.OpCreate, rlt.OpGet)
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r2", LeaseDuration: lease, Released: true})
 	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpGet)
-	if h.e.Leader() != "" {
-		t.Fatalf("Leader() = %q with a released record", h.e.Leader())
-	}
-	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpCreate)
+	// The read that finds it released is followed by the create at once.
+	h.wantOps(rlt.OpGet, rlt.OpCreate)
 	h.wantEvent("started")
 }
 
@@ -200,12 +196,21 @@ func TestOnNewLeaderOnEveryChange(t *testing.T) {
 	h.putForeign("c", "r2")
 	h.stepIdle(maxPoll)
 	h.wantLeaders("c")
-	h.store.Delete(lockName)
-	h.stepIdle(maxPoll) // missing: no report, but the next holder is one
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "c", RVN: "r3", LeaseDuration: lease, Released: true})
+	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Err: resourcelock.ErrConflict})
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{}) // the read that sees the release
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	h.stepIdle(maxPoll) // released: no report; our create is refused
 	h.noLeaderReport()
-	h.putForeign("c", "r3")
+	if h.e.Leader() != "" {
+		t.Fatalf("Leader() = %q with a released record", h.e.Leader())
+	}
+	h.putForeign("c", "r4") // the same holder again, in a new term
 	h.stepIdle(maxPoll)
 	h.wantLeaders("c")
+	h.store.Delete(lockName)
+	h.stepIdle(maxPoll)
+	h.wantLeaders("a")
 }
 
 func TestCandidateCancelledWithoutLeadingGetsNoStoppedCallback(t *testing.T) {

@@ -33,7 +33,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()
-	e.log.Info("started leading", "rvn", r.mine, "validFor", validUntil.Sub(e.clk.Now()))
+	e.log.Info("started leading", "rvn", r.mine, "sent", r.mineSent, "validUntil", validUntil)
 
 	go func() {
 		defer close(t.workDone)
@@ -88,7 +88,9 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			out, sent := r.renew(reqCtx)
 			switch out {
 			case outcomeOurs:
-				t.extend(sent.Add(e.cfg.RenewDeadline))
+				if t.extend(sent.Add(e.cfg.RenewDeadline)) {
+					e.log.V(1).Info("renewed", "rvn", r.mine, "sent", sent, "validUntil", t.until())
+				}
 			case outcomeOthers:
 				t.end(r.lossCause())
 			default:
@@ -115,7 +117,7 @@ func (r *run) lossCause() error {
 func (r *run) lost(ctx context.Context, t *term) error {
 	e := r.e
 	cause := t.endCause()
-	e.log.Info("stopped leading", "reason", cause.Error())
+	e.log.Info("stopped leading", "reason", cause.Error(), "until", t.until())
 	t.stopped()
 	<-t.workDone
 	if err := ctx.Err(); err != nil {
@@ -140,7 +142,7 @@ func (r *run) finish(ctx context.Context, t *term) error {
 	if e.cfg.ReleaseOnCancel {
 		r.release(ctx)
 	}
-	e.log.Info("stopped leading", "reason", ended.Error())
+	e.log.Info("stopped leading", "reason", ended.Error(), "until", t.until())
 	t.stopped()
 	return ctx.Err()
 }
@@ -153,9 +155,9 @@ func (r *run) release(ctx context.Context) {
 	rctx := context.WithoutCancel(ctx)
 	for try := 0; try < 3 && r.mine != ""; try++ {
 		rec := r.newRecord(true)
-		out, _ := r.writeAsHolder(rctx, rec)
+		out, sent := r.writeAsHolder(rctx, rec)
 		if out == outcomeOurs && r.mine == rec.RVN {
-			e.log.Info("released the lease")
+			e.log.Info("released the lease", "rvn", rec.RVN, "sent", sent)
 			e.setLeader("")
 			return
 		}

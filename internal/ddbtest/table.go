@@ -67,7 +67,7 @@ func NewTable(t testing.TB, c *dynamodb.Client, spec TableSpec) string {
 	}
 	// Register the cleanup before waiting, so that a table that never
 	// becomes ACTIVE is still deleted.
-	t.Cleanup(func() { deleteTable(t, c, name) })
+	t.Cleanup(func() { DeleteTable(t, c, name) })
 
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, maxPollInterval) {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
@@ -119,7 +119,9 @@ func createTableInput(name string, spec TableSpec) *dynamodb.CreateTableInput {
 // deleteTable deletes the table name. It runs from t.Cleanup, after
 // t.Context() has been canceled, so it uses a context of its own. A table
 // the test already deleted is not an error.
-func deleteTable(t testing.TB, c *dynamodb.Client, name string) {
+// DeleteTable deletes the table name, tolerating that it no longer exists;
+// other failures are reported with t.Errorf.
+func DeleteTable(t testing.TB, c *dynamodb.Client, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), tableTimeout)
 	defer cancel()
 	_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,44 +12,21 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 )
 
-// endpoint returns the DynamoDB Local endpoint from DYNAMODB_ENDPOINT. Without
-// it the test is skipped, except under CI=true where it fails.
-//
-
-func endpoint(t *testing.T) string {
-	t.Helper()
-	ep := os.Getenv("DYNAMODB_ENDPOINT")
-	if ep == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DYNAMODB_ENDPOINT is not set; CI must run the tests against DynamoDB Local")
-		}
-		t.Skip("DYNAMODB_ENDPOINT is not set; skipping test that needs DynamoDB Local")
-	}
-	return ep
-}
-
-// newClient builds a DynamoDB client for the emulator at ep that sends its
+// newClient builds a DynamoDB client for the emulator that sends its
 // requests through httpClient (the SDK default if nil).
-func newClient(ep string, httpClient dynamodb.HTTPClient, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	opts := dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(ep),
-		Credentials:  credentials.NewStaticCredentialsProvider("faulthttp", "faulthttp", ""),
-		// The emulator sends response checksums that the SDK rejects; this
-		// is acceptable for the emulator only.
-		DisableValidateResponseChecksum: true,
-	}
-	if httpClient != nil {
-		opts.HTTPClient = httpClient
-	}
-	return dynamodb.New(opts, optFns...)
+func newClient(t *testing.T, httpClient dynamodb.HTTPClient, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return ddbtest.Client(t, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
+		if httpClient != nil {
+			o.HTTPClient = httpClient
+		}
+	}}, optFns...)...)
 }
 
 // noRetries makes the client give up after the first attempt.
@@ -74,15 +50,14 @@ type env struct {
 	ft    *faulthttp.Transport
 	table string
 	clean *dynamodb.Client
-	ep    string
+	t     *testing.T
 }
 
 var tableSeq atomic.Int64
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ep := endpoint(t)
-	clean := newClient(ep, nil)
+	clean := newClient(t, nil)
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	table := fmt.Sprintf("faulthttp_%s_%d_%d", name, time.Now().UnixNano(), tableSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,12 +80,12 @@ func newEnv(t *testing.T) *env {
 			t.Errorf("delete table %s: %v", table, err)
 		}
 	})
-	return &env{ft: ft, table: table, clean: clean, ep: ep}
+	return &env{t: t, ft: ft, table: table, clean: clean}
 }
 
 // client returns a client that sends its requests through e.ft.
 func (e *env) client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return newClient(e.ep, e.ft, optFns...)
+	return newClient(e.t, e.ft, optFns...)
 }
 
 func (e *env) put(ctx context.Context, c *dynamodb.Client, pk string, conditional bool) error {

@@ -29,8 +29,11 @@ const (
 type Callbacks struct {
 	// OnStartedLeading runs the leader's work. Required. Its context is
 	// cancelled the moment the term ends: at the latest when ValidUntil
-	// passes, even if the elector's loop is stuck. It should return soon
-	// after that; the term is over when it returns (see Elector.Run).
+	// passes, even if the elector's loop is stuck. Its Deadline is the
+	// term's current ValidUntil, moving later with each renewal (contexts
+	// derived from it keep the bound current when they were made). It
+	// should return soon after cancellation; the term is over when it
+	// returns (see Elector.Run).
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading runs once when a term this Run led has ended, after
 	// the context given to OnStartedLeading was cancelled and IsLeader

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -369,5 +370,24 @@ func TestTermCountsFromTheSendOfASlowRenewal(t *testing.T) {
 	h.wantOps(rlt.OpUpdate)
 	if got, want := h.e.ValidUntil(), sent.Add(deadline); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want send time + RenewDeadline = %v (not from the answer)", got, want)
+	}
+}
+
+func TestLeaderContextDeadlineIsTheCurrentValidity(t *testing.T) {
+	h := newHarness(t)
+	h.leading()
+	ctx := h.leaderCtx()
+	for i := 0; i < 3; i++ {
+		d, ok := ctx.Deadline()
+		if !ok || !d.Equal(h.e.ValidUntil()) {
+			t.Fatalf("Deadline() = %v, %v; want ValidUntil %v", d, ok, h.e.ValidUntil())
+		}
+		derived, cancel := context.WithCancel(ctx)
+		if dd, _ := derived.Deadline(); !dd.Equal(d) {
+			t.Fatalf("a derived context's deadline %v, want %v", dd, d)
+		}
+		cancel()
+		h.stepIdle(retry)
+		h.wantOps(rlt.OpUpdate)
 	}
 }

@@ -47,12 +47,12 @@ func newTerm(parent context.Context, clk clockutil.Clock, validUntil time.Time, 
 	t := &term{
 		onStopped:  onStopped,
 		clk:        clk,
-		ctx:        ctx,
 		validUntil: validUntil,
 		cancel:     cancel,
 		done:       make(chan struct{}),
 		workDone:   make(chan struct{}),
 	}
+	t.ctx = leaderContext{Context: ctx, t: t}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.arm(validUntil.Sub(clk.Now()))
@@ -158,4 +158,28 @@ func (t *term) workReturned() bool {
 	default:
 		return false
 	}
+}
+
+// leaderContext is the context given to OnStartedLeading. It is cancelled
+// when the term ends, and its Deadline is the term's current validity.
+//
+// Unlike most contexts, its Deadline moves later with every confirmed
+// renewal. Every value it returns is a bound the term was valid until when
+// it was returned, so a context derived from it with context.WithDeadline or
+// WithTimeout (which read the deadline once) ends no later than the
+// validity known at that moment: the safe reading.
+type leaderContext struct {
+	context.Context
+	t *term
+}
+
+// Deadline returns the term's current ValidUntil, or the parent's deadline
+// when that is earlier. On a clock other than the real one the time is that
+// clock's.
+func (c leaderContext) Deadline() (time.Time, bool) {
+	until := c.t.until()
+	if d, ok := c.Context.Deadline(); ok && d.Before(until) {
+		return d, true
+	}
+	return until, true
 }

@@ -178,7 +178,7 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 		return Record{}, err
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
-	if perr != nil || ms <= 0 || ms > int64(1<<62)/int64(time.Millisecond) {
+	if perr != nil || ms <= 0 || ms > maxLeaseDuration.Milliseconds() {
 		return Record{}, fmt.Errorf("%w: %s %q is not a positive number of milliseconds", ErrInvalidRecord, attrLease, lease)
 	}
 	rec.LeaseDuration = time.Duration(ms) * time.Millisecond

@@ -27,5 +27,6 @@ var ErrInvalidRecord = errors.New("resourcelock: invalid record")
 
 // ErrInvalidArgument is returned, before any request is sent, for input that
 // can never be written: an empty or over-long lock name, an empty identity or
-// RVN, a non-positive lease, data over MaxDataBytes.
+// RVN, a non-positive lease or one over about 146 years, data over
+// MaxDataBytes, a time outside the years 1 to 9999.
 var ErrInvalidArgument = errors.New("resourcelock: invalid argument")

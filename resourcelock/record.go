@@ -17,6 +17,10 @@ const (
 	MaxIdentityBytes = 1024
 )
 
+// maxLeaseDuration is the longest lease a record may carry: the largest
+// whole number of milliseconds that decodeRecord accepts.
+const maxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond
+
 // Record is the state of one lease as stored.
 //
 // Only HolderIdentity, RVN, LeaseDuration and Released carry meaning for
@@ -131,10 +135,31 @@ func prepareWrite(id string, rec Record) (Record, error) {
 	if rec.LeaseDuration <= 0 {
 		return Record{}, fmt.Errorf("%w: lease duration %v is not positive", ErrInvalidArgument, rec.LeaseDuration)
 	}
+	if rec.LeaseDuration > maxLeaseDuration {
+		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", ErrInvalidArgument, rec.LeaseDuration, maxLeaseDuration)
+	}
 	if len(rec.Data) > MaxDataBytes {
 		return Record{}, fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(rec.Data), MaxDataBytes)
 	}
+	if err := checkTime("acquire time", rec.AcquireTime); err != nil {
+		return Record{}, err
+	}
+	if err := checkTime("renew time", rec.RenewTime); err != nil {
+		return Record{}, err
+	}
 	return normalized(rec), nil
+}
+
+// checkTime refuses a time that cannot be stored as an RFC 3339 string,
+// which has a four-digit year: such a record could never be read back.
+func checkTime(what string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("%w: %s %v is outside the years 1 to 9999", ErrInvalidArgument, what, t)
+	}
+	return nil
 }
 
 // checkPrecondition validates a precondition before any request.

@@ -28,7 +28,8 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, err
 		}
-		if out, sent := r.attempt(ctx); out == outcomeOurs {
+		out, sent, tookOver := r.attempt(ctx)
+		if out == outcomeOurs {
 			validUntil := sent.Add(e.cfg.RenewDeadline)
 			if e.clk.Now().Before(validUntil) {
 				e.setLeader(e.identity)
@@ -40,7 +41,13 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		}
 		wait := clockutil.Jittered(e.cfg.RetryPeriod)
 		if r.obs.known && !r.obs.absent {
-			if d := r.obs.expiry().Sub(e.clk.Now()); d > 0 && d < wait {
+			d := r.obs.expiry().Sub(e.clk.Now())
+			if d <= 0 && !tookOver {
+				// The lease expired while this round's read was under way:
+				// take over now. (After a failed takeover, wait as usual.)
+				continue
+			}
+			if d > 0 && d < wait {
 				wait = d // wake when the watched lease may be taken over
 			}
 		}
@@ -51,30 +58,31 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 }
 
 // attempt makes the one request (and, on failure, the resolving read) of a
-// campaign round.
-func (r *run) attempt(ctx context.Context) (outcome, time.Time) {
+// campaign round. tookOver reports that it tried to take over a stale lease.
+func (r *run) attempt(ctx context.Context) (out outcome, sent time.Time, tookOver bool) {
 	e := r.e
 	switch {
 	case r.mine != "":
-		return r.renew(ctx)
+		out, sent = r.renew(ctx)
 	case !r.obs.known || r.obs.absent:
-		return r.create(ctx)
+		out, sent = r.create(ctx)
 	case !e.clk.Now().Before(r.obs.expiry()):
 		e.log.V(1).Info("lease unchanged for its duration; taking over", "rvn", r.obs.rvn, "holder", r.obs.holder)
 		rec := r.newRecord(false)
 		expect := resourcelock.Precondition{RVN: r.obs.rvn}
-		return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
+		out, sent = r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
 			return e.cfg.Lock.Update(c, expect, rec)
 		})
+		tookOver = true
 	default:
-		out, sent := r.read(ctx)
+		out, sent = r.read(ctx)
 		if out == outcomeOthers && r.obs.absent {
 			// Released or deleted since the last look: take it in this
 			// round rather than the next.
-			return r.create(ctx)
+			out, sent = r.create(ctx)
 		}
-		return out, sent
 	}
+	return out, sent, tookOver
 }
 
 // create writes a record conditioned on there being none, or a released

@@ -308,3 +308,50 @@ func TestRunRefusedWhileRunning(t *testing.T) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
 }
+
+func TestLeaseExpiringDuringAReadIsTakenOverAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	expiry := epoch.Add(lease)
+	for expiry.Sub(h.now()) > 2*maxPoll {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpGet)
+	}
+	// The next poll comes before the expiry, but its read is slow and
+	// returns after it.
+	block, unblock := gate()
+	entered := make(chan rlt.Op, 1)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Block: block})
+	h.step(maxPoll)
+	<-entered
+	h.lock.OnCall(nil)
+	h.step(expiry.Sub(h.now()) + 100*time.Millisecond)
+	unblock()
+	h.waitIdle()
+	h.wantOps(rlt.OpGet, rlt.OpUpdate)
+	h.wantEvent("started")
+}
+
+func TestFailedTakeoverWaitsAPollBeforeTheNext(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	for h.now().Before(epoch.Add(lease)) {
+		h.stepIdle(maxPoll)
+	}
+	// Every round from now on is one failed takeover and its failed read:
+	// no busy loop against a failing store.
+	h.lock.ResetCalls()
+	for i := 0; i < 3; i++ {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	}
+}

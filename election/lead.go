@@ -134,7 +134,14 @@ func (r *run) finish(ctx context.Context, t *term) error {
 	if ctx.Err() != nil {
 		ended = fmt.Errorf("run cancelled: %w", context.Cause(ctx))
 	}
-	t.end(ended)
+	if t.valid() {
+		t.end(ended)
+	} else {
+		// The validity ran out before the work returned (the work may
+		// have returned because of that) and the term's timer has not
+		// ended the term yet: that is a loss, not a voluntary end.
+		t.end(errValidityPassed)
+	}
 	if err := t.endCause(); err != ended {
 		// The term had been lost before the work returned.
 		return r.lost(ctx, t)

@@ -391,3 +391,22 @@ func TestLeaderContextDeadlineIsTheCurrentValidity(t *testing.T) {
 		h.wantOps(rlt.OpUpdate)
 	}
 }
+
+// TestWorkReturningAfterValidityPassedIsALoss covers the window in which
+// the leader's work has returned because its validity ran out (it checked
+// IsLeader) before the term's own timer ended the term.
+func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
+	h := newHarness(t)
+	r := &run{e: h.e, pending: map[string]time.Time{}, mine: "rvn"}
+	stopped := 0
+	tm := newTerm(context.Background(), h.fc, h.now().Add(-time.Second), func() { stopped++ })
+	close(tm.workDone)
+	err := r.finish(context.Background(), tm)
+	if !errors.Is(err, ErrLostLeadership) || !strings.Contains(err.Error(), errValidityPassed.Error()) {
+		t.Fatalf("finish = %v, want a loss by validity", err)
+	}
+	if stopped != 1 {
+		t.Fatalf("OnStoppedLeading ran %d times", stopped)
+	}
+	h.wantOps() // no release attempted
+}

@@ -111,7 +111,11 @@ func (r *run) read(ctx context.Context) (outcome, time.Time) {
 		r.observe(resourcelock.Record{}, true, returned)
 		return outcomeOthers, time.Time{}
 	case err != nil:
-		r.e.log.Error(err, "reading the lease record failed")
+		if ctx.Err() == nil {
+			r.e.log.Error(err, "reading the lease record failed")
+		} else {
+			r.e.log.V(1).Info("reading the lease record abandoned", "error", err.Error())
+		}
 		return outcomeUnknown, time.Time{}
 	}
 	if sent, ok := r.pending[rec.RVN]; ok {

@@ -1,0 +1,297 @@
+// Command leader is one candidate in a leader election held on a DynamoDB
+// table. Start several with different -id values: exactly one of them leads
+// at any time, and when it dies another takes over.
+//
+// It prints one line per event on stdout, as a timestamp followed by
+// key=value pairs, for example:
+//
+//	2026-11-21T12:00:00.123Z id=cand-1 event=started-leading valid-for=1.5s
+//	2026-11-21T12:00:00.623Z id=cand-1 event=leader-work tick=1
+//	2026-11-21T12:00:01.050Z id=cand-2 event=new-leader leader=cand-1
+//	2026-11-21T12:00:09.002Z id=cand-1 event=stopped-leading
+//	2026-11-21T12:00:09.003Z id=cand-1 event=exit err=none
+//
+// The other events are candidate (at start, with the settings), renewed
+// (with -show-renewals: ValidUntil moved after a confirmed renewal) and
+// term-ended (a term ended without being asked to; the candidate stands
+// again).
+//
+// The table is named by -table and the lease by -name. With
+// DYNAMODB_ENDPOINT set (for example http://127.0.0.1:8000, DynamoDB Local)
+// it talks to that server; otherwise to Amazon DynamoDB with the usual AWS
+// configuration (environment, shared config files, instance role).
+//
+// The default durations are short so that a demonstration moves quickly;
+// the library's own defaults are 15s, 10s and 2s. SIGINT or SIGTERM stops
+// the candidate; a leader first lets its work return and then, with
+// -release-on-cancel, marks the lease released so that another candidate
+// takes over at once instead of after a full lease. A second signal exits
+// immediately.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// workPeriod is how often the leader's stand-in work prints a tick.
+const workPeriod = 500 * time.Millisecond
+
+func main() {
+	table := flag.String("table", "dynalease-demo", "DynamoDB table that holds the lease")
+	name := flag.String("name", "leader", "lease (lock) name: the partition key value of its item")
+	id := flag.String("id", defaultIdentity(), "this candidate's identity; unique among candidates")
+	lease := flag.Duration("lease", 2*time.Second,
+		fmt.Sprintf("LeaseDuration: how long others wait on an unchanged lease (library default %v)", election.DefaultLeaseDuration))
+	renew := flag.Duration("renew", 1500*time.Millisecond,
+		fmt.Sprintf("RenewDeadline: how long a leader leads after its last confirmed renewal was sent (library default %v)", election.DefaultRenewDeadline))
+	retry := flag.Duration("retry", 200*time.Millisecond,
+		fmt.Sprintf("RetryPeriod: renewal and polling period (library default %v)", election.DefaultRetryPeriod))
+	createTable := flag.Bool("create-table", false, "create the table if it does not exist")
+	releaseOnCancel := flag.Bool("release-on-cancel", true, "release the lease when stopped by a signal")
+	showRenewals := flag.Bool("show-renewals", false, "while leading, also print a line whenever ValidUntil moves (each confirmed renewal)")
+	verbosity := flag.Int("v", -1, "the library's logs on stderr: -1 errors only, 0 also info, 1 also debug")
+	flag.Parse()
+
+	out := &printer{id: *id}
+	// The first SIGINT or SIGTERM cancels ctx; stop() then restores the
+	// default action, so a second signal kills the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
+
+	err := run(ctx, out, options{
+		table: *table, name: *name, id: *id,
+		lease: *lease, renew: *renew, retry: *retry,
+		createTable: *createTable, releaseOnCancel: *releaseOnCancel,
+		showRenewals: *showRenewals, verbosity: *verbosity,
+	})
+	if err != nil {
+		out.print("exit", "err", err)
+		os.Exit(1)
+	}
+	out.print("exit", "err", "none")
+}
+
+type options struct {
+	table, name, id     string
+	lease, renew, retry time.Duration
+	createTable         bool
+	releaseOnCancel     bool
+	showRenewals        bool
+	verbosity           int
+}
+
+// run stands for election until ctx is cancelled. It returns nil when ctx
+// ended it, and an error when the candidate could not run at all.
+func run(ctx context.Context, out *printer, o options) error {
+	client, err := newClient(ctx)
+	if err != nil {
+		return err
+	}
+	if o.createTable {
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := resourcelock.CreateTable(tctx, client, o.table, resourcelock.TableOptions{})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+		Client:   client,
+		Table:    o.table,
+		Name:     o.name,
+		Identity: o.id,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The callbacks need the Elector (for ValidUntil), which needs them.
+	var el *election.Elector
+	lead := func(ctx context.Context) {
+		out.print("started-leading", "valid-for", time.Until(el.ValidUntil()))
+		work(ctx, out, el, o.showRenewals)
+	}
+	el, err = election.New(election.Config{
+		Lock:          lock,
+		LeaseDuration: o.lease,
+		RenewDeadline: o.renew,
+		RetryPeriod:   o.retry,
+		Callbacks: election.Callbacks{
+			OnStartedLeading: lead,
+			OnStoppedLeading: func() { out.print("stopped-leading") },
+			OnNewLeader:      func(leader string) { out.print("new-leader", "leader", leader) },
+		},
+		ReleaseOnCancel: o.releaseOnCancel,
+		Name:            o.name,
+		Logger:          stderrLogger(o.verbosity),
+	})
+	if err != nil {
+		return err
+	}
+	out.print("candidate", "table", o.table, "name", o.name,
+		"lease", o.lease, "renew", o.renew, "retry", o.retry, "release-on-cancel", o.releaseOnCancel)
+
+	// Run returns once a term this candidate led has ended, or when ctx is
+	// done; stand again until asked to stop. A term ends by itself with an
+	// error wrapping election.ErrLostLeadership (no renewal confirmed in
+	// time, or the lease taken), or with nil when work returned because
+	// the term had run out before the elector noticed.
+	for ctx.Err() == nil {
+		err := el.Run(ctx)
+		if ctx.Err() == nil {
+			out.print("term-ended", "err", errOrNone(err))
+		}
+	}
+	return nil
+}
+
+func errOrNone(err error) any {
+	if err == nil {
+		return "none"
+	}
+	return err
+}
+
+// work is the leader's work: a tick every workPeriod while this candidate
+// leads. Its ctx, the term's context, is cancelled when the term ends or
+// the candidate is asked to stop, and the term is over only once work has
+// returned, so work returns promptly then. Before each step it also asks
+// IsLeader, which turns false by itself the moment the term's validity
+// runs out: after a pause (GC, SIGSTOP) the cancellation may not have been
+// delivered yet. A step that sends requests should derive their contexts
+// from ctx, whose Deadline is the term's current ValidUntil. None of this
+// can stop a step already under way; see "What is not guaranteed" in the
+// election package.
+func work(ctx context.Context, out *printer, el *election.Elector, showRenewals bool) {
+	ticker := time.NewTicker(workPeriod)
+	defer ticker.Stop()
+	var poll <-chan time.Time
+	if showRenewals {
+		p := time.NewTicker(5 * time.Millisecond)
+		defer p.Stop()
+		poll = p.C
+	}
+	lastValid := el.ValidUntil()
+	for tick := 1; ; {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if ctx.Err() != nil || !el.IsLeader() {
+				return
+			}
+			out.print("leader-work", "tick", tick)
+			tick++
+		case <-poll:
+			// ValidUntil is RenewDeadline after the send time of the last
+			// confirmed renewal, so it moves with each one.
+			if v := el.ValidUntil(); v.After(lastValid) {
+				lastValid = v
+				out.print("renewed", "valid-for", time.Until(v))
+			}
+		}
+	}
+}
+
+// newClient returns a DynamoDB client. With DYNAMODB_ENDPOINT set it talks
+// to that server, which is taken to be DynamoDB Local (or another
+// emulator): any static credentials do, and the region comes from
+// AWS_REGION or defaults to us-east-1.
+//
+// For that client only, the validation of the response checksum is turned
+// off: DynamoDB Local omits the X-Amz-Crc32 header from error responses,
+// such as the conditional-check failures that competing candidates cause
+// all the time, and the SDK would then log a spurious checksum warning for
+// each. The real service always sends the header, so the client for Amazon
+// DynamoDB keeps the check.
+func newClient(ctx context.Context) (*dynamodb.Client, error) {
+	if endpoint := os.Getenv("DYNAMODB_ENDPOINT"); endpoint != "" {
+		region := os.Getenv("AWS_REGION")
+		if region == "" {
+			region = "us-east-1"
+		}
+		return dynamodb.New(dynamodb.Options{
+			Region:       region,
+			BaseEndpoint: aws.String(endpoint),
+			Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		}, func(o *dynamodb.Options) {
+			o.DisableValidateResponseChecksum = true // emulator only, see above
+		}), nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg), nil
+}
+
+// stderrLogger returns a logger that writes the library's logs to stderr:
+// errors always (an unreachable endpoint, a missing table), info messages up
+// to verbosity.
+func stderrLogger(verbosity int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, time.Now().UTC().Format(timeFormat), prefix, args)
+	}, funcr.Options{Verbosity: verbosity})
+}
+
+func defaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// printer writes event lines to stdout, one whole line per write, from any
+// goroutine.
+type printer struct {
+	id string
+	mu sync.Mutex
+}
+
+// print writes "TIME id=ID event=EVENT k=v ...". Durations are rounded to
+// the millisecond; values with spaces or quotes are quoted.
+func (p *printer) print(event string, kv ...any) {
+	var b strings.Builder
+	b.WriteString(time.Now().UTC().Format(timeFormat))
+	fmt.Fprintf(&b, " id=%s event=%s", quote(p.id), event)
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		if d, ok := v.(time.Duration); ok {
+			v = d.Round(time.Millisecond)
+		}
+		fmt.Fprintf(&b, " %s=%s", kv[i], quote(fmt.Sprint(v)))
+	}
+	b.WriteByte('\n')
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	os.Stdout.WriteString(b.String())
+}
+
+func quote(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,46 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// This example elects a leader over the in-memory store, as a unit test of
+// code built on election would; with resourcelock.NewDynamoDB in place of
+// the store the code is the same.
+func Example_memory() {
+	store := resourcelock.NewMemoryStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := election.New(election.Config{
+		Lock:          store.Lock("scheduler", "replica-a"),
+		LeaseDuration: 300 * time.Millisecond,
+		RenewDeadline: 200 * time.Millisecond,
+		RetryPeriod:   50 * time.Millisecond,
+		Callbacks: election.Callbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				fmt.Println("started leading")
+				cancel() // the work is done; a real leader works until ctx ends
+				<-ctx.Done()
+			},
+			OnStoppedLeading: func() { fmt.Println("stopped leading") },
+		},
+		ReleaseOnCancel: true,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = e.Run(ctx)
+	rec, _ := store.Record("scheduler")
+	fmt.Println("Run:", err)
+	fmt.Println("released:", rec.Released)
+	// Output:
+	// started leading
+	// stopped leading
+	// Run: context canceled
+	// released: true
+}

@@ -2,6 +2,7 @@ package resourcelock
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -36,14 +37,18 @@ var reservedAttributes = []string{
 	attrTransitions, attrAcquireTime, attrRenewTime,
 }
 
-// keySchema names a lock table's key attributes.
+// DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
+const DefaultTTLAttribute = "ttl"
+
+// keySchema names a lock table's key attributes and its TTL attribute.
 type keySchema struct {
 	partitionKey string
 	sortKey      string // empty without a sort key
+	ttl          string // empty: writes leave any TTL attribute alone
 }
 
 func (s keySchema) check() error {
-	for _, k := range []string{s.partitionKey, s.sortKey} {
+	for _, k := range []string{s.partitionKey, s.sortKey, s.ttl} {
 		for _, r := range reservedAttributes {
 			if k == r {
 				return fmt.Errorf("%w: key attribute name %q is reserved for lock data", ErrInvalidArgument, k)
@@ -55,6 +60,64 @@ func (s keySchema) check() error {
 	}
 	if s.sortKey != "" && s.sortKey == s.partitionKey {
 		return fmt.Errorf("%w: sort key and partition key are both %q", ErrInvalidArgument, s.sortKey)
+	}
+	if s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey) {
+		return fmt.Errorf("%w: TTL attribute %q is a key attribute", ErrInvalidArgument, s.ttl)
+	}
+	return nil
+}
+
+// reserved reports whether attr is one of the table's own attributes,
+// which WriteOptions.Attributes may not name.
+func (s keySchema) reserved(attr string) bool {
+	if attr == s.partitionKey || (attr != "" && (attr == s.sortKey || attr == s.ttl)) {
+		return true
+	}
+	for _, r := range reservedAttributes {
+		if attr == r {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKey validates a key for this schema before any request.
+func (s keySchema) checkKey(k Key) error {
+	if err := checkName(k.Partition); err != nil {
+		return err
+	}
+	if s.sortKey == "" {
+		if k.Sort != "" {
+			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", ErrInvalidArgument, k)
+		}
+		return nil
+	}
+	if k.Sort == "" {
+		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", ErrInvalidArgument, k, s.sortKey)
+	}
+	if len(k.Sort) > 1024 {
+		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(k.Sort))
+	}
+	return nil
+}
+
+// checkOptions validates write options before any request.
+func (s keySchema) checkOptions(o WriteOptions) error {
+	for name, v := range o.Attributes {
+		if name == "" || s.reserved(name) {
+			return fmt.Errorf("%w: attribute name %q is reserved or empty", ErrInvalidArgument, name)
+		}
+		if v == nil {
+			return fmt.Errorf("%w: attribute %q has no value", ErrInvalidArgument, name)
+		}
+	}
+	if !o.Expires.IsZero() {
+		if s.ttl == "" {
+			return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", ErrInvalidArgument)
+		}
+		if y := o.Expires.Year(); y < 1970 || y > 9999 {
+			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
+		}
 	}
 	return nil
 }
@@ -107,6 +170,13 @@ func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 // previous holder's item behind, whoever wrote it. An acquiring write also
 // counts the acquisition.
 func writeUpdate(e *expression, rec Record, acquiring bool) string {
+	return writeItemUpdate(e, keySchema{}, rec, acquiring, WriteOptions{})
+}
+
+// writeItemUpdate is writeUpdate with write options: application
+// attributes, data kept as it is, and the TTL attribute (set, or removed so
+// that a TTL left by an earlier writer can never delete a live lease).
+func writeItemUpdate(e *expression, k keySchema, rec Record, acquiring bool, o WriteOptions) string {
 	var set, remove []string
 	assign := func(attr string, v types.AttributeValue) {
 		set = append(set, e.name(attr)+" = "+e.value(v))
@@ -114,10 +184,22 @@ func writeUpdate(e *expression, rec Record, acquiring bool) string {
 	assign(attrOwner, s(rec.HolderIdentity))
 	assign(attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
 	assign(attrRVN, s(rec.RVN))
-	if len(rec.Data) > 0 {
+	switch {
+	case o.KeepData:
+	case len(rec.Data) > 0:
 		assign(attrData, &types.AttributeValueMemberB{Value: rec.Data})
-	} else {
+	default:
 		remove = append(remove, e.name(attrData))
+	}
+	for _, name := range sortedNames(o.Attributes) {
+		assign(name, o.Attributes[name])
+	}
+	if k.ttl != "" {
+		if o.Expires.IsZero() {
+			remove = append(remove, e.name(k.ttl))
+		} else {
+			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(expiresSeconds(o.Expires).Unix(), 10)})
+		}
 	}
 	if rec.Released {
 		assign(attrReleased, s(releasedValue))
@@ -147,6 +229,13 @@ func writeUpdate(e *expression, rec Record, acquiring bool) string {
 // createCondition admits a write when the item is absent or released.
 func (k keySchema) createCondition(e *expression) string {
 	return "attribute_not_exists(" + e.name(k.partitionKey) + ") OR " +
+		e.name(attrReleased) + " = " + e.value(s(releasedValue))
+}
+
+// existingReleasedCondition admits a write when the item exists and is
+// released.
+func (k keySchema) existingReleasedCondition(e *expression) string {
+	return "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrReleased) + " = " + e.value(s(releasedValue))
 }
 
@@ -217,6 +306,54 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// decodeItem reads a whole row: its key, its record, its TTL and the
+// application attributes. The key is filled in even when the record cannot
+// be decoded.
+func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error) {
+	var it Item
+	if v, ok := item[k.partitionKey].(*types.AttributeValueMemberS); ok {
+		it.Key.Partition = v.Value
+	}
+	if v, ok := item[k.sortKey].(*types.AttributeValueMemberS); ok && k.sortKey != "" {
+		it.Key.Sort = v.Value
+	}
+	rec, err := decodeRecord(item)
+	if err != nil {
+		return it, err
+	}
+	it.Record = rec
+	for name, v := range item {
+		if k.reserved(name) {
+			continue
+		}
+		if it.Attributes == nil {
+			it.Attributes = map[string]types.AttributeValue{}
+		}
+		it.Attributes[name] = v
+	}
+	if v, ok := item[k.ttl]; ok && k.ttl != "" {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return it, wrongType(k.ttl, "N", v)
+		}
+		secs, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			return it, fmt.Errorf("%w: %s %q is not a number", ErrInvalidRecord, k.ttl, n.Value)
+		}
+		it.Expires = time.Unix(int64(secs), 0).UTC()
+	}
+	return it, nil
+}
+
+func sortedNames(m map[string]types.AttributeValue) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func requiredString(item map[string]types.AttributeValue, attr string) (string, error) {

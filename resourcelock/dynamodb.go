@@ -2,25 +2,11 @@ package resourcelock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own retries
-// included, when DynamoDBConfig.RequestTimeout is zero.
-const DefaultRequestTimeout = 5 * time.Second
-
-// ItemAPI is the part of the DynamoDB client that a lock uses.
-// *dynamodb.Client satisfies it.
-type ItemAPI interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
 
 // DynamoDBConfig configures a DynamoDB lock.
 type DynamoDBConfig struct {
@@ -41,6 +27,10 @@ type DynamoDBConfig struct {
 	// has none. SortKeyValue is then the lock's sort key value.
 	SortKey      string
 	SortKeyValue string
+	// TTLAttribute is the attribute that holds a row's TTL;
+	// DefaultTTLAttribute when empty. Every write removes it, so a TTL
+	// left by another client never deletes this live lease.
+	TTLAttribute string
 	// RequestTimeout bounds each operation, the SDK's retries included;
 	// DefaultRequestTimeout when zero. The caller's context may bound it
 	// further.
@@ -51,13 +41,9 @@ type DynamoDBConfig struct {
 // layout is the AWS Java DynamoDB Lock Client's (see the package
 // documentation). Every method sends exactly one request.
 type DynamoDB struct {
-	client   ItemAPI
-	table    string
-	keys     keySchema
-	key      map[string]types.AttributeValue
-	name     string
+	store    *DynamoDBStore
+	key      Key
 	identity string
-	timeout  time.Duration
 }
 
 var _ Interface = (*DynamoDB)(nil)
@@ -68,147 +54,75 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 	if cfg.Client == nil {
 		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidArgument)
 	}
-	if cfg.Table == "" {
-		return nil, fmt.Errorf("%w: Table is empty", ErrInvalidArgument)
-	}
-	if err := checkName(cfg.Name); err != nil {
+	store, err := NewDynamoDBStore(DynamoDBStoreConfig{
+		Client:         itemOnly{cfg.Client},
+		Table:          cfg.Table,
+		PartitionKey:   cfg.PartitionKey,
+		SortKey:        cfg.SortKey,
+		TTLAttribute:   cfg.TTLAttribute,
+		RequestTimeout: cfg.RequestTimeout,
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := checkIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
-	if cfg.RequestTimeout < 0 {
-		return nil, fmt.Errorf("%w: RequestTimeout %v is negative", ErrInvalidArgument, cfg.RequestTimeout)
-	}
-	keys := keySchema{partitionKey: cfg.PartitionKey, sortKey: cfg.SortKey}
-	if keys.partitionKey == "" {
-		keys.partitionKey = DefaultPartitionKey
-	}
-	if err := keys.check(); err != nil {
-		return nil, err
-	}
-	if keys.sortKey != "" {
-		if cfg.SortKeyValue == "" {
-			return nil, fmt.Errorf("%w: SortKeyValue is empty but the table has sort key %q", ErrInvalidArgument, keys.sortKey)
-		}
-		if len(cfg.SortKeyValue) > 1024 {
-			return nil, fmt.Errorf("%w: SortKeyValue is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(cfg.SortKeyValue))
-		}
-	} else if cfg.SortKeyValue != "" {
+	if cfg.SortKey == "" && cfg.SortKeyValue != "" {
 		return nil, fmt.Errorf("%w: SortKeyValue is set but SortKey is not", ErrInvalidArgument)
 	}
-	name := cfg.Name
-	if keys.sortKey != "" {
-		name += "/" + cfg.SortKeyValue
+	key := Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
+	if err := store.keys.checkKey(key); err != nil {
+		return nil, err
 	}
-	timeout := cfg.RequestTimeout
-	if timeout == 0 {
-		timeout = DefaultRequestTimeout
-	}
-	return &DynamoDB{
-		client:   cfg.Client,
-		table:    cfg.Table,
-		keys:     keys,
-		key:      keys.itemKey(cfg.Name, cfg.SortKeyValue),
-		name:     name,
-		identity: cfg.Identity,
-		timeout:  timeout,
-	}, nil
+	return &DynamoDB{store: store, key: key, identity: cfg.Identity}, nil
 }
 
 // Identity returns the holder identity this lock writes.
 func (d *DynamoDB) Identity() string { return d.identity }
 
 // Describe returns "dynamodb:TABLE/NAME".
-func (d *DynamoDB) Describe() string { return "dynamodb:" + d.table + "/" + d.name }
+func (d *DynamoDB) Describe() string { return d.store.describeKey(d.key) }
 
 // Get reads the record with a strongly consistent GetItem.
 func (d *DynamoDB) Get(ctx context.Context) (Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(d.table),
-		Key:            d.key,
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return Record{}, d.wrap("get", err)
-	}
-	if len(out.Item) == 0 {
-		return Record{}, fmt.Errorf("%s: %w", d.Describe(), ErrNotFound)
-	}
-	rec, err := decodeRecord(out.Item)
-	if err != nil {
-		return Record{}, fmt.Errorf("%s: %w", d.Describe(), err)
-	}
-	return rec, nil
+	it, err := d.store.Get(ctx, d.key)
+	return it.Record, err
 }
 
 // Create writes rec with one UpdateItem conditioned on the item being absent
 // or released.
 func (d *DynamoDB) Create(ctx context.Context, rec Record) (Record, error) {
-	rec, err := prepareWrite(d.identity, rec)
+	rec, err := fillHolder(d.identity, rec)
 	if err != nil {
 		return Record{}, err
 	}
-	e := newExpression()
-	update := writeUpdate(e, rec, true)
-	return d.update(ctx, "create", e, update, d.keys.createCondition(e))
+	it, err := d.store.Create(ctx, d.key, rec, WriteOptions{})
+	return it.Record, err
 }
 
 // Update writes rec with one UpdateItem conditioned on expect.
 func (d *DynamoDB) Update(ctx context.Context, expect Precondition, rec Record) (Record, error) {
-	if err := checkPrecondition(expect); err != nil {
-		return Record{}, err
-	}
-	rec, err := prepareWrite(d.identity, rec)
+	rec, err := fillHolder(d.identity, rec)
 	if err != nil {
 		return Record{}, err
 	}
-	e := newExpression()
-	update := writeUpdate(e, rec, expect.Owner == "")
-	return d.update(ctx, "update", e, update, d.keys.updateCondition(e, expect))
+	it, err := d.store.Update(ctx, d.key, expect, rec, WriteOptions{})
+	return it.Record, err
 }
 
-func (d *DynamoDB) update(ctx context.Context, op string, e *expression, update, condition string) (Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(d.table),
-		Key:                       d.key,
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(condition),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err != nil {
-		return Record{}, d.wrap(op, err)
-	}
-	stored, err := decodeRecord(out.Attributes)
-	if err != nil {
-		// The write landed; only its echo is unreadable.
-		return Record{}, fmt.Errorf("%s: %s landed but its result is unreadable: %w", d.Describe(), op, err)
-	}
-	return stored, nil
+// itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
+// and updates one item.
+type itemOnly struct{ ItemAPI }
+
+func (itemOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
 }
 
-// wrap classifies a DynamoDB error: a failed condition becomes ErrConflict,
-// a missing table ErrTableNotFound; anything else keeps its cause.
-func (d *DynamoDB) wrap(op string, err error) error {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return fmt.Errorf("%s: %s: %w (%w)", d.Describe(), op, ErrConflict, err)
-	}
-	return wrapTableError(d.table, fmt.Sprintf("%s: %s", d.Describe(), op), err)
+func (itemOnly) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
 }
 
-// wrapTableError marks a missing-table error with ErrTableNotFound, keeping
-// the SDK's error as a second cause.
-func wrapTableError(table, what string, err error) error {
-	var rnf *types.ResourceNotFoundException
-	if errors.As(err, &rnf) {
-		return fmt.Errorf("%s: table %q: %w (%w)", what, table, ErrTableNotFound, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
+func (itemOnly) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
 }

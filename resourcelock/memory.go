@@ -3,21 +3,28 @@ package resourcelock
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sort"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// MemoryStore holds the records of Memory locks in process. It gives the
-// same answers as a DynamoDB table would, with no network, for unit tests of
-// code built on Interface. The zero value is not usable; call
-// NewMemoryStore. A MemoryStore is safe for concurrent use.
+// MemoryStore holds leases in process. It gives the same answers as a
+// DynamoDB table would, with no network, for unit tests of code built on
+// Store or Interface. It has no sort key and no TTL deletion; a test that
+// wants a row deleted calls Delete or DeleteItem. The zero value is not
+// usable; call NewMemoryStore. A MemoryStore is safe for concurrent use.
 type MemoryStore struct {
-	mu      sync.Mutex
-	records map[string]Record
+	mu    sync.Mutex
+	items map[Key]Item
 }
+
+var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]Record{}}
+	return &MemoryStore{items: map[Key]Item{}}
 }
 
 // Lock returns a lock on the record called name, writing as identity. It
@@ -29,39 +36,195 @@ func (s *MemoryStore) Lock(name, identity string) *Memory {
 	if err := checkIdentity(identity); err != nil {
 		panic(err)
 	}
-	return &Memory{store: s, name: name, identity: identity}
+	return &Memory{store: s, key: Key{Partition: name}, identity: identity}
 }
 
 // Record returns the record called name as stored, and whether there is
 // one. It is for tests that inspect the store directly.
 func (s *MemoryStore) Record(name string) (Record, bool) {
+	it, ok := s.Item(Key{Partition: name})
+	return it.Record, ok
+}
+
+// Item returns the item at key as stored, and whether there is one.
+func (s *MemoryStore) Item(key Key) (Item, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.records[name]
-	return normalized(rec), ok
+	it, ok := s.items[key]
+	return cloneItem(it), ok
 }
 
 // Put stores rec as the record called name without any condition, as a
 // client other than dynalease might. It is for tests that set up foreign
 // or corrupt states.
 func (s *MemoryStore) Put(name string, rec Record) {
+	s.PutItem(Item{Key: Key{Partition: name}, Record: rec})
+}
+
+// PutItem stores it without any condition, replacing the whole row.
+func (s *MemoryStore) PutItem(it Item) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.records[name] = normalized(rec)
+	s.items[it.Key] = cloneItem(it)
 }
 
 // Delete removes the record called name, as DynamoDB's TTL or another
 // client might.
-func (s *MemoryStore) Delete(name string) {
+func (s *MemoryStore) Delete(name string) { s.DeleteItem(Key{Partition: name}) }
+
+// DeleteItem removes the row at key without any condition.
+func (s *MemoryStore) DeleteItem(key Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.records, name)
+	delete(s.items, key)
+}
+
+// Describe returns "memory".
+func (s *MemoryStore) Describe() string { return "memory" }
+
+// Get returns the item at key, or ErrNotFound.
+func (s *MemoryStore) Get(ctx context.Context, key Key) (Item, error) {
+	if err := checkKey(key); err != nil {
+		return Item{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Item{}, fmt.Errorf("memory/%s: get: %w", key, err)
+	}
+	it, ok := s.Item(key)
+	if !ok {
+		return Item{}, fmt.Errorf("memory/%s: %w", key, ErrNotFound)
+	}
+	return it, nil
+}
+
+// Create stores rec at key when the row is missing (unless
+// opts.OnlyIfExists) or released.
+func (s *MemoryStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
+	return s.write(ctx, key, "create", rec, opts, func(cur Item, ok bool) bool {
+		return (!ok && !opts.OnlyIfExists) || (ok && cur.Released)
+	}, true)
+}
+
+// Update stores rec at key when the row satisfies expect.
+func (s *MemoryStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
+	if err := checkPrecondition(expect); err != nil {
+		return Item{}, err
+	}
+	return s.write(ctx, key, "update", rec, opts, func(cur Item, ok bool) bool {
+		return ok && matches(cur.Record, expect)
+	}, expect.Owner == "")
+}
+
+// Remove deletes the row at key when it satisfies expect.
+func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := checkPrecondition(expect); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory/%s: remove: %w", key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.items[key]
+	if !ok || !matches(cur.Record, expect) {
+		return fmt.Errorf("memory/%s: remove: %w", key, ErrConflict)
+	}
+	delete(s.items, key)
+	return nil
+}
+
+// Scan calls fn for each row (of one partition when partition is set), in
+// key order.
+func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, error) error) error {
+	s.mu.Lock()
+	var items []Item
+	for k, it := range s.items {
+		if partition == "" || k.Partition == partition {
+			items = append(items, cloneItem(it))
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i].Key, items[j].Key
+		return a.Partition < b.Partition || (a.Partition == b.Partition && a.Sort < b.Sort)
+	})
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(it, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func matches(cur Record, expect Precondition) bool {
+	return cur.RVN == expect.RVN && (expect.Owner == "" || cur.HolderIdentity == expect.Owner)
+}
+
+// memorySchema is the key schema MemoryStore validates against: a
+// partition key only, with the default TTL attribute.
+var memorySchema = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
+
+func checkKey(k Key) error {
+	if err := checkName(k.Partition); err != nil {
+		return err
+	}
+	if len(k.Sort) > 1024 {
+		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(k.Sort))
+	}
+	return nil
+}
+
+func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {
+	if err := checkKey(key); err != nil {
+		return Item{}, err
+	}
+	if err := checkIdentity(rec.HolderIdentity); err != nil {
+		return Item{}, err
+	}
+	if err := memorySchema.checkOptions(opts); err != nil {
+		return Item{}, err
+	}
+	rec, err := prepareWrite(rec.HolderIdentity, rec)
+	if err != nil {
+		return Item{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Item{}, fmt.Errorf("memory/%s: %s: %w", key, op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.items[key]
+	if !admit(cur, ok) {
+		return Item{}, fmt.Errorf("memory/%s: %s: %w", key, op, ErrConflict)
+	}
+	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: expiresSeconds(opts.Expires)}
+	next.LeaderTransitions = cur.LeaderTransitions
+	if acquiring {
+		next.LeaderTransitions++
+	}
+	if opts.KeepData {
+		next.Data = cur.Data
+	}
+	for name, v := range opts.Attributes {
+		if next.Attributes == nil {
+			next.Attributes = map[string]types.AttributeValue{}
+		}
+		next.Attributes[name] = v
+	}
+	s.items[key] = next
+	return cloneItem(next), nil
 }
 
 // Memory is an Interface on one record of a MemoryStore.
 type Memory struct {
 	store    *MemoryStore
-	name     string
+	key      Key
 	identity string
 }
 
@@ -71,56 +234,30 @@ var _ Interface = (*Memory)(nil)
 func (m *Memory) Identity() string { return m.identity }
 
 // Describe returns "memory:NAME".
-func (m *Memory) Describe() string { return "memory:" + m.name }
+func (m *Memory) Describe() string { return "memory:" + m.key.String() }
 
 // Get returns the stored record, or ErrNotFound.
 func (m *Memory) Get(ctx context.Context) (Record, error) {
-	if err := ctx.Err(); err != nil {
-		return Record{}, fmt.Errorf("%s: get: %w", m.Describe(), err)
-	}
-	rec, ok := m.store.Record(m.name)
-	if !ok {
-		return Record{}, fmt.Errorf("%s: %w", m.Describe(), ErrNotFound)
-	}
-	return rec, nil
+	it, err := m.store.Get(ctx, m.key)
+	return it.Record, err
 }
 
 // Create stores rec when there is no record or it is released.
 func (m *Memory) Create(ctx context.Context, rec Record) (Record, error) {
-	return m.write(ctx, "create", rec, func(cur Record, ok bool) bool {
-		return !ok || cur.Released
-	}, true)
+	rec, err := fillHolder(m.identity, rec)
+	if err != nil {
+		return Record{}, err
+	}
+	it, err := m.store.Create(ctx, m.key, rec, WriteOptions{})
+	return it.Record, err
 }
 
 // Update stores rec when the stored record satisfies expect.
 func (m *Memory) Update(ctx context.Context, expect Precondition, rec Record) (Record, error) {
-	if err := checkPrecondition(expect); err != nil {
-		return Record{}, err
-	}
-	return m.write(ctx, "update", rec, func(cur Record, ok bool) bool {
-		return ok && cur.RVN == expect.RVN && (expect.Owner == "" || cur.HolderIdentity == expect.Owner)
-	}, expect.Owner == "")
-}
-
-func (m *Memory) write(ctx context.Context, op string, rec Record, admit func(cur Record, ok bool) bool, acquiring bool) (Record, error) {
-	rec, err := prepareWrite(m.identity, rec)
+	rec, err := fillHolder(m.identity, rec)
 	if err != nil {
 		return Record{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return Record{}, fmt.Errorf("%s: %s: %w", m.Describe(), op, err)
-	}
-	s := m.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.records[m.name]
-	if !admit(cur, ok) {
-		return Record{}, fmt.Errorf("%s: %s: %w", m.Describe(), op, ErrConflict)
-	}
-	rec.LeaderTransitions = cur.LeaderTransitions
-	if acquiring {
-		rec.LeaderTransitions++
-	}
-	s.records[m.name] = rec
-	return normalized(rec), nil
+	it, err := m.store.Update(ctx, m.key, expect, rec, WriteOptions{})
+	return it.Record, err
 }

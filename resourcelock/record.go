@@ -119,15 +119,25 @@ func checkIdentity(id string) error {
 	return nil
 }
 
-// prepareWrite checks rec for a write by the lock with identity id and
-// returns it normalized, with the holder filled in.
-func prepareWrite(id string, rec Record) (Record, error) {
+// fillHolder returns rec naming holder id, or an error when it names
+// someone else.
+func fillHolder(id string, rec Record) (Record, error) {
 	switch rec.HolderIdentity {
 	case "":
 		rec.HolderIdentity = id
 	case id:
 	default:
 		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", ErrInvalidArgument, rec.HolderIdentity, id)
+	}
+	return rec, nil
+}
+
+// prepareWrite checks rec for a write by the lock with identity id and
+// returns it normalized, with the holder filled in.
+func prepareWrite(id string, rec Record) (Record, error) {
+	rec, err := fillHolder(id, rec)
+	if err != nil {
+		return Record{}, err
 	}
 	if rec.RVN == "" {
 		return Record{}, fmt.Errorf("%w: record version number is empty", ErrInvalidArgument)

@@ -1,0 +1,296 @@
+package resourcelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own retries
+// included, when no request timeout is configured.
+const DefaultRequestTimeout = 5 * time.Second
+
+// ItemAPI is the part of the DynamoDB client that a single lease uses.
+// *dynamodb.Client satisfies it.
+type ItemAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// StoreAPI is the part of the DynamoDB client that a DynamoDBStore uses.
+// *dynamodb.Client satisfies it.
+type StoreAPI interface {
+	ItemAPI
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// DynamoDBStoreConfig configures a DynamoDBStore.
+type DynamoDBStoreConfig struct {
+	// Client sends the requests. Required.
+	Client StoreAPI
+	// Table is the lock table's name. Required.
+	Table string
+	// PartitionKey is the table's partition key attribute name;
+	// DefaultPartitionKey when empty.
+	PartitionKey string
+	// SortKey is the table's sort key attribute name, empty when the table
+	// has none.
+	SortKey string
+	// TTLAttribute is the attribute that holds a row's TTL;
+	// DefaultTTLAttribute when empty. Every write sets it or removes it, so
+	// a TTL left by an earlier writer never deletes a live lease.
+	TTLAttribute string
+	// RequestTimeout bounds each operation, the SDK's retries included;
+	// DefaultRequestTimeout when zero. A Scan's timeout applies per page.
+	RequestTimeout time.Duration
+}
+
+// DynamoDBStore is a Store on a DynamoDB lock table whose items have the
+// layout of the AWS Java DynamoDB Lock Client. Get, Create, Update and
+// Remove each send exactly one request; Get and Scan read consistently.
+type DynamoDBStore struct {
+	client  StoreAPI
+	table   string
+	keys    keySchema
+	timeout time.Duration
+}
+
+var _ Store = (*DynamoDBStore)(nil)
+
+// NewDynamoDBStore validates cfg and returns a store. It sends no request.
+func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidArgument)
+	}
+	if cfg.Table == "" {
+		return nil, fmt.Errorf("%w: Table is empty", ErrInvalidArgument)
+	}
+	if cfg.RequestTimeout < 0 {
+		return nil, fmt.Errorf("%w: RequestTimeout %v is negative", ErrInvalidArgument, cfg.RequestTimeout)
+	}
+	keys := keySchema{partitionKey: cfg.PartitionKey, sortKey: cfg.SortKey, ttl: cfg.TTLAttribute}
+	if keys.partitionKey == "" {
+		keys.partitionKey = DefaultPartitionKey
+	}
+	if keys.ttl == "" {
+		keys.ttl = DefaultTTLAttribute
+	}
+	if err := keys.check(); err != nil {
+		return nil, err
+	}
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
+	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, keys: keys, timeout: timeout}, nil
+}
+
+// Describe returns "dynamodb:TABLE".
+func (d *DynamoDBStore) Describe() string { return "dynamodb:" + d.table }
+
+// Table returns the table's name.
+func (d *DynamoDBStore) Table() string { return d.table }
+
+func (d *DynamoDBStore) describeKey(k Key) string { return d.Describe() + "/" + k.String() }
+
+// Get reads the row at key with a strongly consistent GetItem.
+func (d *DynamoDBStore) Get(ctx context.Context, key Key) (Item, error) {
+	if err := d.keys.checkKey(key); err != nil {
+		return Item{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(d.table),
+		Key:            d.keys.itemKey(key.Partition, key.Sort),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Item{}, d.wrap(key, "get", err)
+	}
+	if len(out.Item) == 0 {
+		return Item{}, fmt.Errorf("%s: %w", d.describeKey(key), ErrNotFound)
+	}
+	it, err := d.keys.decodeItem(out.Item)
+	if err != nil {
+		return Item{}, fmt.Errorf("%s: %w", d.describeKey(key), err)
+	}
+	return it, nil
+}
+
+// Create writes rec at key with one UpdateItem conditioned on the row being
+// missing (unless opts.OnlyIfExists) or released.
+func (d *DynamoDBStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
+	rec, err := d.prepare(key, rec, opts)
+	if err != nil {
+		return Item{}, err
+	}
+	e := newExpression()
+	update := writeItemUpdate(e, d.keys, rec, true, opts)
+	cond := d.keys.createCondition(e)
+	if opts.OnlyIfExists {
+		cond = d.keys.existingReleasedCondition(e)
+	}
+	return d.update(ctx, key, "create", e, update, cond)
+}
+
+// Update writes rec at key with one UpdateItem conditioned on expect.
+func (d *DynamoDBStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
+	if err := checkPrecondition(expect); err != nil {
+		return Item{}, err
+	}
+	rec, err := d.prepare(key, rec, opts)
+	if err != nil {
+		return Item{}, err
+	}
+	e := newExpression()
+	update := writeItemUpdate(e, d.keys, rec, expect.Owner == "", opts)
+	return d.update(ctx, key, "update", e, update, d.keys.updateCondition(e, expect))
+}
+
+// Remove deletes the row at key with one DeleteItem conditioned on expect.
+func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition) error {
+	if err := d.keys.checkKey(key); err != nil {
+		return err
+	}
+	if err := checkPrecondition(expect); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	e := newExpression()
+	cond := d.keys.updateCondition(e, expect)
+	_, err := d.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(d.table),
+		Key:                       d.keys.itemKey(key.Partition, key.Sort),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+	})
+	if err != nil {
+		return d.wrap(key, "remove", err)
+	}
+	return nil
+}
+
+// Scan reads every row with consistent, paginated Scan requests, or one
+// partition's rows with Query requests.
+func (d *DynamoDBStore) Scan(ctx context.Context, partition string, fn func(Item, error) error) error {
+	var start map[string]types.AttributeValue
+	for {
+		items, next, err := d.page(ctx, partition, start)
+		if err != nil {
+			return err
+		}
+		for _, raw := range items {
+			it, err := d.keys.decodeItem(raw)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", d.describeKey(it.Key), err)
+			}
+			if ferr := fn(it, err); ferr != nil {
+				return ferr
+			}
+		}
+		if len(next) == 0 {
+			return nil
+		}
+		start = next
+	}
+}
+
+func (d *DynamoDBStore) page(ctx context.Context, partition string, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	if partition == "" {
+		out, err := d.client.Scan(ctx, &dynamodb.ScanInput{
+			TableName:         aws.String(d.table),
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, nil, wrapTableError(d.table, d.Describe()+": scan", err)
+		}
+		return out.Items, out.LastEvaluatedKey, nil
+	}
+	if err := checkName(partition); err != nil {
+		return nil, nil, err
+	}
+	e := newExpression()
+	cond := e.name(d.keys.partitionKey) + " = " + e.value(s(partition))
+	out, err := d.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(d.table),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ExclusiveStartKey:         start,
+	})
+	if err != nil {
+		return nil, nil, wrapTableError(d.table, d.Describe()+": query "+partition, err)
+	}
+	return out.Items, out.LastEvaluatedKey, nil
+}
+
+// prepare validates a write before any request.
+func (d *DynamoDBStore) prepare(key Key, rec Record, opts WriteOptions) (Record, error) {
+	if err := d.keys.checkKey(key); err != nil {
+		return Record{}, err
+	}
+	if err := checkIdentity(rec.HolderIdentity); err != nil {
+		return Record{}, err
+	}
+	if err := d.keys.checkOptions(opts); err != nil {
+		return Record{}, err
+	}
+	return prepareWrite(rec.HolderIdentity, rec)
+}
+
+func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expression, update, condition string) (Item, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.table),
+		Key:                       d.keys.itemKey(key.Partition, key.Sort),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(condition),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return Item{}, d.wrap(key, op, err)
+	}
+	it, err := d.keys.decodeItem(out.Attributes)
+	if err != nil {
+		// The write landed; only its echo is unreadable.
+		return Item{}, fmt.Errorf("%s: %s landed but its result is unreadable: %w", d.describeKey(key), op, err)
+	}
+	return it, nil
+}
+
+// wrap classifies a DynamoDB error: a failed condition becomes ErrConflict,
+// a missing table ErrTableNotFound; anything else keeps its cause.
+func (d *DynamoDBStore) wrap(key Key, op string, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("%s: %s: %w (%w)", d.describeKey(key), op, ErrConflict, err)
+	}
+	return wrapTableError(d.table, fmt.Sprintf("%s: %s", d.describeKey(key), op), err)
+}
+
+// wrapTableError marks a missing-table error with ErrTableNotFound, keeping
+// the SDK's error as a second cause.
+func wrapTableError(table, what string, err error) error {
+	var rnf *types.ResourceNotFoundException
+	if errors.As(err, &rnf) {
+		return fmt.Errorf("%s: table %q: %w (%w)", what, table, ErrTableNotFound, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,103 @@
+package resourcelock
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Key names one lease in a Store: the partition key value and, in a table
+// with a sort key, the sort key value.
+type Key struct {
+	Partition string
+	Sort      string
+}
+
+// String returns "PARTITION" or "PARTITION/SORT".
+func (k Key) String() string {
+	if k.Sort == "" {
+		return k.Partition
+	}
+	return k.Partition + "/" + k.Sort
+}
+
+// Item is one stored lease with everything else its row holds.
+type Item struct {
+	Key Key
+	Record
+	// Attributes are the row's attributes other than its key, the record's
+	// and the TTL attribute: application attributes written with
+	// WriteOptions.Attributes, by this or another client.
+	Attributes map[string]types.AttributeValue
+	// Expires is the row's TTL (whole seconds), zero when it has none.
+	Expires time.Time
+}
+
+// WriteOptions are the parts of a write that go beyond the Record.
+type WriteOptions struct {
+	// Attributes are set on the row along with the record. Their names may
+	// not be those of the key, the record or the TTL attribute. Attributes
+	// the row already has and this write does not name are left as they
+	// are.
+	Attributes map[string]types.AttributeValue
+	// KeepData leaves the row's data as it is instead of writing
+	// rec.Data.
+	KeepData bool
+	// OnlyIfExists makes Create admit only an existing, released row, not
+	// a missing one.
+	OnlyIfExists bool
+	// Expires sets the row's TTL (rounded up to whole seconds); the zero
+	// time removes it.
+	Expires time.Time
+}
+
+// Store is a table of many leases, each named by a Key. Interface is one
+// lease of a Store seen by one holder. A Store's methods have the semantics
+// of Interface's (see there), per key; in addition Remove deletes a row
+// conditioned like Update, and Scan reads every row.
+//
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Get returns the item at key, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, key Key) (Item, error)
+	// Create writes rec at key when the row is missing (unless
+	// opts.OnlyIfExists) or released; see Interface.Create.
+	Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error)
+	// Update writes rec at key when the row satisfies expect; see
+	// Interface.Update.
+	Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error)
+	// Remove deletes the row at key when it satisfies expect, or returns
+	// an error wrapping ErrConflict.
+	Remove(ctx context.Context, key Key, expect Precondition) error
+	// Scan calls fn for every row, or every row of one partition when
+	// partition is not empty, until fn returns an error, which Scan then
+	// returns. A row that cannot be decoded is passed with its Key and an
+	// error wrapping ErrInvalidRecord. The order is unspecified; a row
+	// written during the scan may or may not be seen.
+	Scan(ctx context.Context, partition string, fn func(Item, error) error) error
+	// Describe returns a short human-readable name of the store.
+	Describe() string
+}
+
+// cloneItem returns a deep-enough copy of it for handing out.
+func cloneItem(it Item) Item {
+	it.Record = normalized(it.Record)
+	if it.Attributes != nil {
+		it.Attributes = maps.Clone(it.Attributes)
+	}
+	return it
+}
+
+// expiresSeconds rounds a TTL up to whole seconds.
+func expiresSeconds(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	s := t.Truncate(time.Second)
+	if s.Before(t) {
+		s = s.Add(time.Second)
+	}
+	return s.UTC()
+}

@@ -40,8 +40,8 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 			continue
 		}
 		wait := clockutil.Jittered(e.cfg.RetryPeriod)
-		if r.obs.known && !r.obs.absent {
-			d := r.obs.expiry().Sub(e.clk.Now())
+		if r.obs.Known && !r.obs.Free() {
+			d := r.obs.Expiry().Sub(e.clk.Now())
 			if d <= 0 && !tookOver {
 				// The lease expired while this round's read was under way:
 				// take over now. (After a failed takeover, wait as usual.)
@@ -64,19 +64,19 @@ func (r *run) attempt(ctx context.Context) (out outcome, sent time.Time, tookOve
 	switch {
 	case r.mine != "":
 		out, sent = r.renew(ctx)
-	case !r.obs.known || r.obs.absent:
+	case !r.obs.Known || r.obs.Free():
 		out, sent = r.create(ctx)
-	case !e.clk.Now().Before(r.obs.expiry()):
-		e.log.V(1).Info("lease unchanged for its duration; taking over", "rvn", r.obs.rvn, "holder", r.obs.holder)
+	case r.obs.Expired(e.clk.Now()):
+		e.log.V(1).Info("lease unchanged for its duration; taking over", "rvn", r.obs.RVN, "holder", r.obs.Holder)
 		rec := r.newRecord(false)
-		expect := resourcelock.Precondition{RVN: r.obs.rvn}
+		expect := resourcelock.Precondition{RVN: r.obs.RVN}
 		out, sent = r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
 			return e.cfg.Lock.Update(c, expect, rec)
 		})
 		tookOver = true
 	default:
 		out, sent = r.read(ctx)
-		if out == outcomeOthers && r.obs.absent {
+		if out == outcomeOthers && r.obs.Free() {
 			// Released or deleted since the last look: take it in this
 			// round rather than the next.
 			out, sent = r.create(ctx)

@@ -171,7 +171,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		e.mu.Unlock()
 	}()
 
-	r := &run{e: e, pending: map[string]time.Time{}}
+	r := &run{e: e}
 	// Step 1: campaign until this Run holds the record with validity left.
 	validUntil, err := r.campaign(ctx)
 	if err != nil {

@@ -104,12 +104,12 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 // lossCause describes a record found not to be ours any more.
 func (r *run) lossCause() error {
 	switch {
-	case r.obs.missing:
+	case r.obs.Missing:
 		return errors.New("the record was deleted")
-	case r.obs.released:
+	case r.obs.Released:
 		return errors.New("the record was released by someone else")
 	default:
-		return fmt.Errorf("the record was taken by %q", r.obs.holder)
+		return fmt.Errorf("the record was taken by %q", r.obs.Holder)
 	}
 }
 

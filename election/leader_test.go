@@ -397,7 +397,7 @@ func TestLeaderContextDeadlineIsTheCurrentValidity(t *testing.T) {
 // IsLeader) before the term's own timer ended the term.
 func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	h := newHarness(t)
-	r := &run{e: h.e, pending: map[string]time.Time{}, mine: "rvn"}
+	r := &run{e: h.e, mine: "rvn"}
 	stopped := 0
 	tm := newTerm(context.Background(), h.fc, h.now().Add(-time.Second), func() { stopped++ })
 	close(tm.workDone)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/clockutil"
+	rvnlease "github.com/dynalease/dynalease/internal/lease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -21,32 +22,16 @@ import (
 //     last confirmed, with the local time just before each was sent. A write
 //     whose outcome is unknown may still land later; finding one of these in
 //     the record proves that write landed, no earlier than its send time.
-//   - obs is the latest record of another holder (or its absence), and
-//     obs.seenAt the local time when a read first returned its RVN. It is
-//     reset only when the RVN changes.
+//   - obs is the latest record of another holder (or its absence); see
+//     rvnlease.Observation for when its wait restarts.
 type run struct {
 	e        *Elector
 	mine     string
 	mineSent time.Time
-	pending  map[string]time.Time
-	obs      observation
+	pending  rvnlease.Attempts
+	obs      rvnlease.Observation
 	acquired time.Time // wall-clock time of this Run's acquisition, informational
 }
-
-// observation is what a candidate knows of the record written by others.
-type observation struct {
-	known    bool // a read or a failed create has told us something
-	absent   bool // no record, or a released one: free to create
-	rvn      string
-	lease    time.Duration // the holder's lease, from the record
-	seenAt   time.Time     // when a read first returned rvn
-	released bool
-	missing  bool
-	holder   string
-}
-
-// expiry returns when the observed lease may be taken over.
-func (o observation) expiry() time.Time { return o.seenAt.Add(o.lease) }
 
 // outcome classifies what a write or a read told the Run.
 type outcome int
@@ -79,7 +64,7 @@ func (r *run) newRecord(released bool) resourcelock.Record {
 // confirmed write when the outcome is outcomeOurs.
 func (r *run) write(ctx context.Context, rec resourcelock.Record, send func(context.Context) (resourcelock.Record, error)) (outcome, time.Time) {
 	sent := r.e.clk.Now()
-	r.pending[rec.RVN] = sent
+	r.pending.Add(rec.RVN, sent)
 	rctx, cancel := clockutil.WithTimeout(ctx, r.e.clk, r.e.cfg.RequestTimeout)
 	stored, err := send(rctx)
 	cancel()
@@ -96,7 +81,7 @@ func (r *run) write(ctx context.Context, rec resourcelock.Record, send func(cont
 // confirm records that the write of rvn, sent at sent, landed.
 func (r *run) confirm(rvn string, sent time.Time) {
 	r.mine, r.mineSent = rvn, sent
-	clear(r.pending)
+	r.pending.Clear()
 }
 
 // read gets the record and classifies it. When it carries an RVN this Run
@@ -118,7 +103,7 @@ func (r *run) read(ctx context.Context) (outcome, time.Time) {
 		}
 		return outcomeUnknown, time.Time{}
 	}
-	if sent, ok := r.pending[rec.RVN]; ok {
+	if sent, ok := r.pending.Sent(rec.RVN); ok {
 		r.confirm(rec.RVN, sent)
 		r.e.log.V(1).Info("a write whose answer was lost had landed", "rvn", rec.RVN)
 		return outcomeOurs, sent
@@ -130,20 +115,12 @@ func (r *run) read(ctx context.Context) (outcome, time.Time) {
 	return outcomeOthers, time.Time{}
 }
 
-// observe records a record of someone else (or its absence, as a zero
-// record) read at returned. This Run no longer holds the record. The wait
-// for a lease restarts only when the RVN changes.
+// observe records a record of someone else (or its absence) read at
+// returned. This Run no longer holds the record.
 func (r *run) observe(rec resourcelock.Record, missing bool, returned time.Time) {
 	r.mine = ""
-	free := missing || rec.Released
-	if !r.obs.known || rec.RVN != r.obs.rvn {
-		r.obs = observation{known: true, rvn: rec.RVN, lease: rec.LeaseDuration, seenAt: returned}
-	}
-	r.obs.absent = free
-	r.obs.missing = missing
-	r.obs.released = rec.Released
-	r.obs.holder = rec.HolderIdentity
-	if free {
+	r.obs.Observe(rec, missing, returned)
+	if r.obs.Free() {
 		r.e.setLeader("")
 	} else {
 		r.e.setLeader(rec.HolderIdentity)

@@ -1,0 +1,56 @@
+package lease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestObservationRestartsOnlyOnANewRVN(t *testing.T) {
+	var o Observation
+	held := resourcelock.Record{HolderIdentity: "b", RVN: "r1", LeaseDuration: 10 * time.Second}
+	if !o.Observe(held, false, t0) {
+		t.Fatal("first observation not reported as a change")
+	}
+	if o.Observe(held, false, t0.Add(5*time.Second)) {
+		t.Fatal("the same RVN restarted the wait")
+	}
+	if o.Expired(t0.Add(10*time.Second-1)) || !o.Expired(t0.Add(10*time.Second)) {
+		t.Fatal("expiry not at SeenAt + the holder's lease")
+	}
+	held.RVN = "r2"
+	if !o.Observe(held, false, t0.Add(6*time.Second)) || !o.Expiry().Equal(t0.Add(16*time.Second)) {
+		t.Fatalf("a new RVN did not restart the wait: %+v", o)
+	}
+}
+
+func TestObservationFree(t *testing.T) {
+	var o Observation
+	if o.Free() || o.Expired(t0) {
+		t.Fatal("an empty observation is neither free nor expired")
+	}
+	o.Observe(resourcelock.Record{}, true, t0)
+	if !o.Free() || o.Expired(t0.Add(time.Hour)) {
+		t.Fatal("a missing record is free, never expired")
+	}
+	o.Observe(resourcelock.Record{HolderIdentity: "b", RVN: "r", LeaseDuration: time.Second, Released: true}, false, t0)
+	if !o.Free() || o.Holder != "b" {
+		t.Fatalf("a released record is free: %+v", o)
+	}
+}
+
+func TestAttempts(t *testing.T) {
+	var a Attempts
+	a.Add("x", t0)
+	a.Add("y", t0.Add(time.Second))
+	if s, ok := a.Sent("x"); !ok || !s.Equal(t0) {
+		t.Fatal("attempt x lost")
+	}
+	a.Clear()
+	if _, ok := a.Sent("y"); ok || a.Len() != 0 {
+		t.Fatal("Clear kept an attempt")
+	}
+}

@@ -134,9 +134,13 @@ func (d *DynamoDBStore) Create(ctx context.Context, key Key, rec Record, opts Wr
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, true, opts)
-	cond := d.keys.createCondition(e)
+	// Build only the condition that is sent: each one binds values, and
+	// DynamoDB refuses a request with an unused value placeholder.
+	var cond string
 	if opts.OnlyIfExists {
 		cond = d.keys.existingReleasedCondition(e)
+	} else {
+		cond = d.keys.createCondition(e)
 	}
 	return d.update(ctx, key, "create", e, update, cond)
 }

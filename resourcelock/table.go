@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,8 @@ import (
 type TableAPI interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
 // TableOptions configures CreateTable. The zero value makes an on-demand
@@ -28,6 +31,12 @@ type TableOptions struct {
 	PartitionKey string
 	// SortKey is the sort key attribute name (type S); none when empty.
 	SortKey string
+	// TTLAttribute, when not empty, is the attribute on which CreateTable
+	// enables DynamoDB's Time to Live once the table is ACTIVE, unless TTL
+	// is already enabled on it. It must be the TTLAttribute of the stores
+	// that use the table (DefaultTTLAttribute unless they configure
+	// another). Empty leaves the table's TTL setting alone.
+	TTLAttribute string
 	// Provisioned selects provisioned capacity with this throughput; nil
 	// selects on-demand (pay-per-request) billing.
 	Provisioned *Throughput
@@ -49,14 +58,21 @@ type Throughput struct {
 // schema opts asks for, and fails with an error wrapping ErrTableMismatch
 // when it exists with another. Billing mode and capacity of an existing
 // table are not checked. The wait is bounded only by ctx.
+//
+// When opts.TTLAttribute is set, CreateTable then enables TTL on that
+// attribute, new table or not. It fails with an error wrapping
+// ErrTableMismatch when the table has TTL enabled on another attribute,
+// which DynamoDB allows only one of.
 func CreateTable(ctx context.Context, client TableAPI, table string, opts TableOptions) error {
-	keys := keySchema{partitionKey: opts.PartitionKey, sortKey: opts.SortKey}
+	keys := keySchema{partitionKey: opts.PartitionKey, sortKey: opts.SortKey, ttl: opts.TTLAttribute}
 	if keys.partitionKey == "" {
 		keys.partitionKey = DefaultPartitionKey
 	}
 	if err := keys.check(); err != nil {
 		return err
 	}
+	ttl := keys.ttl
+	keys.ttl = "" // the key schema DescribeTable shows has no TTL
 	if table == "" {
 		return fmt.Errorf("%w: table name is empty", ErrInvalidArgument)
 	}
@@ -86,13 +102,72 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 			return err
 		}
 		if desc.TableStatus == types.TableStatusActive {
-			return nil
+			if ttl == "" {
+				return nil
+			}
+			return enableTTL(ctx, client, table, ttl)
 		}
 		if err := clockutil.Sleep(ctx, clk, poll); err != nil {
 			return fmt.Errorf("resourcelock: waiting for table %q to become active (status %s): %w", table, desc.TableStatus, err)
 		}
 		desc, err = describeTable(ctx, client, table)
 	}
+}
+
+// enableTTL enables TTL on attr unless DescribeTimeToLive shows it enabled
+// (or being enabled) there already.
+func enableTTL(ctx context.Context, client TableAPI, table, attr string) error {
+	cur, err := describeTTL(ctx, client, table)
+	if err != nil {
+		return err
+	}
+	if done, err := ttlOn(table, cur, attr); done || err != nil {
+		return err
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(attr),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	// Another process may have enabled it meanwhile, after which DynamoDB
+	// refuses to enable it again.
+	if again, derr := describeTTL(ctx, client, table); derr == nil {
+		if done, merr := ttlOn(table, again, attr); done || merr != nil {
+			return merr
+		}
+	}
+	return fmt.Errorf("resourcelock: enable TTL on attribute %q of table %q: %w", attr, table, wrapTableError(table, "update time to live", err))
+}
+
+func describeTTL(ctx context.Context, client TableAPI, table string) (*types.TimeToLiveDescription, error) {
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, wrapTableError(table, "resourcelock: describe time to live", err)
+	}
+	return out.TimeToLiveDescription, nil
+}
+
+// ttlOn reports whether d shows TTL enabled or being enabled on attr. TTL
+// enabled or being enabled on another attribute is an error wrapping
+// ErrTableMismatch.
+func ttlOn(table string, d *types.TimeToLiveDescription, attr string) (bool, error) {
+	if d == nil {
+		return false, nil
+	}
+	switch d.TimeToLiveStatus {
+	case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
+		if got := aws.ToString(d.AttributeName); got != attr {
+			return false, fmt.Errorf("%w: table %q has TTL %s on attribute %q, want it on %q",
+				ErrTableMismatch, table, strings.ToLower(string(d.TimeToLiveStatus)), got, attr)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func describeTable(ctx context.Context, client TableAPI, table string) (*types.TableDescription, error) {

@@ -179,6 +179,23 @@ type fakeTables struct {
 	createErr error
 	creates   []*dynamodb.CreateTableInput
 	nDescribe int
+
+	// ttls answers DescribeTimeToLive, one per call; the last repeats, and
+	// none means TTL is disabled.
+	ttls           []ttlAnswer
+	updateTTLErr   error
+	updateTTLs     []*dynamodb.UpdateTimeToLiveInput
+	nDescribeTTL   int
+	activeAtTTL    bool // whether ACTIVE had been described at the first DescribeTimeToLive
+	describedReady bool // whether some DescribeTable answered ACTIVE
+}
+
+// ttlAnswer is one DescribeTimeToLive answer: TTL in status on attr, or
+// err.
+type ttlAnswer struct {
+	status types.TimeToLiveStatus
+	attr   string
+	err    error
 }
 
 type describeAnswer struct {
@@ -213,6 +230,7 @@ func (f *fakeTables) DescribeTable(_ context.Context, in *dynamodb.DescribeTable
 	case a.status == "":
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Cannot do operations on a non-existent table")}
 	}
+	f.describedReady = f.describedReady || a.status == types.TableStatusActive
 	keys := a.keys
 	if keys == nil {
 		keys = defaultKeys
@@ -224,6 +242,45 @@ func (f *fakeTables) DescribeTable(_ context.Context, in *dynamodb.DescribeTable
 	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{
 		TableName: in.TableName, TableStatus: a.status, KeySchema: keys, AttributeDefinitions: defs,
 	}}, nil
+}
+
+func (f *fakeTables) DescribeTimeToLive(_ context.Context, in *dynamodb.DescribeTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nDescribeTTL == 0 {
+		f.activeAtTTL = f.describedReady
+	}
+	f.nDescribeTTL++
+	a := ttlAnswer{status: types.TimeToLiveStatusDisabled}
+	if len(f.ttls) > 0 {
+		a = f.ttls[min(f.nDescribeTTL-1, len(f.ttls)-1)]
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	d := &types.TimeToLiveDescription{TimeToLiveStatus: a.status}
+	if a.attr != "" {
+		d.AttributeName = aws.String(a.attr)
+	}
+	return &dynamodb.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
+}
+
+func (f *fakeTables) UpdateTimeToLive(_ context.Context, in *dynamodb.UpdateTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updateTTLs = append(f.updateTTLs, in)
+	if f.updateTTLErr != nil {
+		return nil, f.updateTTLErr
+	}
+	return &dynamodb.UpdateTimeToLiveOutput{TimeToLiveSpecification: in.TimeToLiveSpecification}, nil
+}
+
+// ttlCounts returns the number of DescribeTimeToLive and UpdateTimeToLive
+// requests.
+func (f *fakeTables) ttlCounts() (describes, updates int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nDescribeTTL, len(f.updateTTLs)
 }
 
 func (f *fakeTables) counts() (creates, describes int) {

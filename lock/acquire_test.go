@@ -1,0 +1,294 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// acquireAsync runs Acquire in the background.
+func (f *fixture) acquireAsync(key string, opts ...AcquireOption) (chan *Lock, chan error) {
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.Acquire(context.Background(), key, opts...)
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	return locks, errs
+}
+
+func TestAcquireTakesAStaleLockAfterTheHoldersLease(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 6 * time.Second // the holder's, not ours
+	f.putForeign("k", "java-host", "r1", holderLease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	for {
+		f.fc.Step(maxPoll)
+		if f.now().Before(epoch.Add(holderLease)) {
+			f.waitIdle("acquire")
+			f.wantOps(rlt.OpGet)
+			continue
+		}
+		break
+	}
+	select {
+	case l := <-locks:
+		f.waitIdle("heartbeat")
+		f.wantOps(rlt.OpUpdate)
+		if f.item("k").HolderIdentity != ownerName || !l.IsHeld() {
+			t.Fatal("not taken over")
+		}
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-time.After(patience):
+		t.Fatal("Acquire did not return")
+	}
+}
+
+func TestAcquireGivesUpWhenTheHolderKeepsRenewing(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	f.putForeign("k", "other", "r0", holderLease)
+	_, errs := f.acquireAsync("k", WithAdditionalWait(2*time.Second))
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		f.putForeign("k", "other", fmt.Sprint("r", i), holderLease) // the holder renews
+		if i > 100 {
+			t.Fatal("never gave up")
+		}
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			continue
+		case err := <-errs:
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("Acquire = %v, want ErrLocked", err)
+			}
+			if waited := f.now().Sub(epoch); waited < holderLease+2*time.Second {
+				t.Fatalf("gave up after %v, before the holder's lease + the additional wait", waited)
+			}
+			if f.item("k").HolderIdentity != "other" {
+				t.Fatal("took a renewed lock")
+			}
+			return
+		case <-time.After(patience):
+			t.Fatal("Acquire neither waited nor returned")
+		}
+	}
+}
+
+func TestTryAcquireNeverWaitsButTakesAWatchedStaleLock(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r1", lease)
+	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryAcquire of a held lock = %v, want ErrLocked", err)
+	}
+	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.fc.Step(lease - time.Millisecond)
+	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryAcquire before the lease passed = %v", err)
+	}
+	f.wantOps(rlt.OpGet)
+	f.fc.Step(time.Millisecond)
+	l, err := f.c.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatalf("TryAcquire of a lock watched unchanged for its lease: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpUpdate)
+	if !l.IsHeld() {
+		t.Fatal("not held")
+	}
+}
+
+func TestTryAcquireRestartsTheWatchWhenTheRVNChanges(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r1", lease)
+	_, _ = f.c.TryAcquire(context.Background(), "k")
+	f.fc.Step(lease / 2)
+	f.putForeign("k", "other", "r2", lease)
+	_, _ = f.c.TryAcquire(context.Background(), "k")
+	f.fc.Step(lease / 2)
+	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("took a lock renewed half a lease ago: %v", err)
+	}
+}
+
+func TestObservationCacheIsBounded(t *testing.T) {
+	f := newFixture(t, WithObservationCacheSize(2))
+	for _, k := range []string{"a", "b", "c"} {
+		f.putForeign(k, "other", "r-"+k, lease)
+		_, _ = f.c.TryAcquire(context.Background(), k)
+	}
+	if n := f.c.seen.len(); n != 2 {
+		t.Fatalf("cache holds %d keys, want 2", n)
+	}
+	if _, ok := f.c.seen.get(resourcelock.Key{Partition: "a"}); ok {
+		t.Fatal("the oldest key was not evicted")
+	}
+	f.fc.Step(lease)
+	// "a" was forgotten: its wait starts again.
+	if _, err := f.c.TryAcquire(context.Background(), "a"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryAcquire of a forgotten key = %v", err)
+	}
+	if _, err := f.c.TryAcquire(context.Background(), "c"); err != nil {
+		t.Fatalf("TryAcquire of a remembered stale key: %v", err)
+	}
+}
+
+func TestFailIfLocked(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r1", lease)
+	if _, err := f.c.Acquire(context.Background(), "k", FailIfLocked()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Acquire with FailIfLocked = %v", err)
+	}
+	f.wantOps(rlt.OpCreate, rlt.OpGet)
+}
+
+func TestAcquireReleasedAndMissingRowsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r", LeaseDuration: time.Hour, Released: true, Data: []byte("old")}})
+	l := f.acquire("k", WithReplaceData(false))
+	f.wantOps(rlt.OpCreate)
+	if string(l.Data()) != "old" {
+		t.Fatalf("WithReplaceData(false) lost the row's data: %q", l.Data())
+	}
+	l2 := f.acquire("fresh", WithData([]byte("new")))
+	if string(l2.Data()) != "new" {
+		t.Fatal("data not written")
+	}
+}
+
+func TestAcquireOnlyIfExists(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.c.Acquire(context.Background(), "missing", WithAcquireOnlyIfExists()); !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Acquire of a missing row = %v, want ErrNotFound", err)
+	}
+	if _, ok := f.mem.Item(resourcelock.Key{Partition: "missing"}); ok {
+		t.Fatal("the row was created")
+	}
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r", LeaseDuration: lease, Released: true}})
+	f.acquire("k", WithAcquireOnlyIfExists())
+}
+
+func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
+	f := newFixture(t)
+	attrs := map[string]types.AttributeValue{"region": &types.AttributeValueMemberS{Value: "eu"}}
+	l := f.acquire("k", WithAttributes(attrs))
+	if v, ok := f.item("k").Attributes["region"].(*types.AttributeValueMemberS); !ok || v.Value != "eu" {
+		t.Fatalf("row attributes %v", f.item("k").Attributes)
+	}
+	if _, ok := l.Attributes()["region"]; !ok {
+		t.Fatal("Lock.Attributes lacks the attribute")
+	}
+	f.store.ResetCalls()
+	for _, name := range []string{"key", "ownerName", "recordVersionNumber", "leaseDuration", "data", "isReleased", "ttl", ""} {
+		_, err := f.c.Acquire(context.Background(), "x", WithAttributes(map[string]types.AttributeValue{name: &types.AttributeValueMemberS{Value: "v"}}))
+		if !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("attribute %q: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	f.wantOps()
+}
+
+func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
+	f := newFixture(t)
+	long := make([]byte, resourcelock.MaxNameBytes+1)
+	for i := range long {
+		long[i] = 'k'
+	}
+	cases := map[string]func() error{
+		"empty key": func() error { _, err := f.c.Acquire(context.Background(), ""); return err },
+		"long key":  func() error { _, err := f.c.Acquire(context.Background(), string(long)); return err },
+		"big data": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithData(make([]byte, resourcelock.MaxDataBytes+1)))
+			return err
+		},
+		"monitor below heartbeat": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithSessionMonitor(period, func() {}))
+			return err
+		},
+		"monitor beyond validity": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithSessionMonitor(validity, func() {}))
+			return err
+		},
+		"monitor without callback": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithSessionMonitor(10*time.Second, nil))
+			return err
+		},
+		"negative additional wait": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithAdditionalWait(-time.Second))
+			return err
+		},
+		"empty partition for list": func() error { _, err := f.c.ListByPartition(context.Background(), ""); return err },
+	}
+	for name, call := range cases {
+		if err := call(); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	f.wantOps()
+}
+
+func TestClientOptionValidation(t *testing.T) {
+	store := resourcelock.NewMemoryStore()
+	for name, opts := range map[string][]Option{
+		"heartbeat not below lease":   {WithLeaseDuration(10 * time.Second), WithHeartbeatPeriod(10 * time.Second)},
+		"heartbeat above half":        {WithLeaseDuration(10 * time.Second), WithHeartbeatPeriod(4 * time.Second), WithRequestTimeout(time.Second)},
+		"negative heartbeat":          {WithHeartbeatPeriod(-time.Second)},
+		"zero lease":                  {WithLeaseDuration(-1)},
+		"margin at lease":             {WithSafetyMargin(DefaultLeaseDuration)},
+		"ttl slack under an hour":     {WithTTL(time.Minute)},
+		"zero concurrency":            {WithHeartbeatConcurrency(0)},
+		"non-positive refresh":        {WithRefreshPeriod(-time.Second)},
+		"owner name over 1 KiB":       {WithOwnerName(string(make([]byte, 2000)))},
+		"request timeout too long":    {WithRequestTimeout(time.Minute)},
+		"non-positive cache capacity": {WithObservationCacheSize(-1)},
+	} {
+		if _, err := NewFromStore(store, opts...); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	c, err := NewFromStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cfg.lease != 20*time.Second || c.cfg.heartbeat != 5*time.Second || c.cfg.margin != 2*time.Second || c.Owner() == "" {
+		t.Fatalf("defaults %+v", c.cfg)
+	}
+	if other, _ := NewFromStore(store); other.Owner() == c.Owner() {
+		t.Fatal("two clients got the same default owner name")
+	}
+}
+
+func TestAmbiguousAcquisitionThatLandedIsAdopted(t *testing.T) {
+	f := newFixture(t)
+	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
+	l := f.acquire("k")
+	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	if !l.IsHeld() || !l.ValidUntil().Equal(epoch.Add(validity)) {
+		t.Fatal("a landed acquisition was not adopted with its send time")
+	}
+}
+
+func TestARowNamingThisOwnerFromAnEarlierProcessIsWaitedOut(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", ownerName, "rvn-of-a-crashed-process", lease)
+	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryAcquire over our own name's row = %v, want ErrLocked", err)
+	}
+}

@@ -1,0 +1,214 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Client takes and keeps locks on any number of keys of one DynamoDB lock
+// table, as one owner. Create one with New and share it: it runs the
+// background heartbeats of every lock it holds. Its methods are safe for
+// concurrent use.
+type Client struct {
+	store    resourcelock.Store
+	cfg      config
+	clk      clockutil.Clock
+	log      logr.Logger
+	external bool // built from a caller's Store: key checks are the store's
+	seen     *observations
+	sched    *scheduler
+
+	mu     sync.Mutex
+	slots  map[resourcelock.Key]*slot
+	closed bool
+
+	// testIdle, set only by this package's tests, is called when a loop of
+	// the client is about to block on the clock: "acquire" or "heartbeat".
+	testIdle func(loop string)
+}
+
+// slot is this client's claim on one key: taken by an Acquire while it
+// works on the key, kept while the lock is held, given up when the lock is
+// released or lost. Other Acquires of the key by this client wait for free
+// to close rather than poll DynamoDB.
+type slot struct {
+	free chan struct{}
+	lock *Lock // while held
+}
+
+// New returns a client for the lock table called table. It validates the
+// options and sends no request.
+func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	store, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{
+		Client:         client,
+		Table:          table,
+		PartitionKey:   cfg.partitionKey,
+		SortKey:        cfg.sortKey,
+		TTLAttribute:   cfg.ttlAttribute,
+		RequestTimeout: cfg.requestTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return newClient(store, cfg, false), nil
+}
+
+// NewFromStore returns a client over any resourcelock.Store, such as a
+// resourcelock.MemoryStore in unit tests. The store's own configuration
+// decides key and TTL attribute names; WithPartitionKey,
+// WithSortKeyAttribute and WithTTLAttribute are ignored.
+func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
+	if store == nil {
+		return nil, invalid("store is nil")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(store, cfg, true), nil
+}
+
+func newClient(store resourcelock.Store, cfg config, external bool) *Client {
+	c := &Client{
+		store:    store,
+		cfg:      cfg,
+		clk:      cfg.clock,
+		log:      cfg.log.WithValues("owner", cfg.owner),
+		external: external,
+		seen:     newObservations(cfg.cacheSize),
+		slots:    map[resourcelock.Key]*slot{},
+	}
+	if cfg.heartbeat > 0 {
+		c.sched = newScheduler(c)
+	}
+	return c
+}
+
+// Owner returns the owner name this client writes into its locks.
+func (c *Client) Owner() string { return c.cfg.owner }
+
+func (c *Client) idle(loop string) {
+	if c.testIdle != nil {
+		c.testIdle(loop)
+	}
+}
+
+// claim takes this client's slot on key, waiting while another Acquire of
+// this client works on it or holds it. It returns the held lock instead
+// when reentrant and the lock allows it.
+func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig) (*slot, *Lock, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		s := c.slots[k]
+		if s == nil {
+			s = &slot{free: make(chan struct{})}
+			c.slots[k] = s
+			c.mu.Unlock()
+			return s, nil, nil
+		}
+		if l := s.lock; l != nil && a.reentrant && l.reentrant && l.IsHeld() {
+			l.holds++
+			c.mu.Unlock()
+			return nil, l, nil
+		}
+		c.mu.Unlock()
+		if a.failIfLocked {
+			return nil, nil, fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
+		}
+		select {
+		case <-s.free:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// unclaim gives up the slot s on key.
+func (c *Client) unclaim(k resourcelock.Key, s *slot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slots[k] == s {
+		delete(c.slots, k)
+		close(s.free)
+	}
+}
+
+// Get reads the lock on key without taking it. The result cannot release
+// or heartbeat anybody's lock. It returns an error matching
+// resourcelock.ErrNotFound when there is no row.
+func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (Info, error) {
+	_, k, err := c.acquireConfig(key, opts)
+	if err != nil {
+		return Info{}, err
+	}
+	it, err := c.store.Get(ctx, k)
+	if err != nil {
+		return Info{}, err
+	}
+	return infoOf(it, nil), nil
+}
+
+// List returns every lock row of the table, held or not, with one paginated
+// consistent scan. A row that cannot be decoded is returned with Err set.
+func (c *Client) List(ctx context.Context) ([]Info, error) {
+	return c.list(ctx, "")
+}
+
+// ListByPartition returns the lock rows whose partition key is key, for
+// tables with a sort key.
+func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error) {
+	if key == "" {
+		return nil, invalid("key is empty")
+	}
+	return c.list(ctx, key)
+}
+
+func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
+	var out []Info
+	err := c.store.Scan(ctx, partition, func(it resourcelock.Item, err error) error {
+		out = append(out, infoOf(it, err))
+		return nil
+	})
+	return out, err
+}
+
+// Close releases every lock the client holds (whatever their hold counts)
+// and stops its heartbeats. Later calls of Acquire fail with ErrClosed. It
+// returns the errors of releases that could not be confirmed; those locks
+// run out on their own.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	var held []*Lock
+	for _, s := range c.slots {
+		if s.lock != nil {
+			held = append(held, s.lock)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range held {
+		if err := l.release(ctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLost) {
+			errs = append(errs, err)
+		}
+	}
+	if c.sched != nil {
+		c.sched.close()
+	}
+	return errors.Join(errs...)
+}

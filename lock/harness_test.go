@@ -1,0 +1,172 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+const (
+	lease     = 20 * time.Second
+	period    = 5 * time.Second
+	validity  = lease - lease/10
+	refresh   = time.Second
+	maxPoll   = refresh + refresh/5
+	patience  = 5 * time.Second
+	ownerName = "me"
+)
+
+var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// fixture is a Client on a fake clock over a MemoryStore wrapped in a
+// FaultyStore.
+type fixture struct {
+	t     *testing.T
+	fc    *clocktesting.FakeClock
+	mem   *resourcelock.MemoryStore
+	store *rlt.FaultyStore
+	c     *Client
+	idle  chan string
+	free  chan struct{}
+}
+
+func newFixture(t *testing.T, opts ...Option) *fixture {
+	t.Helper()
+	f := &fixture{
+		t:    t,
+		fc:   clocktesting.NewFakeClock(epoch),
+		mem:  resourcelock.NewMemoryStore(),
+		idle: make(chan string),
+		free: make(chan struct{}),
+	}
+	f.store = rlt.NewFaultyStore(f.mem)
+	all := append([]Option{WithClock(f.fc), WithOwnerName(ownerName), WithLeaseDuration(lease),
+		WithHeartbeatPeriod(period), WithRefreshPeriod(refresh)}, opts...)
+	c, err := NewFromStore(f.store, all...)
+	if err != nil {
+		t.Fatalf("NewFromStore: %v", err)
+	}
+	c.testIdle = func(loop string) {
+		select {
+		case f.idle <- loop:
+		case <-f.free:
+		}
+	}
+	f.c = c
+	t.Cleanup(func() {
+		f.freeRun()
+		_ = c.Close(context.Background())
+	})
+	return f
+}
+
+func (f *fixture) freeRun() {
+	select {
+	case <-f.free:
+	default:
+		close(f.free)
+	}
+}
+
+// waitIdle waits until the named loop blocks on the clock.
+func (f *fixture) waitIdle(loop string) {
+	f.t.Helper()
+	select {
+	case got := <-f.idle:
+		if got != loop {
+			f.t.Fatalf("loop %q went idle, want %q", got, loop)
+		}
+	case <-time.After(patience):
+		f.t.Fatalf("loop %q never went idle; calls %v", loop, f.ops())
+	}
+}
+
+func (f *fixture) ops() []rlt.Op {
+	var ops []rlt.Op
+	for _, c := range f.store.Calls() {
+		ops = append(ops, c.Op)
+	}
+	return ops
+}
+
+func (f *fixture) wantOps(want ...rlt.Op) {
+	f.t.Helper()
+	got := f.ops()
+	f.store.ResetCalls()
+	if len(got) != len(want) {
+		f.t.Fatalf("requests = %v, want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			f.t.Fatalf("requests = %v, want %v", got, want)
+		}
+	}
+}
+
+func (f *fixture) now() time.Time { return f.fc.Now() }
+
+// acquire takes key at once (no contention) and waits for the heartbeat
+// scheduler to settle.
+func (f *fixture) acquire(key string, opts ...AcquireOption) *Lock {
+	f.t.Helper()
+	l, err := f.c.Acquire(context.Background(), key, opts...)
+	if err != nil {
+		f.t.Fatalf("Acquire(%q): %v", key, err)
+	}
+	if f.c.sched != nil {
+		f.waitIdle("heartbeat")
+	}
+	return l
+}
+
+func (f *fixture) item(key string) resourcelock.Item {
+	f.t.Helper()
+	it, ok := f.mem.Item(resourcelock.Key{Partition: key})
+	if !ok {
+		f.t.Fatalf("no row %q", key)
+	}
+	return it
+}
+
+// putForeign stores a row held by another owner.
+func (f *fixture) putForeign(key, owner, rvn string, l time.Duration) {
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: key},
+		Record: resourcelock.Record{HolderIdentity: owner, RVN: rvn, LeaseDuration: l}})
+}
+
+// gate returns a channel and a function that closes it.
+func gate() (chan struct{}, func()) {
+	ch := make(chan struct{})
+	return ch, func() {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+}
+
+func waitDone(t *testing.T, l *Lock) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(patience):
+		t.Fatal("lock never ended")
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,238 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+var errReset = errors.New("connection reset by peer")
+
+func TestAcquireUncontendedIsOneRequest(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("customer-7", WithData([]byte("payload")))
+	f.wantOps(rlt.OpCreate)
+	if !l.IsHeld() || l.Key() != "customer-7" || string(l.Data()) != "payload" || l.Owner() != ownerName {
+		t.Fatalf("lock %+v", l)
+	}
+	if got, want := l.ValidUntil(), epoch.Add(validity); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v", got, want)
+	}
+	it := f.item("customer-7")
+	if it.HolderIdentity != ownerName || it.LeaseDuration != lease || string(it.Data) != "payload" || it.Released {
+		t.Fatalf("row %+v", it)
+	}
+}
+
+func TestHeartbeatsEveryPeriodWithOneWrite(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.wantOps(rlt.OpCreate)
+	rvn := l.RVN()
+	for i := 0; i < 4; i++ {
+		f.fc.Step(period)
+		f.waitIdle("heartbeat")
+		f.wantOps(rlt.OpUpdate)
+		if l.RVN() == rvn || f.item("k").RVN != l.RVN() {
+			t.Fatalf("heartbeat %d did not write a fresh RVN", i)
+		}
+		rvn = l.RVN()
+		if got := l.ValidUntil(); !got.After(f.now()) || got.After(f.now().Add(validity)) {
+			t.Fatalf("heartbeat %d: ValidUntil %v not within a validity of now %v", i, got, f.now())
+		}
+	}
+	if !l.IsHeld() {
+		t.Fatal("lost while heartbeating")
+	}
+}
+
+func TestLostWhenNoHeartbeatIsConfirmed(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	f.store.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	f.freeRun()
+	ctx, cancel := l.Context(context.Background())
+	defer cancel()
+	for i := 1; i <= 3; i++ { // heartbeats due by 5, 10 and 15 s all fail
+		f.fc.Step(period)
+		eventually(t, "a failed heartbeat", func() bool { return f.store.Count(rlt.OpGet) >= i })
+	}
+	f.fc.Step(validity - 3*period - time.Millisecond)
+	if !l.IsHeld() {
+		t.Fatal("lost before its validity ran out")
+	}
+	f.fc.Step(time.Millisecond)
+	if l.IsHeld() {
+		t.Fatal("IsHeld true at ValidUntil")
+	}
+	waitDone(t, l)
+	var lost *LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
+		t.Fatalf("Err = %v, want Expired caused by the heartbeat error", l.Err())
+	}
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), ErrLost) {
+		t.Fatalf("lock context cause %v", context.Cause(ctx))
+	}
+	if err := l.Release(context.Background()); !errors.As(err, &lost) {
+		t.Fatalf("Release of a lost lock = %v, want its LostError", err)
+	}
+}
+
+func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(f *fixture)
+		reason LostReason
+	}{
+		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, Stolen},
+		{"released elsewhere", func(f *fixture) {
+			f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
+		}, ReleasedElsewhere},
+		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, Deleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			l := f.acquire("k")
+			f.store.ResetCalls()
+			tc.change(f)
+			f.fc.Step(period)
+			f.waitIdle("heartbeat")
+			f.wantOps(rlt.OpUpdate, rlt.OpGet)
+			waitDone(t, l)
+			var lost *LostError
+			if !errors.As(l.Err(), &lost) || lost.Reason != tc.reason {
+				t.Fatalf("Err = %v, want %v", l.Err(), tc.reason)
+			}
+			if tc.reason == Stolen && lost.Holder != "thief" {
+				t.Fatalf("holder %q", lost.Holder)
+			}
+			if l.IsHeld() {
+				t.Fatal("still held")
+			}
+		})
+	}
+}
+
+func TestAmbiguousHeartbeatThatLandedIsAdopted(t *testing.T) {
+	for _, err := range []error{errReset, fmt.Errorf("SDK retry: %w", resourcelock.ErrConflict)} {
+		t.Run(err.Error(), func(t *testing.T) {
+			f := newFixture(t)
+			l := f.acquire("k")
+			f.store.ResetCalls()
+			f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: err})
+			f.fc.Step(period)
+			f.waitIdle("heartbeat")
+			f.wantOps(rlt.OpUpdate, rlt.OpGet)
+			if !l.IsHeld() || l.RVN() != f.item("k").RVN {
+				t.Fatal("a landed heartbeat was not adopted")
+			}
+			if got, want := l.ValidUntil(), f.now().Add(validity); !got.Equal(want) {
+				t.Fatalf("ValidUntil = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestAmbiguousHeartbeatThatDidNotLandKeepsValidity(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	before := l.ValidUntil()
+	f.store.ResetCalls()
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	f.fc.Step(period)
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpUpdate, rlt.OpGet)
+	if !l.IsHeld() || !l.ValidUntil().Equal(before) {
+		t.Fatalf("ValidUntil %v, want unchanged %v", l.ValidUntil(), before)
+	}
+}
+
+func TestHeartbeatConfirmedAfterValidityDoesNotResurrect(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	block, unblock := gate()
+	entered := make(chan rlt.Op, 1)
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, IgnoreCancel: true})
+	f.freeRun()
+	f.fc.Step(period)
+	<-entered
+	f.store.OnCall(nil)
+	f.fc.Step(validity)
+	waitDone(t, l)
+	unblock() // the heartbeat lands, late
+	eventually(t, "the late heartbeat returned", func() bool { return f.store.Count(rlt.OpUpdate) == 1 })
+	if l.IsHeld() || !errors.Is(l.Err(), ErrLost) {
+		t.Fatalf("a heartbeat confirmed after the validity brought the lock back: %v", l.Err())
+	}
+}
+
+func TestManualHeartbeatReplacesAndDeletesData(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	l := f.acquire("k", WithData([]byte("v1")))
+	if err := l.Heartbeat(context.Background(), HeartbeatWithData([]byte("v2"))); err != nil {
+		t.Fatal(err)
+	}
+	if string(l.Data()) != "v2" || string(f.item("k").Data) != "v2" {
+		t.Fatal("data not replaced")
+	}
+	if err := l.Heartbeat(context.Background()); err != nil || string(f.item("k").Data) != "v2" {
+		t.Fatalf("a plain heartbeat changed the data: %v", err)
+	}
+	if err := l.Heartbeat(context.Background(), HeartbeatDeleteData()); err != nil || f.item("k").Data != nil || l.Data() != nil {
+		t.Fatalf("data not deleted: %v", err)
+	}
+	f.wantOps(rlt.OpCreate, rlt.OpUpdate, rlt.OpUpdate, rlt.OpUpdate)
+}
+
+func TestWithoutBackgroundHeartbeatsTheLockRunsOut(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	l := f.acquire("k")
+	f.fc.Step(validity)
+	waitDone(t, l)
+	var lost *LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != Expired || lost.Cause != nil {
+		t.Fatalf("Err = %v", l.Err())
+	}
+	f.wantOps(rlt.OpCreate)
+}
+
+func TestSessionMonitorRunsOnceWhenHeartbeatsStall(t *testing.T) {
+	f := newFixture(t)
+	called := make(chan time.Time, 5)
+	const safe = 12 * time.Second
+	l := f.acquire("k", WithSessionMonitor(safe, func() { called <- f.now() }))
+	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	f.freeRun()
+	f.fc.Step(safe - time.Millisecond)
+	select {
+	case <-called:
+		t.Fatal("session monitor ran before its safe time")
+	case <-time.After(20 * time.Millisecond):
+	}
+	f.fc.Step(time.Millisecond)
+	select {
+	case at := <-called:
+		if at.Before(epoch.Add(safe)) {
+			t.Fatalf("ran at %v", at)
+		}
+	case <-time.After(patience):
+		t.Fatal("session monitor never ran")
+	}
+	f.fc.Step(time.Second)
+	select {
+	case <-called:
+		t.Fatal("session monitor ran twice")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if !l.IsHeld() {
+		t.Fatal("the monitor fires before the lock is lost, not after")
+	}
+}

@@ -1,0 +1,47 @@
+package lock
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Info is a lock row as read, with no power over the lock: nothing done
+// with an Info can release or heartbeat anybody's lock.
+type Info struct {
+	Key     string
+	SortKey string
+	// Owner is the owner name in the row (the holder, or the last holder
+	// when Released).
+	Owner string
+	// RVN is the row's record version number.
+	RVN string
+	// LeaseDuration is the holder's lease as written in the row.
+	LeaseDuration time.Duration
+	Released      bool
+	Data          []byte
+	// Attributes are the row's additional attributes.
+	Attributes map[string]types.AttributeValue
+	// Acquisitions counts the acquisitions recorded in the row.
+	Acquisitions int64
+	// Err is set for a row that could not be decoded; only Key and SortKey
+	// are meaningful then.
+	Err error
+}
+
+func infoOf(it resourcelock.Item, err error) Info {
+	return Info{
+		Key:           it.Key.Partition,
+		SortKey:       it.Key.Sort,
+		Owner:         it.HolderIdentity,
+		RVN:           it.RVN,
+		LeaseDuration: it.LeaseDuration,
+		Released:      it.Released,
+		Data:          it.Data,
+		Attributes:    it.Attributes,
+		Acquisitions:  it.LeaderTransitions,
+		Err:           err,
+	}
+}

@@ -1,0 +1,244 @@
+package lock
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"k8s.io/utils/clock"
+
+	rvnlease "github.com/dynalease/dynalease/internal/lease"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Lock is a lock this client holds on one key, from a successful Acquire
+// until Release or loss. Its methods are safe for concurrent use.
+//
+// Invariant: while the lock is held, validUntil is the lease minus the
+// safety margin after the send time of the last write of this lock known to
+// have landed, on the client's clock. The lock ends at the latest when the
+// clock reaches validUntil: a timer on the clock ends it without waiting
+// for any heartbeat, and IsHeld compares with the clock directly, so a
+// stuck heartbeat or a paused process cannot make it look held longer.
+type Lock struct {
+	c         *Client
+	key       resourcelock.Key
+	slot      *slot
+	reentrant bool
+	delete    bool // delete the row on release
+	monitor   *sessionMonitor
+	holds     int // guarded by c.mu
+
+	// writeMu serializes the lock's writes: heartbeats and release.
+	writeMu sync.Mutex
+
+	mu         sync.Mutex
+	item       resourcelock.Item // as last confirmed
+	sent       time.Time         // send time of the last confirmed write
+	validUntil time.Time
+	pending    rvnlease.Attempts
+	lastErr    error // the last failure of a heartbeat, for Expired
+	ended      bool
+	err        error // why it ended: ErrReleased or a *LostError
+	expiry     clock.Timer
+	monitorT   clock.Timer
+	monitorRan bool
+
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l := &Lock{
+		c:         c,
+		key:       k,
+		slot:      s,
+		reentrant: a.reentrant,
+		delete:    a.deleteOnRelease,
+		monitor:   a.monitor,
+		holds:     1,
+		item:      it,
+		sent:      sent,
+		done:      make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setValidityLocked(sent.Add(c.cfg.validity()))
+	return l
+}
+
+// Key returns the lock's key (its partition key value).
+func (l *Lock) Key() string { return l.key.Partition }
+
+// SortKey returns the lock's sort key value, empty without one.
+func (l *Lock) SortKey() string { return l.key.Sort }
+
+// Owner returns the owner name the lock is held under.
+func (l *Lock) Owner() string { return l.c.cfg.owner }
+
+// Data returns a copy of the data stored with the lock as last written.
+func (l *Lock) Data() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.item.Data)
+}
+
+// Attributes returns the row's additional attributes as last written.
+func (l *Lock) Attributes() map[string]types.AttributeValue {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.item.Attributes)
+}
+
+// RVN returns the record version number of the lock's last confirmed
+// write.
+func (l *Lock) RVN() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.item.RVN
+}
+
+// ValidUntil returns, on the client's clock, when the lock stops counting
+// as held unless a heartbeat is confirmed first; the zero time once it has
+// ended.
+func (l *Lock) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return time.Time{}
+	}
+	return l.validUntil
+}
+
+// IsHeld reports whether the lock is held now: not released or lost, and
+// the clock before ValidUntil. It turns false at that instant by itself.
+//
+// Like any lease check it cannot make acting on its answer safe: a process
+// that pauses after the check may act after the lock was lost.
+func (l *Lock) IsHeld() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.ended && l.c.clk.Now().Before(l.validUntil)
+}
+
+// Done returns a channel closed when the lock ends: lost, or released by
+// its holder. Err then tells which.
+func (l *Lock) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lock is held, ErrReleased after its Release,
+// and a *LostError (matching ErrLost) after it was lost.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Context returns a context derived from parent that is also cancelled,
+// with Err as its cause, when the lock ends: work that must stop when the
+// lock is lost runs under it.
+func (l *Lock) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// setValidityLocked moves validUntil and re-arms the expiry and session
+// monitor timers. New timers rather than Reset: a fake clock blocks when a
+// fired AfterFunc timer fires again.
+func (l *Lock) setValidityLocked(validUntil time.Time) {
+	now := l.c.clk.Now()
+	l.validUntil = validUntil
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
+	// The callbacks start goroutines: a fake clock runs AfterFunc
+	// callbacks under its own lock, so they may not read the clock.
+	l.expiry = l.c.clk.AfterFunc(validUntil.Sub(now), func() { go l.checkExpiry() })
+	if l.monitor != nil && !l.monitorRan {
+		if l.monitorT != nil {
+			l.monitorT.Stop()
+		}
+		l.monitorT = l.c.clk.AfterFunc(l.sent.Add(l.monitor.safeTime).Sub(now), func() { go l.checkMonitor() })
+	}
+}
+
+// checkExpiry ends the lock when its validity has run out.
+func (l *Lock) checkExpiry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended && !l.c.clk.Now().Before(l.validUntil) {
+		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
+	}
+}
+
+// checkMonitor runs the session monitor's callback once when the time
+// since the last confirmed write has passed its safe time.
+func (l *Lock) checkMonitor() {
+	l.mu.Lock()
+	run := !l.ended && !l.monitorRan && !l.c.clk.Now().Before(l.sent.Add(l.monitor.safeTime))
+	if run {
+		l.monitorRan = true
+	}
+	l.mu.Unlock()
+	if run {
+		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "key", l.key.String())
+		l.monitor.callback()
+	}
+}
+
+// confirmLocked records a write of this lock, sent at sent, as landed. A
+// lock whose validity has already run out stays lost: it never resumes.
+func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
+	if l.ended {
+		return false
+	}
+	if !l.c.clk.Now().Before(l.validUntil) {
+		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
+		return false
+	}
+	l.item = it
+	l.pending.Clear()
+	l.lastErr = nil
+	if sent.After(l.sent) {
+		l.sent = sent
+		l.setValidityLocked(sent.Add(l.c.cfg.validity()))
+	}
+	return true
+}
+
+// loseLocked ends the lock with err.
+func (l *Lock) loseLocked(err error) {
+	if l.ended {
+		return
+	}
+	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
+	l.endLocked(err)
+}
+
+// endLocked marks the lock ended with err and lets go of its slot.
+func (l *Lock) endLocked(err error) {
+	l.ended = true
+	l.err = err
+	if now := l.c.clk.Now(); now.Before(l.validUntil) {
+		l.validUntil = now
+	}
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
+	if l.monitorT != nil {
+		l.monitorT.Stop()
+	}
+	l.cancel(err)
+	close(l.done)
+	go l.c.unclaim(l.key, l.slot)
+}

@@ -1,0 +1,367 @@
+package lock
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Client defaults.
+const (
+	DefaultLeaseDuration   = 20 * time.Second
+	DefaultHeartbeatPeriod = 5 * time.Second
+	DefaultRefreshPeriod   = time.Second
+	// DefaultHeartbeatConcurrency bounds the heartbeats in flight at once.
+	DefaultHeartbeatConcurrency = 16
+	// DefaultObservationCacheSize bounds how many other owners' locks a
+	// Client remembers having seen (for TryAcquire of stale locks).
+	DefaultObservationCacheSize = 10000
+	// MinTTLSlack is the least slack WithTTL accepts: the TTL must
+	// outlast the lease by more than any plausible clock skew between
+	// hosts and DynamoDB.
+	MinTTLSlack = time.Hour
+)
+
+// Option configures a Client.
+type Option func(*config)
+
+type config struct {
+	owner          string
+	lease          time.Duration
+	heartbeat      time.Duration
+	heartbeatSet   bool
+	margin         time.Duration
+	marginSet      bool
+	requestTimeout time.Duration
+	refresh        time.Duration
+	partitionKey   string
+	sortKey        string
+	ttlAttribute   string
+	ttlSlack       time.Duration
+	clock          clockutil.Clock
+	log            logr.Logger
+	concurrency    int
+	cacheSize      int
+	errs           []error
+}
+
+// WithOwnerName sets the owner name written into every lock this client
+// takes. It must be unique per process: two clients with one owner name
+// can release and heartbeat each other's locks. The default is the host
+// name plus a random UUID.
+func WithOwnerName(name string) Option { return func(c *config) { c.owner = name } }
+
+// WithLeaseDuration sets how long others wait on an unchanged lock of this
+// client before taking it over (default 20 s).
+func WithLeaseDuration(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithHeartbeatPeriod sets how often held locks are renewed in the
+// background (default 5 s). Zero turns background heartbeats off: locks
+// then stay valid only as long as the caller heartbeats them by hand.
+func WithHeartbeatPeriod(d time.Duration) Option {
+	return func(c *config) { c.heartbeat, c.heartbeatSet = d, true }
+}
+
+// WithSafetyMargin sets how much earlier than the lease a held lock stops
+// counting as valid (default a tenth of the lease). It leaves room for the
+// holder's work to stop and for clock-rate drift.
+func WithSafetyMargin(d time.Duration) Option {
+	return func(c *config) { c.margin, c.marginSet = d, true }
+}
+
+// WithRequestTimeout bounds each request, the SDK's retries included.
+// The default is 2 s, lowered when needed to fit the rule heartbeat period
+// + request timeout ≤ (lease − safety margin) / 2.
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// WithRefreshPeriod sets how often Acquire polls a held lock (default 1 s,
+// plus up to 20% jitter); an Acquire can override it.
+func WithRefreshPeriod(d time.Duration) Option { return func(c *config) { c.refresh = d } }
+
+// WithPartitionKey names the table's partition key attribute (default
+// "key", as in the AWS Java lock client).
+func WithPartitionKey(name string) Option { return func(c *config) { c.partitionKey = name } }
+
+// WithSortKeyAttribute names the table's sort key attribute, for tables
+// that have one; every Acquire then needs WithSortKey.
+func WithSortKeyAttribute(name string) Option { return func(c *config) { c.sortKey = name } }
+
+// WithTTL makes every write set the row's TTL attribute to the writer's
+// wall-clock time plus the lease plus slack, refreshed by heartbeats, so
+// that DynamoDB eventually deletes rows of crashed owners. slack must be at
+// least MinTTLSlack: it must cover any skew between the writer's clock and
+// DynamoDB's, or TTL deletion could remove a live lock. The table's TTL must
+// be enabled on that attribute (resourcelock.CreateTable can do it).
+//
+// Do not use TTL on a table where AWS Java lock clients update rows in
+// place: they do not refresh the TTL attribute, so DynamoDB could delete a
+// lock a Java client still holds.
+func WithTTL(slack time.Duration) Option { return func(c *config) { c.ttlSlack = slack } }
+
+// WithTTLAttribute names the TTL attribute (default "ttl"). Writes without
+// WithTTL remove it.
+func WithTTLAttribute(name string) Option { return func(c *config) { c.ttlAttribute = name } }
+
+// WithClock sets the clock every wait uses (default the real clock).
+func WithClock(clk clockutil.Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithLogger sets the structured logger (default silent).
+func WithLogger(l logr.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithHeartbeatConcurrency bounds how many heartbeats run at once
+// (default 16).
+func WithHeartbeatConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
+
+// WithObservationCacheSize bounds how many locks of other owners the
+// client remembers having watched (default 10,000); the oldest are
+// forgotten first.
+func WithObservationCacheSize(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		lease:        DefaultLeaseDuration,
+		heartbeat:    DefaultHeartbeatPeriod,
+		refresh:      DefaultRefreshPeriod,
+		partitionKey: resourcelock.DefaultPartitionKey,
+		ttlAttribute: resourcelock.DefaultTTLAttribute,
+		concurrency:  DefaultHeartbeatConcurrency,
+		cacheSize:    DefaultObservationCacheSize,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.owner == "" {
+		host, _ := os.Hostname()
+		c.owner = host + "-" + uuid.NewString()
+	}
+	if !c.marginSet {
+		c.margin = c.lease / 10
+	}
+	c.clock = clockutil.OrReal(c.clock)
+	if c.log.GetSink() == nil {
+		c.log = logr.Discard()
+	}
+	if c.requestTimeout == 0 {
+		c.requestTimeout = 2 * time.Second
+		if room := (c.lease-c.margin)/2 - c.heartbeat; room > 0 && room < c.requestTimeout {
+			c.requestTimeout = room
+		}
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case len(c.owner) > resourcelock.MaxIdentityBytes:
+		return invalid("owner name is %d bytes, over %d", len(c.owner), resourcelock.MaxIdentityBytes)
+	case c.lease <= 0:
+		return invalid("lease duration %v is not positive", c.lease)
+	case c.heartbeat < 0:
+		return invalid("heartbeat period %v is negative", c.heartbeat)
+	case c.margin <= 0 || c.margin >= c.lease:
+		return invalid("safety margin %v must lie in (0, lease %v)", c.margin, c.lease)
+	case c.requestTimeout <= 0:
+		return invalid("request timeout %v is not positive", c.requestTimeout)
+	case c.heartbeat+c.requestTimeout > (c.lease-c.margin)/2:
+		return invalid("heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
+			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
+	case c.refresh <= 0:
+		return invalid("refresh period %v is not positive", c.refresh)
+	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < MinTTLSlack):
+		return invalid("TTL slack %v must be at least %v", c.ttlSlack, MinTTLSlack)
+	case c.concurrency <= 0:
+		return invalid("heartbeat concurrency %d is not positive", c.concurrency)
+	case c.cacheSize <= 0:
+		return invalid("observation cache size %d is not positive", c.cacheSize)
+	}
+	return nil
+}
+
+// validity is how long after a confirmed write's send time a lock counts
+// as held.
+func (c config) validity() time.Duration { return c.lease - c.margin }
+
+// AcquireOption configures one Acquire or TryAcquire.
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	sortKey         string
+	data            []byte
+	replaceData     bool
+	deleteOnRelease bool
+	onlyIfExists    bool
+	attributes      map[string]types.AttributeValue
+	failIfLocked    bool
+	reentrant       bool
+	monitor         *sessionMonitor
+	refresh         time.Duration
+	additionalWait  time.Duration
+}
+
+type sessionMonitor struct {
+	safeTime time.Duration
+	callback func()
+}
+
+// WithSortKey sets the lock's sort key value, for tables with a sort key.
+func WithSortKey(value string) AcquireOption { return func(a *acquireConfig) { a.sortKey = value } }
+
+// WithData stores data with the lock when it is acquired.
+func WithData(data []byte) AcquireOption { return func(a *acquireConfig) { a.data = data } }
+
+// WithReplaceData(false) keeps the data already stored in the row instead
+// of writing WithData's (default true: the acquisition writes its data, or
+// removes the row's when it has none).
+func WithReplaceData(replace bool) AcquireOption {
+	return func(a *acquireConfig) { a.replaceData = replace }
+}
+
+// WithDeleteOnRelease makes Release delete the row instead of marking it
+// released.
+func WithDeleteOnRelease() AcquireOption { return func(a *acquireConfig) { a.deleteOnRelease = true } }
+
+// WithAcquireOnlyIfExists makes the acquisition fail with an error matching
+// resourcelock.ErrNotFound when the row does not exist, instead of
+// creating it.
+func WithAcquireOnlyIfExists() AcquireOption { return func(a *acquireConfig) { a.onlyIfExists = true } }
+
+// WithAttributes stores additional attributes in the row. Their names may
+// not be the table's key, TTL or lock attributes. Attributes of an earlier
+// holder that this acquisition does not name stay in the row.
+func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
+	return func(a *acquireConfig) { a.attributes = attrs }
+}
+
+// FailIfLocked makes Acquire return ErrLocked at once when another owner
+// holds the lock, instead of waiting.
+func FailIfLocked() AcquireOption { return func(a *acquireConfig) { a.failIfLocked = true } }
+
+// Reentrant lets this acquisition return a lock this client already holds
+// on the same key (itself acquired with Reentrant), raising its hold count;
+// it is released when Release has been called as often. Without it, an
+// Acquire of a key this client holds waits for that lock's release, in
+// process. Go has no thread identity: reentrancy is a promise by the
+// caller that the holders are one logical owner.
+func Reentrant() AcquireOption { return func(a *acquireConfig) { a.reentrant = true } }
+
+// WithSessionMonitor calls callback once, in its own goroutine, if the
+// time since the lock's last confirmed write passes safeTime: the lock is
+// in danger of being lost. safeTime must exceed the heartbeat period and
+// stay below the lock's validity (lease − safety margin).
+func WithSessionMonitor(safeTime time.Duration, callback func()) AcquireOption {
+	return func(a *acquireConfig) { a.monitor = &sessionMonitor{safeTime: safeTime, callback: callback} }
+}
+
+// WithRefreshPeriodFor sets how often this Acquire polls a held lock.
+func WithRefreshPeriodFor(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.refresh = d }
+}
+
+// WithAdditionalWait makes Acquire wait this much longer than the holder's
+// lease before giving up with ErrLocked (default 0: a lock that is still
+// held, and renewed, after one full lease of its holder is not granted).
+func WithAdditionalWait(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.additionalWait = d }
+}
+
+func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig, resourcelock.Key, error) {
+	a := acquireConfig{replaceData: true, refresh: c.cfg.refresh}
+	for _, o := range opts {
+		o(&a)
+	}
+	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
+	switch {
+	case key == "":
+		return a, k, invalid("key is empty")
+	case len(key) > resourcelock.MaxNameBytes:
+		return a, k, invalid("key is %d bytes, over %d", len(key), resourcelock.MaxNameBytes)
+	case c.cfg.sortKey != "" && a.sortKey == "":
+		return a, k, invalid("the table has sort key %q; use WithSortKey", c.cfg.sortKey)
+	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
+		return a, k, invalid("WithSortKey given but the table has no sort key attribute (WithSortKeyAttribute)")
+	case len(a.sortKey) > 1024:
+		return a, k, invalid("sort key is %d bytes, over 1024", len(a.sortKey))
+	case len(a.data) > resourcelock.MaxDataBytes:
+		return a, k, invalid("data is %d bytes, over %d", len(a.data), resourcelock.MaxDataBytes)
+	case a.refresh <= 0:
+		return a, k, invalid("refresh period %v is not positive", a.refresh)
+	case a.additionalWait < 0:
+		return a, k, invalid("additional wait %v is negative", a.additionalWait)
+	}
+	for name, v := range a.attributes {
+		if c.reserved(name) || v == nil {
+			return a, k, invalid("attribute %q is reserved or has no value", name)
+		}
+	}
+	if m := a.monitor; m != nil {
+		if m.callback == nil {
+			return a, k, invalid("session monitor has no callback")
+		}
+		if m.safeTime <= c.cfg.heartbeat || m.safeTime >= c.cfg.validity() {
+			return a, k, invalid("session monitor safe time %v must lie in (heartbeat period %v, lease − margin %v)",
+				m.safeTime, c.cfg.heartbeat, c.cfg.validity())
+		}
+	}
+	return a, k, nil
+}
+
+// reserved reports whether an additional attribute name is the table's.
+func (c *Client) reserved(name string) bool {
+	switch name {
+	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute,
+		"ownerName", "leaseDuration", "recordVersionNumber", "data", "isReleased",
+		"leaderTransitions", "acquireTime", "renewTime":
+		return true
+	}
+	return false
+}
+
+// ReleaseOption configures one Release.
+type ReleaseOption func(*releaseConfig)
+
+type releaseConfig struct {
+	data    []byte
+	setData bool
+	delete  *bool
+}
+
+// ReleaseWithData stores data in the row as it is released (kept rows
+// only).
+func ReleaseWithData(data []byte) ReleaseOption {
+	return func(r *releaseConfig) { r.data, r.setData = data, true }
+}
+
+// ReleaseDelete overrides the acquisition's WithDeleteOnRelease.
+func ReleaseDelete(del bool) ReleaseOption { return func(r *releaseConfig) { r.delete = &del } }
+
+// HeartbeatOption configures one Lock.Heartbeat.
+type HeartbeatOption func(*heartbeatConfig)
+
+type heartbeatConfig struct {
+	data    []byte
+	setData bool
+}
+
+// HeartbeatWithData replaces the lock's data with this heartbeat.
+func HeartbeatWithData(data []byte) HeartbeatOption {
+	return func(h *heartbeatConfig) { h.data, h.setData = data, true }
+}
+
+// HeartbeatDeleteData removes the lock's data with this heartbeat.
+func HeartbeatDeleteData() HeartbeatOption {
+	return func(h *heartbeatConfig) { h.data, h.setData = nil, true }
+}
+
+func checkData(data []byte) error {
+	if len(data) > resourcelock.MaxDataBytes {
+		return fmt.Errorf("%w: data is %d bytes, over %d", ErrInvalidOption, len(data), resourcelock.MaxDataBytes)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package resourcelocktest
+
+import (
+	"context"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// More operations FaultyStore counts and can fail.
+const (
+	OpRemove Op = "Remove"
+	OpScan   Op = "Scan"
+)
+
+// FaultyStore wraps a resourcelock.Store as Faulty wraps an Interface:
+// it records every call and applies injected faults, per operation. A
+// fault injected for an operation applies to the next calls of it on any
+// key. It is safe for concurrent use.
+type FaultyStore struct {
+	Faulty // the bookkeeping; its Interface methods are not used
+	inner  resourcelock.Store
+}
+
+var _ resourcelock.Store = (*FaultyStore)(nil)
+
+// NewFaultyStore wraps inner.
+func NewFaultyStore(inner resourcelock.Store) *FaultyStore {
+	return &FaultyStore{Faulty: Faulty{faults: map[Op][]queued{}}, inner: inner}
+}
+
+// Describe returns the wrapped store's description.
+func (f *FaultyStore) Describe() string { return "faulty " + f.inner.Describe() }
+
+// Get reads through the wrapped store, subject to faults for OpGet.
+func (f *FaultyStore) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
+	var it resourcelock.Item
+	_, err := f.do(ctx, OpGet, func() (resourcelock.Record, error) {
+		var err error
+		it, err = f.inner.Get(ctx, key)
+		return it.Record, err
+	})
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return it, nil
+}
+
+// Create writes through the wrapped store, subject to faults for OpCreate.
+func (f *FaultyStore) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	var it resourcelock.Item
+	_, err := f.do(ctx, OpCreate, func() (resourcelock.Record, error) {
+		var err error
+		it, err = f.inner.Create(context.WithoutCancel(ctx), key, rec, opts)
+		return it.Record, err
+	})
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return it, nil
+}
+
+// Update writes through the wrapped store, subject to faults for OpUpdate.
+func (f *FaultyStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	var it resourcelock.Item
+	_, err := f.do(ctx, OpUpdate, func() (resourcelock.Record, error) {
+		var err error
+		it, err = f.inner.Update(context.WithoutCancel(ctx), key, expect, rec, opts)
+		return it.Record, err
+	})
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return it, nil
+}
+
+// Remove deletes through the wrapped store, subject to faults for OpRemove.
+func (f *FaultyStore) Remove(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition) error {
+	_, err := f.do(ctx, OpRemove, func() (resourcelock.Record, error) {
+		return resourcelock.Record{}, f.inner.Remove(context.WithoutCancel(ctx), key, expect)
+	})
+	return err
+}
+
+// Scan reads through the wrapped store, subject to faults for OpScan.
+func (f *FaultyStore) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
+	_, err := f.do(ctx, OpScan, func() (resourcelock.Record, error) {
+		return resourcelock.Record{}, f.inner.Scan(ctx, partition, fn)
+	})
+	return err
+}

@@ -17,8 +17,9 @@ var ErrConflict = errors.New("resourcelock: precondition failed")
 var ErrTableNotFound = errors.New("resourcelock: table not found")
 
 // ErrTableMismatch is returned by CreateTable when a table of that name
-// exists with a key schema other than the one asked for.
-var ErrTableMismatch = errors.New("resourcelock: table exists with a different key schema")
+// exists with a key schema, or a TTL attribute, other than the one asked
+// for.
+var ErrTableMismatch = errors.New("resourcelock: table exists with a different configuration")
 
 // ErrInvalidRecord is returned when a stored item cannot be read as a
 // record: a required attribute is missing, an attribute has the wrong type,

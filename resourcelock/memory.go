@@ -12,8 +12,9 @@ import (
 
 // MemoryStore holds leases in process. It gives the same answers as a
 // DynamoDB table would, with no network, for unit tests of code built on
-// Store or Interface. It has no sort key and no TTL deletion; a test that
-// wants a row deleted calls Delete or DeleteItem. The zero value is not
+// Store or Interface. Keys may carry sort key values or not; the store
+// does not enforce a schema. It does not delete rows when their TTL passes;
+// a test that wants a row deleted calls Delete or DeleteItem. The zero value is not
 // usable; call NewMemoryStore. A MemoryStore is safe for concurrent use.
 type MemoryStore struct {
 	mu    sync.Mutex

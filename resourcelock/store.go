@@ -43,7 +43,7 @@ type WriteOptions struct {
 	// are.
 	Attributes map[string]types.AttributeValue
 	// KeepData leaves the row's data as it is instead of writing
-	// rec.Data.
+	// rec.Data; a row created by the write then has no data.
 	KeepData bool
 	// OnlyIfExists makes Create admit only an existing, released row, not
 	// a missing one.
@@ -56,7 +56,8 @@ type WriteOptions struct {
 // Store is a table of many leases, each named by a Key. Interface is one
 // lease of a Store seen by one holder. A Store's methods have the semantics
 // of Interface's (see there), per key; in addition Remove deletes a row
-// conditioned like Update, and Scan reads every row.
+// conditioned like Update, and Scan reads every row. A Store has no
+// identity of its own: every Record written must name its holder.
 //
 // Implementations must be safe for concurrent use.
 type Store interface {

@@ -1,0 +1,248 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func TestReleaseMarksTheRowReleased(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k", WithData([]byte("d")))
+	f.store.ResetCalls()
+	if err := l.Release(context.Background(), ReleaseWithData([]byte("final"))); err != nil {
+		t.Fatal(err)
+	}
+	f.wantOps(rlt.OpUpdate)
+	it := f.item("k")
+	if !it.Released || it.HolderIdentity != ownerName || string(it.Data) != "final" {
+		t.Fatalf("row after release %+v", it)
+	}
+	waitDone(t, l)
+	if !errors.Is(l.Err(), ErrReleased) || l.IsHeld() || !l.ValidUntil().IsZero() {
+		t.Fatalf("after release: Err=%v IsHeld=%v", l.Err(), l.IsHeld())
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("second Release = %v, want ErrNotHeld", err)
+	}
+	if err := l.Heartbeat(context.Background()); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Heartbeat after Release = %v, want ErrNotHeld", err)
+	}
+	f.wantOps()
+}
+
+func TestReleaseDeletesWithDeleteOnRelease(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k", WithDeleteOnRelease())
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.wantOps(rlt.OpRemove)
+	if _, ok := f.mem.Item(resourcelock.Key{Partition: "k"}); ok {
+		t.Fatal("row not deleted")
+	}
+	l2 := f.acquire("k2")
+	if err := l2.Release(context.Background(), ReleaseDelete(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.mem.Item(resourcelock.Key{Partition: "k2"}); ok {
+		t.Fatal("ReleaseDelete(true) kept the row")
+	}
+}
+
+func TestReleaseOfALockLostMeanwhileTouchesNothing(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	l := f.acquire("k")
+	f.putForeign("k", "thief", "x", lease) // taken over behind our back
+	err := l.Release(context.Background())
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Reason != Stolen || lost.Holder != "thief" {
+		t.Fatalf("Release = %v, want Stolen by thief", err)
+	}
+	if it := f.item("k"); it.HolderIdentity != "thief" || it.Released || it.RVN != "x" {
+		t.Fatalf("someone else's row was changed: %+v", it)
+	}
+	if !errors.As(l.Err(), &lost) {
+		t.Fatalf("Err after a failed release = %v", l.Err())
+	}
+}
+
+func TestAmbiguousReleaseThatLandedSucceeds(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.store.ResetCalls()
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	f.wantOps(rlt.OpUpdate, rlt.OpGet)
+	if !f.item("k").Released {
+		t.Fatal("not released")
+	}
+}
+
+func TestReleaseThatDidNotLandSaysSo(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	err := l.Release(context.Background())
+	if err == nil || errors.Is(err, ErrLost) || !errors.Is(err, errReset) {
+		t.Fatalf("Release = %v, want the write's error", err)
+	}
+	if f.item("k").Released || l.IsHeld() {
+		t.Fatal("row released, or lock still held locally")
+	}
+}
+
+// TestReleaseRacingAHeartbeat releases while a heartbeat is in flight: the
+// release waits for it and is conditioned on the RVN it wrote, so there is
+// neither a false loss nor a row left held.
+func TestReleaseRacingAHeartbeat(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	block, unblock := gate()
+	entered := make(chan rlt.Op, 1)
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	f.freeRun()
+	f.fc.Step(period)
+	<-entered
+	f.store.OnCall(nil)
+	released := make(chan error, 1)
+	go func() { released <- l.Release(context.Background()) }()
+	select {
+	case err := <-released:
+		t.Fatalf("Release returned %v while a heartbeat was in flight", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	unblock()
+	if err := <-released; err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	if !f.item("k").Released || !errors.Is(l.Err(), ErrReleased) {
+		t.Fatalf("row %+v, Err %v", f.item("k"), l.Err())
+	}
+}
+
+func TestReentrantAcquireRaisesTheHoldCount(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k", Reentrant())
+	again, err := f.c.Acquire(context.Background(), "k", Reentrant())
+	if err != nil || again != l {
+		t.Fatalf("reentrant Acquire = %v, %v; want the same lock", again, err)
+	}
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil || !l.IsHeld() {
+		t.Fatalf("first Release: %v; held %v", err, l.IsHeld())
+	}
+	f.wantOps()
+	if err := again.Release(context.Background()); err != nil || l.IsHeld() {
+		t.Fatalf("second Release: %v; held %v", err, l.IsHeld())
+	}
+	f.wantOps(rlt.OpUpdate)
+}
+
+func TestNonReentrantAcquireWaitsInProcess(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.store.ResetCalls()
+	locks, errs := f.acquireAsync("k")
+	time.Sleep(20 * time.Millisecond)
+	f.wantOps() // waiting in process, not polling DynamoDB
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l2 := <-locks:
+		if l2 == l || !l2.IsHeld() {
+			t.Fatal("the waiter got the released lock")
+		}
+		f.wantOps(rlt.OpUpdate, rlt.OpCreate)
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(patience):
+		t.Fatal("the waiter never acquired")
+	}
+	// A reentrant request of a lock taken without Reentrant also waits.
+	if _, err := f.c.Acquire(context.Background(), "k", Reentrant(), FailIfLocked()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("reentrant Acquire of a non-reentrant lock = %v, want ErrLocked", err)
+	}
+}
+
+func TestCloseReleasesEverything(t *testing.T) {
+	f := newFixture(t)
+	a := f.acquire("a", Reentrant())
+	if _, err := f.c.Acquire(context.Background(), "a", Reentrant()); err != nil {
+		t.Fatal(err)
+	}
+	b := f.acquire("b", WithDeleteOnRelease())
+	if err := f.c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a.IsHeld() || b.IsHeld() || !f.item("a").Released {
+		t.Fatal("Close left a lock held")
+	}
+	if _, ok := f.mem.Item(resourcelock.Key{Partition: "b"}); ok {
+		t.Fatal("Close did not honour WithDeleteOnRelease")
+	}
+	if _, err := f.c.Acquire(context.Background(), "c"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v", err)
+	}
+}
+
+func TestGetAndListNeverTakeALock(t *testing.T) {
+	f := newFixture(t)
+	f.acquire("a", WithData([]byte("x")))
+	f.putForeign("b", "other", "r", 6*time.Second)
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "bad"}})
+	info, err := f.c.Get(context.Background(), "b")
+	if err != nil || info.Owner != "other" || info.RVN != "r" || info.LeaseDuration != 6*time.Second {
+		t.Fatalf("Get = %+v, %v", info, err)
+	}
+	if _, err := f.c.Get(context.Background(), "none"); !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Get of a missing lock = %v", err)
+	}
+	all, err := f.c.List(context.Background())
+	if err != nil || len(all) != 3 {
+		t.Fatalf("List = %d rows, %v", len(all), err)
+	}
+	if all[0].Key != "a" || string(all[0].Data) != "x" || all[1].Key != "b" {
+		t.Fatalf("List = %+v", all)
+	}
+	if it := f.item("b"); it.HolderIdentity != "other" || it.RVN != "r" {
+		t.Fatal("Get or List changed a row")
+	}
+}
+
+func TestHeartbeatsUseBoundedGoroutines(t *testing.T) {
+	f := newFixture(t, WithHeartbeatConcurrency(4))
+	before := runtime.NumGoroutine()
+	var locks []*Lock
+	for i := 0; i < 500; i++ {
+		l, err := f.c.Acquire(context.Background(), "k"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	f.freeRun()
+	for i := 0; i < 3; i++ {
+		f.fc.Step(period)
+		want := 500 * (i + 1)
+		eventually(t, "every lock heartbeaten", func() bool { return f.store.Count(rlt.OpUpdate) >= want })
+		if n := runtime.NumGoroutine() - before; n > 4+1+10 {
+			t.Fatalf("%d goroutines for 500 locks", n)
+		}
+	}
+	for _, l := range locks {
+		if !l.IsHeld() {
+			t.Fatal("a lock was lost")
+		}
+	}
+}

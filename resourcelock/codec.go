@@ -22,6 +22,8 @@ const (
 	attrTransitions = "leaderTransitions"   // N, optional
 	attrAcquireTime = "acquireTime"         // S, RFC 3339 UTC, optional
 	attrRenewTime   = "renewTime"           // S, RFC 3339 UTC, optional
+	attrGeneration  = "fenceGeneration"     // N, optional
+	attrAcquisition = "acquisitionId"       // S, optional
 
 	// DefaultPartitionKey is the partition key attribute name of a lock
 	// table, as in the AWS Java DynamoDB Lock Client.
@@ -34,7 +36,7 @@ const (
 // reservedAttributes are the attribute names a table's key may not use.
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
-	attrTransitions, attrAcquireTime, attrRenewTime,
+	attrTransitions, attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition,
 }
 
 // DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
@@ -221,6 +223,7 @@ func writeItemUpdate(e *expression, k keySchema, rec Record, acquiring bool, o W
 		expr += " REMOVE " + strings.Join(remove, ", ")
 	}
 	if acquiring {
+		expr = strings.Replace(expr, "SET ", "SET "+e.name(attrAcquisition)+" = "+e.value(s(rec.RVN))+", ", 1)
 		expr += " ADD " + e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})
 	}
 	return expr
@@ -298,6 +301,22 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 		if rec.LeaderTransitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
 			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrTransitions, n.Value)
 		}
+	}
+	if v, ok := item[attrGeneration]; ok {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return Record{}, wrongType(attrGeneration, "N", v)
+		}
+		if rec.FenceGeneration, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrGeneration, n.Value)
+		}
+	}
+	if v, ok := item[attrAcquisition]; ok {
+		str, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return Record{}, wrongType(attrAcquisition, "S", v)
+		}
+		rec.AcquisitionID = str.Value
 	}
 	if rec.AcquireTime, err = optionalTime(item, attrAcquireTime); err != nil {
 		return Record{}, err

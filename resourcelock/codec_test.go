@@ -428,8 +428,12 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 							priorTransitions, _ = strconv.ParseInt(n.Value, 10, 64)
 						}
 						want.LeaderTransitions = priorTransitions
+						if v, ok := prior[attrAcquisition].(*types.AttributeValueMemberS); ok {
+							want.AcquisitionID = v.Value
+						}
 						if acquiring {
 							want.LeaderTransitions++
+							want.AcquisitionID = want.RVN
 						}
 						dec, err := decodeRecord(got)
 						if err != nil {
@@ -475,6 +479,12 @@ func checkJavaTypes(t *testing.T, item map[string]types.AttributeValue, rec Reco
 	}
 	if rec.LeaderTransitions != 0 {
 		want[attrTransitions] = nv(strconv.FormatInt(rec.LeaderTransitions, 10))
+	}
+	if rec.AcquisitionID != "" {
+		want[attrAcquisition] = sv(rec.AcquisitionID)
+	}
+	if rec.FenceGeneration != 0 {
+		want[attrGeneration] = nv(strconv.FormatInt(rec.FenceGeneration, 10))
 	}
 	for _, attr := range reservedAttributes {
 		w, wok := want[attr]

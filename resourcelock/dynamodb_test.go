@@ -325,6 +325,7 @@ func TestDynamoDBTakesReleasedJavaRow(t *testing.T) {
 	want := in
 	want.HolderIdentity = "go-host"
 	want.LeaderTransitions = 1
+	want.AcquisitionID = in.RVN
 	wantRecord(t, "Create result", stored, want)
 	raw := f.getRaw(t, name)
 	wantAbsent(t, raw, "isReleased", "data")
@@ -348,6 +349,7 @@ func TestDynamoDBTakesOverJavaLock(t *testing.T) {
 	want := in
 	want.HolderIdentity = "go-host"
 	want.LeaderTransitions = 1
+	want.AcquisitionID = in.RVN
 	wantRecord(t, "takeover result", stored, want)
 	wantRecord(t, "Get after takeover", mustGet(t, l), want)
 

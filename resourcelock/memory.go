@@ -206,8 +206,11 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	}
 	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: expiresSeconds(opts.Expires)}
 	next.LeaderTransitions = cur.LeaderTransitions
+	next.FenceGeneration = cur.FenceGeneration
+	next.AcquisitionID = cur.AcquisitionID
 	if acquiring {
 		next.LeaderTransitions++
+		next.AcquisitionID = rec.RVN
 	}
 	if opts.KeepData {
 		next.Data = cur.Data

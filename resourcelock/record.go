@@ -40,10 +40,19 @@ type Record struct {
 	// Released reports that the holder gave the lease up; the record may be
 	// taken at once.
 	Released bool
-	// LeaderTransitions counts the acquisitions recorded in this row. It is
-	// maintained by the store (see Interface.Create) and is informational:
-	// a row deleted or rewritten by another client starts again.
+	// LeaderTransitions counts the acquisitions recorded in this row: the
+	// counter half of the fencing token. It is maintained by the store (see
+	// Interface.Create); a row deleted or rewritten by another client
+	// starts again at 1, which is why tokens also carry a generation.
 	LeaderTransitions int64
+	// FenceGeneration is the generation half of the fencing token, zero
+	// when the row has none yet (see Store.Fence).
+	FenceGeneration int64
+	// AcquisitionID identifies the acquisition that made the current
+	// holder hold the row: the RVN of its acquiring write. Holder writes
+	// (renewals, releases) keep it, so it names one acquisition for as long
+	// as it lasts; guarded writes are conditioned on it.
+	AcquisitionID string
 	// AcquireTime is the writer's wall-clock time when the current holder
 	// acquired the lease; informational, millisecond precision.
 	AcquireTime time.Time
@@ -62,6 +71,8 @@ func (r Record) Equal(o Record) bool {
 		r.LeaseDuration == o.LeaseDuration &&
 		r.Released == o.Released &&
 		r.LeaderTransitions == o.LeaderTransitions &&
+		r.FenceGeneration == o.FenceGeneration &&
+		r.AcquisitionID == o.AcquisitionID &&
 		r.AcquireTime.Equal(o.AcquireTime) &&
 		r.RenewTime.Equal(o.RenewTime) &&
 		bytes.Equal(r.Data, o.Data)
@@ -178,4 +189,35 @@ func checkPrecondition(p Precondition) error {
 		return fmt.Errorf("%w: precondition has no record version number", ErrInvalidArgument)
 	}
 	return nil
+}
+
+// Fencing tokens pack (generation, counter) into one integer: generation
+// in the high 31 bits, counter in the low 32.
+const (
+	counterBits = 32
+	// MaxFenceCounter is the largest counter a token can carry; an
+	// acquisition that reaches it starts a new generation.
+	MaxFenceCounter = 1<<counterBits - 1
+	// MaxFenceGeneration is the largest generation a token can carry.
+	MaxFenceGeneration = 1<<(63-counterBits) - 1
+)
+
+// FencingToken returns the record's fencing token, or 0 when it has none
+// (no generation yet, or a counter that needs a new one). Tokens of one key
+// compare like the acquisitions that issued them: a later acquisition has
+// a larger token.
+func (r Record) FencingToken() int64 {
+	if r.NeedsFence() {
+		return 0
+	}
+	return r.FenceGeneration<<counterBits | r.LeaderTransitions
+}
+
+// NeedsFence reports whether the row needs a new fencing generation before
+// its holder can have a token: it has none, its counter was just started
+// (the row is new, or was rewritten without dynalease's attributes), or the
+// counter is full.
+func (r Record) NeedsFence() bool {
+	return r.FenceGeneration <= 0 || r.FenceGeneration > MaxFenceGeneration ||
+		r.LeaderTransitions <= 1 || r.LeaderTransitions > MaxFenceCounter
 }

@@ -111,6 +111,7 @@ func testCreateThenGet(t *testing.T, newLock func(string) resourcelock.Interface
 	want := in
 	want.HolderIdentity = "a"
 	want.LeaderTransitions = 1
+	want.AcquisitionID = in.RVN // an acquisition is named by its write's RVN
 	wantSame(t, "Create result", stored, want)
 	wantSame(t, "Get after Create", mustGet(t, newLock("b")), want)
 }
@@ -142,6 +143,7 @@ func testRenewByHolder(t *testing.T, newLock func(string) resourcelock.Interface
 	want := next
 	want.HolderIdentity = "a"
 	want.LeaderTransitions = first.LeaderTransitions
+	want.AcquisitionID = first.AcquisitionID // a renewal keeps the acquisition
 	wantSame(t, "renewal result (transitions unchanged)", stored, want)
 	wantSame(t, "Get after renewal", mustGet(t, a), want)
 }
@@ -184,6 +186,7 @@ func testTakeoverOnRVN(t *testing.T, newLock func(string) resourcelock.Interface
 	want := in
 	want.HolderIdentity = "b"
 	want.LeaderTransitions = first.LeaderTransitions + 1
+	want.AcquisitionID = in.RVN
 	wantSame(t, "takeover result", stored, want)
 	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal by the previous holder", err)

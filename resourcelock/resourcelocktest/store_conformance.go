@@ -89,6 +89,7 @@ func releasedBy(holder string) resourcelock.Record {
 // the given transitions, no attributes and no TTL.
 func storedItem(k resourcelock.Key, r resourcelock.Record, transitions int64) resourcelock.Item {
 	r.LeaderTransitions = transitions
+	r.AcquisitionID = r.RVN // as an acquiring write stores it
 	return resourcelock.Item{Key: k, Record: r}
 }
 
@@ -282,6 +283,7 @@ func testStoreUpdateByHolder(t *testing.T, s resourcelock.Store) {
 			t.Fatalf("renewal %d: %v", i, err)
 		}
 		want := storedItem(k, in, 1)
+		want.AcquisitionID = first.AcquisitionID // a renewal keeps the acquisition
 		wantStoreItem(t, "renewal result (transitions unchanged)", got, want)
 		wantStoredItem(t, "after renewal", s, k, want)
 		cur = got

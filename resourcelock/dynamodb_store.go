@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/clockutil"
 )
 
 // DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own retries
@@ -50,16 +52,31 @@ type DynamoDBStoreConfig struct {
 	// RequestTimeout bounds each operation, the SDK's retries included;
 	// DefaultRequestTimeout when zero. A Scan's timeout applies per page.
 	RequestTimeout time.Duration
+	// Clock times the short waits between retries of a guarded write; the
+	// real clock when nil.
+	Clock clockutil.Clock
+	// MaxTransactItems is the most items a TransactWriteItems may hold;
+	// DefaultMaxTransactItems when zero. A guarded write carries the
+	// caller's items plus one check of the lock row.
+	MaxTransactItems int
+	// FenceTable names the table that keeps each key's fencing generation
+	// (partition key "key", type S; CreateTable makes one). Empty disables
+	// Fence. It must not be the lock table: the AWS Java lock client cannot
+	// list a table holding rows that are not locks.
+	FenceTable string
 }
 
 // DynamoDBStore is a Store on a DynamoDB lock table whose items have the
 // layout of the AWS Java DynamoDB Lock Client. Get, Create, Update and
 // Remove each send exactly one request; Get and Scan read consistently.
 type DynamoDBStore struct {
-	client  StoreAPI
-	table   string
-	keys    keySchema
-	timeout time.Duration
+	client     StoreAPI
+	table      string
+	fenceTable string
+	keys       keySchema
+	timeout    time.Duration
+	maxItems   int
+	clock      clockutil.Clock
 }
 
 var _ Store = (*DynamoDBStore)(nil)
@@ -85,11 +102,21 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	if err := keys.check(); err != nil {
 		return nil, err
 	}
+	if cfg.FenceTable != "" && cfg.FenceTable == cfg.Table {
+		return nil, fmt.Errorf("%w: FenceTable must not be the lock table", ErrInvalidArgument)
+	}
 	timeout := cfg.RequestTimeout
 	if timeout == 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, keys: keys, timeout: timeout}, nil
+	maxItems := cfg.MaxTransactItems
+	if maxItems == 0 {
+		maxItems = DefaultMaxTransactItems
+	}
+	if maxItems < 2 {
+		return nil, fmt.Errorf("%w: MaxTransactItems %d leaves no room for the caller's items", ErrInvalidArgument, maxItems)
+	}
+	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock)}, nil
 }
 
 // Describe returns "dynamodb:TABLE".

@@ -31,3 +31,7 @@ var ErrInvalidRecord = errors.New("resourcelock: invalid record")
 // RVN, a non-positive lease or one over about 146 years, data over
 // MaxDataBytes, a time outside the years 1 to 9999.
 var ErrInvalidArgument = errors.New("resourcelock: invalid argument")
+
+// ErrNoFencing is returned by Fence on a store configured without a fence
+// table.
+var ErrNoFencing = errors.New("resourcelock: no fence table configured")

@@ -17,8 +17,9 @@ import (
 // a test that wants a row deleted calls Delete or DeleteItem. The zero value is not
 // usable; call NewMemoryStore. A MemoryStore is safe for concurrent use.
 type MemoryStore struct {
-	mu    sync.Mutex
-	items map[Key]Item
+	mu          sync.Mutex
+	items       map[Key]Item
+	generations map[Key]int64 // fencing generations, kept across deletions
 }
 
 var _ Store = (*MemoryStore)(nil)

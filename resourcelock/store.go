@@ -78,6 +78,16 @@ type Store interface {
 	// error wrapping ErrInvalidRecord. The order is unspecified; a row
 	// written during the scan may or may not be seen.
 	Scan(ctx context.Context, partition string, fn func(Item, error) error) error
+	// Fence gives the row at key a new fencing generation, higher than
+	// every generation the store gave key before, and restarts its counter
+	// at 2, so that the row's fencing token is higher than every token
+	// issued for key before. It is conditioned on the row still naming
+	// holder and carrying acquisitionID: a holder calls it after an
+	// acquisition whose Record.NeedsFence, before using the token. It
+	// returns an error wrapping ErrConflict when the row was taken
+	// meanwhile and ErrNoFencing when the store keeps no generations. It
+	// may send two requests.
+	Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error)
 	// Describe returns a short human-readable name of the store.
 	Describe() string
 }

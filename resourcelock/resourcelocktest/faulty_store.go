@@ -88,3 +88,20 @@ func (f *FaultyStore) Scan(ctx context.Context, partition string, fn func(resour
 	})
 	return err
 }
+
+// OpFence names Store.Fence.
+const OpFence Op = "Fence"
+
+// Fence passes through the wrapped store, subject to faults for OpFence.
+func (f *FaultyStore) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (resourcelock.Item, error) {
+	var it resourcelock.Item
+	_, err := f.do(ctx, OpFence, func() (resourcelock.Record, error) {
+		var err error
+		it, err = f.inner.Fence(context.WithoutCancel(ctx), key, holder, acquisitionID)
+		return it.Record, err
+	})
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return it, nil
+}

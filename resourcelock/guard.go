@@ -1,0 +1,251 @@
+package resourcelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// DefaultMaxTransactItems is the most items one TransactWriteItems may hold
+// when DynamoDBStoreConfig.MaxTransactItems is zero: DynamoDB Local
+// 1.11.478's limit (Amazon DynamoDB allows 100).
+const DefaultMaxTransactItems = 25
+
+// guardRetries is how many times a guarded write cancelled only by a
+// TransactionConflict (typically with the lock's own heartbeat) is tried.
+const guardRetries = 4
+
+// ErrGuardLost is returned by Guard when the lock row no longer shows the
+// acquisition the write was guarded by: another owner holds it, it was
+// released or deleted, or a new acquisition replaced it. Nothing of the
+// write was applied.
+var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")
+
+// ErrTransactionConflict is returned by Guard when the transaction kept
+// being cancelled by conflicting concurrent writes. Nothing was applied.
+var ErrTransactionConflict = errors.New("resourcelock: guarded write cancelled by concurrent writes")
+
+// ItemConditionError reports that the condition of one of the caller's
+// items failed (its Index in the caller's list, or -1 when the server gave
+// no reasons and the lock row was found intact). Nothing was applied. It
+// matches ErrConflict.
+type ItemConditionError struct {
+	Index int
+}
+
+func (e *ItemConditionError) Error() string {
+	if e.Index < 0 {
+		return "resourcelock: guarded write: a condition of the caller's items failed"
+	}
+	return fmt.Sprintf("resourcelock: guarded write: the condition of item %d failed", e.Index)
+}
+
+// Is makes an ItemConditionError match ErrConflict.
+func (e *ItemConditionError) Is(target error) bool { return target == ErrConflict }
+
+// Holding names the acquisition a guarded write requires: the row must
+// still name Owner, carry AcquisitionID and not be released.
+type Holding struct {
+	Owner         string
+	AcquisitionID string
+}
+
+// Guarder is implemented by stores that can commit a caller's writes in
+// one transaction with a check that a lock is still held.
+type Guarder interface {
+	// Guard commits items, all or nothing, together with a check that the
+	// row at key still shows h. It returns ErrGuardLost when the check
+	// fails, an *ItemConditionError when one of the items' own conditions
+	// fails, ErrTransactionConflict when concurrent writes kept cancelling
+	// it, an error wrapping ErrInvalidArgument for items it refuses before
+	// any request (too many, or one on the lock row itself), and otherwise
+	// the request's error, after which the outcome is unknown unless the
+	// caller reads its items back.
+	Guard(ctx context.Context, key Key, h Holding, items []types.TransactWriteItem) error
+}
+
+// TransactAPI is the part of the DynamoDB client that Guard uses.
+// *dynamodb.Client satisfies it.
+type TransactAPI interface {
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ Guarder = (*DynamoDBStore)(nil)
+
+// Guard commits items with a ConditionCheck on the lock row in one
+// TransactWriteItems.
+func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []types.TransactWriteItem) error {
+	api, ok := d.client.(TransactAPI)
+	if !ok {
+		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", ErrInvalidArgument)
+	}
+	if err := d.checkGuarded(key, h, items); err != nil {
+		return err
+	}
+	e := newExpression()
+	cond := e.name(attrOwner) + " = " + e.value(s(h.Owner)) + " AND " +
+		e.name(attrAcquisition) + " = " + e.value(s(h.AcquisitionID)) + " AND (attribute_not_exists(" +
+		e.name(attrReleased) + ") OR " + e.name(attrReleased) + " <> " + e.value(s(releasedValue)) + ")"
+	all := append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(d.table),
+		Key:                       d.keys.itemKey(key.Partition, key.Sort),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+	}}}, items...)
+
+	var err error
+	for try := 0; try < guardRetries; try++ {
+		if try > 0 {
+			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond); werr != nil {
+				return werr
+			}
+		}
+		tctx, cancel := context.WithTimeout(ctx, d.timeout)
+		_, err = api.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return wrapTableError(d.table, d.describeKey(key)+": guarded write", err)
+		}
+		switch verdict, index := classifyCancel(tce.CancellationReasons); verdict {
+		case cancelLost:
+			return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+		case cancelItem:
+			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - 1})
+		case cancelConflict:
+			continue
+		case cancelUnknown:
+			return d.classifyByReading(ctx, key, h, err)
+		}
+	}
+	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), ErrTransactionConflict, err)
+}
+
+type cancelVerdict int
+
+const (
+	cancelUnknown  cancelVerdict = iota // no usable reasons
+	cancelLost                          // the lock check failed
+	cancelItem                          // a caller's item condition failed
+	cancelConflict                      // only transaction conflicts: retry
+)
+
+// classifyCancel reads a cancelled transaction's reasons. The lock check is
+// item 0.
+func classifyCancel(reasons []types.CancellationReason) (cancelVerdict, int) {
+	if len(reasons) == 0 {
+		return cancelUnknown, 0
+	}
+	conflict := false
+	for i, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i == 0 {
+				return cancelLost, 0
+			}
+			return cancelItem, i
+		case "TransactionConflict":
+			conflict = true
+		}
+	}
+	if conflict {
+		return cancelConflict, 0
+	}
+	return cancelUnknown, 0
+}
+
+// classifyByReading decides, from the lock row, what cancelled a
+// transaction whose reasons were not given.
+func (d *DynamoDBStore) classifyByReading(ctx context.Context, key Key, h Holding, txErr error) error {
+	it, err := d.Get(ctx, key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+	case err != nil:
+		return fmt.Errorf("%s: guarded write cancelled (%w); reading the lock to tell why failed: %w", d.describeKey(key), txErr, err)
+	case it.HolderIdentity != h.Owner || it.AcquisitionID != h.AcquisitionID || it.Released:
+		return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+	}
+	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), &ItemConditionError{Index: -1}, txErr)
+}
+
+// checkGuarded refuses, before any request, a guarded write that could
+// never be right.
+func (d *DynamoDBStore) checkGuarded(key Key, h Holding, items []types.TransactWriteItem) error {
+	if err := d.keys.checkKey(key); err != nil {
+		return err
+	}
+	if h.Owner == "" || h.AcquisitionID == "" {
+		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", ErrInvalidArgument)
+	}
+	if len(items) == 0 {
+		return fmt.Errorf("%w: guarded write with no items", ErrInvalidArgument)
+	}
+	if max := d.maxItems - 1; len(items) > max {
+		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction with the lock check", ErrInvalidArgument, len(items), max)
+	}
+	lockKey := d.keys.itemKey(key.Partition, key.Sort)
+	for i, it := range items {
+		table, itemKey, err := d.target(it)
+		if err != nil {
+			return fmt.Errorf("%w: item %d: %v", ErrInvalidArgument, i, err)
+		}
+		if table == d.table && sameKey(itemKey, lockKey, d.keys) {
+			return fmt.Errorf("%w: item %d writes the lock row itself", ErrInvalidArgument, i)
+		}
+	}
+	return nil
+}
+
+// target returns the table and key an item addresses.
+func (d *DynamoDBStore) target(it types.TransactWriteItem) (string, map[string]types.AttributeValue, error) {
+	n := 0
+	var table *string
+	var key map[string]types.AttributeValue
+	if p := it.Put; p != nil {
+		n++
+		table, key = p.TableName, p.Item
+	}
+	if u := it.Update; u != nil {
+		n++
+		table, key = u.TableName, u.Key
+	}
+	if del := it.Delete; del != nil {
+		n++
+		table, key = del.TableName, del.Key
+	}
+	if c := it.ConditionCheck; c != nil {
+		n++
+		table, key = c.TableName, c.Key
+	}
+	if n != 1 {
+		return "", nil, fmt.Errorf("has %d operations, want exactly one", n)
+	}
+	return aws.ToString(table), key, nil
+}
+
+// sameKey reports whether item (a key or a whole item) addresses the row
+// with key lockKey.
+func sameKey(item, lockKey map[string]types.AttributeValue, k keySchema) bool {
+	for _, name := range []string{k.partitionKey, k.sortKey} {
+		if name == "" {
+			continue
+		}
+		if !reflect.DeepEqual(item[name], lockKey[name]) {
+			return false
+		}
+	}
+	return true
+}

@@ -31,13 +31,17 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		out, sent, tookOver := r.attempt(ctx)
 		if out == outcomeOurs {
 			validUntil := sent.Add(e.cfg.RenewDeadline)
-			if e.clk.Now().Before(validUntil) {
+			if !e.clk.Now().Before(validUntil) {
+				// A write confirmed only after its validity passed (its
+				// answer was lost): the record is ours, renew it at once.
+				continue
+			}
+			if r.fence(ctx) {
 				e.setLeader(e.identity)
 				return validUntil, nil
 			}
-			// A write confirmed only after its validity passed (its answer
-			// was lost): the record is ours, renew it at once.
-			continue
+			// Holding the record without a token: renew it next round and
+			// try again.
 		}
 		wait := clockutil.Jittered(e.cfg.RetryPeriod)
 		if r.obs.Known && !r.obs.Free() {
@@ -107,4 +111,24 @@ func (r *run) writeAsHolder(ctx context.Context, rec resourcelock.Record) (outco
 	return r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
 		return r.e.cfg.Lock.Update(c, expect, rec)
 	})
+}
+
+// fence gives a freshly acquired record a fencing generation when the
+// elector uses fencing and the record needs one. It reports whether the
+// record may be led with.
+func (r *run) fence(ctx context.Context) bool {
+	e := r.e
+	if !e.cfg.Fencing || !r.rec.NeedsFence() {
+		return true
+	}
+	fencer := e.cfg.Lock.(resourcelock.Fencer) // checked by New
+	rctx, cancel := clockutil.WithTimeout(ctx, e.clk, e.cfg.RequestTimeout)
+	rec, err := fencer.Fence(rctx, r.rec.AcquisitionID)
+	cancel()
+	if err != nil {
+		e.log.Error(err, "could not give the acquired lease a fencing token")
+		return false
+	}
+	r.rec = rec
+	return true
 }

@@ -81,6 +81,11 @@ type Config struct {
 	// once OnStartedLeading has returned, so a waiting candidate can take
 	// over at its next attempt rather than after a full lease.
 	ReleaseOnCancel bool
+	// Fencing gives every term a fencing token (Elector.Token,
+	// TokenFromContext), strictly greater than the tokens of every earlier
+	// term. Lock must implement resourcelock.Fencer, as
+	// resourcelock.DynamoDB does when given a FenceTable.
+	Fencing bool
 	// Name labels log lines; optional.
 	Name string
 	// Clock times every wait; the real clock when nil.
@@ -150,6 +155,9 @@ func (c Config) validate() error {
 		return bad("Callbacks.OnStartedLeading", "is nil")
 	case c.Callbacks.OnStoppedLeading == nil:
 		return bad("Callbacks.OnStoppedLeading", "is nil")
+	}
+	if _, ok := c.Lock.(resourcelock.Fencer); c.Fencing && !ok {
+		return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
 	}
 	return nil
 }

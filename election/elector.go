@@ -2,13 +2,16 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Elector campaigns for one lease and runs the leader's work while it holds
@@ -102,6 +105,43 @@ func (e *Elector) ValidUntil() time.Time {
 		return time.Time{}
 	}
 	return t.until()
+}
+
+// Token returns the current term's fencing token, or 0 when not leading or
+// without Config.Fencing. It is the same for the whole term and larger
+// than the token of every earlier term of the lease, whoever led it.
+func (e *Elector) Token() int64 {
+	t := e.term()
+	if t == nil || !t.valid() {
+		return 0
+	}
+	return t.token
+}
+
+// Guard commits items, the caller's own DynamoDB writes, in one transaction
+// with a check that the lease record still shows this term's acquisition,
+// so a leader that lost its term (paused, partitioned) cannot commit
+// anything. It needs a Lock implementing resourcelock.LeaseGuarder, as
+// resourcelock.DynamoDB does. It refuses at once, with an error matching
+// ErrLostLeadership, when not leading; a refusal by the server matches both
+// ErrLostLeadership and resourcelock.ErrGuardLost. See
+// resourcelock.Guarder for the other errors.
+func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
+	g, ok := e.cfg.Lock.(resourcelock.LeaseGuarder)
+	if !ok {
+		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lock.Describe())
+	}
+	t := e.term()
+	if t == nil || !t.valid() {
+		return fmt.Errorf("%w: %s: not leading", ErrLostLeadership, e.cfg.Lock.Describe())
+	}
+	err := g.Guard(ctx, t.holding, items)
+	if errors.Is(err, resourcelock.ErrGuardLost) {
+		// Verified by the server: the record shows another acquisition.
+		t.end(fmt.Errorf("a guarded write found the record no longer ours: %w", err))
+		return fmt.Errorf("%w: %w", ErrLostLeadership, err)
+	}
+	return err
 }
 
 // Leader returns the identity of the holder last observed, this candidate

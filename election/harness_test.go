@@ -110,7 +110,12 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 	for _, o := range opts {
 		o(h, &cfg)
 	}
-	h.lock = cfg.Lock.(*resourcelocktest.Faulty)
+	switch l := cfg.Lock.(type) {
+	case *resourcelocktest.Faulty:
+		h.lock = l
+	case interface{ faulty() *resourcelocktest.Faulty }:
+		h.lock = l.faulty()
+	}
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

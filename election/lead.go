@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // lead runs one term, from a confirmed acquisition valid until validUntil,
@@ -30,6 +32,8 @@ import (
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e := r.e
 	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t.token = r.rec.FencingToken()
+	t.holding = resourcelock.Holding{Owner: e.identity, AcquisitionID: r.rec.AcquisitionID}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

@@ -28,6 +28,7 @@ type run struct {
 	e        *Elector
 	mine     string
 	mineSent time.Time
+	rec      resourcelock.Record // the record as last confirmed written by this Run
 	pending  rvnlease.Attempts
 	obs      rvnlease.Observation
 	acquired time.Time // wall-clock time of this Run's acquisition, informational
@@ -69,7 +70,7 @@ func (r *run) write(ctx context.Context, rec resourcelock.Record, send func(cont
 	stored, err := send(rctx)
 	cancel()
 	if err == nil {
-		r.confirm(stored.RVN, sent)
+		r.confirm(stored, sent)
 		return outcomeOurs, sent
 	}
 	// A conditional failure may be the SDK's retry of an attempt that had
@@ -78,9 +79,9 @@ func (r *run) write(ctx context.Context, rec resourcelock.Record, send func(cont
 	return r.read(ctx)
 }
 
-// confirm records that the write of rvn, sent at sent, landed.
-func (r *run) confirm(rvn string, sent time.Time) {
-	r.mine, r.mineSent = rvn, sent
+// confirm records that the write of rec, sent at sent, landed.
+func (r *run) confirm(rec resourcelock.Record, sent time.Time) {
+	r.mine, r.mineSent, r.rec = rec.RVN, sent, rec
 	r.pending.Clear()
 }
 
@@ -104,7 +105,7 @@ func (r *run) read(ctx context.Context) (outcome, time.Time) {
 		return outcomeUnknown, time.Time{}
 	}
 	if sent, ok := r.pending.Sent(rec.RVN); ok {
-		r.confirm(rec.RVN, sent)
+		r.confirm(rec, sent)
 		r.e.log.V(1).Info("a write whose answer was lost had landed", "rvn", rec.RVN)
 		return outcomeOurs, sent
 	}

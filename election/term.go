@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // errValidityPassed is the cause of a term that ended because no renewal
@@ -23,8 +24,10 @@ var errValidityPassed = errors.New("renew deadline passed without a confirmed re
 // without the election loop, and valid() compares with the clock directly,
 // so a stuck loop or a paused process cannot make the term look longer.
 type term struct {
-	clk clockutil.Clock
-	ctx context.Context // the leader's context
+	clk     clockutil.Clock
+	ctx     context.Context // the leader's context
+	token   int64           // the term's fencing token, 0 without fencing
+	holding resourcelock.Holding
 
 	mu         sync.Mutex
 	validUntil time.Time // after end: when the term ended, if earlier
@@ -52,7 +55,7 @@ func newTerm(parent context.Context, clk clockutil.Clock, validUntil time.Time, 
 		done:       make(chan struct{}),
 		workDone:   make(chan struct{}),
 	}
-	t.ctx = leaderContext{Context: ctx, t: t}
+	t.ctx = leaderContext{Context: context.WithValue(ctx, termKey{}, t), t: t}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.arm(validUntil.Sub(clk.Now()))
@@ -182,4 +185,17 @@ func (c leaderContext) Deadline() (time.Time, bool) {
 		return d, true
 	}
 	return until, true
+}
+
+type termKey struct{}
+
+// TokenFromContext returns the fencing token of the term whose leader
+// context ctx is (or derives from), and whether there is one. It is false
+// outside a leader's context and for electors without Fencing.
+func TokenFromContext(ctx context.Context) (int64, bool) {
+	t, ok := ctx.Value(termKey{}).(*term)
+	if !ok || t.token == 0 {
+		return 0, false
+	}
+	return t.token, true
 }

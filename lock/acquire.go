@@ -118,6 +118,11 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		if res == resultOurs {
 			if c.clk.Now().Before(sent.Add(c.cfg.validity())) {
 				c.seen.forget(at.key)
+				if c.cfg.fencing && it.NeedsFence() {
+					if it, err = at.fence(ctx, it, sent); err != nil {
+						return nil, err
+					}
+				}
 				return newLock(c, at.key, at.slot, at.cfg, it, sent), nil
 			}
 			at.mine = it // confirmed too late: renew it first
@@ -284,4 +289,22 @@ func (at *attempt) read(ctx context.Context) (result, resourcelock.Item, time.Ti
 	}
 	at.obs.Observe(it.Record, false, returned)
 	return resultOthers, it, time.Time{}, nil
+}
+
+// fence gives a freshly acquired row a fencing generation. If that fails,
+// the row is released (conditioned on this acquisition) so that nobody
+// waits a lease for a lock that was never handed out.
+func (at *attempt) fence(ctx context.Context, it resourcelock.Item, sent time.Time) (resourcelock.Item, error) {
+	c := at.c
+	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
+	fenced, err := c.store.Fence(rctx, at.key, c.cfg.owner, it.AcquisitionID)
+	cancel()
+	if err == nil {
+		return fenced, nil
+	}
+	l := newLock(c, at.key, at.slot, at.cfg, it, sent)
+	if rerr := l.release(context.WithoutCancel(ctx), releaseConfig{}); rerr != nil && !errors.Is(rerr, ErrLost) {
+		c.log.Info("releasing a lock whose fencing failed did not succeed; it will run out", "key", at.key.String(), "error", rerr.Error())
+	}
+	return resourcelock.Item{}, fmt.Errorf("lock %q: acquired but could not be given a fencing token: %w", at.key, err)
 }

@@ -57,6 +57,8 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 		SortKey:        cfg.sortKey,
 		TTLAttribute:   cfg.ttlAttribute,
 		RequestTimeout: cfg.requestTimeout,
+		FenceTable:     cfg.fenceTable,
+		Clock:          cfg.clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
@@ -66,8 +68,10 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 
 // NewFromStore returns a client over any resourcelock.Store, such as a
 // resourcelock.MemoryStore in unit tests. The store's own configuration
-// decides key and TTL attribute names; WithPartitionKey,
-// WithSortKeyAttribute and WithTTLAttribute are ignored.
+// decides key and TTL attribute names and where fencing generations are
+// kept; WithPartitionKey, WithSortKeyAttribute, WithTTLAttribute and
+// WithFencing's table name are ignored (WithFencing still turns fencing
+// on).
 func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, invalid("store is nil")

@@ -49,7 +49,8 @@ type config struct {
 	log            logr.Logger
 	concurrency    int
 	cacheSize      int
-	errs           []error
+	fencing        bool
+	fenceTable     string
 }
 
 // WithOwnerName sets the owner name written into every lock this client
@@ -108,6 +109,16 @@ func WithTTL(slack time.Duration) Option { return func(c *config) { c.ttlSlack =
 // WithTTLAttribute names the TTL attribute (default "ttl"). Writes without
 // WithTTL remove it.
 func WithTTLAttribute(name string) Option { return func(c *config) { c.ttlAttribute = name } }
+
+// WithFencing gives every acquisition a fencing token (Lock.Token),
+// strictly greater than every token issued before for its key, also across
+// deleted rows and rows rewritten by other clients. Generations are kept in
+// fenceTable, a second table with partition key "key" of type S
+// (resourcelock.CreateTable makes one). An acquisition of a row that is new
+// to fencing costs two more requests; every later one none.
+func WithFencing(fenceTable string) Option {
+	return func(c *config) { c.fencing, c.fenceTable = true, fenceTable }
+}
 
 // WithClock sets the clock every wait uses (default the real clock).
 func WithClock(clk clockutil.Clock) Option { return func(c *config) { c.clock = clk } }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // DynamoDBConfig configures a DynamoDB lock.
@@ -35,6 +36,9 @@ type DynamoDBConfig struct {
 	// DefaultRequestTimeout when zero. The caller's context may bound it
 	// further.
 	RequestTimeout time.Duration
+	// FenceTable names the table of fencing generations; see
+	// DynamoDBStoreConfig.FenceTable. Empty disables Fence.
+	FenceTable string
 }
 
 // DynamoDB is an Interface on one item of a DynamoDB lock table. Its item
@@ -61,6 +65,7 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 		SortKey:        cfg.SortKey,
 		TTLAttribute:   cfg.TTLAttribute,
 		RequestTimeout: cfg.RequestTimeout,
+		FenceTable:     cfg.FenceTable,
 	})
 	if err != nil {
 		return nil, err
@@ -111,9 +116,35 @@ func (d *DynamoDB) Update(ctx context.Context, expect Precondition, rec Record) 
 	return it.Record, err
 }
 
+// Fence gives the record a new fencing generation; see Store.Fence.
+func (d *DynamoDB) Fence(ctx context.Context, acquisitionID string) (Record, error) {
+	it, err := d.store.Fence(ctx, d.key, d.identity, acquisitionID)
+	return it.Record, err
+}
+
+// Guard commits items with a check that the lease is still held as h
+// says; see Guarder. The DynamoDB client must also implement TransactAPI.
+func (d *DynamoDB) Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error {
+	return d.store.Guard(ctx, d.key, h, items)
+}
+
+var (
+	_ Fencer       = (*DynamoDB)(nil)
+	_ LeaseGuarder = (*DynamoDB)(nil)
+	_ Fencer       = (*Memory)(nil)
+)
+
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
-// and updates one item.
+// and updates one item (and runs guarded writes when the client can).
 type itemOnly struct{ ItemAPI }
+
+func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	t, ok := i.ItemAPI.(TransactAPI)
+	if !ok {
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", ErrInvalidArgument)
+	}
+	return t.TransactWriteItems(ctx, in, optFns...)
+}
 
 func (itemOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)

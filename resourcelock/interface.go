@@ -1,6 +1,10 @@
 package resourcelock
 
-import "context"
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
 
 // Interface is the storage contract behind a single named lease.
 //
@@ -49,4 +53,18 @@ type Precondition struct {
 	// The holder sets it on its own writes (renewal, release); a takeover of
 	// a stale record leaves it empty, as the AWS Java lock client does.
 	Owner string
+}
+
+// Fencer is implemented by leases that can be given fencing tokens; see
+// Store.Fence. Fence gives the record, held by this lock's identity under
+// acquisitionID, a new fencing generation.
+type Fencer interface {
+	Fence(ctx context.Context, acquisitionID string) (Record, error)
+}
+
+// LeaseGuarder is implemented by leases that can commit a caller's writes
+// in one transaction with a check that the lease is still held; see
+// Guarder.
+type LeaseGuarder interface {
+	Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error
 }

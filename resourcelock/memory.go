@@ -266,3 +266,9 @@ func (m *Memory) Update(ctx context.Context, expect Precondition, rec Record) (R
 	it, err := m.store.Update(ctx, m.key, expect, rec, WriteOptions{})
 	return it.Record, err
 }
+
+// Fence gives the record a new fencing generation; see Store.Fence.
+func (m *Memory) Fence(ctx context.Context, acquisitionID string) (Record, error) {
+	it, err := m.store.Fence(ctx, m.key, m.identity, acquisitionID)
+	return it.Record, err
+}

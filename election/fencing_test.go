@@ -1,0 +1,92 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+type fencingLock struct {
+	*rlt.Faulty
+	fencer resourcelock.Fencer
+	fences int
+}
+
+func (f *fencingLock) faulty() *rlt.Faulty { return f.Faulty }
+
+func (f *fencingLock) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
+	f.fences++
+	return f.fencer.Fence(ctx, acquisitionID)
+}
+
+func withFencing() harnessOption {
+	return func(h *harness, c *Config) {
+		mem := h.store.Lock(lockName, c.Lock.Identity())
+		c.Lock = &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}
+		c.Fencing = true
+	}
+}
+
+func TestTermTokensGrow(t *testing.T) {
+	h := newHarness(t, withFencing(), withReleaseOnCancel())
+	h.leading()
+	first := h.e.Token()
+	if first == 0 {
+		t.Fatal("no token with Fencing")
+	}
+	if tok, ok := TokenFromContext(h.leaderCtx()); !ok || tok != first {
+		t.Fatalf("TokenFromContext = %d, %v; want %d", tok, ok, first)
+	}
+	if rec := h.record(); rec.FencingToken() != first {
+		t.Fatalf("record token %d, want %d", rec.FencingToken(), first)
+	}
+	h.stepIdle(retry)
+	h.wantOps(rlt.OpUpdate)
+	if h.e.Token() != first {
+		t.Fatal("a renewal changed the token")
+	}
+	h.freeRun()
+	h.cancel()
+	h.wantEvents("work returned", "stopped")
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if h.e.Token() != 0 {
+		t.Fatal("a token outside a term")
+	}
+	// The next term, over the released record, gets a larger token
+	// without a new generation.
+	h.free = make(chan struct{})
+	h.start()
+	h.waitIdle()
+	h.wantEvent("started")
+	if second := h.e.Token(); second <= first {
+		t.Fatalf("second term's token %x not above the first's %x", second, first)
+	}
+	if n := h.e.cfg.Lock.(*fencingLock).fences; n != 1 {
+		t.Fatalf("%d fences, want 1 (only the new row needed a generation)", n)
+	}
+}
+
+func TestFencingNeedsAFencer(t *testing.T) {
+	cfg := validConfig()
+	cfg.Lock = rlt.NewFaulty(cfg.Lock)
+	cfg.Fencing = true
+	var ce *ConfigError
+	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
+		t.Fatalf("New = %v, want a ConfigError for Fencing", err)
+	}
+}
+
+func TestGuardRefusedWhenNotLeading(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	if err := h.e.Guard(context.Background()); err == nil {
+		t.Fatal("Guard with a lock that cannot guard succeeded")
+	}
+}

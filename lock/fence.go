@@ -1,0 +1,144 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Token returns the lock's fencing token, or 0 when the client was made
+// without WithFencing. Tokens of one key grow with every acquisition; a
+// resource that remembers the largest token it has seen and refuses writes
+// carrying a smaller one is safe from holders that lost their lock while
+// paused. Heartbeats do not change it.
+func (l *Lock) Token() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.item.FencingToken()
+}
+
+// Guard commits items, writes of the caller's own on any tables, in one
+// DynamoDB transaction together with a check that the lock row still shows
+// this acquisition (owner and acquisition id, not released). A holder that
+// lost the lock — paused, partitioned, or simply too late — therefore
+// cannot commit anything: the error matches ErrLost (and
+// resourcelock.ErrGuardLost) and nothing was applied; the lock is then
+// marked lost.
+//
+// Other errors: an *resourcelock.ItemConditionError when one of the
+// caller's own conditions failed (nothing applied);
+// resourcelock.ErrTransactionConflict when concurrent writes kept
+// cancelling it (nothing applied; transient conflicts with the lock's own
+// heartbeats are retried first); an error matching ErrInvalidOption for
+// items refused before any request (one on the lock row itself, or too
+// many for one transaction). Any other error leaves the outcome unknown,
+// as for any DynamoDB write whose answer was lost.
+//
+// Guard refuses at once, without a request, a lock that is already known
+// to be released or lost.
+func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
+	l.mu.Lock()
+	if err := l.heldLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	g, ok := l.c.store.(resourcelock.Guarder)
+	if !ok {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: the store cannot run guarded writes", ErrInvalidOption)
+	}
+	h := resourcelock.Holding{Owner: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
+	l.mu.Unlock()
+	err := g.Guard(ctx, l.key, h, items)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, resourcelock.ErrInvalidArgument):
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	case errors.Is(err, resourcelock.ErrGuardLost):
+		it, missing, rerr := l.readBack(context.WithoutCancel(ctx))
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		lost := l.lostTo(it, missing)
+		if rerr != nil {
+			lost = &LostError{Key: l.key.String(), Reason: Stolen, Cause: rerr}
+		}
+		lost.Cause = errors.Join(lost.Cause, err)
+		l.loseLocked(lost)
+		return l.err
+	}
+	return err
+}
+
+// Fence is a condition and an update that fence a caller's own DynamoDB
+// item with a lock's token: the write is admitted only if the item has no
+// fence yet or one no larger than the token (equal is admitted, so the
+// same holder can write twice), and it records the token. Add Names and
+// Values to the write's expression attribute maps; the placeholders are
+// chosen not to clash with the caller's own.
+type Fence struct {
+	// Condition is `attribute_not_exists(fence) OR fence <= token`; combine
+	// it with the write's own condition with AND.
+	Condition string
+	// Set is the SET clause `fence = token`; append it to an update's SET
+	// list, or use FencedItem for a Put.
+	Set    string
+	Names  map[string]string
+	Values map[string]types.AttributeValue
+
+	attribute string
+	token     int64
+}
+
+// FenceWith returns the Fence of token on the attribute named attribute of
+// the caller's item.
+func FenceWith(attribute string, token int64) (Fence, error) {
+	if attribute == "" {
+		return Fence{}, invalid("fence attribute name is empty")
+	}
+	if token <= 0 {
+		return Fence{}, invalid("fencing token %d: the client has no fencing (WithFencing)", token)
+	}
+	return Fence{
+		Condition: "(attribute_not_exists(#dynaleaseFence) OR #dynaleaseFence <= :dynaleaseToken)",
+		Set:       "#dynaleaseFence = :dynaleaseToken",
+		Names:     map[string]string{"#dynaleaseFence": attribute},
+		Values:    map[string]types.AttributeValue{":dynaleaseToken": &types.AttributeValueMemberN{Value: strconv.FormatInt(token, 10)}},
+		attribute: attribute,
+		token:     token,
+	}, nil
+}
+
+// Item returns a copy of item with the fence attribute set to the token,
+// for a fenced Put.
+func (f Fence) Item(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(item)+1)
+	for k, v := range item {
+		out[k] = v
+	}
+	out[f.attribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(f.token, 10)}
+	return out
+}
+
+// Merge adds the fence's placeholders to the write's maps, creating them
+// when nil, and returns them.
+func (f Fence) Merge(names map[string]string, values map[string]types.AttributeValue) (map[string]string, map[string]types.AttributeValue) {
+	if names == nil {
+		names = map[string]string{}
+	}
+	if values == nil {
+		values = map[string]types.AttributeValue{}
+	}
+	for k, v := range f.Names {
+		names[k] = v
+	}
+	for k, v := range f.Values {
+		values[k] = v
+	}
+	return names, values
+}

@@ -1,0 +1,96 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func TestTokensGrowWithEveryAcquisition(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	var last int64
+	next := func(what string, opts ...AcquireOption) *Lock {
+		t.Helper()
+		l, err := f.c.Acquire(context.Background(), "k", opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if tok := l.Token(); tok <= last {
+			t.Fatalf("%s: token %x not above the previous %x", what, tok, last)
+		} else {
+			last = tok
+		}
+		return l
+	}
+	l := next("first acquisition")
+	f.wantOps(rlt.OpCreate, rlt.OpFence)
+	_ = l.Release(context.Background())
+	l = next("re-acquisition of a kept row")
+	f.wantOps(rlt.OpUpdate, rlt.OpCreate) // the release, then one request: no new generation
+	_ = l.Release(context.Background(), ReleaseDelete(true))
+	l = next("after delete-on-release")
+	_ = l.Release(context.Background())
+	// A whole-item rewrite by a client that knows nothing of fencing.
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+		Record: resourcelock.Record{HolderIdentity: "java", RVN: "j", LeaseDuration: lease, Released: true}})
+	l = next("after a foreign rewrite")
+	tok := l.Token()
+	if err := l.Heartbeat(context.Background()); err != nil || l.Token() != tok {
+		t.Fatalf("a heartbeat changed the token: %v", err)
+	}
+	_ = l.Release(context.Background())
+	f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) // TTL
+	next("after a TTL deletion")
+}
+
+func TestWithoutFencingTheTokenIsZero(t *testing.T) {
+	f := newFixture(t)
+	if l := f.acquire("k"); l.Token() != 0 {
+		t.Fatalf("token %d without fencing", l.Token())
+	}
+	if _, err := FenceWith("fence", 0); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("FenceWith(0) = %v", err)
+	}
+}
+
+func TestFailedFencingReleasesTheRow(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
+	if _, err := f.c.Acquire(context.Background(), "k"); !errors.Is(err, errReset) {
+		t.Fatalf("Acquire = %v, want the fencing error", err)
+	}
+	if it := f.item("k"); !it.Released {
+		t.Fatalf("the row of a lock never handed out stayed held: %+v", it)
+	}
+	if _, err := f.c.TryAcquire(context.Background(), "k"); err != nil {
+		t.Fatalf("the key stayed blocked: %v", err)
+	}
+}
+
+func TestGuardIsRefusedLocallyForALockNoLongerHeld(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	l := f.acquire("k")
+	f.fc.Step(validity)
+	waitDone(t, l)
+	if err := l.Guard(context.Background()); !errors.Is(err, ErrLost) {
+		t.Fatalf("Guard of an expired lock = %v, want ErrLost", err)
+	}
+}
+
+func TestFenceExpression(t *testing.T) {
+	fence, err := FenceWith("fence", 0x100000002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, values := fence.Merge(map[string]string{"#n": "name"}, nil)
+	if names["#dynaleaseFence"] != "fence" || names["#n"] != "name" || len(values) != 1 {
+		t.Fatalf("merged %v %v", names, values)
+	}
+	item := fence.Item(nil)
+	if n, ok := item["fence"]; !ok || n == nil {
+		t.Fatalf("fenced item %v", item)
+	}
+}

@@ -113,7 +113,9 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 	switch l := cfg.Lock.(type) {
 	case *resourcelocktest.Faulty:
 		h.lock = l
-	case interface{ faulty() *resourcelocktest.Faulty }:
+	case interface {
+		faulty() *resourcelocktest.Faulty
+	}:
 		h.lock = l.faulty()
 	}
 	e, err := New(cfg)

@@ -223,9 +223,14 @@ func (l *Lock) loseLocked(err error) {
 	}
 	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
 	l.endLocked(err)
+	// The slot is the client's, taken under its mutex, which may not be
+	// taken under the lock's.
+	go l.c.unclaim(l.key, l.slot)
 }
 
-// endLocked marks the lock ended with err and lets go of its slot.
+// endLocked marks the lock ended with err. The caller lets go of the
+// lock's slot (loseLocked does, once the lock's mutex is released; Release
+// after its write).
 func (l *Lock) endLocked(err error) {
 	l.ended = true
 	l.err = err
@@ -240,5 +245,4 @@ func (l *Lock) endLocked(err error) {
 	}
 	l.cancel(err)
 	close(l.done)
-	go l.c.unclaim(l.key, l.slot)
 }

@@ -182,6 +182,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := f.acquire("b", WithDeleteOnRelease())
+	f.freeRun()
 	if err := f.c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ type scheduler struct {
 	mu       sync.Mutex
 	queue    dueQueue
 	inflight int
+	version  int // counts changes to the queue, for the test hook
 
 	wake chan struct{}
 	work chan *Lock
@@ -68,6 +69,7 @@ func (s *scheduler) add(l *Lock) {
 func (s *scheduler) push(l *Lock, due time.Time) {
 	s.mu.Lock()
 	heap.Push(&s.queue, dueLock{l: l, due: due})
+	s.version++
 	s.mu.Unlock()
 	s.poke()
 }
@@ -92,6 +94,13 @@ func (s *scheduler) close() {
 func (s *scheduler) dispatch() {
 	defer s.wg.Done()
 	defer close(s.work)
+	idleAt := -1 // the queue version last reported idle
+	idle := func(version int) {
+		if version != idleAt {
+			idleAt = version
+			s.c.idle("heartbeat")
+		}
+	}
 	for {
 		// This pass looks at the whole queue: earlier wake-ups are moot.
 		select {
@@ -104,10 +113,10 @@ func (s *scheduler) dispatch() {
 			heap.Pop(&s.queue)
 		}
 		if s.queue.Len() == 0 {
-			quiet := s.inflight == 0
+			quiet, version := s.inflight == 0, s.version
 			s.mu.Unlock()
 			if quiet {
-				s.c.idle("heartbeat")
+				idle(version)
 			}
 			select {
 			case <-s.wake:
@@ -118,11 +127,15 @@ func (s *scheduler) dispatch() {
 		}
 		next := s.queue[0]
 		if d := next.due.Sub(s.c.clk.Now()); d > 0 {
-			quiet := s.inflight == 0
+			quiet, version := s.inflight == 0, s.version
 			s.mu.Unlock()
 			t := s.c.clk.NewTimer(d)
+			if !s.c.clk.Now().Before(next.due) {
+				t.Stop() // the clock passed the due time while the timer was set
+				continue
+			}
 			if quiet {
-				s.c.idle("heartbeat")
+				idle(version)
 			}
 			select {
 			case <-t.C():
@@ -154,6 +167,7 @@ func (s *scheduler) worker() {
 		}
 		s.mu.Lock()
 		s.inflight--
+		s.version++
 		if !l.isEnded() {
 			heap.Push(&s.queue, dueLock{l: l, due: started.Add(s.period)})
 		}

@@ -109,7 +109,7 @@ func (r *run) read(ctx context.Context) (outcome, time.Time) {
 		r.e.log.V(1).Info("a write whose answer was lost had landed", "rvn", rec.RVN)
 		return outcomeOurs, sent
 	}
-	if rec.RVN == r.mine && r.mine != "" {
+	if rec.RVN == r.mine && r.mine != "" && !rec.Released {
 		return outcomeStale, time.Time{}
 	}
 	r.observe(rec, false, returned)

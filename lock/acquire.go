@@ -278,7 +278,10 @@ func (at *attempt) read(ctx context.Context) (result, resourcelock.Item, time.Ti
 		}
 		at.obs.Observe(resourcelock.Record{}, true, returned)
 		return resultOthers, it, time.Time{}, nil
-	case errors.Is(err, resourcelock.ErrTableNotFound):
+	case errors.Is(err, resourcelock.ErrTableNotFound), errors.Is(err, resourcelock.ErrInvalidRecord):
+		// Waiting cannot help: the table is missing, or its row is not a
+		// lock this client can read (for example a leaseDuration written
+		// as "20s").
 		return resultUnknown, it, time.Time{}, err
 	case err != nil:
 		if at.try {

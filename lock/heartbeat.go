@@ -95,13 +95,13 @@ func (l *Lock) resolve(ctx context.Context, writeErr error) error {
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w (and reading it back: %w)", l.key, writeErr, err)
 	}
 	if err == nil {
-		if sent, ok := l.pending.Sent(it.RVN); ok {
+		if sent, ok := l.pending.Sent(it.RVN); ok && !it.Released {
 			if !l.confirmLocked(it, sent) {
 				return l.err
 			}
 			return nil
 		}
-		if it.RVN == l.item.RVN {
+		if it.RVN == l.item.RVN && !it.Released {
 			l.lastErr = writeErr
 			return fmt.Errorf("lock %q: heartbeat did not land: %w", l.key, writeErr)
 		}

@@ -96,6 +96,11 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 			f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
 		}, ReleasedElsewhere},
 		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, Deleted},
+		{"force-released keeping the RVN", func(f *fixture) {
+			it := f.item("k")
+			it.Released = true
+			f.mem.PutItem(it)
+		}, ReleasedElsewhere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

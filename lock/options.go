@@ -3,6 +3,7 @@ package lock
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -326,12 +327,10 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 // reserved reports whether an additional attribute name is the table's.
 func (c *Client) reserved(name string) bool {
 	switch name {
-	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute,
-		"ownerName", "leaseDuration", "recordVersionNumber", "data", "isReleased",
-		"leaderTransitions", "acquireTime", "renewTime":
+	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute:
 		return true
 	}
-	return false
+	return slices.Contains(resourcelock.ReservedAttributes(), name)
 }
 
 // ReleaseOption configures one Release.

@@ -33,6 +33,13 @@ const (
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"
 )
 
+// ReservedAttributes returns the names of the attributes of a lock row
+// that are dynalease's or the AWS Java lock client's (key and TTL
+// attributes aside): application attributes may not use them.
+func ReservedAttributes() []string {
+	return append([]string(nil), reservedAttributes...)
+}
+
 // reservedAttributes are the attribute names a table's key may not use.
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
@@ -244,6 +251,21 @@ func (k keySchema) existingReleasedCondition(e *expression) string {
 
 // updateCondition admits a write when the item exists and matches p.
 func (k keySchema) updateCondition(e *expression, p Precondition) string {
+	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
+		e.name(attrRVN) + " = " + e.value(s(p.RVN))
+	if p.Owner != "" {
+		// A holder's own write also requires that nobody marked the row
+		// released behind its back (an operator's forced release keeps
+		// the RVN): that is a loss, not something to overwrite.
+		c += " AND " + e.name(attrOwner) + " = " + e.value(s(p.Owner)) +
+			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
+	}
+	return c
+}
+
+// removeCondition admits a delete when the item exists and carries p's RVN
+// (and owner): unlike a holder's update, it may delete a released row.
+func (k keySchema) removeCondition(e *expression, p Precondition) string {
 	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrRVN) + " = " + e.value(s(p.RVN))
 	if p.Owner != "" {

@@ -351,6 +351,8 @@ func evalCondition(t *testing.T, item map[string]types.AttributeValue, e *expres
 		all := true
 		for _, term := range strings.Split(conj, " AND ") {
 			term = strings.TrimSpace(term)
+			negate := strings.HasPrefix(term, "NOT ")
+			term = strings.TrimPrefix(term, "NOT ")
 			var ok bool
 			switch {
 			case strings.HasPrefix(term, "attribute_exists(") && strings.HasSuffix(term, ")"):
@@ -367,7 +369,7 @@ func evalCondition(t *testing.T, item map[string]types.AttributeValue, e *expres
 				}
 				ok = avEqual(item[attr], v)
 			}
-			all = all && ok
+			all = all && ok != negate
 		}
 		anyTrue = anyTrue || all
 	}
@@ -536,6 +538,12 @@ func TestUpdateCondition(t *testing.T) {
 		"renewal by the owner":         {held, Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, true},
 		"renewal naming another owner": {held, Precondition{RVN: heldRVN, Owner: "someone"}, false},
 		"renewal on another RVN":       {held, Precondition{RVN: "other", Owner: goldenHeldOwner}, false},
+		"renewal of a row marked released behind the holder's back": {
+			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
+			Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, false},
+		"takeover of a released row on its RVN": {
+			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
+			Precondition{RVN: heldRVN}, true},
 	} {
 		rec, _ := prepareWrite("me", Record{RVN: "r", LeaseDuration: time.Second})
 		e, upd, cond := build(keySchema{partitionKey: "key"}, rec, &tc.expect)

@@ -197,7 +197,7 @@ func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	e := newExpression()
-	cond := d.keys.updateCondition(e, expect)
+	cond := d.keys.removeCondition(e, expect)
 	_, err := d.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(d.table),
 		Key:                       d.keys.itemKey(key.Partition, key.Sort),

@@ -28,7 +28,7 @@ type Interface interface {
 
 	// Update writes rec when the current record satisfies expect: it
 	// carries expect.RVN and, when expect.Owner is set, names expect.Owner
-	// as holder. An update with expect.Owner empty is a takeover and counts
+	// as holder and is not marked released. An update with expect.Owner empty is a takeover and counts
 	// a new acquisition like Create; one with expect.Owner set is the
 	// holder's own write (a renewal or a release) and leaves
 	// LeaderTransitions unchanged. It returns the record as stored, or an

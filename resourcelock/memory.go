@@ -131,7 +131,7 @@ func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !ok || !matches(cur.Record, expect) {
+	if !ok || cur.RVN != expect.RVN || (expect.Owner != "" && cur.HolderIdentity != expect.Owner) {
 		return fmt.Errorf("memory/%s: remove: %w", key, ErrConflict)
 	}
 	delete(s.items, key)
@@ -165,7 +165,7 @@ func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, 
 }
 
 func matches(cur Record, expect Precondition) bool {
-	return cur.RVN == expect.RVN && (expect.Owner == "" || cur.HolderIdentity == expect.Owner)
+	return cur.RVN == expect.RVN && (expect.Owner == "" || (cur.HolderIdentity == expect.Owner && !cur.Released))
 }
 
 // memorySchema is the key schema MemoryStore validates against: a

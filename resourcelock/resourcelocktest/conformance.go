@@ -31,6 +31,7 @@ func RunConformance(t *testing.T, newLocks Factory) {
 		{"CreateWhileHeld", testCreateWhileHeld},
 		{"RenewByHolder", testRenewByHolder},
 		{"RenewPreconditions", testRenewPreconditions},
+		{"RenewOfARowReleasedBehindTheHoldersBack", testRenewOfARowReleasedBehindTheHoldersBack},
 		{"UpdateMissing", testUpdateMissing},
 		{"TakeoverOnRVN", testTakeoverOnRVN},
 		{"ReleaseThenCreate", testReleaseThenCreate},
@@ -159,6 +160,30 @@ func testRenewPreconditions(t *testing.T, newLock func(string) resourcelock.Inte
 	_, err = b.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "b"}, rec(time.Second, ""))
 	wantConflict(t, "renewal naming another owner", err)
 	wantSame(t, "record after failed renewals", mustGet(t, a), first)
+}
+
+// A row marked released without a new RVN (an operator's forced release)
+// must not be renewed by its holder: that would silently undo the release.
+func testRenewOfARowReleasedBehindTheHoldersBack(t *testing.T, newLock func(string) resourcelock.Interface) {
+	a, op := newLock("a"), newLock("a")
+	first, err := a.Create(ctx(t), rec(time.Second, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same holder name and RVN, now released: only a client with the
+	// holder's identity could write that through this interface, so the
+	// "operator" uses it.
+	forced := rec(time.Second, "")
+	forced.RVN = first.RVN
+	forced.Released = true
+	if _, err := op.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN}, forced); err != nil {
+		t.Fatalf("forced release: %v", err)
+	}
+	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, rec(time.Second, ""))
+	wantConflict(t, "renewal of a row released behind the holder's back", err)
+	if !mustGet(t, a).Released {
+		t.Fatal("the forced release was undone")
+	}
 }
 
 func testUpdateMissing(t *testing.T, newLock func(string) resourcelock.Interface) {

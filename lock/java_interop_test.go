@@ -1,0 +1,525 @@
+package lock_test
+
+// Interoperation with the AWS Java DynamoDB Lock Client 1.1.0, whose rows
+// and conditional writes are reproduced here straight through the SDK, in
+// the format of the project's golden file (items that client wrote):
+// leaseDuration in milliseconds in a string, recordVersionNumber a UUID
+// string, data binary, isReleased "1" only once released with the row kept.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/lock"
+)
+
+// goldenJava are the items of the golden file java-lock-client-items.json,
+// in DynamoDB JSON.
+const goldenJava = `{
+  "held_after_acquire": {"ownerName": {"S": "host-b.example-9d2e"}, "recordVersionNumber": {"S": "eaada884-0b78-4ed5-9fa1-e3d90b113f0f"}, "data": {"B": "amF2YTpob3N0LWIuZXhhbXBsZS05ZDJl"}, "key": {"S": "customer-7"}, "leaseDuration": {"S": "6000"}},
+  "held_after_one_heartbeat": {"data": {"B": "amF2YTpob3N0LWIuZXhhbXBsZS05ZDJl"}, "ownerName": {"S": "host-b.example-9d2e"}, "recordVersionNumber": {"S": "ae65fc19-b58d-4380-a45f-7273036e9140"}, "key": {"S": "customer-7"}, "leaseDuration": {"S": "6000"}},
+  "released_row_kept": {"data": {"B": "amF2YTpob3N0LWEuZXhhbXBsZS0zZjFj"}, "ownerName": {"S": "host-a.example-3f1c"}, "recordVersionNumber": {"S": "4a359dcd-62df-466e-ab75-0ecd2c158288"}, "isReleased": {"S": "1"}, "key": {"S": "customer-42"}, "leaseDuration": {"S": "20000"}}
+}`
+
+// golden returns a fresh copy of the golden item called name.
+func golden(t *testing.T, name string) map[string]types.AttributeValue {
+	t.Helper()
+	var all map[string]map[string]map[string]string
+	if err := json.Unmarshal([]byte(goldenJava), &all); err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := all[name]
+	if !ok {
+		t.Fatalf("no golden item %q", name)
+	}
+	item := map[string]types.AttributeValue{}
+	for attr, typed := range raw {
+		for typ, v := range typed {
+			switch typ {
+			case "S":
+				item[attr] = &types.AttributeValueMemberS{Value: v}
+			case "B":
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				item[attr] = &types.AttributeValueMemberB{Value: b}
+			default:
+				t.Fatalf("golden %s.%s: type %s", name, attr, typ)
+			}
+		}
+	}
+	return item
+}
+
+// javaItem builds a row as the Java client writes it.
+func javaItem(key, owner, rvn string, lease time.Duration, data []byte, released bool) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		"key":                 &types.AttributeValueMemberS{Value: key},
+		"ownerName":           &types.AttributeValueMemberS{Value: owner},
+		"leaseDuration":       &types.AttributeValueMemberS{Value: strconv.FormatInt(lease.Milliseconds(), 10)},
+		"recordVersionNumber": &types.AttributeValueMemberS{Value: rvn},
+	}
+	if data != nil {
+		item["data"] = &types.AttributeValueMemberB{Value: data}
+	}
+	if released {
+		item["isReleased"] = &types.AttributeValueMemberS{Value: "1"}
+	}
+	return item
+}
+
+// javaHost sends the Java client's conditional writes.
+type javaHost struct {
+	e     *ddbEnv
+	owner string
+	lease time.Duration
+}
+
+var javaNames = map[string]string{"#k": "key", "#o": "ownerName", "#l": "leaseDuration", "#r": "recordVersionNumber", "#d": "data", "#rel": "isReleased"}
+
+// names returns the placeholders that expr uses.
+func names(exprs ...string) map[string]string {
+	out := map[string]string{}
+	for p, n := range javaNames {
+		for _, e := range exprs {
+			if containsPlaceholder(e, p) {
+				out[p] = n
+			}
+		}
+	}
+	return out
+}
+
+// containsPlaceholder reports whether expr uses placeholder p as a whole
+// token (#r is not part of #rel).
+func containsPlaceholder(expr, p string) bool {
+	for i := 0; i+len(p) <= len(expr); i++ {
+		if expr[i:i+len(p)] != p {
+			continue
+		}
+		end := i + len(p)
+		if end == len(expr) || !isIdent(expr[end]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdent(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// put writes the Java lock row for key with a fresh RVN if cond holds.
+func (j javaHost) put(ctx context.Context, key, cond string, values map[string]types.AttributeValue) (string, error) {
+	rvn := uuid.NewString()
+	in := &dynamodb.PutItemInput{
+		TableName:                aws.String(j.e.table),
+		Item:                     javaItem(key, j.owner, rvn, j.lease, []byte("java:"+j.owner), false),
+		ConditionExpression:      aws.String(cond),
+		ExpressionAttributeNames: names(cond),
+	}
+	if len(values) > 0 {
+		in.ExpressionAttributeValues = values
+	}
+	_, err := j.e.raw.PutItem(ctx, in)
+	return rvn, err
+}
+
+// acquireNew is the Java acquisition of a missing lock.
+func (j javaHost) acquireNew(ctx context.Context, key string) (string, error) {
+	return j.put(ctx, key, "attribute_not_exists(#k)", nil)
+}
+
+// acquireReleased is the Java acquisition of a released lock.
+func (j javaHost) acquireReleased(ctx context.Context, key string) (string, error) {
+	return j.put(ctx, key, "attribute_exists(#k) AND #rel = :one", map[string]types.AttributeValue{":one": sv("1")})
+}
+
+// acquireStale is the Java takeover of a lock whose RVN it saw unchanged
+// for a lease (owner deliberately not checked).
+func (j javaHost) acquireStale(ctx context.Context, key, seen string) (string, error) {
+	return j.put(ctx, key, "attribute_exists(#k) AND #r = :seen", map[string]types.AttributeValue{":seen": sv(seen)})
+}
+
+// heartbeat is the Java heartbeat of a lock it holds at RVN cur.
+func (j javaHost) heartbeat(ctx context.Context, key, cur string) (string, error) {
+	rvn := uuid.NewString()
+	update, cond := "SET #l = :ld, #r = :new", "#r = :rvn AND #o = :me"
+	_, err := j.e.raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(j.e.table),
+		Key:                      j.e.rawKey(key, ""),
+		UpdateExpression:         aws.String(update),
+		ConditionExpression:      aws.String(cond),
+		ExpressionAttributeNames: names(update, cond),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":ld": sv(strconv.FormatInt(j.lease.Milliseconds(), 10)), ":new": sv(rvn), ":rvn": sv(cur), ":me": sv(j.owner),
+		},
+	})
+	return rvn, err
+}
+
+// release is the Java release with the row kept (deleteLock=false).
+func (j javaHost) release(ctx context.Context, key, cur string) error {
+	update, cond := "SET #rel = :one", "#r = :rvn AND #o = :me"
+	_, err := j.e.raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(j.e.table),
+		Key:                       j.e.rawKey(key, ""),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names(update, cond),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": sv("1"), ":rvn": sv(cur), ":me": sv(j.owner)},
+	})
+	return err
+}
+
+func conditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// javaBeats heartbeats a Java lock every period until stop closes, then
+// reports the last RVN it wrote and when that write was sent.
+type javaBeats struct {
+	stop chan struct{}
+	done chan javaBeatResult
+}
+
+type javaBeatResult struct {
+	beats    int
+	lastRVN  string
+	lastSent time.Time
+	err      error
+}
+
+func (j javaHost) startHeartbeats(key, rvn string, period time.Duration) *javaBeats {
+	b := &javaBeats{stop: make(chan struct{}), done: make(chan javaBeatResult, 1)}
+	go func() {
+		res := javaBeatResult{lastRVN: rvn}
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-b.stop:
+				b.done <- res
+				return
+			case <-tick.C:
+			}
+			sent := time.Now()
+			next, err := j.heartbeat(context.Background(), key, res.lastRVN)
+			if err != nil {
+				res.err = err
+				b.done <- res
+				return
+			}
+			res.beats++
+			res.lastRVN, res.lastSent = next, sent
+		}
+	}()
+	return b
+}
+
+func (b *javaBeats) halt(t *testing.T) javaBeatResult {
+	t.Helper()
+	close(b.stop)
+	res := <-b.done
+	if res.err != nil {
+		t.Fatalf("Java heartbeat %d failed, so the Java host lost its lock: %v", res.beats+1, res.err)
+	}
+	return res
+}
+
+func TestJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	// Our own lease is shorter than the Java holder's: a waiter must use
+	// the holder's lease from the row.
+	const ourLease, javaLease = time.Second, 1500 * time.Millisecond
+	opts := []lock.Option{lock.WithLeaseDuration(ourLease), lock.WithHeartbeatPeriod(200 * time.Millisecond), lock.WithRequestTimeout(200 * time.Millisecond)}
+	budget, patient, tryer := e.newClient(opts...), e.newClient(opts...), e.newClient(opts...)
+	ctx := t.Context()
+
+	java := javaHost{e: e, owner: "host-b.example-9d2e", lease: javaLease}
+	held := golden(t, "held_after_acquire")
+	held["key"] = sv("customer-7")
+	held["leaseDuration"] = sv(strconv.FormatInt(javaLease.Milliseconds(), 10))
+	e.put(held)
+	beats := java.startHeartbeats("customer-7", str(held, "recordVersionNumber"), 400*time.Millisecond)
+	defer func() {
+		select {
+		case <-beats.stop:
+		default:
+			close(beats.stop)
+		}
+	}()
+
+	start := time.Now()
+	if _, err := tryer.TryAcquire(ctx, "customer-7"); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("TryAcquire of a held Java lock = %v, want ErrLocked", err)
+	}
+	if _, err := tryer.Acquire(ctx, "customer-7", lock.FailIfLocked()); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("Acquire with FailIfLocked of a held Java lock = %v, want ErrLocked", err)
+	}
+	if d := time.Since(start); d > slack {
+		t.Errorf("TryAcquire and FailIfLocked took %v", d)
+	}
+
+	type outcome struct {
+		l   *lock.Lock
+		err error
+		at  time.Time
+	}
+	budgetDone, patientDone := make(chan outcome, 1), make(chan outcome, 1)
+	start = time.Now()
+	go func() {
+		l, err := budget.Acquire(ctx, "customer-7")
+		budgetDone <- outcome{l, err, time.Now()}
+	}()
+	go func() {
+		l, err := patient.Acquire(ctx, "customer-7", lock.WithAdditionalWait(time.Minute))
+		patientDone <- outcome{l, err, time.Now()}
+	}()
+
+	// Without extra wait, Acquire gives up after the Java holder's lease.
+	select {
+	case o := <-budgetDone:
+		if !errors.Is(o.err, lock.ErrLocked) {
+			t.Fatalf("Acquire of a renewed Java lock = (lock %t, error %v), want ErrLocked", o.l != nil, o.err)
+		}
+		if waited := o.at.Sub(start); waited < javaLease || waited > javaLease+slack {
+			t.Errorf("Acquire gave up after %v, want the Java holder's lease %v (not ours, %v)", waited, javaLease, ourLease)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire never gave up on a renewed Java lock")
+	}
+
+	// While the Java host heartbeats, nobody gets its lock.
+	select {
+	case o := <-patientDone:
+		t.Fatalf("Acquire returned (lock %t, error %v) while the Java host heartbeats", o.l != nil, o.err)
+	case <-time.After(2*javaLease - time.Since(start)):
+	}
+	last := beats.halt(t)
+	stopped := time.Now()
+	if last.beats < 5 {
+		t.Fatalf("only %d Java heartbeats", last.beats)
+	}
+
+	select {
+	case o := <-patientDone:
+		if o.err != nil {
+			t.Fatalf("Acquire after the Java host went silent: %v", o.err)
+		}
+		if quiet := o.at.Sub(last.lastSent); quiet < javaLease {
+			t.Errorf("took the Java lock %v after its last heartbeat, before its lease %v", quiet, javaLease)
+		}
+		if late := o.at.Sub(stopped); late > javaLease+slack {
+			t.Errorf("took the Java lock %v after its heartbeats stopped, want about its lease %v", late, javaLease)
+		}
+		checkJavaReadable(t, "taken over from Java", e.item("customer-7"), patient.Owner(), ourLease, false)
+		if d := e.item("customer-7")["data"]; d != nil {
+			t.Errorf("the Java holder's data %#v survived a takeover without WithReplaceData(false)", d)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire never took over the silent Java lock")
+	}
+	// The Java host, back, finds out at its next heartbeat.
+	if _, err := java.heartbeat(ctx, "customer-7", last.lastRVN); !conditionFailed(err) {
+		t.Errorf("a Java heartbeat after our takeover = %v, want a conditional-check failure", err)
+	}
+}
+
+func TestJavaReleasedRowIsTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient()
+	e.put(golden(t, "released_row_kept")) // lease 20 s: waiting would show
+	c.ft.Reset()
+	start := time.Now()
+	l := mustAcquire(t, c, "customer-42")
+	if d := time.Since(start); d > slack {
+		t.Errorf("Acquire of a released Java row took %v", d)
+	}
+	c.wantCounts(t, "Acquire of a released Java row", map[string]int{"UpdateItem": 1})
+	it := e.item("customer-42")
+	checkJavaReadable(t, "released Java row taken", it, c.Owner(), testLease, false)
+	if str(it, "recordVersionNumber") != l.RVN() {
+		t.Errorf("row RVN %q, lock RVN %q", str(it, "recordVersionNumber"), l.RVN())
+	}
+}
+
+func TestJavaHolderReleasingWakesAWaiter(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient()
+	java := javaHost{e: e, owner: "host-j", lease: 20 * time.Second}
+	rvn, err := java.acquireNew(t.Context(), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var at time.Time
+	go func() {
+		_, err := c.Acquire(t.Context(), "j", lock.WithAdditionalWait(time.Minute))
+		at = time.Now()
+		got <- err
+	}()
+	time.Sleep(3 * testRefresh)
+	released := time.Now()
+	if err := java.release(t.Context(), "j", rvn); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := at.Sub(released); d > testRefresh*6/5+slack {
+			t.Errorf("took %v after the Java release, want about one refresh period (%v)", d, testRefresh)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire did not take the lock the Java host released")
+	}
+}
+
+func TestJavaGoldenRowsAreListed(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient()
+	e.put(golden(t, "held_after_one_heartbeat"))
+	e.put(golden(t, "released_row_kept"))
+	infos, err := c.List(t.Context())
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("List = %+v, %v", infos, err)
+	}
+	for _, in := range infos {
+		var owner, data string
+		var l time.Duration
+		var released bool
+		switch in.Key {
+		case "customer-7":
+			owner, data, l = "host-b.example-9d2e", "java:host-b.example-9d2e", 6*time.Second
+		case "customer-42":
+			owner, data, l, released = "host-a.example-3f1c", "java:host-a.example-3f1c", 20*time.Second, true
+		}
+		if in.Err != nil || in.Owner != owner || string(in.Data) != data || in.LeaseDuration != l || in.Released != released {
+			t.Errorf("golden row listed as %+v", in)
+		}
+	}
+	if _, err := c.TryAcquire(t.Context(), "customer-7"); !errors.Is(err, lock.ErrLocked) {
+		t.Errorf("TryAcquire of the held golden row = %v, want ErrLocked", err)
+	}
+}
+
+func TestJavaCannotAcquireOurHeldLocks(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient()
+	ctx := t.Context()
+	java := javaHost{e: e, owner: "java-host", lease: 1500 * time.Millisecond}
+
+	l := mustAcquire(t, c, "ours", lock.WithData([]byte("go")))
+	checkJavaReadable(t, "held", e.item("ours"), c.Owner(), testLease, false)
+	if _, err := java.acquireNew(ctx, "ours"); !conditionFailed(err) {
+		t.Errorf("Java acquire (new) of our held lock = %v, want a conditional-check failure", err)
+	}
+	if _, err := java.acquireReleased(ctx, "ours"); !conditionFailed(err) {
+		t.Errorf("Java acquire (released) of our held lock = %v, want a conditional-check failure", err)
+	}
+	// A Java waiter that saw our RVN finds it changed by our heartbeats.
+	seen := str(e.item("ours"), "recordVersionNumber")
+	time.Sleep(2*testHeartbeat + testHeartbeat/2)
+	checkJavaReadable(t, "after heartbeats", e.item("ours"), c.Owner(), testLease, false)
+	if _, err := java.acquireStale(ctx, "ours", seen); !conditionFailed(err) {
+		t.Errorf("Java acquire (stale, RVN seen %v ago) of our heartbeating lock = %v, want a conditional-check failure", 2*testHeartbeat, err)
+	}
+	if str(e.item("ours"), "ownerName") != c.Owner() || !l.IsHeld() {
+		t.Fatal("our lock changed hands")
+	}
+
+	mustRelease(t, l)
+	checkJavaReadable(t, "released", e.item("ours"), c.Owner(), testLease, true)
+	if _, err := java.acquireNew(ctx, "ours"); !conditionFailed(err) {
+		t.Errorf("Java acquire (new) of our released, kept row = %v, want a conditional-check failure", err)
+	}
+	if _, err := java.acquireReleased(ctx, "ours"); err != nil {
+		t.Errorf("Java acquire (released) of our released row: %v", err)
+	}
+	if info, err := c.Get(ctx, "ours"); err != nil || info.Owner != "java-host" || info.Released {
+		t.Errorf("after the Java acquisition Get = %+v, %v", info, err)
+	}
+	if _, err := c.TryAcquire(ctx, "ours"); !errors.Is(err, lock.ErrLocked) {
+		t.Errorf("TryAcquire of the Java-held lock = %v, want ErrLocked", err)
+	}
+
+	l = mustAcquire(t, c, "deleted", lock.WithDeleteOnRelease())
+	if _, err := java.acquireNew(ctx, "deleted"); !conditionFailed(err) {
+		t.Errorf("Java acquire (new) of our held lock = %v, want a conditional-check failure", err)
+	}
+	mustRelease(t, l)
+	if _, err := java.acquireNew(ctx, "deleted"); err != nil {
+		t.Errorf("Java acquire (new) after our deleting release: %v", err)
+	}
+}
+
+func TestJavaReadsEveryRowWeWrite(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient(lock.WithHeartbeatPeriod(0))
+	check := func(what string, released bool) {
+		t.Helper()
+		checkJavaReadable(t, what, e.item("w"), c.Owner(), testLease, released)
+	}
+	l := mustAcquire(t, c, "w", lock.WithData([]byte("d")), lock.WithAttributes(map[string]types.AttributeValue{"app": sv("x")}))
+	check("Acquire with data and attributes", false)
+	mustHeartbeat(t, l)
+	check("Heartbeat", false)
+	mustHeartbeat(t, l, lock.HeartbeatWithData([]byte("e")))
+	check("HeartbeatWithData", false)
+	mustHeartbeat(t, l, lock.HeartbeatDeleteData())
+	check("HeartbeatDeleteData", false)
+	mustRelease(t, l, lock.ReleaseWithData([]byte("f")))
+	check("ReleaseWithData", true)
+	l = mustAcquire(t, c, "w", lock.WithReplaceData(false))
+	check("re-Acquire keeping data", false)
+	mustRelease(t, l)
+	check("Release", true)
+}
+
+func TestJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient()
+	l := mustAcquire(t, c, "k")
+	// A Java host whose stale-lock condition holds (it read our RVN and,
+	// wrongly, thinks a lease has passed) overwrites the row; the Java
+	// condition does not check the owner.
+	java := javaHost{e: e, owner: "java-thief", lease: 1500 * time.Millisecond}
+	if _, err := java.acquireStale(t.Context(), "k", l.RVN()); err != nil {
+		t.Fatalf("Java stale acquire: %v", err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(testHeartbeat + slack):
+		t.Fatal("the theft was not found by the next heartbeat")
+	}
+	if lost := lostError(t, l.Err()); lost.Reason != lock.Stolen || lost.Holder != "java-thief" {
+		t.Errorf("Err = %v, want Stolen by java-thief", lost)
+	}
+	if got := str(e.item("k"), "ownerName"); got != "java-thief" {
+		t.Errorf("row owner %q after our loss; our heartbeat or release overwrote the Java holder", got)
+	}
+}

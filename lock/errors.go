@@ -65,7 +65,8 @@ func (r LostReason) String() string {
 type LostError struct {
 	Key    string
 	Reason LostReason
-	// Holder is the owner the row named when it was found Stolen.
+	// Holder is the owner the row named when it was found Stolen or
+	// ReleasedElsewhere (the owner that released it).
 	Holder string
 	// Cause is the last error of a heartbeat, when there was one.
 	Cause error
@@ -73,7 +74,7 @@ type LostError struct {
 
 func (e *LostError) Error() string {
 	msg := fmt.Sprintf("lock %q lost: %s", e.Key, e.Reason)
-	if e.Reason == Stolen {
+	if e.Holder != "" {
 		msg += fmt.Sprintf(" by %q", e.Holder)
 	}
 	if e.Cause != nil {

@@ -14,8 +14,13 @@ import (
 // Token returns the lock's fencing token, or 0 when the client was made
 // without WithFencing. Tokens of one key grow with every acquisition; a
 // resource that remembers the largest token it has seen and refuses writes
-// carrying a smaller one is safe from holders that lost their lock while
-// paused. Heartbeats do not change it.
+// carrying a smaller one cannot be written by a holder that lost its lock
+// while paused. Heartbeats do not change it.
+//
+// For a read-modify-write that is not enough on its own: a stale write can
+// still land between a newer holder's read and its write. Raise the
+// resource's fence to the token before reading (as examples/inventory
+// does), or make the write conditional on the value read as well.
 func (l *Lock) Token() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

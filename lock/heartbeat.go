@@ -118,7 +118,7 @@ func (l *Lock) lostTo(it resourcelock.Item, missing bool) *LostError {
 	case missing:
 		e.Reason = Deleted
 	case it.Released:
-		e.Reason = ReleasedElsewhere
+		e.Reason, e.Holder = ReleasedElsewhere, it.HolderIdentity
 	default:
 		e.Reason, e.Holder = Stolen, it.HolderIdentity
 	}

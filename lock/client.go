@@ -51,14 +51,15 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 		return nil, err
 	}
 	store, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{
-		Client:         client,
-		Table:          table,
-		PartitionKey:   cfg.partitionKey,
-		SortKey:        cfg.sortKey,
-		TTLAttribute:   cfg.ttlAttribute,
-		RequestTimeout: cfg.requestTimeout,
-		FenceTable:     cfg.fenceTable,
-		Clock:          cfg.clock,
+		Client:           client,
+		Table:            table,
+		PartitionKey:     cfg.partitionKey,
+		SortKey:          cfg.sortKey,
+		TTLAttribute:     cfg.ttlAttribute,
+		RequestTimeout:   cfg.requestTimeout,
+		FenceTable:       cfg.fenceTable,
+		Clock:            cfg.clock,
+		MaxTransactItems: cfg.maxTransact,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)

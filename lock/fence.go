@@ -45,7 +45,9 @@ func (l *Lock) Token() int64 {
 // as for any DynamoDB write whose answer was lost.
 //
 // Guard refuses at once, without a request, a lock that is already known
-// to be released or lost.
+// to be released or lost. The default limit on items is the lowest in use
+// (see resourcelock.DefaultMaxTransactItems); WithMaxTransactItems raises
+// it for Amazon DynamoDB.
 func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
@@ -66,16 +68,19 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	case errors.Is(err, resourcelock.ErrInvalidArgument):
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	case errors.Is(err, resourcelock.ErrGuardLost):
+		// The server's verdict is what the caller needs (nothing was
+		// applied), even when the lock ended locally while the request
+		// was in flight.
 		it, missing, rerr := l.readBack(context.WithoutCancel(ctx))
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		lost := l.lostTo(it, missing)
 		if rerr != nil {
-			lost = &LostError{Key: l.key.String(), Reason: Stolen, Cause: rerr}
+			lost = &LostError{Key: l.key.String(), Reason: Stolen}
 		}
-		lost.Cause = errors.Join(lost.Cause, err)
+		lost.Cause = err
 		l.loseLocked(lost)
-		return l.err
+		return lost
 	}
 	return err
 }

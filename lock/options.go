@@ -52,6 +52,7 @@ type config struct {
 	cacheSize      int
 	fencing        bool
 	fenceTable     string
+	maxTransact    int
 }
 
 // WithOwnerName sets the owner name written into every lock this client
@@ -120,6 +121,11 @@ func WithTTLAttribute(name string) Option { return func(c *config) { c.ttlAttrib
 func WithFencing(fenceTable string) Option {
 	return func(c *config) { c.fencing, c.fenceTable = true, fenceTable }
 }
+
+// WithMaxTransactItems sets the most items a TransactWriteItems may hold,
+// which bounds Lock.Guard to one less (default
+// resourcelock.DefaultMaxTransactItems, 10; Amazon DynamoDB allows 100).
+func WithMaxTransactItems(n int) Option { return func(c *config) { c.maxTransact = n } }
 
 // WithClock sets the clock every wait uses (default the real clock).
 func WithClock(clk clockutil.Clock) Option { return func(c *config) { c.clock = clk } }
@@ -192,6 +198,8 @@ func (c config) validate() error {
 		return invalid("heartbeat concurrency %d is not positive", c.concurrency)
 	case c.cacheSize <= 0:
 		return invalid("observation cache size %d is not positive", c.cacheSize)
+	case c.maxTransact < 0 || c.maxTransact == 1:
+		return invalid("max transaction items %d leaves no room for a guarded write", c.maxTransact)
 	}
 	return nil
 }

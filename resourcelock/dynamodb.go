@@ -39,6 +39,8 @@ type DynamoDBConfig struct {
 	// FenceTable names the table of fencing generations; see
 	// DynamoDBStoreConfig.FenceTable. Empty disables Fence.
 	FenceTable string
+	// MaxTransactItems bounds guarded writes; see DynamoDBStoreConfig.
+	MaxTransactItems int
 }
 
 // DynamoDB is an Interface on one item of a DynamoDB lock table. Its item
@@ -59,13 +61,14 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidArgument)
 	}
 	store, err := NewDynamoDBStore(DynamoDBStoreConfig{
-		Client:         itemOnly{cfg.Client},
-		Table:          cfg.Table,
-		PartitionKey:   cfg.PartitionKey,
-		SortKey:        cfg.SortKey,
-		TTLAttribute:   cfg.TTLAttribute,
-		RequestTimeout: cfg.RequestTimeout,
-		FenceTable:     cfg.FenceTable,
+		Client:           itemOnly{cfg.Client},
+		Table:            cfg.Table,
+		PartitionKey:     cfg.PartitionKey,
+		SortKey:          cfg.SortKey,
+		TTLAttribute:     cfg.TTLAttribute,
+		RequestTimeout:   cfg.RequestTimeout,
+		FenceTable:       cfg.FenceTable,
+		MaxTransactItems: cfg.MaxTransactItems,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,9 +16,10 @@ import (
 )
 
 // DefaultMaxTransactItems is the most items one TransactWriteItems may hold
-// when DynamoDBStoreConfig.MaxTransactItems is zero: DynamoDB Local
-// 1.11.478's limit (Amazon DynamoDB allows 100).
-const DefaultMaxTransactItems = 25
+// when DynamoDBStoreConfig.MaxTransactItems is zero: 10, the lowest limit
+// in use (DynamoDB Local 1.11.478's, measured; Amazon DynamoDB allows 100,
+// and a store for it may be configured so).
+const DefaultMaxTransactItems = 10
 
 // guardRetries is how many times a guarded write cancelled only by a
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
@@ -126,6 +128,8 @@ func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []t
 			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - 1})
 		case cancelConflict:
 			continue
+		case cancelOther:
+			return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)
 		case cancelUnknown:
 			return d.classifyByReading(ctx, key, h, err)
 		}
@@ -136,10 +140,11 @@ func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []t
 type cancelVerdict int
 
 const (
-	cancelUnknown  cancelVerdict = iota // no usable reasons
+	cancelUnknown  cancelVerdict = iota // no reasons given
 	cancelLost                          // the lock check failed
 	cancelItem                          // a caller's item condition failed
 	cancelConflict                      // only transaction conflicts: retry
+	cancelOther                         // other reasons: throttling, validation, size
 )
 
 // classifyCancel reads a cancelled transaction's reasons. The lock check is
@@ -148,9 +153,9 @@ func classifyCancel(reasons []types.CancellationReason) (cancelVerdict, int) {
 	if len(reasons) == 0 {
 		return cancelUnknown, 0
 	}
-	conflict := false
+	conflict, other := false, false
 	for i, r := range reasons {
-		switch aws.ToString(r.Code) {
+		switch code := aws.ToString(r.Code); code {
 		case "ConditionalCheckFailed":
 			if i == 0 {
 				return cancelLost, 0
@@ -158,12 +163,27 @@ func classifyCancel(reasons []types.CancellationReason) (cancelVerdict, int) {
 			return cancelItem, i
 		case "TransactionConflict":
 			conflict = true
+		case "", "None":
+		default:
+			other = true
 		}
 	}
-	if conflict {
+	switch {
+	case other:
+		return cancelOther, 0
+	case conflict:
 		return cancelConflict, 0
 	}
 	return cancelUnknown, 0
+}
+
+// reasonCodes lists a cancelled transaction's reason codes.
+func reasonCodes(reasons []types.CancellationReason) string {
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = aws.ToString(r.Code)
+	}
+	return strings.Join(codes, ", ")
 }
 
 // classifyByReading decides, from the lock row, what cancelled a

@@ -41,14 +41,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -102,7 +99,7 @@ type options struct {
 // run stands for election until ctx is cancelled. It returns nil when ctx
 // ended it, and an error when the candidate could not run at all.
 func run(ctx context.Context, out *printer, o options) error {
-	client, err := newClient(ctx)
+	client, err := ddbclient.New(ctx)
 	if err != nil {
 		return err
 	}
@@ -210,38 +207,6 @@ func work(ctx context.Context, out *printer, el *election.Elector, showRenewals 
 			}
 		}
 	}
-}
-
-// newClient returns a DynamoDB client. With DYNAMODB_ENDPOINT set it talks
-// to that server, which is taken to be DynamoDB Local (or another
-// emulator): any static credentials do, and the region comes from
-// AWS_REGION or defaults to us-east-1.
-//
-// For that client only, the validation of the response checksum is turned
-// off: DynamoDB Local omits the X-Amz-Crc32 header from error responses,
-// such as the conditional-check failures that competing candidates cause
-// all the time, and the SDK would then log a spurious checksum warning for
-// each. The real service always sends the header, so the client for Amazon
-// DynamoDB keeps the check.
-func newClient(ctx context.Context) (*dynamodb.Client, error) {
-	if endpoint := os.Getenv("DYNAMODB_ENDPOINT"); endpoint != "" {
-		region := os.Getenv("AWS_REGION")
-		if region == "" {
-			region = "us-east-1"
-		}
-		return dynamodb.New(dynamodb.Options{
-			Region:       region,
-			BaseEndpoint: aws.String(endpoint),
-			Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-		}, func(o *dynamodb.Options) {
-			o.DisableValidateResponseChecksum = true // emulator only, see above
-		}), nil
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
-	}
-	return dynamodb.NewFromConfig(cfg), nil
 }
 
 // stderrLogger returns a logger that writes the library's logs to stderr:

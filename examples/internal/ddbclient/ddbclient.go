@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // EndpointEnv names the environment variable that points the examples at
@@ -57,27 +58,7 @@ func New(ctx context.Context) (*dynamodb.Client, error) {
 // CreateTable creates an on-demand table whose only key is the string
 // partition key partitionKey, and waits until it is ACTIVE.
 func CreateTable(ctx context.Context, c *dynamodb.Client, table, partitionKey string) error {
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("creating table %s: %w", table, err)
-	}
-	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = 100 * time.Millisecond
-		o.MaxDelay = 2 * time.Second
-	})
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 2*time.Minute); err != nil {
-		return fmt.Errorf("waiting for table %s: %w", table, err)
-	}
-	return nil
+	return resourcelock.CreateTable(ctx, c, table, resourcelock.TableOptions{PartitionKey: partitionKey})
 }
 
 // DeleteTable deletes table; a table that no longer exists is no error.

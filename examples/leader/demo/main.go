@@ -36,11 +36,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -175,7 +172,10 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("building the candidate: %w", orCause(ctx, err))
 	}
 
-	client := emulatorClient(endpoint)
+	client, err := ddbclient.New(ctx) // the emulator's client: see ddbclient.New
+	if err != nil {
+		return err
+	}
 	// A fresh lease name per run, so that a leftover record on a server
 	// that outlives one run cannot delay the next.
 	name := "demo-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -298,22 +298,4 @@ func orCause(ctx context.Context, err error) error {
 		return context.Cause(ctx)
 	}
 	return err
-}
-
-// emulatorClient returns a client for DynamoDB Local at endpoint: any static
-// credentials do. Response checksum validation is off because DynamoDB
-// Local omits the checksum header from error responses and the SDK would
-// log a spurious warning for each; never do this for Amazon DynamoDB.
-func emulatorClient(endpoint string) *dynamodb.Client {
-	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = "us-east-1"
-	}
-	return dynamodb.New(dynamodb.Options{
-		Region:       region,
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	}, func(o *dynamodb.Options) {
-		o.DisableValidateResponseChecksum = true // emulator only
-	})
 }

@@ -58,29 +58,40 @@ func (o Observation) Expired(now time.Time) bool {
 // yet, by RVN, with the local time just before each was sent. A write whose
 // answer was lost may still land later; finding one of these RVNs in the
 // record proves that write landed, no earlier than its send time. The zero
-// value is ready to use.
+// value is ready to use. It is a short list, not a map: a holder rarely has
+// more than one or two writes in doubt, and thousands of held locks each
+// keep one.
 type Attempts struct {
-	sent map[string]time.Time
+	list []attempt
+}
+
+type attempt struct {
+	rvn  string
+	sent time.Time
 }
 
 // Add remembers a write of rvn about to be sent at sent.
 func (a *Attempts) Add(rvn string, sent time.Time) {
-	if a.sent == nil {
-		a.sent = map[string]time.Time{}
-	}
-	a.sent[rvn] = sent
+	a.list = append(a.list, attempt{rvn: rvn, sent: sent})
 }
 
 // Sent returns the send time of the attempted write of rvn.
 func (a *Attempts) Sent(rvn string) (time.Time, bool) {
-	t, ok := a.sent[rvn]
-	return t, ok
+	for _, at := range a.list {
+		if at.rvn == rvn {
+			return at.sent, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Clear forgets every attempt: call it when one is confirmed, since every
 // other attempt was conditioned on the state the confirmed one replaced and
 // can no longer land.
-func (a *Attempts) Clear() { clear(a.sent) }
+func (a *Attempts) Clear() {
+	clear(a.list)
+	a.list = a.list[:0]
+}
 
 // Len returns how many attempts are remembered.
-func (a *Attempts) Len() int { return len(a.sent) }
+func (a *Attempts) Len() int { return len(a.list) }

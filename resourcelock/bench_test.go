@@ -1,0 +1,181 @@
+package resourcelock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Microbenchmarks of the item codec and of the store's request paths
+// without a network (make bench runs them and reports ns/op, B/op and
+// allocs/op).
+
+var (
+	benchKeys = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
+	benchTime = time.Date(2026, 11, 21, 12, 30, 45, 123_000_000, time.UTC)
+	benchRec  = Record{
+		HolderIdentity:    "host-a.example-5f0c9a2e-3d1b-4c55-9d7e-0a1b2c3d4e5f",
+		RVN:               "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a",
+		LeaseDuration:     20 * time.Second,
+		LeaderTransitions: 7,
+		FenceGeneration:   2,
+		AcquisitionID:     "6e2d5c1b-0a9f-4e8d-b7c6-5a4f3e2d1c0b",
+		AcquireTime:       benchTime,
+		RenewTime:         benchTime.Add(5 * time.Second),
+		Data:              []byte("rebalancing customer 42"),
+	}
+)
+
+// benchItem returns the item a lock table holds for benchRec under name.
+func benchItem(name string) map[string]types.AttributeValue {
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	num := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	return map[string]types.AttributeValue{
+		DefaultPartitionKey: str(name),
+		attrOwner:           str(benchRec.HolderIdentity),
+		attrLease:           str("20000"),
+		attrRVN:             str(benchRec.RVN),
+		attrData:            &types.AttributeValueMemberB{Value: benchRec.Data},
+		attrTransitions:     num("7"),
+		attrGeneration:      num("2"),
+		attrAcquisition:     str(benchRec.AcquisitionID),
+		attrAcquireTime:     str(benchRec.AcquireTime.Format(timeLayout)),
+		attrRenewTime:       str(benchRec.RenewTime.Format(timeLayout)),
+	}
+}
+
+// BenchmarkCodecEncodeRenewal builds a holder's renewal: the update
+// expression with every attribute set or removed, and the owner-and-RVN
+// condition.
+func BenchmarkCodecEncodeRenewal(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		e := newExpression()
+		_ = writeItemUpdate(e, benchKeys, benchRec, false, WriteOptions{})
+		_ = benchKeys.updateCondition(e, Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity})
+	}
+}
+
+// BenchmarkCodecEncodeAcquire builds an acquiring write: the update with
+// the acquisition counted, and the create condition.
+func BenchmarkCodecEncodeAcquire(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		e := newExpression()
+		_ = writeItemUpdate(e, benchKeys, benchRec, true, WriteOptions{})
+		_ = benchKeys.createCondition(e)
+	}
+}
+
+// BenchmarkCodecDecodeItem reads a whole row written by dynalease.
+func BenchmarkCodecDecodeItem(b *testing.B) {
+	item := benchItem("customer-42")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := benchKeys.decodeItem(item); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCodecDecodeJavaItem reads a row written by the AWS Java lock
+// client.
+func BenchmarkCodecDecodeJavaItem(b *testing.B) {
+	item := GoldenJavaItems(b)[GoldenHeld]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeRecord(item); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchAPI answers every request at once with a fixed item, as DynamoDB
+// would for a write that passed its condition (ReturnValues ALL_NEW).
+type benchAPI struct {
+	item map[string]types.AttributeValue
+}
+
+func (a benchAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return &dynamodb.GetItemOutput{Item: a.item}, nil
+}
+
+func (a benchAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return &dynamodb.UpdateItemOutput{Attributes: a.item}, nil
+}
+
+func (a benchAPI) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+func (a benchAPI) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return &dynamodb.ScanOutput{}, nil
+}
+
+func (a benchAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
+}
+
+func benchStore(b *testing.B) *DynamoDBStore {
+	s, err := NewDynamoDBStore(DynamoDBStoreConfig{Client: benchAPI{item: benchItem("customer-42")}, Table: "locks"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkDynamoDBStoreUpdate is a holder's renewal through the
+// DynamoDB store with an instant client: validation, encoding, the request
+// timeout and decoding the returned item.
+func BenchmarkDynamoDBStoreUpdate(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	key := Key{Partition: "customer-42"}
+	expect := Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Update(ctx, key, expect, benchRec, WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDynamoDBStoreGet is a candidate's poll through the DynamoDB
+// store with an instant client.
+func BenchmarkDynamoDBStoreGet(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	key := Key{Partition: "customer-42"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Get(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemoryStoreUpdate is a holder's renewal on the in-memory store.
+func BenchmarkMemoryStoreUpdate(b *testing.B) {
+	m := NewMemoryStore()
+	ctx := context.Background()
+	key := Key{Partition: "customer-42"}
+	it, err := m.Create(ctx, key, benchRec, WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rvns := [2]string{benchRec.RVN, "1b2c3d4e-5f60-4172-8394-a5b6c7d8e9f0"}
+	rec := benchRec
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		expect := Precondition{RVN: it.RVN, Owner: rec.HolderIdentity}
+		i++
+		rec.RVN = rvns[i%2]
+		if it, err = m.Update(ctx, key, expect, rec, WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

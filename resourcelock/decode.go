@@ -1,0 +1,186 @@
+package resourcelock
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// decodeRecord reads a lock item. Items written by the AWS Java DynamoDB
+// Lock Client decode too; attributes of dynalease's own are optional. A
+// missing required attribute, a wrong type or a malformed value is an error
+// wrapping ErrInvalidRecord that names the attribute.
+func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
+	var rec Record
+	var err error
+	if rec.HolderIdentity, err = requiredString(item, attrOwner); err != nil {
+		return Record{}, err
+	}
+	if rec.RVN, err = requiredString(item, attrRVN); err != nil {
+		return Record{}, err
+	}
+	lease, err := requiredString(item, attrLease)
+	if err != nil {
+		return Record{}, err
+	}
+	ms, perr := strconv.ParseInt(lease, 10, 64)
+	if perr != nil || ms <= 0 || ms > maxLeaseDuration.Milliseconds() {
+		return Record{}, fmt.Errorf("%w: %s %q is not a positive number of milliseconds", ErrInvalidRecord, attrLease, lease)
+	}
+	rec.LeaseDuration = time.Duration(ms) * time.Millisecond
+
+	if v, ok := item[attrData]; ok {
+		b, ok := v.(*types.AttributeValueMemberB)
+		if !ok {
+			return Record{}, wrongType(attrData, "B", v)
+		}
+		if len(b.Value) > 0 {
+			rec.Data = b.Value
+		}
+	}
+	if v, ok := item[attrReleased]; ok {
+		str, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return Record{}, wrongType(attrReleased, "S", v)
+		}
+		// The Java client's condition for a released lock is equality with
+		// "1"; any other value does not count as released there, nor here.
+		rec.Released = str.Value == releasedValue
+	}
+	if v, ok := item[attrTransitions]; ok {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return Record{}, wrongType(attrTransitions, "N", v)
+		}
+		if rec.LeaderTransitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrTransitions, n.Value)
+		}
+	}
+	if v, ok := item[attrGeneration]; ok {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return Record{}, wrongType(attrGeneration, "N", v)
+		}
+		if rec.FenceGeneration, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrGeneration, n.Value)
+		}
+	}
+	if v, ok := item[attrAcquisition]; ok {
+		str, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return Record{}, wrongType(attrAcquisition, "S", v)
+		}
+		rec.AcquisitionID = str.Value
+	}
+	if rec.AcquireTime, err = optionalTime(item, attrAcquireTime); err != nil {
+		return Record{}, err
+	}
+	if rec.RenewTime, err = optionalTime(item, attrRenewTime); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// decodeItem reads a whole row: its key, its record, its TTL and the
+// application attributes. The key is filled in even when the record cannot
+// be decoded.
+func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error) {
+	var it Item
+	if v, ok := item[k.partitionKey].(*types.AttributeValueMemberS); ok {
+		it.Key.Partition = v.Value
+	}
+	if v, ok := item[k.sortKey].(*types.AttributeValueMemberS); ok && k.sortKey != "" {
+		it.Key.Sort = v.Value
+	}
+	rec, err := decodeRecord(item)
+	if err != nil {
+		return it, err
+	}
+	it.Record = rec
+	for name, v := range item {
+		if k.reserved(name) {
+			continue
+		}
+		if it.Attributes == nil {
+			it.Attributes = map[string]types.AttributeValue{}
+		}
+		it.Attributes[name] = v
+	}
+	if v, ok := item[k.ttl]; ok && k.ttl != "" {
+		n, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return it, wrongType(k.ttl, "N", v)
+		}
+		secs, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			return it, fmt.Errorf("%w: %s %q is not a number", ErrInvalidRecord, k.ttl, n.Value)
+		}
+		it.Expires = time.Unix(int64(secs), 0).UTC()
+	}
+	return it, nil
+}
+
+func requiredString(item map[string]types.AttributeValue, attr string) (string, error) {
+	v, ok := item[attr]
+	if !ok {
+		return "", fmt.Errorf("%w: attribute %s is missing", ErrInvalidRecord, attr)
+	}
+	str, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return "", wrongType(attr, "S", v)
+	}
+	if str.Value == "" {
+		return "", fmt.Errorf("%w: attribute %s is empty", ErrInvalidRecord, attr)
+	}
+	return str.Value, nil
+}
+
+func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time, error) {
+	v, ok := item[attr]
+	if !ok {
+		return time.Time{}, nil
+	}
+	str, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return time.Time{}, wrongType(attr, "S", v)
+	}
+	t, err := time.Parse(time.RFC3339Nano, str.Value)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", ErrInvalidRecord, attr, str.Value)
+	}
+	return normalizeTime(t), nil
+}
+
+func wrongType(attr, want string, v types.AttributeValue) error {
+	return fmt.Errorf("%w: attribute %s has type %s, want %s", ErrInvalidRecord, attr, typeName(v), want)
+}
+
+// typeName returns DynamoDB's name for the type of v.
+func typeName(v types.AttributeValue) string {
+	switch v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}

@@ -1,0 +1,102 @@
+package resourcelock
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
+const DefaultTTLAttribute = "ttl"
+
+// keySchema names a lock table's key attributes and its TTL attribute.
+type keySchema struct {
+	partitionKey string
+	sortKey      string // empty without a sort key
+	ttl          string // empty: writes leave any TTL attribute alone
+}
+
+func (s keySchema) check() error {
+	for _, k := range []string{s.partitionKey, s.sortKey, s.ttl} {
+		for _, r := range reservedAttributes {
+			if k == r {
+				return fmt.Errorf("%w: key attribute name %q is reserved for lock data", ErrInvalidArgument, k)
+			}
+		}
+	}
+	if s.partitionKey == "" {
+		return fmt.Errorf("%w: partition key attribute name is empty", ErrInvalidArgument)
+	}
+	if s.sortKey != "" && s.sortKey == s.partitionKey {
+		return fmt.Errorf("%w: sort key and partition key are both %q", ErrInvalidArgument, s.sortKey)
+	}
+	if s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey) {
+		return fmt.Errorf("%w: TTL attribute %q is a key attribute", ErrInvalidArgument, s.ttl)
+	}
+	return nil
+}
+
+// reserved reports whether attr is one of the table's own attributes,
+// which WriteOptions.Attributes may not name.
+func (s keySchema) reserved(attr string) bool {
+	if attr == s.partitionKey || (attr != "" && (attr == s.sortKey || attr == s.ttl)) {
+		return true
+	}
+	for _, r := range reservedAttributes {
+		if attr == r {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKey validates a key for this schema before any request.
+func (s keySchema) checkKey(k Key) error {
+	if err := checkName(k.Partition); err != nil {
+		return err
+	}
+	if s.sortKey == "" {
+		if k.Sort != "" {
+			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", ErrInvalidArgument, k)
+		}
+		return nil
+	}
+	if k.Sort == "" {
+		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", ErrInvalidArgument, k, s.sortKey)
+	}
+	if len(k.Sort) > 1024 {
+		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(k.Sort))
+	}
+	return nil
+}
+
+// checkOptions validates write options before any request.
+func (s keySchema) checkOptions(o WriteOptions) error {
+	for name, v := range o.Attributes {
+		if name == "" || s.reserved(name) {
+			return fmt.Errorf("%w: attribute name %q is reserved or empty", ErrInvalidArgument, name)
+		}
+		if v == nil {
+			return fmt.Errorf("%w: attribute %q has no value", ErrInvalidArgument, name)
+		}
+	}
+	if !o.Expires.IsZero() {
+		if s.ttl == "" {
+			return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", ErrInvalidArgument)
+		}
+		if y := o.Expires.Year(); y < 1970 || y > 9999 {
+			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
+		}
+	}
+	return nil
+}
+
+// itemKey returns the DynamoDB key of the lock named name (and sortValue
+// when the table has a sort key).
+func (s keySchema) itemKey(name, sortValue string) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{s.partitionKey: &types.AttributeValueMemberS{Value: name}}
+	if s.sortKey != "" {
+		k[s.sortKey] = &types.AttributeValueMemberS{Value: sortValue}
+	}
+	return k
+}

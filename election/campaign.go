@@ -28,7 +28,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, err
 		}
-		out, sent, tookOver := r.attempt(ctx)
+		out, sent, onlyRead := r.attempt(ctx)
 		if out == outcomeOurs {
 			validUntil := sent.Add(e.cfg.RenewDeadline)
 			if !e.clk.Now().Before(validUntil) {
@@ -40,15 +40,22 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 				e.setLeader(e.identity)
 				return validUntil, nil
 			}
-			// Holding the record without a token: renew it next round and
-			// try again.
+			// Holding the record without a token: renew it after a poll's
+			// wait and try again. (Not the wake-at-expiry below: the last
+			// observation may be the lease just taken over.)
+			if err := e.sleep(ctx, clockutil.Jittered(e.cfg.RetryPeriod)); err != nil {
+				return time.Time{}, err
+			}
+			continue
 		}
 		wait := clockutil.Jittered(e.cfg.RetryPeriod)
 		if r.obs.Known && !r.obs.Free() {
 			d := r.obs.Expiry().Sub(e.clk.Now())
-			if d <= 0 && !tookOver {
+			if d <= 0 && onlyRead {
 				// The lease expired while this round's read was under way:
-				// take over now. (After a failed takeover, wait as usual.)
+				// take over now. (After a failed write — a takeover, or a
+				// renewal of a late-confirmed record — wait as usual, so a
+				// failing store is not hammered.)
 				continue
 			}
 			if d > 0 && d < wait {
@@ -62,8 +69,9 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 }
 
 // attempt makes the one request (and, on failure, the resolving read) of a
-// campaign round. tookOver reports that it tried to take over a stale lease.
-func (r *run) attempt(ctx context.Context) (out outcome, sent time.Time, tookOver bool) {
+// campaign round. onlyRead reports that the round was a plain read, which
+// may be followed at once by a takeover if the lease expired meanwhile.
+func (r *run) attempt(ctx context.Context) (out outcome, sent time.Time, onlyRead bool) {
 	e := r.e
 	switch {
 	case r.mine != "":
@@ -77,16 +85,17 @@ func (r *run) attempt(ctx context.Context) (out outcome, sent time.Time, tookOve
 		out, sent = r.write(ctx, rec, func(c context.Context) (resourcelock.Record, error) {
 			return e.cfg.Lock.Update(c, expect, rec)
 		})
-		tookOver = true
 	default:
 		out, sent = r.read(ctx)
+		onlyRead = true
 		if out == outcomeOthers && r.obs.Free() {
 			// Released or deleted since the last look: take it in this
 			// round rather than the next.
 			out, sent = r.create(ctx)
+			onlyRead = false
 		}
 	}
-	return out, sent, tookOver
+	return out, sent, onlyRead
 }
 
 // create writes a record conditioned on there being none, or a released

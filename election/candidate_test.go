@@ -355,3 +355,38 @@ func TestFailedTakeoverWaitsAPollBeforeTheNext(t *testing.T) {
 		h.wantOps(rlt.OpUpdate, rlt.OpGet)
 	}
 }
+
+// TestRenewalOfALateConfirmedRecordDoesNotSpin: a record confirmed ours
+// after its validity passed is renewed first; when that renewal and its
+// read fail (DynamoDB down), the candidate waits a poll before trying again
+// even though its last observation is an expired foreign lease.
+func TestRenewalOfALateConfirmedRecordDoesNotSpin(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	for epoch.Add(lease).Sub(h.now()) > maxPoll {
+		h.stepIdle(maxPoll)
+		h.wantOps(rlt.OpGet)
+	}
+	// The takeover lands but its answer is lost, and the read that would
+	// confirm it fails.
+	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	// From now on writes fail without landing; the next read succeeds (and
+	// confirms the landed takeover, too late), every later one fails.
+	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{})
+	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.stepIdle(deadline) // the landed takeover's validity passes meanwhile
+	// One round: a takeover write (fails), the read that confirms our
+	// earlier takeover too late, its renewal (fails) and that renewal's
+	// read (fails) — then a poll's wait, not another renewal at once.
+	h.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate, rlt.OpGet)
+	h.stepIdle(maxPoll)
+	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.noEvent()
+}

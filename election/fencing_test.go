@@ -17,6 +17,8 @@ type fencingLock struct {
 
 func (f *fencingLock) faulty() *rlt.Faulty { return f.Faulty }
 
+func (f *failingFence) faulty() *rlt.Faulty { return f.Faulty }
+
 func (f *fencingLock) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
 	f.fences++
 	return f.fencer.Fence(ctx, acquisitionID)
@@ -88,5 +90,57 @@ func TestGuardRefusedWhenNotLeading(t *testing.T) {
 	h.waitIdle()
 	if err := h.e.Guard(context.Background()); err == nil {
 		t.Fatal("Guard with a lock that cannot guard succeeded")
+	}
+}
+
+// failingFence makes the first n fences fail.
+type failingFence struct {
+	*fencingLock
+	fail int
+}
+
+func (f *failingFence) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
+	f.fences++
+	if f.fail > 0 {
+		f.fail--
+		return resourcelock.Record{}, errReset
+	}
+	return f.fencer.Fence(ctx, acquisitionID)
+}
+
+// TestFailedFencingWaitsAPollBeforeTryingAgain takes a lease over (so the
+// candidate's last observation is an expired foreign lease) and then fails
+// to fence it twice: each failure must be followed by a poll's wait, not an
+// immediate retry against the failing fence table.
+func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
+	var ff *failingFence
+	h := newHarness(t, func(h *harness, c *Config) {
+		mem := h.store.Lock(lockName, c.Lock.Identity())
+		ff = &failingFence{fencingLock: &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}, fail: 2}
+		c.Lock = ff
+		c.Fencing = true
+	})
+	h.putForeign("b", "r1")
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	for ff.fences == 0 {
+		h.stepIdle(maxPoll)
+	}
+	h.lock.ResetCalls()
+	if ff.fences != 1 {
+		t.Fatalf("%d fences in the takeover round, want 1", ff.fences)
+	}
+	h.stepIdle(maxPoll) // renew, fence fails again, wait
+	h.wantOps(rlt.OpUpdate)
+	if ff.fences != 2 {
+		t.Fatalf("%d fences after the second round, want 2 (one per round)", ff.fences)
+	}
+	h.noEvent()
+	h.stepIdle(maxPoll) // renew, fence succeeds, lead
+	h.wantOps(rlt.OpUpdate)
+	h.wantEvent("started")
+	if h.e.Token() == 0 {
+		t.Fatal("no token after fencing succeeded")
 	}
 }

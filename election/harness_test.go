@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -170,7 +171,7 @@ func (h *harness) waitIdle() {
 	select {
 	case <-h.idle:
 	case <-time.After(patience):
-		h.t.Fatalf("the election loop never came to wait on the clock; calls so far %v", h.ops())
+		h.t.Fatalf("the election loop never came to wait on the clock; calls so far %s", summarize(h.ops()))
 	}
 }
 
@@ -342,3 +343,12 @@ func gate() (chan struct{}, func()) {
 }
 
 var errCanceled = context.Canceled
+
+// summarize prints a list of calls, only its last 20 when it is long (a
+// loop that spins makes millions).
+func summarize(ops []resourcelocktest.Op) string {
+	if len(ops) <= 20 {
+		return fmt.Sprint(ops)
+	}
+	return fmt.Sprintf("%d calls, the last 20 %v", len(ops), ops[len(ops)-20:])
+}

@@ -111,7 +111,7 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, it, sent, tookOver, err := at.round(ctx)
+		res, it, sent, onlyRead, err := at.round(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		wait := clockutil.Jittered(at.cfg.refresh)
 		if held {
 			d := at.obs.Expiry().Sub(now)
-			if d <= 0 && !tookOver {
+			if d <= 0 && onlyRead {
 				continue // expired while this round's read was under way
 			}
 			if d > 0 && d < wait {
@@ -200,7 +200,7 @@ func (at *attempt) sleep(ctx context.Context, d time.Duration) error {
 // round makes one attempt: renew a late-confirmed row of ours, create a
 // missing or released row, take over an expired one, or read the row (and
 // create it at once if it turns out free).
-func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item, sent time.Time, tookOver bool, err error) {
+func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item, sent time.Time, onlyRead bool, err error) {
 	c := at.c
 	switch {
 	case at.mine.RVN != "":
@@ -216,14 +216,15 @@ func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item,
 		res, it, sent, err = at.write(ctx, at.newRecord(), func(rc context.Context, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
 			return c.store.Update(rc, at.key, expect, rec, o)
 		})
-		tookOver = true
 	default:
 		res, it, sent, err = at.read(ctx)
+		onlyRead = true
 		if err == nil && res == resultOthers && at.obs.Free() {
 			res, it, sent, err = at.create(ctx)
+			onlyRead = false
 		}
 	}
-	return res, it, sent, tookOver, err
+	return res, it, sent, onlyRead, err
 }
 
 // newRecord returns the record of an acquiring write.

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func (f *fixture) waitIdle(loop string) {
 			f.t.Fatalf("loop %q went idle, want %q", got, loop)
 		}
 	case <-time.After(patience):
-		f.t.Fatalf("loop %q never went idle; calls %v", loop, f.ops())
+		f.t.Fatalf("loop %q never went idle; calls %s", loop, summarize(f.ops()))
 	}
 }
 
@@ -169,4 +170,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// summarize prints a list of calls, only its last 20 when it is long (a
+// loop that spins makes millions).
+func summarize(ops []rlt.Op) string {
+	if len(ops) <= 20 {
+		return fmt.Sprint(ops)
+	}
+	return fmt.Sprintf("%d calls, the last 20 %v", len(ops), ops[len(ops)-20:])
 }

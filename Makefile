@@ -10,7 +10,7 @@ DDB_LOCAL := scripts/dynamodb-local.sh
 
 all: test
 
-# Download DynamoDB Local into .cache/dynamodb-local (no-op once installed).
+# Download DynamoDB Local into .cache/dynamodb-local-VERSION (no-op once installed).
 dynamodb-local:
 	$(DDB_LOCAL) install
 

@@ -60,12 +60,19 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	defer renewTimer.Stop()
 	cancelled := ctx.Done()
 	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
+	var giveUpAt time.Time      // when giveUp fires; zero before the cancel
 	var giveUpTimer clock.Timer
 	defer func() {
 		if giveUpTimer != nil {
 			giveUpTimer.Stop()
 		}
 	}()
+	// stopRenewing lets the lease run out after the cancel's bound passed.
+	stopRenewing := func() error {
+		e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
+		<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
+		return r.lost(ctx, t)
+	}
 
 	for {
 		e.idle()
@@ -76,6 +83,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 		case <-cancelled:
 			cancelled = nil
 			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline)
+			giveUpAt = e.clk.Now().Add(e.cfg.RenewDeadline)
 			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
 			giveUp = giveUpTimer.C()
 
@@ -83,11 +91,19 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			return r.finish(ctx, t)
 
 		case <-giveUp:
-			e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
-			<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
-			return r.lost(ctx, t)
+			return stopRenewing()
 
 		case <-renewTimer.C():
+			// The select picks at random among ready cases; a renewal
+			// never wins over the end of the term or over the cancel's
+			// bound that fell due with it (after a pause, say).
+			if !t.valid() {
+				<-t.done // ended, or its timer is ending it now
+				return r.lost(ctx, t)
+			}
+			if !giveUpAt.IsZero() && !e.clk.Now().Before(giveUpAt) {
+				return stopRenewing()
+			}
 			started := e.clk.Now()
 			out, sent := r.renew(reqCtx)
 			switch out {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -409,4 +410,54 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 		t.Fatalf("OnStoppedLeading ran %d times", stopped)
 	}
 	h.wantOps() // no release attempted
+}
+
+// withLog records the elector's log.
+func withLog(rec *logtest.Recorder) harnessOption {
+	return func(_ *harness, c *Config) { c.Logger = rec.Logger() }
+}
+
+// A pause can make a renewal fall due together with the cancel's bound (or
+// with the end of the term). Go's select picks at random among ready cases,
+// so each scenario runs many times: a renewal must never win.
+func TestNoRenewalOnceTheCancelsBoundFellDueWithIt(t *testing.T) {
+	const gaveUp = "the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out"
+	for i := 0; i < 32; i++ {
+		log := &logtest.Recorder{}
+		h := newHarness(t, withReleaseOnCancel(), withStubbornWork(), withLog(log))
+		h.leading()
+		h.step(time.Second)
+		h.cancel()
+		h.waitIdle()      // bound: 11 s
+		h.stepIdle(retry) // 3 s: renewed, valid until 13 s
+		h.wantOps(rlt.OpUpdate)
+		h.freeRun()
+		h.step(deadline - retry + time.Second/2) // 11.5 s: renewal (due 5 s) and bound ready at once
+		eventually(t, "the leader gave up renewing", func() bool { return len(log.Find(gaveUp)) > 0 })
+		h.wantOps()
+		if !h.e.IsLeader() {
+			t.Fatal("stopped leading before the last renewal's validity passed")
+		}
+		h.step(time.Second + time.Second/2) // 13 s: the term ends by itself
+		h.wantEvent("stopped")
+		close(h.holdWork)
+		if err := h.result(); !errors.Is(err, errCanceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		h.wantOps()
+	}
+}
+
+func TestNoRenewalOnceTheTermEndedWithItsDueTime(t *testing.T) {
+	for i := 0; i < 32; i++ {
+		h := newHarness(t)
+		h.leading()
+		h.freeRun()
+		h.step(deadline) // a pause: renewals due since 2 s, validity ended at 10 s
+		h.wantEvents("stopped", "work returned")
+		if err := h.result(); !errors.Is(err, ErrLostLeadership) {
+			t.Fatalf("Run = %v, want ErrLostLeadership", err)
+		}
+		h.wantOps()
+	}
 }

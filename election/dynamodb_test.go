@@ -173,7 +173,7 @@ func waitLeader(t *testing.T, timeout time.Duration, cands ...*candidate) *candi
 	return nil
 }
 
-func TestThreeElectorsNeverOverlap(t *testing.T) {
+func TestDynamoDBThreeElectorsNeverOverlap(t *testing.T) {
 	client := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, client, ddbtest.TableSpec{})
 	cands := []*candidate{
@@ -234,7 +234,7 @@ func lastTerm(t *testing.T, c *candidate) term {
 	return terms[len(terms)-1]
 }
 
-func TestFailoverAfterCrashWithinLeasePlusOnePoll(t *testing.T) {
+func TestDynamoDBFailoverAfterCrashWithinLeasePlusOnePoll(t *testing.T) {
 	client := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, client, ddbtest.TableSpec{})
 	a, b := newCandidate(t, table, "a", false), newCandidate(t, table, "b", false)
@@ -271,7 +271,7 @@ func TestFailoverAfterCrashWithinLeasePlusOnePoll(t *testing.T) {
 	checkDisjoint(t, a, b)
 }
 
-func TestFailoverAfterReleaseWithinOnePoll(t *testing.T) {
+func TestDynamoDBFailoverAfterReleaseWithinOnePoll(t *testing.T) {
 	client := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, client, ddbtest.TableSpec{})
 	a, b := newCandidate(t, table, "a", true), newCandidate(t, table, "b", false)
@@ -327,10 +327,10 @@ func measureRoundTrip(t *testing.T, client *dynamodb.Client, table string) time.
 	return d[len(d)/2]
 }
 
-// TestLostAnswersKeepTheLeaderLeading drops or delays the answers of the
+// TestDynamoDBLostAnswersKeepTheLeaderLeading drops or delays the answers of the
 // leader's renewals while the writes land: every one is resolved by a read
 // that finds the RVN it wrote, so the term goes on without a gap.
-func TestLostAnswersKeepTheLeaderLeading(t *testing.T) {
+func TestDynamoDBLostAnswersKeepTheLeaderLeading(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault faulthttp.Fault
@@ -373,9 +373,9 @@ func TestLostAnswersKeepTheLeaderLeading(t *testing.T) {
 	}
 }
 
-// TestHungRenewalsEndTheTermAndAnotherTakesOver makes every renewal of the
+// TestDynamoDBHungRenewalsEndTheTermAndAnotherTakesOver makes every renewal of the
 // leader hang past the request timeout without landing.
-func TestHungRenewalsEndTheTermAndAnotherTakesOver(t *testing.T) {
+func TestDynamoDBHungRenewalsEndTheTermAndAnotherTakesOver(t *testing.T) {
 	client := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, client, ddbtest.TableSpec{})
 	a, b := newCandidate(t, table, "a", false), newCandidate(t, table, "b", false)

@@ -242,7 +242,7 @@ func (b *javaBeats) halt(t *testing.T) javaBeatResult {
 	return res
 }
 
-func TestJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
+func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	// Our own lease is shorter than the Java holder's: a waiter must use
@@ -342,7 +342,7 @@ func TestJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 	}
 }
 
-func TestJavaReleasedRowIsTakenAtOnce(t *testing.T) {
+func TestDynamoDBJavaReleasedRowIsTakenAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
@@ -361,7 +361,7 @@ func TestJavaReleasedRowIsTakenAtOnce(t *testing.T) {
 	}
 }
 
-func TestJavaHolderReleasingWakesAWaiter(t *testing.T) {
+func TestDynamoDBJavaHolderReleasingWakesAWaiter(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
@@ -395,7 +395,7 @@ func TestJavaHolderReleasingWakesAWaiter(t *testing.T) {
 	}
 }
 
-func TestJavaGoldenRowsAreListed(t *testing.T) {
+func TestDynamoDBJavaGoldenRowsAreListed(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
@@ -424,7 +424,7 @@ func TestJavaGoldenRowsAreListed(t *testing.T) {
 	}
 }
 
-func TestJavaCannotAcquireOurHeldLocks(t *testing.T) {
+func TestDynamoDBJavaCannotAcquireOurHeldLocks(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
@@ -475,7 +475,7 @@ func TestJavaCannotAcquireOurHeldLocks(t *testing.T) {
 	}
 }
 
-func TestJavaReadsEveryRowWeWrite(t *testing.T) {
+func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient(lock.WithHeartbeatPeriod(0))
@@ -499,7 +499,7 @@ func TestJavaReadsEveryRowWeWrite(t *testing.T) {
 	check("Release", true)
 }
 
-func TestJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
+func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()

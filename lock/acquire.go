@@ -74,7 +74,8 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 // attempt is one Acquire's work on the remote row. Only its goroutine
 // touches it.
 //
-// Invariants: pending holds every RVN this Acquire tried to write, with
+// Invariants: triedRVN is the RVN the last takeover was conditioned on;
+// pending holds every RVN this Acquire tried to write, with
 // its send time; mine, when set, is an RVN of ours confirmed in the row
 // whose validity had already run out (a write whose answer was lost), to be
 // renewed before the lock is handed out; obs is what this client has
@@ -93,6 +94,7 @@ type attempt struct {
 	obs        rvnlease.Observation
 	deadline   time.Time // give up after this; zero until a holder is seen
 	budgetFrom time.Time // when this call first found the lock held
+	triedRVN   string    // the RVN of the last takeover write sent
 }
 
 type result int
@@ -111,7 +113,7 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, it, sent, onlyRead, err := at.round(ctx)
+		res, it, sent, err := at.round(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -133,12 +135,17 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		}
 		now := c.clk.Now()
 		held := at.obs.Known && !at.obs.Free()
+		// A lease that ran out while this round's read was under way (or
+		// while this process stalled after it) is not "still held": the
+		// next round takes it over at once, whatever the budget. Only once
+		// per RVN, so a takeover write that keeps failing waits a poll.
+		takeoverDue := held && at.obs.Expired(now) && at.obs.RVN != at.triedRVN
 		if held {
 			at.extendDeadline()
 			if at.cfg.failIfLocked {
 				return nil, fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, at.obs.Holder)
 			}
-			if !now.Before(at.deadline) {
+			if !now.Before(at.deadline) && !takeoverDue {
 				return nil, fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, at.obs.Holder, now.Sub(at.start))
 			}
 		} else if at.try && res == resultOthers {
@@ -147,10 +154,10 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		}
 		wait := clockutil.Jittered(at.cfg.refresh)
 		if held {
-			d := at.obs.Expiry().Sub(now)
-			if d <= 0 && onlyRead {
-				continue // expired while this round's read was under way
+			if takeoverDue {
+				continue
 			}
+			d := at.obs.Expiry().Sub(now)
 			if d > 0 && d < wait {
 				wait = d
 			}
@@ -200,7 +207,7 @@ func (at *attempt) sleep(ctx context.Context, d time.Duration) error {
 // round makes one attempt: renew a late-confirmed row of ours, create a
 // missing or released row, take over an expired one, or read the row (and
 // create it at once if it turns out free).
-func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item, sent time.Time, onlyRead bool, err error) {
+func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item, sent time.Time, err error) {
 	c := at.c
 	switch {
 	case at.mine.RVN != "":
@@ -212,19 +219,18 @@ func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item,
 	case !at.obs.Known || at.obs.Free():
 		res, it, sent, err = at.create(ctx)
 	case at.obs.Expired(c.clk.Now()):
+		at.triedRVN = at.obs.RVN
 		expect := resourcelock.Precondition{RVN: at.obs.RVN}
 		res, it, sent, err = at.write(ctx, at.newRecord(), func(rc context.Context, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
 			return c.store.Update(rc, at.key, expect, rec, o)
 		})
 	default:
 		res, it, sent, err = at.read(ctx)
-		onlyRead = true
 		if err == nil && res == resultOthers && at.obs.Free() {
 			res, it, sent, err = at.create(ctx)
-			onlyRead = false
 		}
 	}
-	return res, it, sent, onlyRead, err
+	return res, it, sent, err
 }
 
 // newRecord returns the record of an acquiring write.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
@@ -55,6 +56,45 @@ func TestAcquireTakesAStaleLockAfterTheHoldersLease(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("Acquire did not return")
 	}
+}
+
+// stallingClock is a fake clock on which every reading takes stall: the
+// machine stalls between any two steps of the code, as a loaded one may.
+type stallingClock struct {
+	*clocktesting.FakeClock
+	stall time.Duration
+}
+
+func (c *stallingClock) Now() time.Time {
+	c.FakeClock.Step(c.stall)
+	return c.FakeClock.Now()
+}
+
+func (c *stallingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// A holder's lease that runs out while this client is busy between its read
+// and its decision (here a 1 ms lease, as the AWS Java client may write,
+// and a clock that moves 1 ms at every reading) is taken over: the budget
+// ends only when the lock was still held after the lease, and an RVN
+// watched unchanged for the whole lease is not "still held".
+func TestAcquireTakesALeaseThatRanOutWhileThisClientStalled(t *testing.T) {
+	f := newFixture(t)
+	f.freeRun()
+	clk := &stallingClock{FakeClock: f.fc, stall: time.Millisecond}
+	c, err := NewFromStore(f.store, WithClock(clk), WithOwnerName("slow"), WithLeaseDuration(lease),
+		WithHeartbeatPeriod(0), WithRefreshPeriod(refresh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.putForeign("k", "java-host", "r1", time.Millisecond)
+	l, err := c.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatalf("Acquire of a row whose 1 ms lease ran out = %v, want the lock", err)
+	}
+	if got := f.item("k").HolderIdentity; got != "slow" || !l.IsHeld() {
+		t.Fatalf("row held by %q after the takeover", got)
+	}
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpUpdate)
 }
 
 func TestAcquireGivesUpWhenTheHolderKeepsRenewing(t *testing.T) {
@@ -258,6 +298,8 @@ func TestClientOptionValidation(t *testing.T) {
 		"owner name over 1 KiB":       {WithOwnerName(string(make([]byte, 2000)))},
 		"request timeout too long":    {WithRequestTimeout(time.Minute)},
 		"non-positive cache capacity": {WithObservationCacheSize(-1)},
+		"transaction without room":    {WithMaxTransactItems(1)},
+		"transaction above 100 items": {WithMaxTransactItems(101)},
 	} {
 		if _, err := NewFromStore(store, opts...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)

@@ -27,12 +27,16 @@ import (
 
 // Timing of the clients these tests build unless a test overrides it. With
 // heartbeats off by default, every request a client sends is one the test
-// asked for, so request counts are exact.
+// asked for, so request counts are exact. These tests are not about timing:
+// the lease is long enough that no stall of a loaded machine ends it while
+// a test runs, and the request timeout generous enough that no request
+// times out (a timeout would add a resolving read to the counts). A test
+// that needs a lock to run out sets its own lease.
 const (
-	fgLease   = 1500 * time.Millisecond
-	fgTimeout = 500 * time.Millisecond // ≤ (lease − margin) / 2 without heartbeats
-	fgRefresh = time.Second            // waits on a held row end at its expiry, not in polls
-	fgPatient = 15 * time.Second       // bound for things that must happen
+	fgLease   = 2 * time.Minute
+	fgTimeout = 20 * time.Second // ≤ (lease − margin) / 2 without heartbeats
+	fgRefresh = time.Second      // waits on a held row end at its expiry, not in polls
+	fgPatient = time.Minute      // bound for things that must happen
 )
 
 // fgEnv is one test's three tables: the lock table, the fence table that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,9 +170,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 
 	t.Run("the caller's condition fails", func(t *testing.T) {
 		e := e.sub(t)
-		// Nine items, the most DynamoDB Local 1.11.478 takes with the lock
-		// check (its limit is ten per transaction); the failing one first,
-		// in the middle, last.
+		// Nine items: the failing one first, in the middle, last.
 		for _, bad := range []int{0, 4, 8} {
 			items := make([]types.TransactWriteItem, 9)
 			for i := range items {
@@ -202,7 +201,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		e := e.sub(t)
 		lockTable := aws.String(e.locks)
 		lockKey := map[string]types.AttributeValue{"key": fgS("g")}
-		many := make([]types.TransactWriteItem, 25)
+		many := make([]types.TransactWriteItem, resourcelock.MaxTransactItemsLimit)
 		for i := range many {
 			many[i] = e.put(fgItem(fmt.Sprintf("many-%d", i), a.Owner(), 1))
 		}
@@ -210,7 +209,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			what  string
 			items []types.TransactWriteItem
 		}{
-			{"25 items (24 and the lock check fill a transaction)", many},
+			{"100 items (99 and the lock check fill a transaction)", many},
 			{"a Put of the lock row", []types.TransactWriteItem{e.put(fgItem("x", "a", 1)),
 				{Put: &types.Put{TableName: lockTable, Item: map[string]types.AttributeValue{"key": fgS("g"), "ownerName": fgS("me")}}}}},
 			{"an Update of the lock row", []types.TransactWriteItem{{Update: &types.Update{TableName: lockTable, Key: lockKey,
@@ -232,7 +231,6 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		e.wantItem("a refused guard", "x", "", 0)
 		e.wantItem("a refused guard", "many-0", "", 0)
 
-		// Nine items and the lock check: as many as DynamoDB Local takes.
 		a.ft.Reset()
 		if err := l.Guard(ctx, many[:9]...); err != nil {
 			t.Fatalf("Guard with 9 items: %v", err)
@@ -322,36 +320,45 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 	})
 }
 
-// TestDynamoDBGuardWithinTheDefaultItemLimit: Guard documents that items
-// too many for one transaction are refused before any request, and
-// resourcelock.DefaultMaxTransactItems (25, with the lock check) is said to
-// be DynamoDB Local 1.11.478's limit. That server's limit is 10 items per
-// transaction: a guard of 10 to 24 items passes the client's check and is
-// then rejected by the server with a ValidationException, an error that is
-// neither ErrInvalidOption nor any of Guard's classified outcomes.
+// TestDynamoDBGuardWithinTheDefaultItemLimit: by default Guard takes as many
+// items as DynamoDB allows in one transaction beside the lock check (99 of
+// 100), and refuses one more before any request, naming the limit, instead
+// of letting the server reject it with an unclassified ValidationException.
 func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 	e := newFGEnv(t)
 	a := e.newClient("a")
 	l := a.mustAcquire(t, "g")
-	for _, n := range []int{10, 24} {
-		items := make([]types.TransactWriteItem, n)
-		for i := range items {
-			items[i] = e.put(fgItem(fmt.Sprintf("lim-%d-%d", n, i), a.Owner(), 1))
+	items := func(n int) []types.TransactWriteItem {
+		out := make([]types.TransactWriteItem, n)
+		for i := range out {
+			out[i] = e.put(fgItem(fmt.Sprintf("lim-%d-%d", n, i), a.Owner(), 1))
 		}
-		a.ft.Reset()
-		err := l.Guard(t.Context(), items...)
-		sent := a.ft.Count("TransactWriteItems")
-		switch {
-		case err == nil:
-			e.wantItem(fmt.Sprintf("%d items", n), fmt.Sprintf("lim-%d-%d", n, n-1), a.Owner(), 1)
-		case errors.Is(err, lock.ErrInvalidOption) && sent == 0:
-			// Refused before any request: what the documentation promises
-			// for too many items.
-		default:
-			t.Fatalf("Guard of %d items (default limit %d with the lock check) was sent (%d requests) and failed: %v",
-				n, resourcelock.DefaultMaxTransactItems, sent, err)
-		}
+		return out
 	}
+
+	a.ft.Reset()
+	if err := l.Guard(t.Context(), items(99)...); err != nil {
+		t.Fatalf("Guard of 99 items: %v", err)
+	}
+	if sent := a.ft.Count("TransactWriteItems"); sent != 1 {
+		t.Errorf("Guard of 99 items sent %d transactions, want 1", sent)
+	}
+	for _, i := range []int{0, 50, 98} {
+		e.wantItem("a write of the 99-item guard", fmt.Sprintf("lim-99-%d", i), a.Owner(), 1)
+	}
+
+	a.ft.Reset()
+	err := l.Guard(t.Context(), items(100)...)
+	if !errors.Is(err, lock.ErrInvalidOption) || !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("Guard of 100 items = %v, want ErrInvalidOption and resourcelock.ErrInvalidArgument", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "at most 99") || !strings.Contains(msg, "100") {
+		t.Errorf("the refusal of 100 items does not name the limit: %q", msg)
+	}
+	if sent := a.ft.Count("TransactWriteItems"); sent != 0 {
+		t.Errorf("Guard of 100 items sent %d transactions, want none", sent)
+	}
+	e.wantItem("a write of the refused 100-item guard", "lim-100-0", "", 0)
 }
 
 // TestDynamoDBGuardCancelledByThrottlingIsNotTheCallersCondition: a

@@ -45,9 +45,9 @@ func (l *Lock) Token() int64 {
 // as for any DynamoDB write whose answer was lost.
 //
 // Guard refuses at once, without a request, a lock that is already known
-// to be released or lost. The default limit on items is the lowest in use
-// (see resourcelock.DefaultMaxTransactItems); WithMaxTransactItems raises
-// it for Amazon DynamoDB.
+// to be released or lost. It takes up to 99 items by default: DynamoDB
+// allows 100 actions per transaction, and one checks the lock row (see
+// WithMaxTransactItems).
 func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {

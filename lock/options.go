@@ -123,8 +123,9 @@ func WithFencing(fenceTable string) Option {
 }
 
 // WithMaxTransactItems sets the most items a TransactWriteItems may hold,
-// which bounds Lock.Guard to one less (default
-// resourcelock.DefaultMaxTransactItems, 10; Amazon DynamoDB allows 100).
+// from 2 to resourcelock.MaxTransactItemsLimit (100, DynamoDB's limit),
+// which bounds Lock.Guard to one less. The default is DynamoDB's limit;
+// lower it only for a server that allows fewer.
 func WithMaxTransactItems(n int) Option { return func(c *config) { c.maxTransact = n } }
 
 // WithClock sets the clock every wait uses (default the real clock).
@@ -200,6 +201,8 @@ func (c config) validate() error {
 		return invalid("observation cache size %d is not positive", c.cacheSize)
 	case c.maxTransact < 0 || c.maxTransact == 1:
 		return invalid("max transaction items %d leaves no room for a guarded write", c.maxTransact)
+	case c.maxTransact > resourcelock.MaxTransactItemsLimit:
+		return invalid("max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, resourcelock.MaxTransactItemsLimit)
 	}
 	return nil
 }

@@ -55,9 +55,10 @@ type DynamoDBStoreConfig struct {
 	// Clock times the short waits between retries of a guarded write; the
 	// real clock when nil.
 	Clock clockutil.Clock
-	// MaxTransactItems is the most items a TransactWriteItems may hold;
-	// DefaultMaxTransactItems when zero. A guarded write carries the
-	// caller's items plus one check of the lock row.
+	// MaxTransactItems is the most items a TransactWriteItems may hold,
+	// from 2 to MaxTransactItemsLimit; DefaultMaxTransactItems (DynamoDB's
+	// limit) when zero. A guarded write carries the caller's items plus one
+	// check of the lock row. Lower it only for a server with a lower limit.
 	MaxTransactItems int
 	// FenceTable names the table that keeps each key's fencing generation
 	// (partition key "key", type S; CreateTable makes one). Empty disables
@@ -113,8 +114,11 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	if maxItems == 0 {
 		maxItems = DefaultMaxTransactItems
 	}
-	if maxItems < 2 {
+	switch {
+	case maxItems < 2:
 		return nil, fmt.Errorf("%w: MaxTransactItems %d leaves no room for the caller's items", ErrInvalidArgument, maxItems)
+	case maxItems > MaxTransactItemsLimit:
+		return nil, fmt.Errorf("%w: MaxTransactItems %d is above DynamoDB's limit of %d actions per TransactWriteItems", ErrInvalidArgument, maxItems, MaxTransactItemsLimit)
 	}
 	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock)}, nil
 }

@@ -668,6 +668,8 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 		}},
 		{"TTL attribute is the sort key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey, c.TTLAttribute = "sk", "sk" }},
 		{"default TTL attribute as sort key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey = "ttl" }},
+		{"MaxTransactItems without room for an item", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 1 }},
+		{"MaxTransactItems above DynamoDB's limit", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 101 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid()
@@ -693,6 +695,8 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 			c.SortKey, c.TTLAttribute = "ttl", "expiresAt"
 		}},
 		{"request timeout", func(c *resourcelock.DynamoDBStoreConfig) { c.RequestTimeout = time.Millisecond }},
+		{"MaxTransactItems at its bounds", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 2 }},
+		{"MaxTransactItems at DynamoDB's limit", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 100 }},
 	} {
 		t.Run("valid "+tc.name, func(t *testing.T) {
 			cfg := valid()

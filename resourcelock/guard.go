@@ -15,11 +15,15 @@ import (
 	"github.com/dynalease/dynalease/clockutil"
 )
 
+// MaxTransactItemsLimit is Amazon DynamoDB's limit on the actions of one
+// TransactWriteItems request. DynamoDB Local 3.x enforces the same.
+const MaxTransactItemsLimit = 100
+
 // DefaultMaxTransactItems is the most items one TransactWriteItems may hold
-// when DynamoDBStoreConfig.MaxTransactItems is zero: 10, the lowest limit
-// in use (DynamoDB Local 1.11.478's, measured; Amazon DynamoDB allows 100,
-// and a store for it may be configured so).
-const DefaultMaxTransactItems = 10
+// when DynamoDBStoreConfig.MaxTransactItems is zero: DynamoDB's own limit,
+// so a guarded write carries up to 99 of the caller's items besides the
+// check of the lock row.
+const DefaultMaxTransactItems = MaxTransactItemsLimit
 
 // guardRetries is how many times a guarded write cancelled only by a
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
@@ -214,7 +218,8 @@ func (d *DynamoDBStore) checkGuarded(key Key, h Holding, items []types.TransactW
 		return fmt.Errorf("%w: guarded write with no items", ErrInvalidArgument)
 	}
 	if max := d.maxItems - 1; len(items) > max {
-		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction with the lock check", ErrInvalidArgument, len(items), max)
+		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the lock check (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
+			ErrInvalidArgument, len(items), max, d.maxItems, MaxTransactItemsLimit)
 	}
 	lockKey := d.keys.itemKey(key.Partition, key.Sort)
 	for i, it := range items {

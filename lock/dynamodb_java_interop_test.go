@@ -249,7 +249,7 @@ func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 	// the holder's lease from the row.
 	const ourLease, javaLease = time.Second, 1500 * time.Millisecond
 	opts := []lock.Option{lock.WithLeaseDuration(ourLease), lock.WithHeartbeatPeriod(200 * time.Millisecond), lock.WithRequestTimeout(200 * time.Millisecond)}
-	budget, patient, tryer := e.newClient(opts...), e.newClient(opts...), e.newClient(opts...)
+	budget, patient, tryer := e.newTimedClient(opts...), e.newTimedClient(opts...), e.newTimedClient(opts...)
 	ctx := t.Context()
 
 	java := javaHost{e: e, owner: "host-b.example-9d2e", lease: javaLease}
@@ -345,7 +345,7 @@ func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 func TestDynamoDBJavaReleasedRowIsTakenAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	e.put(golden(t, "released_row_kept")) // lease 20 s: waiting would show
 	c.ft.Reset()
 	start := time.Now()
@@ -364,7 +364,7 @@ func TestDynamoDBJavaReleasedRowIsTakenAtOnce(t *testing.T) {
 func TestDynamoDBJavaHolderReleasingWakesAWaiter(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	java := javaHost{e: e, owner: "host-j", lease: 20 * time.Second}
 	rvn, err := java.acquireNew(t.Context(), "j")
 	if err != nil {
@@ -398,7 +398,7 @@ func TestDynamoDBJavaHolderReleasingWakesAWaiter(t *testing.T) {
 func TestDynamoDBJavaGoldenRowsAreListed(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	e.put(golden(t, "held_after_one_heartbeat"))
 	e.put(golden(t, "released_row_kept"))
 	infos, err := c.List(t.Context())
@@ -427,7 +427,7 @@ func TestDynamoDBJavaGoldenRowsAreListed(t *testing.T) {
 func TestDynamoDBJavaCannotAcquireOurHeldLocks(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	ctx := t.Context()
 	java := javaHost{e: e, owner: "java-host", lease: 1500 * time.Millisecond}
 
@@ -478,7 +478,7 @@ func TestDynamoDBJavaCannotAcquireOurHeldLocks(t *testing.T) {
 func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient(lock.WithHeartbeatPeriod(0))
+	c := e.newTimedClient(lock.WithHeartbeatPeriod(0))
 	check := func(what string, released bool) {
 		t.Helper()
 		checkJavaReadable(t, what, e.item("w"), c.Owner(), testLease, released)
@@ -502,7 +502,7 @@ func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	l := mustAcquire(t, c, "k")
 	// A Java host whose stale-lock condition holds (it read our RVN and,
 	// wrongly, thinks a lease has passed) overwrites the row; the Java

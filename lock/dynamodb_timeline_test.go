@@ -66,7 +66,12 @@ func watchValidity(l *lock.Lock) <-chan validityWatch {
 func TestDynamoDBWaiterGetsTheLockRightAfterRelease(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	first, second := e.newClient(), e.newClient()
+	// The waiter must wait out the holder's heartbeats for well past the
+	// holder's lease; that lease (4 s, a heartbeat every 250 ms) survives
+	// stalls of a busy machine of up to 3.6 s.
+	const holderLease = 4 * time.Second
+	first := e.newTimedClient(lock.WithLeaseDuration(holderLease), lock.WithRequestTimeout(time.Second))
+	second := e.newTimedClient()
 	ctx := t.Context()
 	l1 := mustAcquire(t, first, "k")
 
@@ -82,7 +87,7 @@ func TestDynamoDBWaiterGetsTheLockRightAfterRelease(t *testing.T) {
 	select {
 	case a := <-got:
 		t.Fatalf("Acquire returned (lock %t, error %v) while the holder heartbeats", a.l != nil, a.err)
-	case <-time.After(2 * testLease):
+	case <-time.After(2 * holderLease):
 	}
 	if !l1.IsHeld() || ended(l1) {
 		t.Fatalf("holder lost its lock: %v", l1.Err())
@@ -90,10 +95,10 @@ func TestDynamoDBWaiterGetsTheLockRightAfterRelease(t *testing.T) {
 	if n := second.ft.Count("UpdateItem"); n != 0 {
 		t.Errorf("the waiter sent %d writes while the RVN kept changing", n)
 	}
-	// One read per refresh period would be 25; a loaded machine delays
+	// One read per refresh period would be 66; a loaded machine delays
 	// polls, so only a waiter that hardly polls at all fails this.
-	if n := second.ft.Count("GetItem"); n < int(2*testLease/(testRefresh*6/5))/3 {
-		t.Errorf("the waiter read %d times in %v, want about one read per refresh period %v", n, 2*testLease, testRefresh)
+	if n := second.ft.Count("GetItem"); n < int(2*holderLease/(testRefresh*6/5))/3 {
+		t.Errorf("the waiter read %d times in %v, want about one read per refresh period %v", n, 2*holderLease, testRefresh)
 	}
 
 	released := time.Now()
@@ -117,7 +122,7 @@ func TestDynamoDBWaiterGetsTheLockRightAfterRelease(t *testing.T) {
 func TestDynamoDBCrashedHolderIsTakenOverOnlyAfterItsLockEnded(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	first, second := e.newClient(), e.newClient()
+	first, second := e.newTimedClient(), e.newTimedClient()
 	ctx := t.Context()
 	l1 := mustAcquire(t, first, "k")
 	time.Sleep(2 * testHeartbeat) // a few heartbeats
@@ -188,10 +193,10 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	// A long lease keeps the first lock valid through the whole theft, so
-	// that the outcome is Stolen, not Expired.
-	const longLease = 3 * time.Second
-	first := e.newClient(lock.WithLeaseDuration(longLease))
-	second := e.newClient()
+	// that the outcome is Stolen, not Expired, however slow the machine.
+	const longLease = 20 * time.Second
+	first := e.newTimedClient(lock.WithLeaseDuration(longLease))
+	second := e.newTimedClient()
 	ctx := t.Context()
 	l1 := mustAcquire(t, first, "k")
 	time.Sleep(testHeartbeat)
@@ -245,7 +250,9 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 
 func TestDynamoDBMutualExclusionUnderLoad(t *testing.T) {
 	// Not parallel: it runs alone, so its load does not disturb the timing
-	// of the other tests.
+	// of the other tests. Its subject is exclusion, not timing: untimed
+	// clients, whose locks no stall ends and whose requests (a Release
+	// among them) do not time out on a busy machine.
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	clients := []*ddbClient{e.newClient(), e.newClient()}
 	const goroutines, keys = 8, 4
@@ -323,7 +330,7 @@ func TestDynamoDBMutualExclusionUnderLoad(t *testing.T) {
 func TestDynamoDBLossIsClassifiedByWhatTheRowShows(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	c := e.newClient()
+	c := e.newTimedClient()
 	deleted := mustAcquire(t, c, "deleted")
 	released := mustAcquire(t, c, "released")
 

@@ -144,8 +144,8 @@ func clientOptions(endpoint string) dynamodb.Options {
 // DynamoDB service.
 //
 // It turns off the validation of the X-Amz-Crc32 response checksum.
-// DynamoDB Local 1.11.478 sends that header on successful responses but
-// omits it on error responses (ConditionalCheckFailedException,
+// DynamoDB Local (3.3.1, as every earlier version) sends that header on
+// successful responses but omits it on error responses (ConditionalCheckFailedException,
 // ResourceNotFoundException, ...). The SDK then checks the body against a
 // checksum of 0, and because this happens when the response body is closed,
 // after the error has been decoded, the request result is still correct and

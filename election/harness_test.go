@@ -23,7 +23,7 @@ const (
 	maxPoll = retry + retry/5
 	// patience bounds, in real time, how long a test waits for the code
 	// under test to reach a state; no test sleeps for a fixed time.
-	patience = 5 * time.Second
+	patience = 30 * time.Second
 )
 
 var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

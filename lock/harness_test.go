@@ -18,7 +18,7 @@ const (
 	validity  = lease - lease/10
 	refresh   = time.Second
 	maxPoll   = refresh + refresh/5
-	patience  = 5 * time.Second
+	patience  = 30 * time.Second
 	ownerName = "me"
 )
 

@@ -768,10 +768,11 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 	t.Parallel()
 	const (
 		timeout = 300 * time.Millisecond
-		delay   = 3 * time.Second
-		// Well above timeout, well below delay: this proves the call did
-		// not wait for the fault, not how fast it is.
-		bound = 2 * time.Second
+		delay   = 30 * time.Second
+		// Well above timeout (a busy machine adds seconds), well below
+		// delay: this proves the call did not wait for the fault, not how
+		// fast it is.
+		bound = 10 * time.Second
 	)
 	f := newFixture(t)
 	withTimeout := func(c *resourcelock.DynamoDBConfig) { c.RequestTimeout = timeout }
@@ -820,8 +821,8 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 
 	t.Run("retries included", func(t *testing.T) {
 		t.Parallel()
-		// Without the bound, 100 attempts 50 ms apart would take over 5 s.
-		client, ft := f.faulty(t, quickRetries(100, 50*time.Millisecond))
+		// Without the bound, 1000 attempts 50 ms apart would take over 50 s.
+		client, ft := f.faulty(t, quickRetries(1000, 50*time.Millisecond))
 		ft.Add(faulthttp.Rule{Fault: faulthttp.InternalServerError()})
 		l := f.lock(t, client, uuid.NewString(), "me", withTimeout)
 		timed(t, "Get", func() error { _, err := l.Get(context.Background()); return err })

@@ -100,7 +100,7 @@ func TestEndpointUnreachableFailsEvenOutsideCI(t *testing.T) {
 	if !strings.Contains(o.msg, "no DynamoDB server answers") {
 		t.Errorf("failure message %q does not say that nothing answers", o.msg)
 	}
-	if d := time.Since(start); d > probeTimeout+time.Second {
+	if d := time.Since(start); d > probeTimeout+5*time.Second { // slack for a busy machine
 		t.Errorf("Endpoint took %v to give up, want at most about %v", d, probeTimeout)
 	}
 }

@@ -41,9 +41,13 @@ func TestElectionEndToEnd(t *testing.T) {
 		r := &replica{leading: make(chan struct{}, 1), stopped: make(chan struct{}, 1)}
 		r.e, err = election.New(election.Config{
 			Lock:            lock,
-			LeaseDuration:   2 * time.Second,
-			RenewDeadline:   1500 * time.Millisecond,
+			// Not a timing test: a term outlasts any stall of a busy
+			// machine, and requests have room; a release is still
+			// taken over within a poll.
+			LeaseDuration:   20 * time.Second,
+			RenewDeadline:   15 * time.Second,
 			RetryPeriod:     200 * time.Millisecond,
+			RequestTimeout:  5 * time.Second,
 			ReleaseOnCancel: true,
 			Callbacks: election.Callbacks{
 				OnStartedLeading: func(ctx context.Context) {
@@ -70,7 +74,7 @@ func TestElectionEndToEnd(t *testing.T) {
 	go func() { doneA <- a.e.Run(ctxA) }()
 	select {
 	case <-a.leading:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("replica-a never led an empty table")
 	}
 	ctxB, stopB := context.WithCancel(ctx)
@@ -99,7 +103,7 @@ func TestElectionEndToEnd(t *testing.T) {
 	}
 	select {
 	case <-b.leading:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second): // a poll, with slack; a lease would be 20 s
 		t.Fatal("replica-b did not take over a released lease")
 	}
 	t.Logf("handover after release took %v", time.Since(released))

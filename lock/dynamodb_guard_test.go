@@ -400,18 +400,20 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 	rvn := l.RVN()
 	a.ft.Reset()
 
-	// Three writers, back to back, for long enough to overlap some twenty
-	// heartbeats.
-	const workers, runFor = 3, 1200 * time.Millisecond
+	// Three writers, back to back, until twenty heartbeats have run beside
+	// them (about a second; longer on a busy machine, which delays
+	// heartbeats).
+	const workers, heartbeats = 3, 20
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var attempted, committed, conflicts int
-	stop := time.Now().Add(runFor)
+	giveUp := time.Now().Add(fgPatient)
+	running := func() bool { return a.ft.Count("UpdateItem") < heartbeats && time.Now().Before(giveUp) }
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(stop) {
+			for running() {
 				err := l.Guard(t.Context(), types.TransactWriteItem{Update: &types.Update{
 					TableName:                 aws.String(e.data),
 					Key:                       fgKey("counter"),
@@ -442,8 +444,8 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 	if committed < attempted*9/10 {
 		t.Errorf("only %d of %d guarded writes committed (%d gave up on conflicts)", committed, attempted, conflicts)
 	}
-	if counts["UpdateItem"] < 10 {
-		t.Errorf("only %d heartbeats ran alongside the guarded writes", counts["UpdateItem"])
+	if counts["UpdateItem"] < heartbeats {
+		t.Errorf("only %d heartbeats ran alongside the guarded writes in %v", counts["UpdateItem"], fgPatient)
 	}
 	if !l.IsHeld() || l.Err() != nil || l.RVN() == rvn {
 		t.Errorf("lock held %v, err %v, RVN moved %v: want held, no error, renewed", l.IsHeld(), l.Err(), l.RVN() != rvn)

@@ -163,7 +163,9 @@ func (c *fgChild) signal(sig syscall.Signal) {
 func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 	e := newFGEnv(t)
 	bin := fgBuildHolder(t)
-	const childLease = time.Second
+	// Long enough that the holder keeps its lock, on a busy machine too,
+	// until the test stops it; the takeover waits it out.
+	const childLease = 3 * time.Second
 	for i, inflight := range []bool{false, true} {
 		name := "stopped before its write"
 		if inflight {
@@ -175,7 +177,7 @@ func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 			child := fgStartHolder(t, bin,
 				"-table", e.locks, "-fences", e.fences, "-data", e.data,
 				"-key", key, "-item", item, "-owner", owner,
-				"-lease", childLease.String(), "-heartbeat", "200ms",
+				"-lease", childLease.String(), "-heartbeat", "500ms",
 				"-inflight="+strconv.FormatBool(inflight))
 			tokChild, err := strconv.ParseInt(child.expect("acquired "), 10, 64)
 			if err != nil || tokChild <= 0 {

@@ -30,7 +30,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		}
 		out, sent, onlyRead := r.attempt(ctx)
 		if out == outcomeOurs {
-			validUntil := sent.Add(e.cfg.RenewDeadline)
+			validUntil := sent.Add(e.cfg.termValidity())
 			if !e.clk.Now().Before(validUntil) {
 				// A write confirmed only after its validity passed (its
 				// answer was lost): the record is ours, renew it at once.

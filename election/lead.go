@@ -108,7 +108,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			out, sent := r.renew(reqCtx)
 			switch out {
 			case outcomeOurs:
-				if t.extend(sent.Add(e.cfg.RenewDeadline)) {
+				if t.extend(sent.Add(e.cfg.termValidity())) {
 					e.log.V(1).Info("renewed", "rvn", r.mine, "sent", sent, "validUntil", t.until())
 				}
 			case outcomeOthers:

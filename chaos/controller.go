@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// runConfig is one chaos run.
+type runConfig struct {
+	endpoint  string
+	dir       string // logs and results
+	bin       string // the worker binary: this program
+	duration  time.Duration
+	seed      uint64
+	workers   int
+	keys      int
+	lease     time.Duration
+	renew     time.Duration
+	retry     time.Duration
+	lockLease time.Duration
+	actions   []string // the nemesis's repertoire; all when empty
+	quiet     bool     // no progress lines
+}
+
+func (c *runConfig) flags(fs *flag.FlagSet) {
+	minutes := 10.0
+	if v, err := strconv.ParseFloat(os.Getenv("CHAOS_MINUTES"), 64); err == nil && v > 0 {
+		minutes = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	fs.DurationVar(&c.duration, "duration", time.Duration(minutes*float64(time.Minute)), "how long the nemesis runs (CHAOS_MINUTES)")
+	fs.Uint64Var(&c.seed, "seed", seed, "seed of the nemesis and the workers (CHAOS_SEED)")
+	fs.StringVar(&c.dir, "dir", "", "directory for the logs and results (a new temporary one when empty)")
+	fs.IntVar(&c.workers, "workers", 5, "worker processes")
+	fs.IntVar(&c.keys, "keys", 3, "lock keys the workers contend for")
+	fs.DurationVar(&c.lease, "lease", 2*time.Second, "election LeaseDuration")
+	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
+	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
+	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
+	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
+		for _, a := range strings.Split(s, ",") {
+			if !knownAction(a) {
+				return fmt.Errorf("unknown action %q", a)
+			}
+			c.actions = append(c.actions, a)
+		}
+		return nil
+	})
+}
+
+// instance is one worker process; a restarted worker is a new instance,
+// whether or not it keeps its identity.
+type instance struct {
+	name   string // identity#n
+	id     string
+	slot   int
+	cmd    *exec.Cmd
+	events string
+	stderr string
+	done   chan struct{}
+	exit   error
+	killed bool // the nemesis killed it: its exit is expected
+}
+
+type controller struct {
+	cfg     runConfig
+	ddb     *dynamodb.Client
+	locks   string
+	fences  string
+	data    string
+	proxies []*proxy
+	nem     *eventLog
+	rnd     *rand.Rand
+
+	mu        sync.Mutex
+	current   []*instance // by slot
+	all       []*instance
+	instances int
+}
+
+func newDDB(endpoint string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:                          "us-east-1",
+		BaseEndpoint:                    aws.String(endpoint),
+		Credentials:                     credentials.NewStaticCredentialsProvider("chaos", "chaos", ""),
+		DisableValidateResponseChecksum: true, // DynamoDB Local only
+	})
+}
+
+// run starts the tables, proxies and workers, lets the nemesis loose for
+// the duration, stops everything and checks the logs and tables.
+func run(ctx context.Context, cfg runConfig) (*Report, error) {
+	if cfg.endpoint == "" {
+		return nil, errors.New("DYNAMODB_ENDPOINT is not set (make chaos starts DynamoDB Local)")
+	}
+	if cfg.lockLease == 0 {
+		cfg.lockLease = cfg.lease
+	}
+	if len(cfg.actions) == 0 {
+		cfg.actions = allActions
+	}
+	if cfg.dir == "" {
+		d, err := os.MkdirTemp("", "dynalease-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		cfg.dir = d
+	}
+	c := &controller{cfg: cfg, ddb: newDDB(cfg.endpoint), rnd: rand.New(rand.NewPCG(cfg.seed, 1))}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	c.locks, c.fences, c.data = "chaos-locks-"+suffix, "chaos-fences-"+suffix, "chaos-data-"+suffix
+	for _, t := range []struct {
+		name string
+		pk   string
+	}{{c.locks, ""}, {c.fences, ""}, {c.data, "id"}} {
+		if err := resourcelock.CreateTable(ctx, c.ddb, t.name, resourcelock.TableOptions{PartitionKey: t.pk}); err != nil {
+			return nil, fmt.Errorf("creating table %s: %w", t.name, err)
+		}
+	}
+	rtt, err := c.roundTrip(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nem, err := openEventLog(filepath.Join(cfg.dir, "nemesis.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	c.nem = nem
+	defer nem.close()
+	for i := 0; i < cfg.workers; i++ {
+		p, err := startProxy(cfg.endpoint, cfg.seed+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		defer p.close()
+		c.proxies = append(c.proxies, p)
+	}
+	c.current = make([]*instance, cfg.workers)
+	for slot := range cfg.workers {
+		if err := c.start(slot, fmt.Sprintf("w%d", slot+1)); err != nil {
+			return nil, err
+		}
+	}
+	c.logf("%d workers up; nemesis for %v (seed %d, lease %v / renew %v / retry %v), logs in %s",
+		cfg.workers, cfg.duration, cfg.seed, cfg.lease, cfg.renew, cfg.retry, cfg.dir)
+
+	began := mono()
+	c.nemesis(ctx, time.Now().Add(cfg.duration))
+	ended := mono()
+	c.stopAll()
+
+	hist, err := c.readHistories(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.check(hist, rtt, began, ended)
+	if err != nil {
+		return nil, err
+	}
+	r.Config = map[string]string{
+		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
+		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
+		"lock lease": cfg.lockLease.String(), "round trip": rtt.String(),
+	}
+	return r, nil
+}
+
+// start launches a worker instance in slot with identity id.
+func (c *controller) start(slot int, id string) error {
+	c.mu.Lock()
+	c.instances++
+	n := c.instances
+	c.mu.Unlock()
+	name := fmt.Sprintf("%s#%d", id, n)
+	in := &instance{name: name, id: id, slot: slot, done: make(chan struct{}),
+		events: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
+		stderr: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id))}
+	errf, err := os.Create(in.stderr)
+	if err != nil {
+		return err
+	}
+	in.cmd = exec.Command(c.cfg.bin, "worker",
+		"-id", id, "-endpoint", c.proxies[slot].URL(), "-events", in.events,
+		"-locks", c.locks, "-fences", c.fences, "-data", c.data,
+		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
+		"-lock-lease", c.cfg.lockLease.String(), "-keys", strconv.Itoa(c.cfg.keys),
+		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10))
+	in.cmd.Stderr = errf
+	in.cmd.Stdout = errf
+	if err := in.cmd.Start(); err != nil {
+		errf.Close()
+		return fmt.Errorf("starting worker %s: %w", name, err)
+	}
+	go func() {
+		in.exit = in.cmd.Wait()
+		errf.Close()
+		close(in.done)
+	}()
+	c.mu.Lock()
+	c.current[slot] = in
+	c.all = append(c.all, in)
+	c.mu.Unlock()
+	c.nem.log(Event{Ev: "nemesis", Action: "start", Worker: name, Pid: in.cmd.Process.Pid})
+	return nil
+}
+
+// stopAll ends every worker gracefully (SIGTERM, as on a rollout), killing
+// what does not exit within two leases.
+func (c *controller) stopAll() {
+	c.mu.Lock()
+	cur := append([]*instance(nil), c.current...)
+	c.mu.Unlock()
+	for _, in := range cur {
+		_ = in.cmd.Process.Signal(syscall.SIGCONT)
+		_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range c.proxies {
+		p.set(fault{})
+	}
+	for _, in := range cur {
+		select {
+		case <-in.done:
+		case <-time.After(2*c.cfg.lease + 5*time.Second):
+			_ = in.cmd.Process.Kill()
+			<-in.done
+			c.nem.log(Event{Ev: "nemesis", Action: "stuck-at-exit", Worker: in.name})
+		}
+	}
+}
+
+// roundTrip measures the median time of a strongly consistent read.
+func (c *controller) roundTrip(ctx context.Context) (time.Duration, error) {
+	var ds []time.Duration
+	for range 7 {
+		start := time.Now()
+		if _, err := c.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.locks), ConsistentRead: aws.Bool(true),
+			Key: map[string]typesAV{"key": strAV("leader")}}); err != nil {
+			return 0, fmt.Errorf("measuring a round trip: %w", err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return median(ds), nil
+}
+
+func (c *controller) logf(format string, args ...any) {
+	if !c.cfg.quiet {
+		fmt.Fprintf(os.Stderr, "chaos: "+format+"\n", args...)
+	}
+}

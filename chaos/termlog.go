@@ -1,0 +1,74 @@
+package main
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// termSink turns the Elector's own log of its terms into events: "started
+// leading" (the send time of the acquiring write and the validity),
+// "renewed" (a later validity) and "stopped leading" (when the term ended,
+// if before its validity). These are the times the library itself acted
+// on, on the shared clock, so the checker compares exactly what each
+// leader believed. Everything else the Elector logs goes to stderr at
+// level 0 only.
+type termSink struct {
+	w      *worker
+	role   string
+	token  func() int64
+	values []any
+}
+
+func termLogger(w *worker, role string, token func() int64) logr.Logger {
+	return logr.New(&termSink{w: w, role: role, token: token})
+}
+
+func (s *termSink) Init(logr.RuntimeInfo) {}
+func (s *termSink) Enabled(int) bool      { return true }
+
+func (s *termSink) Info(level int, msg string, kv ...any) {
+	switch msg {
+	case "started leading":
+		s.w.log.log(Event{Ev: "term", Worker: s.w.cfg.id, Role: s.role, Token: s.token(),
+			Start: ns(timeOf(kv, "sent")), Until: ns(timeOf(kv, "validUntil"))})
+	case "renewed":
+		s.w.log.log(Event{Ev: "extend", Worker: s.w.cfg.id, Role: s.role, Token: s.token(), Until: ns(timeOf(kv, "validUntil"))})
+	case "stopped leading":
+		until := ns(timeOf(kv, "until"))
+		s.w.log.log(Event{Ev: "end", Worker: s.w.cfg.id, Role: s.role, T: until, Detail: reasonOf(kv)})
+	}
+}
+
+func (s *termSink) Error(err error, msg string, kv ...any) {}
+
+func (s *termSink) WithValues(kv ...any) logr.LogSink {
+	c := *s
+	c.values = append(append([]any(nil), s.values...), kv...)
+	return &c
+}
+
+func (s *termSink) WithName(string) logr.LogSink { return s }
+
+// timeOf returns the time.Time value of key in a key-value list.
+func timeOf(kv []any, key string) time.Time {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if k, ok := kv[i].(string); ok && k == key {
+			if t, ok := kv[i+1].(time.Time); ok {
+				return t
+			}
+		}
+	}
+	return time.Time{}
+}
+
+func reasonOf(kv []any) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if k, ok := kv[i].(string); ok && k == "reason" {
+			if s, ok := kv[i+1].(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// workerConfig is what the controller tells a worker process.
+type workerConfig struct {
+	id, endpoint, events           string
+	locks, fences, data            string
+	lease, renew, retry, lockLease time.Duration
+	keys                           int
+	pauseFor                       time.Duration
+	seed                           uint64
+}
+
+func (c *workerConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.id, "id", "", "identity (owner name) of this worker")
+	fs.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint (the worker's proxy)")
+	fs.StringVar(&c.events, "events", "", "event log to append to")
+	fs.StringVar(&c.locks, "locks", "", "lock table")
+	fs.StringVar(&c.fences, "fences", "", "fence table")
+	fs.StringVar(&c.data, "data", "", "data table (partition key id)")
+	fs.DurationVar(&c.lease, "lease", 2*time.Second, "election LeaseDuration")
+	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
+	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
+	fs.DurationVar(&c.lockLease, "lock-lease", 2*time.Second, "lock lease")
+	fs.IntVar(&c.keys, "keys", 3, "lock keys contended for")
+	fs.DurationVar(&c.pauseFor, "pause-for", 3*time.Second, "how long SIGUSR1 holds the next guarded write before it leaves")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
+}
+
+// The roles' history items in the data table: every guarded write appends
+// "token/worker/seq" to the list of its role's item and counts it.
+func historyID(role string) string { return "hist-" + role }
+
+// worker is one process: an Elector on the shared election and a lock
+// client contending for a few keys. While it believes it leads or holds,
+// it samples that belief and makes guarded writes.
+type worker struct {
+	cfg     workerConfig
+	log     *eventLog
+	ddb     *dynamodb.Client
+	clk     sharedClock
+	rnd     *rand.Rand
+	rndMu   sync.Mutex
+	seq     atomic.Int64
+	pausing atomic.Bool // the next guarded write waits cfg.pauseFor before it leaves
+
+	mu    sync.Mutex
+	held  map[string]*lock.Lock // role → lock held now
+	until map[string]int64      // role → the largest ValidUntil logged
+}
+
+func runWorker(args []string) error {
+	var cfg workerConfig
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	cfg.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := openEventLog(cfg.events)
+	if err != nil {
+		return err
+	}
+	defer log.close()
+	w := &worker{cfg: cfg, log: log, rnd: rand.New(rand.NewPCG(cfg.seed, uint64(os.Getpid()))),
+		held: map[string]*lock.Lock{}, until: map[string]int64{}}
+	w.ddb = dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(cfg.endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("chaos", "chaos", ""),
+		HTTPClient:   &http.Client{Transport: &pausingTransport{w: w, next: http.DefaultTransport}},
+		// DynamoDB Local sends no checksum on error responses; emulator only.
+		DisableValidateResponseChecksum: true,
+	})
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGUSR1 {
+				w.pausing.Store(true)
+				w.log.log(Event{Ev: "pause-armed", Worker: cfg.id})
+				continue
+			}
+			w.log.log(Event{Ev: "terminating", Worker: cfg.id})
+			stop()
+		}
+	}()
+	w.log.log(Event{Ev: "start", Worker: cfg.id, Pid: os.Getpid()})
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Go(func() { errs <- w.elect(ctx) })
+	wg.Go(func() { errs <- w.lockLoop(ctx) })
+	wg.Go(func() { w.stats(ctx) })
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	w.log.log(Event{Ev: "exit", Worker: cfg.id})
+	return nil
+}
+
+func (w *worker) intn(n int) int {
+	w.rndMu.Lock()
+	defer w.rndMu.Unlock()
+	return w.rnd.IntN(n)
+}
+
+// pausingTransport holds the next TransactWriteItems, once armed by SIGUSR1,
+// for the configured pause, after the library's own checks and before the
+// request leaves, and then sends it whatever its context says: a process
+// stalled in the middle of a guarded write.
+type pausingTransport struct {
+	w    *worker
+	next http.RoundTripper
+}
+
+func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && p.w.pausing.CompareAndSwap(true, false) {
+		p.w.log.log(Event{Ev: "paused-write", Worker: p.w.cfg.id, Detail: p.w.cfg.pauseFor.String()})
+		time.Sleep(p.w.cfg.pauseFor)
+		req = req.WithContext(context.WithoutCancel(req.Context()))
+		p.w.log.log(Event{Ev: "paused-write-sent", Worker: p.w.cfg.id})
+	}
+	return p.next.RoundTrip(req)
+}
+
+// elect stands for the election until ctx ends.
+func (w *worker) elect(ctx context.Context) error {
+	rl, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+		Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,
+	})
+	if err != nil {
+		return err
+	}
+	var e *election.Elector
+	e, err = election.New(election.Config{
+		Lock:            rl,
+		LeaseDuration:   w.cfg.lease,
+		RenewDeadline:   w.cfg.renew,
+		RetryPeriod:     w.cfg.retry,
+		ReleaseOnCancel: true,
+		Fencing:         true,
+		Clock:           w.clk,
+		Logger:          termLogger(w, "elect", func() int64 { return e.Token() }),
+		Callbacks: election.Callbacks{
+			OnStartedLeading: func(lctx context.Context) { w.lead(lctx, e) },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		_ = e.Run(ctx)
+	}
+	return nil
+}
+
+// lead is the leader's work: samples of IsLeader and a guarded write about
+// every 100 ms, until the term ends.
+func (w *worker) lead(ctx context.Context, e *election.Elector) {
+	tok, _ := election.TokenFromContext(ctx)
+	stopSampling := w.sample(ctx, "elect", tok, e.IsLeader)
+	defer stopSampling()
+	for ctx.Err() == nil {
+		w.guardedWrite(ctx, "elect", tok, func(ctx context.Context, item types.TransactWriteItem) error { return e.Guard(ctx, item) })
+		sleepCtx(ctx, time.Duration(80+w.intn(40))*time.Millisecond)
+	}
+}
+
+// lockLoop takes one of the keys, holds it a while with guarded writes and
+// releases it, again and again until ctx ends.
+func (w *worker) lockLoop(ctx context.Context) error {
+	c, err := lock.New(w.ddb, w.cfg.locks,
+		lock.WithOwnerName(w.cfg.id),
+		lock.WithClock(w.clk),
+		lock.WithLeaseDuration(w.cfg.lockLease),
+		lock.WithHeartbeatPeriod(w.cfg.lockLease/6),
+		lock.WithRequestTimeout(w.cfg.lockLease/4),
+		lock.WithRefreshPeriod(w.cfg.retry),
+		lock.WithFencing(w.cfg.fences))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
+		defer cancel()
+		w.mu.Lock()
+		for role, l := range w.held {
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: "close"})
+		}
+		w.mu.Unlock()
+		_ = c.Close(cctx)
+	}()
+	validity := w.cfg.lockLease - w.cfg.lockLease/10 // the default safety margin
+	for ctx.Err() == nil {
+		key := "k" + strconv.Itoa(w.intn(w.cfg.keys))
+		role := "lock:" + key
+		actx, cancel := context.WithTimeout(ctx, 2*w.cfg.lockLease)
+		l, err := c.Acquire(actx, key)
+		cancel()
+		if err != nil {
+			sleepCtx(ctx, time.Duration(w.intn(200))*time.Millisecond)
+			continue
+		}
+		until := l.ValidUntil()
+		w.mu.Lock()
+		w.held[role] = l
+		w.until[role] = ns(until)
+		w.mu.Unlock()
+		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: ns(until.Add(-validity)), Until: ns(until)})
+
+		hctx, cancel := context.WithCancel(ctx)
+		stopSampling := w.sample(hctx, role, l.Token(), l.IsHeld)
+		holdFor := time.Duration(300+w.intn(1700)) * time.Millisecond
+		deadline := time.Now().Add(holdFor)
+		for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
+			w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error { return l.Guard(ctx, item) })
+			sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
+		}
+		if ended(l) {
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: fmt.Sprint(l.Err())})
+		} else if ctx.Err() == nil {
+			// The application stops acting on the lock when it calls
+			// Release; the lock ends before the release write leaves.
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: "release"})
+			rctx, rcancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
+			_ = l.Release(rctx, lock.ReleaseDelete(w.intn(4) == 0))
+			rcancel()
+		}
+		stopSampling()
+		cancel()
+		w.mu.Lock()
+		if ctx.Err() == nil {
+			delete(w.held, role)
+		}
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+func ended(l *lock.Lock) bool {
+	select {
+	case <-l.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// sample logs, every ~20 ms until ctx ends or the returned function is
+// called, each check of holds() that returned true, with the shared clock
+// read just before and just after it. For locks it also logs each later
+// ValidUntil it sees.
+func (w *worker) sample(ctx context.Context, role string, tok int64, holds func() bool) (stop func()) {
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sctx.Err() == nil {
+			b := mono()
+			ok := holds()
+			a := mono()
+			if ok {
+				w.log.log(Event{Ev: "sample", Worker: w.cfg.id, Role: role, Token: tok, Before: b, T: a})
+			}
+			w.logExtension(role, tok)
+			sleepCtx(sctx, 20*time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// logExtension logs a lock's ValidUntil when it moved later.
+func (w *worker) logExtension(role string, tok int64) {
+	w.mu.Lock()
+	l, ok := w.held[role]
+	if !ok {
+		w.mu.Unlock()
+		return
+	}
+	v := ns(l.ValidUntil())
+	moved := v > w.until[role]
+	if moved {
+		w.until[role] = v
+	}
+	w.mu.Unlock()
+	if moved {
+		w.log.log(Event{Ev: "extend", Worker: w.cfg.id, Role: role, Token: tok, Until: v})
+	}
+}
+
+// guardedWrite appends this write to its role's history item, guarded by
+// the lease, and logs it before it is sent and after, with its outcome.
+func (w *worker) guardedWrite(ctx context.Context, role string, tok int64, guard func(context.Context, types.TransactWriteItem) error) {
+	seq := w.seq.Add(1)
+	entry := fmt.Sprintf("%d/%d/%d", tok, os.Getpid(), seq)
+	item := types.TransactWriteItem{Update: &types.Update{
+		TableName:        aws.String(w.cfg.data),
+		Key:              map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: historyID(role)}},
+		UpdateExpression: aws.String("SET n = if_not_exists(n, :zero) + :one, hist = list_append(if_not_exists(hist, :empty), :e)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero":  &types.AttributeValueMemberN{Value: "0"},
+			":one":   &types.AttributeValueMemberN{Value: "1"},
+			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+			":e":     &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: entry}}},
+		},
+	}}
+	w.log.log(Event{Ev: "write", Worker: w.cfg.id, Role: role, Token: tok, Seq: seq, Phase: "send"})
+	err := guard(ctx, item)
+	out := classify(err)
+	ev := Event{Ev: "write", Worker: w.cfg.id, Role: role, Token: tok, Seq: seq, Phase: "done", Outcome: out}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	w.log.log(ev)
+}
+
+// classify names the outcome of a guarded write from its error.
+func classify(err error) string {
+	var ice *resourcelock.ItemConditionError
+	switch {
+	case err == nil:
+		return outcomeAck
+	case errors.Is(err, resourcelock.ErrGuardLost), errors.Is(err, resourcelock.ErrTransactionConflict):
+		return outcomeRefusedServer
+	case errors.As(err, &ice):
+		return outcomeCondition
+	case errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrReleased),
+		errors.Is(err, election.ErrLostLeadership):
+		return outcomeRefusedLocal
+	}
+	return outcomeUnknown
+}
+
+// stats logs goroutines and heap every 5 s.
+func (w *worker) stats(ctx context.Context) {
+	for ctx.Err() == nil {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		w.log.log(Event{Ev: "stats", Worker: w.cfg.id, Goroutines: runtime.NumGoroutine(), HeapBytes: m.HeapAlloc})
+		sleepCtx(ctx, 5*time.Second)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

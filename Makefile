@@ -6,7 +6,7 @@
 GO ?= go
 DDB_LOCAL := scripts/dynamodb-local.sh
 
-.PHONY: all dynamodb-local test test-loaded demo bench fmt vet clean
+.PHONY: all dynamodb-local test test-loaded demo bench chaos fmt vet clean
 
 all: test
 
@@ -31,6 +31,15 @@ demo:
 
 bench:
 	$(DDB_LOCAL) run -- $(GO) run ./bench
+
+# make chaos: the Jepsen-style check of the guarantees (see chaos/main.go and
+# the README), CHAOS_MINUTES (default 10) with each of the two duration sets;
+# CHAOS_SEED repeats a run. Exits non-zero on any safety violation.
+CHAOS_BIN := .cache/chaos/chaos
+chaos:
+	mkdir -p .cache/chaos
+	$(GO) build -o $(CHAOS_BIN) ./chaos
+	$(DDB_LOCAL) run -- sh -c '$(CHAOS_BIN) run -lease 2s -renew 1.5s -retry 200ms && $(CHAOS_BIN) run -lease 3s -renew 2s -retry 500ms'
 
 fmt:
 	$(GO) fmt ./...

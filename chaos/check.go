@@ -358,10 +358,13 @@ func (ch *checker) writes() {
 	}
 }
 
-// tokens: check 4. Every term has a token, and tokens rise with the
-// terms' confirmations.
+// tokens: check 4. Every term has a token, and tokens rise with the send
+// times of the terms' acquiring writes (the order in which they landed: a
+// takeover is sent only after the write it takes over from landed).
 func (ch *checker) tokens() {
 	for role, ts := range ch.termsByRole() {
+		ts = slices.Clone(ts)
+		slices.SortFunc(ts, func(a, b *term) int { return cmp64(a.start, b.start) })
 		var prev *term
 		for _, t := range ts {
 			if t.token <= 0 {

@@ -137,6 +137,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 			return nil, fmt.Errorf("creating table %s: %w", t.name, err)
 		}
 	}
+	defer c.dropTables()
 	rtt, err := c.roundTrip(ctx)
 	if err != nil {
 		return nil, err
@@ -245,6 +246,16 @@ func (c *controller) stopAll() {
 			<-in.done
 			c.nem.log(Event{Ev: "nemesis", Action: "stuck-at-exit", Worker: in.name})
 		}
+	}
+}
+
+// dropTables deletes the run's tables, best effort: the logs keep what
+// the checker read.
+func (c *controller) dropTables() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, t := range []string{c.locks, c.fences, c.data} {
+		_, _ = c.ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 	}
 }
 

@@ -1,0 +1,100 @@
+package main
+
+// The short chaos run of make test, and the proof that its checker can
+// fail: the same run against two deliberately broken builds.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+)
+
+// buildChaos builds this command, with the given build tags, for the
+// worker processes.
+func buildChaos(t *testing.T, tags string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "chaos")
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
+}
+
+// runChaos runs the controller in this process against DynamoDB Local,
+// with the first duration set unless cfg says otherwise, and logs the
+// table.
+func runChaos(t *testing.T, bin string, cfg runConfig) *Report {
+	t.Helper()
+	cfg.endpoint = ddbtest.Endpoint(t)
+	cfg.bin, cfg.dir, cfg.quiet = bin, t.TempDir(), true
+	cfg.workers, cfg.keys = 5, 3
+	if cfg.lease == 0 {
+		cfg.lease, cfg.renew, cfg.retry = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
+	}
+	r, err := run(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("chaos run: %v", err)
+	}
+	var b strings.Builder
+	r.print(&b)
+	t.Log(b.String())
+	return r
+}
+
+// TestDynamoDBChaosShortRunKeepsTheGuarantees is make test's short run:
+// every nemesis action at least once (about a minute and a half, a fixed
+// seed), and no safety check may fail. The full run is make chaos.
+func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t, ""), runConfig{duration: 60 * time.Second, seed: 20261125})
+	if !r.Safe() {
+		t.Errorf("%d safety violations (the table above lists them)", len(r.Violations))
+	}
+	if r.Crashes != 0 || r.Panics != 0 {
+		t.Errorf("%d workers crashed, %d panicked", r.Crashes, r.Panics)
+	}
+	for _, a := range allActions {
+		if r.Nemesis[a] == 0 {
+			t.Errorf("the nemesis never ran %q", a)
+		}
+	}
+	// A check that saw nothing proves nothing.
+	if r.Terms < 5 || r.Holds < 20 || r.Acked < 200 || r.Samples < 1000 {
+		t.Errorf("too little happened: %d terms, %d lock holds, %d acknowledged writes, %d samples", r.Terms, r.Holds, r.Acked, r.Samples)
+	}
+}
+
+// TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow runs the build whose lock
+// check admits any row: a write held past its holder's lease must then be
+// committed after the next holder's, and the checker must say so.
+func TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t, "dynalease_chaos_broken_guard"),
+		runConfig{duration: 25 * time.Second, seed: 2, actions: []string{"pause-write"}})
+	if r.count("stale") == 0 {
+		t.Error("the checker found no stale write committed by a build whose guard admits any row")
+	}
+}
+
+// TestDynamoDBChaosCatchesATermLongerThanRenewDeadline runs the build whose
+// leader keeps its term for RenewDeadline + LeaseDuration: a stopped leader
+// then still believes it leads after another took over.
+func TestDynamoDBChaosCatchesATermLongerThanRenewDeadline(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t, "dynalease_chaos_broken_term"),
+		runConfig{duration: 25 * time.Second, seed: 3, actions: []string{"stop-leader"}})
+	if r.count("overlap") == 0 {
+		t.Error("the checker found no overlapping leadership in a build whose terms outlive RenewDeadline")
+	}
+}

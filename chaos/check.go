@@ -15,10 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// entry is one committed guarded write, in commit order within its role.
+// entry is one committed guarded write, in commit order within its role:
+// its token, and the worker instance and sequence number that name it.
 type entry struct {
-	token    int64
-	pid, seq int64
+	token     int64
+	inst, seq int64
 }
 
 // readHistories reads every role's committed guarded writes from the data
@@ -50,7 +51,7 @@ func (c *controller) readHistories(ctx context.Context) (map[string][]entry, err
 				var e entry
 				var errs [3]error
 				e.token, errs[0] = strconv.ParseInt(parts[0], 10, 64)
-				e.pid, errs[1] = strconv.ParseInt(parts[1], 10, 64)
+				e.inst, errs[1] = strconv.ParseInt(parts[1], 10, 64)
 				e.seq, errs[2] = strconv.ParseInt(parts[2], 10, 64)
 				for _, err := range errs {
 					if err != nil {
@@ -98,10 +99,12 @@ type checker struct {
 
 type procLog struct {
 	in     *instance
-	pid    int64
 	events []Event
 	terms  []*term
 }
+
+// key names one of p's guarded writes, as its history entries do.
+func (p *procLog) key(seq int64) [2]int64 { return [2]int64{int64(p.in.num), seq} }
 
 func (c *controller) check(hist map[string][]entry, rtt time.Duration, began, ended int64) (*Report, error) {
 	ch := &checker{cfg: c.cfg, hist: hist, rtt: rtt, began: began, ended: ended, r: &Report{}}
@@ -116,11 +119,6 @@ func (c *controller) check(hist map[string][]entry, rtt time.Duration, began, en
 			return nil, err
 		}
 		p := &procLog{in: in, events: evs}
-		for _, e := range evs {
-			if e.Ev == "start" {
-				p.pid = int64(e.Pid)
-			}
-		}
 		p.terms = buildTerms(in.name, evs)
 		ch.procs = append(ch.procs, p)
 	}
@@ -138,7 +136,7 @@ func buildTerms(proc string, evs []Event) []*term {
 			t := &term{proc: proc, role: e.Role, token: e.Token, start: e.Start, begin: e.T, end: e.Until}
 			open[e.Role] = t
 			out = append(out, t)
-		case "extend":
+		case "extend", "sample":
 			if t := open[e.Role]; t != nil && e.Until > t.end {
 				t.end = e.Until
 			}
@@ -209,14 +207,15 @@ func (ch *checker) overlaps() {
 		if role != "elect" {
 			kind = "holds of " + role
 		}
-		var last *term // the term with the latest end so far
-		for _, t := range ts {
-			if last != nil && last.proc != t.proc && t.begin < last.end {
-				ch.violation("overlap", fmt.Sprintf("overlapping %s: %s (token %d) believed until %s, %s (token %d) from %s",
-					kind, last.proc, last.token, ch.at(last.end), t.proc, t.token, ch.at(t.begin)), t.begin)
-			}
-			if last == nil || t.end > last.end {
-				last = t
+		for i, t := range ts {
+			for _, u := range ts[i+1:] {
+				if u.begin >= t.end {
+					break // ts is sorted by begin: none later overlaps t
+				}
+				if u.proc != t.proc && u.begin < u.end {
+					ch.violation("overlap", fmt.Sprintf("overlapping %s: %s (token %d) believed until %s, %s (token %d) from %s",
+						kind, t.proc, t.token, ch.at(t.end), u.proc, u.token, ch.at(u.begin)), u.begin)
+				}
 			}
 		}
 		if role == "elect" {
@@ -227,8 +226,8 @@ func (ch *checker) overlaps() {
 	}
 	for _, p := range ch.procs {
 		for _, e := range p.events {
-			if e.Ev != "sample" {
-				continue
+			if e.Ev != "sample" || e.Until <= e.Before {
+				continue // not in force at any instant of the reading
 			}
 			ch.r.Samples++
 			for _, t := range byRole[e.Role] {
@@ -255,17 +254,17 @@ func (ch *checker) stale() {
 		for i, e := range list {
 			if e.token < max {
 				ch.violation("stale", fmt.Sprintf("%s: write %d/%d (token %d) committed after a write of token %d (position %d)",
-					role, e.pid, e.seq, e.token, max, i), sends[[2]int64{e.pid, e.seq}])
+					role, e.inst, e.seq, e.token, max, i), sends[[2]int64{e.inst, e.seq}])
 			}
 			max = maxInt(max, e.token)
-			sent, ok := sends[[2]int64{e.pid, e.seq}]
+			sent, ok := sends[[2]int64{e.inst, e.seq}]
 			if !ok {
 				continue
 			}
 			for _, t := range byRole[role] {
 				if t.token > e.token && t.begin < sent {
 					ch.violation("stale", fmt.Sprintf("%s: write %d/%d (token %d) committed although sent at %s, after the term of %s (token %d) was confirmed at %s",
-						role, e.pid, e.seq, e.token, ch.at(sent), t.proc, t.token, ch.at(t.begin)), sent)
+						role, e.inst, e.seq, e.token, ch.at(sent), t.proc, t.token, ch.at(t.begin)), sent)
 					break
 				}
 			}
@@ -281,13 +280,15 @@ func maxInt(a, b int64) int64 {
 	return b
 }
 
-// sendTimes maps (pid, seq) to when the write was logged as sent.
+// sendTimes maps (instance, seq) to when the write was sent: logged just
+// before Guard, or, for a write the nemesis held in the transport, when
+// it was let go.
 func (ch *checker) sendTimes() map[[2]int64]int64 {
 	out := map[[2]int64]int64{}
 	for _, p := range ch.procs {
 		for _, e := range p.events {
-			if e.Ev == "write" && e.Phase == "send" {
-				out[[2]int64{p.pid, e.Seq}] = e.T
+			if (e.Ev == "write" && e.Phase == "send") || (e.Ev == "paused-write-sent" && e.Seq != 0) {
+				out[p.key(e.Seq)] = max(out[p.key(e.Seq)], e.T)
 			}
 		}
 	}
@@ -300,7 +301,7 @@ func (ch *checker) writes() {
 	applied := map[[2]int64]int{}
 	for _, list := range ch.hist {
 		for _, e := range list {
-			applied[[2]int64{e.pid, e.seq}]++
+			applied[[2]int64{e.inst, e.seq}]++
 		}
 	}
 	for k, n := range applied {
@@ -323,7 +324,7 @@ func (ch *checker) writes() {
 			}
 		}
 		for _, s := range sent {
-			k := [2]int64{p.pid, s.Seq}
+			k := p.key(s.Seq)
 			known[k] = true
 			d, ok := done[s.Seq]
 			out := outcomeUnknown
@@ -335,7 +336,7 @@ func (ch *checker) writes() {
 			case outcomeAck:
 				ch.r.Acked++
 				if applied[k] == 0 {
-					ch.violation("writes", fmt.Sprintf("%s: acknowledged write %d/%d (%s, token %d) is not in the history", p.in.name, p.pid, s.Seq, s.Role, s.Token), d.T)
+					ch.violation("writes", fmt.Sprintf("%s: acknowledged write %d/%d (%s, token %d) is not in the history", p.in.name, p.in.num, s.Seq, s.Role, s.Token), d.T)
 				}
 			case outcomeUnknown:
 				if applied[k] > 0 {
@@ -346,7 +347,7 @@ func (ch *checker) writes() {
 			default:
 				ch.r.Refused++
 				if applied[k] > 0 {
-					ch.violation("writes", fmt.Sprintf("%s: write %d/%d (%s, token %d) reported %s (%s) was applied", p.in.name, p.pid, s.Seq, s.Role, s.Token, out, d.Err), d.T)
+					ch.violation("writes", fmt.Sprintf("%s: write %d/%d (%s, token %d) reported %s (%s) was applied", p.in.name, p.in.num, s.Seq, s.Role, s.Token, out, d.Err), d.T)
 				}
 			}
 		}

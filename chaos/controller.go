@@ -71,7 +71,8 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 // instance is one worker process; a restarted worker is a new instance,
 // whether or not it keeps its identity.
 type instance struct {
-	name   string // identity#n
+	name   string // identity#num
+	num    int    // among all the run's instances, from 1
 	id     string
 	slot   int
 	cmd    *exec.Cmd
@@ -165,6 +166,10 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	c.logf("%d workers up; nemesis for %v (seed %d, lease %v / renew %v / retry %v), logs in %s",
 		cfg.workers, cfg.duration, cfg.seed, cfg.lease, cfg.renew, cfg.retry, cfg.dir)
 
+	// The nemesis starts once someone leads.
+	for deadline := time.Now().Add(10 * cfg.lease); time.Now().Before(deadline) && c.byOwner(ctx, "leader") == nil; {
+		sleepCtx(ctx, cfg.retry)
+	}
 	began := mono()
 	c.nemesis(ctx, time.Now().Add(cfg.duration))
 	ended := mono()
@@ -193,7 +198,7 @@ func (c *controller) start(slot int, id string) error {
 	n := c.instances
 	c.mu.Unlock()
 	name := fmt.Sprintf("%s#%d", id, n)
-	in := &instance{name: name, id: id, slot: slot, done: make(chan struct{}),
+	in := &instance{name: name, num: n, id: id, slot: slot, done: make(chan struct{}),
 		events: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
 		stderr: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id))}
 	errf, err := os.Create(in.stderr)
@@ -201,7 +206,7 @@ func (c *controller) start(slot int, id string) error {
 		return err
 	}
 	in.cmd = exec.Command(c.cfg.bin, "worker",
-		"-id", id, "-endpoint", c.proxies[slot].URL(), "-events", in.events,
+		"-id", id, "-instance", strconv.Itoa(n), "-endpoint", c.proxies[slot].URL(), "-events", in.events,
 		"-locks", c.locks, "-fences", c.fences, "-data", c.data,
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
 		"-lock-lease", c.cfg.lockLease.String(), "-keys", strconv.Itoa(c.cfg.keys),
@@ -222,6 +227,19 @@ func (c *controller) start(slot int, id string) error {
 	c.all = append(c.all, in)
 	c.mu.Unlock()
 	c.nem.log(Event{Ev: "nemesis", Action: "start", Worker: name, Pid: in.cmd.Process.Pid})
+	// Ready once it has logged its start, which it does after installing
+	// its signal handlers.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err := os.Stat(in.events); err == nil && st.Size() > 0 {
+			return nil
+		}
+		select {
+		case <-in.done:
+			return nil // the checker reports the exit
+		default:
+		}
+	}
+	c.logf("worker %s did not log its start within 30 s", name)
 	return nil
 }
 

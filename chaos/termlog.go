@@ -16,12 +16,11 @@ import (
 type termSink struct {
 	w      *worker
 	role   string
-	token  func() int64
 	values []any
 }
 
-func termLogger(w *worker, role string, token func() int64) logr.Logger {
-	return logr.New(&termSink{w: w, role: role, token: token})
+func termLogger(w *worker, role string) logr.Logger {
+	return logr.New(&termSink{w: w, role: role})
 }
 
 func (s *termSink) Init(logr.RuntimeInfo) {}
@@ -30,10 +29,11 @@ func (s *termSink) Enabled(int) bool      { return true }
 func (s *termSink) Info(level int, msg string, kv ...any) {
 	switch msg {
 	case "started leading":
-		s.w.log.log(Event{Ev: "term", Worker: s.w.cfg.id, Role: s.role, Token: s.token(),
+		tok, _ := valueOf(kv, "token").(int64)
+		s.w.log.log(Event{Ev: "term", Worker: s.w.cfg.id, Role: s.role, Token: tok,
 			Start: ns(timeOf(kv, "sent")), Until: ns(timeOf(kv, "validUntil"))})
 	case "renewed":
-		s.w.log.log(Event{Ev: "extend", Worker: s.w.cfg.id, Role: s.role, Token: s.token(), Until: ns(timeOf(kv, "validUntil"))})
+		s.w.log.log(Event{Ev: "extend", Worker: s.w.cfg.id, Role: s.role, Until: ns(timeOf(kv, "validUntil"))})
 	case "stopped leading":
 		until := ns(timeOf(kv, "until"))
 		s.w.log.log(Event{Ev: "end", Worker: s.w.cfg.id, Role: s.role, T: until, Detail: reasonOf(kv)})
@@ -50,25 +50,22 @@ func (s *termSink) WithValues(kv ...any) logr.LogSink {
 
 func (s *termSink) WithName(string) logr.LogSink { return s }
 
-// timeOf returns the time.Time value of key in a key-value list.
-func timeOf(kv []any, key string) time.Time {
+// valueOf returns the value of key in a key-value list, nil when absent.
+func valueOf(kv []any, key string) any {
 	for i := 0; i+1 < len(kv); i += 2 {
 		if k, ok := kv[i].(string); ok && k == key {
-			if t, ok := kv[i+1].(time.Time); ok {
-				return t
-			}
+			return kv[i+1]
 		}
 	}
-	return time.Time{}
+	return nil
+}
+
+func timeOf(kv []any, key string) time.Time {
+	t, _ := valueOf(kv, key).(time.Time)
+	return t
 }
 
 func reasonOf(kv []any) string {
-	for i := 0; i+1 < len(kv); i += 2 {
-		if k, ok := kv[i].(string); ok && k == "reason" {
-			if s, ok := kv[i+1].(string); ok {
-				return s
-			}
-		}
-	}
-	return ""
+	s, _ := valueOf(kv, "reason").(string)
+	return s
 }

@@ -29,6 +29,7 @@ import (
 // workerConfig is what the controller tells a worker process.
 type workerConfig struct {
 	id, endpoint, events           string
+	instance                       int
 	locks, fences, data            string
 	lease, renew, retry, lockLease time.Duration
 	keys                           int
@@ -38,6 +39,7 @@ type workerConfig struct {
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "identity (owner name) of this worker")
+	fs.IntVar(&c.instance, "instance", 0, "number of this process among all the run's workers")
 	fs.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint (the worker's proxy)")
 	fs.StringVar(&c.events, "events", "", "event log to append to")
 	fs.StringVar(&c.locks, "locks", "", "lock table")
@@ -53,7 +55,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 }
 
 // The roles' history items in the data table: every guarded write appends
-// "token/worker/seq" to the list of its role's item and counts it.
+// "token/instance/seq" to the list of its role's item and counts it.
 func historyID(role string) string { return "hist-" + role }
 
 // worker is one process: an Elector on the shared election and a lock
@@ -69,12 +71,15 @@ type worker struct {
 	seq     atomic.Int64
 	pausing atomic.Bool // the next guarded write waits cfg.pauseFor before it leaves
 
-	mu    sync.Mutex
-	held  map[string]*lock.Lock // role → lock held now
-	until map[string]int64      // role → the largest ValidUntil logged
+	mu   sync.Mutex
+	held map[string]*lock.Lock // role → lock held when the worker stops
 }
 
 func runWorker(args []string) error {
+	// First of all: the nemesis may signal as soon as the "start" event is
+	// logged, and SIGUSR1's default action would kill the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	var cfg workerConfig
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	cfg.flags(fs)
@@ -87,7 +92,7 @@ func runWorker(args []string) error {
 	}
 	defer log.close()
 	w := &worker{cfg: cfg, log: log, rnd: rand.New(rand.NewPCG(cfg.seed, uint64(os.Getpid()))),
-		held: map[string]*lock.Lock{}, until: map[string]int64{}}
+		held: map[string]*lock.Lock{}}
 	w.ddb = dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(cfg.endpoint),
@@ -99,8 +104,6 @@ func runWorker(args []string) error {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	go func() {
 		for s := range sigs {
 			if s == syscall.SIGUSR1 {
@@ -145,12 +148,17 @@ type pausingTransport struct {
 	next http.RoundTripper
 }
 
+// seqKey carries a guarded write's sequence number down to the transport.
+type seqKey struct{}
+
 func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && p.w.pausing.CompareAndSwap(true, false) {
-		p.w.log.log(Event{Ev: "paused-write", Worker: p.w.cfg.id, Detail: p.w.cfg.pauseFor.String()})
+		seq, _ := req.Context().Value(seqKey{}).(int64)
+		p.w.log.log(Event{Ev: "paused-write", Worker: p.w.cfg.id, Seq: seq, Detail: p.w.cfg.pauseFor.String()})
 		time.Sleep(p.w.cfg.pauseFor)
 		req = req.WithContext(context.WithoutCancel(req.Context()))
-		p.w.log.log(Event{Ev: "paused-write-sent", Worker: p.w.cfg.id})
+		// The write leaves now: the checker counts this as its send time.
+		p.w.log.log(Event{Ev: "paused-write-sent", Worker: p.w.cfg.id, Seq: seq})
 	}
 	return p.next.RoundTrip(req)
 }
@@ -172,7 +180,7 @@ func (w *worker) elect(ctx context.Context) error {
 		ReleaseOnCancel: true,
 		Fencing:         true,
 		Clock:           w.clk,
-		Logger:          termLogger(w, "elect", func() int64 { return e.Token() }),
+		Logger:          termLogger(w, "elect"),
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(lctx context.Context) { w.lead(lctx, e) },
 			OnStoppedLeading: func() {},
@@ -191,7 +199,7 @@ func (w *worker) elect(ctx context.Context) error {
 // every 100 ms, until the term ends.
 func (w *worker) lead(ctx context.Context, e *election.Elector) {
 	tok, _ := election.TokenFromContext(ctx)
-	stopSampling := w.sample(ctx, "elect", tok, e.IsLeader)
+	stopSampling := w.sample(ctx, "elect", tok, e.ValidUntil)
 	defer stopSampling()
 	for ctx.Err() == nil {
 		w.guardedWrite(ctx, "elect", tok, func(ctx context.Context, item types.TransactWriteItem) error { return e.Guard(ctx, item) })
@@ -235,20 +243,23 @@ func (w *worker) lockLoop(ctx context.Context) error {
 			continue
 		}
 		until := l.ValidUntil()
-		w.mu.Lock()
-		w.held[role] = l
-		w.until[role] = ns(until)
-		w.mu.Unlock()
-		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: ns(until.Add(-validity)), Until: ns(until)})
+		if until.IsZero() {
+			// Ended already (confirmed late, or this process stalled):
+			// never held as far as the application could tell.
+			_ = l.Release(ctx)
+			continue
+		}
+		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: ns(until) - int64(validity), Until: ns(until)})
 
 		hctx, cancel := context.WithCancel(ctx)
-		stopSampling := w.sample(hctx, role, l.Token(), l.IsHeld)
+		stopSampling := w.sample(hctx, role, l.Token(), l.ValidUntil)
 		holdFor := time.Duration(300+w.intn(1700)) * time.Millisecond
 		deadline := time.Now().Add(holdFor)
 		for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
 			w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error { return l.Guard(ctx, item) })
 			sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
 		}
+		stopSampling()
 		if ended(l) {
 			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: fmt.Sprint(l.Err())})
 		} else if ctx.Err() == nil {
@@ -258,14 +269,12 @@ func (w *worker) lockLoop(ctx context.Context) error {
 			rctx, rcancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
 			_ = l.Release(rctx, lock.ReleaseDelete(w.intn(4) == 0))
 			rcancel()
+		} else {
+			w.mu.Lock()
+			w.held[role] = l // Close releases it; its end is logged then
+			w.mu.Unlock()
 		}
-		stopSampling()
 		cancel()
-		w.mu.Lock()
-		if ctx.Err() == nil {
-			delete(w.held, role)
-		}
-		w.mu.Unlock()
 	}
 	return nil
 }
@@ -280,52 +289,33 @@ func ended(l *lock.Lock) bool {
 }
 
 // sample logs, every ~20 ms until ctx ends or the returned function is
-// called, each check of holds() that returned true, with the shared clock
-// read just before and just after it. For locks it also logs each later
-// ValidUntil it sees.
-func (w *worker) sample(ctx context.Context, role string, tok int64, holds func() bool) (stop func()) {
+// called, each reading of validUntil (Elector.ValidUntil, Lock.ValidUntil:
+// the zero time unless the term or lock is in force at that instant, as
+// IsLeader and IsHeld read it) that found it in force, with the shared
+// clock read just before and just after it, and the validity it returned.
+func (w *worker) sample(ctx context.Context, role string, tok int64, validUntil func() time.Time) (stop func()) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for sctx.Err() == nil {
 			b := mono()
-			ok := holds()
+			v := validUntil()
 			a := mono()
-			if ok {
-				w.log.log(Event{Ev: "sample", Worker: w.cfg.id, Role: role, Token: tok, Before: b, T: a})
+			if !v.IsZero() {
+				w.log.log(Event{Ev: "sample", Worker: w.cfg.id, Role: role, Token: tok, Before: b, T: a, Until: ns(v)})
 			}
-			w.logExtension(role, tok)
 			sleepCtx(sctx, 20*time.Millisecond)
 		}
 	}()
 	return func() { cancel(); <-done }
 }
 
-// logExtension logs a lock's ValidUntil when it moved later.
-func (w *worker) logExtension(role string, tok int64) {
-	w.mu.Lock()
-	l, ok := w.held[role]
-	if !ok {
-		w.mu.Unlock()
-		return
-	}
-	v := ns(l.ValidUntil())
-	moved := v > w.until[role]
-	if moved {
-		w.until[role] = v
-	}
-	w.mu.Unlock()
-	if moved {
-		w.log.log(Event{Ev: "extend", Worker: w.cfg.id, Role: role, Token: tok, Until: v})
-	}
-}
-
 // guardedWrite appends this write to its role's history item, guarded by
 // the lease, and logs it before it is sent and after, with its outcome.
 func (w *worker) guardedWrite(ctx context.Context, role string, tok int64, guard func(context.Context, types.TransactWriteItem) error) {
 	seq := w.seq.Add(1)
-	entry := fmt.Sprintf("%d/%d/%d", tok, os.Getpid(), seq)
+	entry := fmt.Sprintf("%d/%d/%d", tok, w.cfg.instance, seq)
 	item := types.TransactWriteItem{Update: &types.Update{
 		TableName:        aws.String(w.cfg.data),
 		Key:              map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: historyID(role)}},
@@ -338,7 +328,7 @@ func (w *worker) guardedWrite(ctx context.Context, role string, tok int64, guard
 		},
 	}}
 	w.log.log(Event{Ev: "write", Worker: w.cfg.id, Role: role, Token: tok, Seq: seq, Phase: "send"})
-	err := guard(ctx, item)
+	err := guard(context.WithValue(ctx, seqKey{}, seq), item)
 	out := classify(err)
 	ev := Event{Ev: "write", Worker: w.cfg.id, Role: role, Token: tok, Seq: seq, Phase: "done", Outcome: out}
 	if err != nil {

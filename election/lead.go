@@ -37,7 +37,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()
-	e.log.Info("started leading", "rvn", r.mine, "sent", r.mineSent, "validUntil", validUntil)
+	e.log.Info("started leading", "rvn", r.mine, "sent", r.mineSent, "validUntil", validUntil, "token", t.token)
 
 	go func() {
 		defer close(t.workDone)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -239,5 +242,37 @@ func TestSessionMonitorRunsOnceWhenHeartbeatsStall(t *testing.T) {
 	}
 	if !l.IsHeld() {
 		t.Fatal("the monitor fires before the lock is lost, not after")
+	}
+}
+
+// timerlessClock is a fake clock whose AfterFunc timers never fire, as when
+// the goroutine that would run them has not been scheduled yet (a process
+// just resumed after a pause).
+type timerlessClock struct{ *clocktesting.FakeClock }
+
+func (c timerlessClock) AfterFunc(time.Duration, func()) clock.Timer {
+	return c.FakeClock.NewTimer(1 << 62)
+}
+
+// ValidUntil, like IsHeld, reads the clock: once the validity has passed it
+// is the zero time, whether or not the lock's own timer has ended it yet.
+func TestValidUntilIsZeroOnceTheValidityPassedEvenBeforeTheTimerRuns(t *testing.T) {
+	f := newFixture(t)
+	c, err := NewFromStore(f.store, WithClock(timerlessClock{f.fc}), WithOwnerName("paused"), WithLeaseDuration(lease),
+		WithHeartbeatPeriod(0), WithRefreshPeriod(refresh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fc.Step(validity - time.Millisecond)
+	if got, want := l.ValidUntil(), epoch.Add(validity); !got.Equal(want) || !l.IsHeld() {
+		t.Fatalf("before the validity passed: ValidUntil %v (want %v), IsHeld %v", got, want, l.IsHeld())
+	}
+	f.fc.Step(time.Millisecond)
+	if got := l.ValidUntil(); !got.IsZero() || l.IsHeld() {
+		t.Fatalf("at the validity, with the lock's timer not yet run: ValidUntil %v, IsHeld %v; want the zero time and false", got, l.IsHeld())
 	}
 }

@@ -106,12 +106,14 @@ func (l *Lock) RVN() string {
 }
 
 // ValidUntil returns, on the client's clock, when the lock stops counting
-// as held unless a heartbeat is confirmed first; the zero time once it has
-// ended.
+// as held unless a heartbeat is confirmed first; the zero time when it is
+// not held now (IsHeld is false): ended, or its validity passed, whether
+// or not its timer has run yet (a process resumed after a pause reads the
+// zero time at once).
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.ended || !l.c.clk.Now().Before(l.validUntil) {
 		return time.Time{}
 	}
 	return l.validUntil

@@ -116,29 +116,28 @@ func (r *Report) print(w io.Writer) {
 }
 
 func configLine(c map[string]string) string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(c) {
 		parts = append(parts, k+" "+c[k])
 	}
 	return strings.Join(parts, ", ")
 }
 
 func nemesisLine(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
+	return keys
 }
 
 func (r *Report) writeJSON(path string) error {

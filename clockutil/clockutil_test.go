@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -62,6 +63,34 @@ func TestSleepWaitsForTheFakeClock(t *testing.T) {
 	fc.Step(time.Millisecond)
 	if err := <-done; err != nil {
 		t.Fatalf("Sleep = %v, want nil", err)
+	}
+}
+
+// armingStaller is a fake clock that moves on by stall while a timer is
+// being set, as when the process stalls (or a test steps the clock) between
+// the reading of the time and the arming of the timer.
+type armingStaller struct {
+	*clocktesting.FakeClock
+	stall time.Duration
+}
+
+func (c armingStaller) NewTimer(d time.Duration) clock.Timer {
+	c.FakeClock.Step(c.stall)
+	return c.FakeClock.NewTimer(d)
+}
+
+func TestSleepDoesNotWaitAgainWhenTheClockPassedItsEndWhileArming(t *testing.T) {
+	c := armingStaller{FakeClock: clocktesting.NewFakeClock(epoch), stall: time.Second}
+	blocked := false
+	done := make(chan error, 1)
+	go func() { done <- SleepObserved(context.Background(), c, time.Second, func() { blocked = true }) }()
+	select {
+	case err := <-done:
+		if err != nil || blocked {
+			t.Fatalf("SleepObserved = %v (blocked %v), want nil without blocking", err, blocked)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Sleep waited a second time for a wait whose end the clock had passed")
 	}
 }
 

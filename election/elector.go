@@ -45,15 +45,7 @@ func (e *Elector) idle() {
 
 // sleep waits for d on the clock, or until ctx is done.
 func (e *Elector) sleep(ctx context.Context, d time.Duration) error {
-	t := e.clk.NewTimer(d)
-	defer t.Stop()
-	e.idle()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
+	return clockutil.SleepObserved(ctx, e.clk, d, e.idle)
 }
 
 // New validates cfg and returns an Elector. Zero durations take the

@@ -189,19 +189,7 @@ func (at *attempt) extendDeadline() {
 }
 
 func (at *attempt) sleep(ctx context.Context, d time.Duration) error {
-	wake := at.c.clk.Now().Add(d)
-	t := at.c.clk.NewTimer(d)
-	defer t.Stop()
-	if !at.c.clk.Now().Before(wake) {
-		return nil // the clock passed the wake time while the timer was set
-	}
-	at.c.idle("acquire")
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
+	return clockutil.SleepObserved(ctx, at.c.clk, d, func() { at.c.idle("acquire") })
 }
 
 // round makes one attempt: renew a late-confirmed row of ours, create a

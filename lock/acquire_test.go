@@ -275,10 +275,20 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 			return err
 		},
 		"empty partition for list": func() error { _, err := f.c.ListByPartition(context.Background(), ""); return err },
+		"long sort key": func() error {
+			_, err := f.c.Acquire(context.Background(), "k", WithSortKey(string(long[:resourcelock.MaxSortKeyBytes+1])))
+			return err
+		},
 	}
 	for name, call := range cases {
 		if err := call(); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	// Key limits are resourcelock's, checked there and translated once.
+	for _, name := range []string{"empty key", "long key", "long sort key"} {
+		if err := cases[name](); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want it to match resourcelock.ErrInvalidArgument too", name, err)
 		}
 	}
 	f.wantOps()

@@ -300,17 +300,14 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		o(&a)
 	}
 	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
+	if err := resourcelock.CheckKey(k); err != nil {
+		return a, k, fmt.Errorf("%w: %w", ErrInvalidOption, err) // the limits are resourcelock's
+	}
 	switch {
-	case key == "":
-		return a, k, invalid("key is empty")
-	case len(key) > resourcelock.MaxNameBytes:
-		return a, k, invalid("key is %d bytes, over %d", len(key), resourcelock.MaxNameBytes)
 	case c.cfg.sortKey != "" && a.sortKey == "":
 		return a, k, invalid("the table has sort key %q; use WithSortKey", c.cfg.sortKey)
 	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
 		return a, k, invalid("WithSortKey given but the table has no sort key attribute (WithSortKeyAttribute)")
-	case len(a.sortKey) > 1024:
-		return a, k, invalid("sort key is %d bytes, over 1024", len(a.sortKey))
 	case len(a.data) > resourcelock.MaxDataBytes:
 		return a, k, invalid("data is %d bytes, over %d", len(a.data), resourcelock.MaxDataBytes)
 	case a.refresh <= 0:

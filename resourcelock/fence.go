@@ -79,7 +79,7 @@ func (d *DynamoDBStore) bumpGeneration(ctx context.Context, key Key) (int64, err
 
 // Fence gives the row at key a new generation and restarts its counter.
 func (s *MemoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}
 	if holder == "" || acquisitionID == "" {

@@ -86,7 +86,7 @@ func (s *MemoryStore) Describe() string { return "memory" }
 
 // Get returns the item at key, or ErrNotFound.
 func (s *MemoryStore) Get(ctx context.Context, key Key) (Item, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -119,7 +119,7 @@ func (s *MemoryStore) Update(ctx context.Context, key Key, expect Precondition, 
 
 // Remove deletes the row at key when it satisfies expect.
 func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return err
 	}
 	if err := checkPrecondition(expect); err != nil {
@@ -172,18 +172,8 @@ func matches(cur Record, expect Precondition) bool {
 // partition key only, with the default TTL attribute.
 var memorySchema = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
 
-func checkKey(k Key) error {
-	if err := checkName(k.Partition); err != nil {
-		return err
-	}
-	if len(k.Sort) > 1024 {
-		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(k.Sort))
-	}
-	return nil
-}
-
 func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}
 	if err := checkIdentity(rec.HolderIdentity); err != nil {

@@ -10,6 +10,9 @@ const (
 	// MaxNameBytes is the longest lock name, in bytes: DynamoDB's limit for
 	// a partition key value.
 	MaxNameBytes = 2048
+	// MaxSortKeyBytes is the longest sort key value, in bytes: DynamoDB's
+	// limit for a sort key value.
+	MaxSortKeyBytes = 1024
 	// MaxDataBytes is the largest Data a record may carry, in bytes. It
 	// leaves room in DynamoDB's 400 KB item for the other attributes.
 	MaxDataBytes = 300 * 1024
@@ -115,6 +118,21 @@ func checkName(name string) error {
 	}
 	if len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: lock name is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(name), MaxNameBytes)
+	}
+	return nil
+}
+
+// CheckKey reports whether k is within DynamoDB's limits on key values: a
+// partition value (the lock name) of 1 to MaxNameBytes bytes and a sort
+// value of at most MaxSortKeyBytes. It returns an error matching
+// ErrInvalidArgument that names the limit, or nil. Whether a sort value is
+// required depends on the table; every store checks that too.
+func CheckKey(k Key) error {
+	if err := checkName(k.Partition); err != nil {
+		return err
+	}
+	if len(k.Sort) > MaxSortKeyBytes {
+		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's %d-byte limit", ErrInvalidArgument, len(k.Sort), MaxSortKeyBytes)
 	}
 	return nil
 }

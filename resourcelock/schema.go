@@ -52,7 +52,7 @@ func (s keySchema) reserved(attr string) bool {
 
 // checkKey validates a key for this schema before any request.
 func (s keySchema) checkKey(k Key) error {
-	if err := checkName(k.Partition); err != nil {
+	if err := CheckKey(k); err != nil {
 		return err
 	}
 	if s.sortKey == "" {
@@ -63,9 +63,6 @@ func (s keySchema) checkKey(k Key) error {
 	}
 	if k.Sort == "" {
 		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", ErrInvalidArgument, k, s.sortKey)
-	}
-	if len(k.Sort) > 1024 {
-		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's 1024-byte limit", ErrInvalidArgument, len(k.Sort))
 	}
 	return nil
 }

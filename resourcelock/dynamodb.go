@@ -32,9 +32,11 @@ type DynamoDBConfig struct {
 	// DefaultTTLAttribute when empty. Every write removes it, so a TTL
 	// left by another client never deletes this live lease.
 	TTLAttribute string
-	// RequestTimeout bounds each operation, the SDK's retries included;
-	// DefaultRequestTimeout when zero. The caller's context may bound it
-	// further.
+	// RequestTimeout bounds each operation, the SDK's retries included,
+	// whose context has no deadline of its own; DefaultRequestTimeout when
+	// zero. An Elector gives every request a deadline of its own
+	// (election.Config.RequestTimeout), so this applies only to other
+	// callers.
 	RequestTimeout time.Duration
 	// FenceTable names the table of fencing generations; see
 	// DynamoDBStoreConfig.FenceTable. Empty disables Fence.

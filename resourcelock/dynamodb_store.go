@@ -49,8 +49,11 @@ type DynamoDBStoreConfig struct {
 	// DefaultTTLAttribute when empty. Every write sets it or removes it, so
 	// a TTL left by an earlier writer never deletes a live lease.
 	TTLAttribute string
-	// RequestTimeout bounds each operation, the SDK's retries included;
-	// DefaultRequestTimeout when zero. A Scan's timeout applies per page.
+	// RequestTimeout bounds each operation, the SDK's retries included,
+	// whose context has no deadline of its own; DefaultRequestTimeout when
+	// zero. A caller's deadline is never shortened by it: the election and
+	// lock packages set each request's deadline themselves. A Scan's
+	// timeout applies per page.
 	RequestTimeout time.Duration
 	// Clock times the short waits between retries of a guarded write; the
 	// real clock when nil.
@@ -136,7 +139,7 @@ func (d *DynamoDBStore) Get(ctx context.Context, key Key) (Item, error) {
 	if err := d.keys.checkKey(key); err != nil {
 		return Item{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(d.table),
@@ -198,7 +201,7 @@ func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition
 	if err := checkPrecondition(expect); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	e := newExpression()
 	cond := d.keys.removeCondition(e, expect)
@@ -241,7 +244,7 @@ func (d *DynamoDBStore) Scan(ctx context.Context, partition string, fn func(Item
 }
 
 func (d *DynamoDBStore) page(ctx context.Context, partition string, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	if partition == "" {
 		out, err := d.client.Scan(ctx, &dynamodb.ScanInput{
@@ -288,7 +291,7 @@ func (d *DynamoDBStore) prepare(key Key, rec Record, opts WriteOptions) (Record,
 }
 
 func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expression, update, condition string) (Item, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.table),
@@ -298,6 +301,9 @@ func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expre
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,
 		ReturnValues:              types.ReturnValueAllNew,
+		// A failed condition answers with the row it found, which settles
+		// the write without a second request (see ConflictError).
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
 		return Item{}, d.wrap(key, op, err)
@@ -310,12 +316,31 @@ func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expre
 	return it, nil
 }
 
-// wrap classifies a DynamoDB error: a failed condition becomes ErrConflict,
-// a missing table ErrTableNotFound; anything else keeps its cause.
+// bound gives ctx the store's default request timeout when it has no
+// deadline of its own. A caller that bounds its requests (the election and
+// lock packages do, from settings validated against the lease) owns the
+// timeout; the store never shortens or stacks another on it.
+func (d *DynamoDBStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d.timeout)
+}
+
+// wrap classifies a DynamoDB error: a failed condition becomes a
+// *ConflictError (carrying the row the server returned, when it did and the
+// row decodes), a missing table ErrTableNotFound; anything else keeps its
+// cause.
 func (d *DynamoDBStore) wrap(key Key, op string, err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return fmt.Errorf("%s: %s: %w (%w)", d.describeKey(key), op, ErrConflict, err)
+		ce := &ConflictError{What: fmt.Sprintf("%s: %s", d.describeKey(key), op), Err: err}
+		if len(ccf.Item) > 0 {
+			if it, derr := d.keys.decodeItem(ccf.Item); derr == nil {
+				ce.Current = &it
+			}
+		}
+		return ce
 	}
 	return wrapTableError(d.table, fmt.Sprintf("%s: %s", d.describeKey(key), op), err)
 }

@@ -53,7 +53,7 @@ func (d *DynamoDBStore) Fence(ctx context.Context, key Key, holder, acquisitionI
 }
 
 func (d *DynamoDBStore) bumpGeneration(ctx context.Context, key Key) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.fenceTable),

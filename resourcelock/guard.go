@@ -122,7 +122,7 @@ func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []t
 				return werr
 			}
 		}
-		tctx, cancel := context.WithTimeout(ctx, d.timeout)
+		tctx, cancel := d.bound(ctx)
 		_, err = api.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		cancel()
 		if err == nil {

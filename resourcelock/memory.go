@@ -132,7 +132,7 @@ func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
 	if !ok || cur.RVN != expect.RVN || (expect.Owner != "" && cur.HolderIdentity != expect.Owner) {
-		return fmt.Errorf("memory/%s: remove: %w", key, ErrConflict)
+		return conflict(key, "remove", cur, ok)
 	}
 	delete(s.items, key)
 	return nil
@@ -164,6 +164,17 @@ func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, 
 	return nil
 }
 
+// conflict returns the error of a failed condition on the row cur (ok
+// when there is one), carrying the row as DynamoDBStore does.
+func conflict(key Key, op string, cur Item, ok bool) error {
+	ce := &ConflictError{What: fmt.Sprintf("memory/%s: %s", key, op)}
+	if ok {
+		c := cloneItem(cur)
+		ce.Current = &c
+	}
+	return ce
+}
+
 func matches(cur Record, expect Precondition) bool {
 	return cur.RVN == expect.RVN && (expect.Owner == "" || (cur.HolderIdentity == expect.Owner && !cur.Released))
 }
@@ -193,7 +204,7 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
 	if !admit(cur, ok) {
-		return Item{}, fmt.Errorf("memory/%s: %s: %w", key, op, ErrConflict)
+		return Item{}, conflict(key, op, cur, ok)
 	}
 	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: expiresSeconds(opts.Expires)}
 	next.LeaderTransitions = cur.LeaderTransitions

@@ -55,6 +55,7 @@ func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.
 		{"ConcurrentCreateHasOneWinner", testStoreConcurrentCreate},
 		{"ConcurrentTakeoverHasOneWinner", testStoreConcurrentTakeover},
 		{"Describe", testStoreDescribe},
+		{"ConflictCarriesTheRowFound", testStoreConflictCurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,6 +393,40 @@ func testStoreConcurrentTakeover(t *testing.T, s resourcelock.Store) {
 		t.Fatalf("the winning takeover stored %d transitions, want 2", winner.LeaderTransitions)
 	}
 	wantStoredItem(t, "after concurrent takeovers", s, k, winner)
+}
+
+// testStoreConflictCurrent checks what a failed condition reports of the
+// row: a store need not return it (resourcelock.ConflictError.Current may
+// be nil), but one that does returns the row as it was, and none for a
+// missing row.
+func testStoreConflictCurrent(t *testing.T, s resourcelock.Store) {
+	k := storeKey("conflict-current")
+	_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString()}, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "takeover of a missing row", err)
+	if it, ok := resourcelock.CurrentItem(err); ok {
+		t.Errorf("a failed takeover of a missing row carries a row: %s", formatStoreItem(it))
+	}
+	first := mustCreate(t, s, k, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
+	for what, write := range map[string]func() error{
+		"Create while held": func() error {
+			_, err := s.Create(ctx(t), k, heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
+			return err
+		},
+		"takeover on a wrong RVN": func() error {
+			_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString()}, heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
+			return err
+		},
+		"renewal naming another holder": func() error {
+			_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: first.RVN, Owner: "b"}, heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
+			return err
+		},
+	} {
+		err := write()
+		wantConflict(t, what, err)
+		if it, ok := resourcelock.CurrentItem(err); ok {
+			wantStoreItem(t, what+": the row carried by the conflict", it, first)
+		}
+	}
 }
 
 func testStoreDescribe(t *testing.T, s resourcelock.Store) {

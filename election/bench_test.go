@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -30,10 +31,12 @@ func benchElector(b *testing.B, store *resourcelock.MemoryStore, identity string
 
 // benchLeader returns a Run that holds the lease "bench" of store.
 func benchLeader(b *testing.B, store *resourcelock.MemoryStore) *run {
-	r := &run{e: benchElector(b, store, "leader")}
-	if out, _ := r.create(context.Background()); out != outcomeOurs {
-		b.Fatalf("create: outcome %v", out)
+	r := newRun(benchElector(b, store, "leader"))
+	res, err := r.acq.Round(context.Background())
+	if err != nil || res.Outcome != rvnlease.Ours {
+		b.Fatalf("create: outcome %v, %v", res.Outcome, err)
 	}
+	r.confirm(res.Item, res.Sent)
 	return r
 }
 
@@ -44,15 +47,16 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 	r := benchLeader(b, resourcelock.NewMemoryStore())
 	e := r.e
 	ctx := context.Background()
-	t := newTerm(ctx, e.clk, r.mineSent.Add(e.cfg.RenewDeadline), func() {})
+	t := newTerm(ctx, e.clk, r.sent.Add(e.cfg.RenewDeadline), func() {})
 	defer t.end(context.Canceled)
 	b.ReportAllocs()
 	for b.Loop() {
-		out, sent := r.renew(ctx)
-		if out != outcomeOurs {
-			b.Fatalf("renew: outcome %v", out)
+		w := r.hold.Write(ctx, r.cur, r.newRecord(false))
+		if !w.Landed {
+			b.Fatalf("renew: %+v", w)
 		}
-		if !t.extend(sent.Add(e.cfg.RenewDeadline)) {
+		r.confirm(w.Item, w.Sent)
+		if !t.extend(w.Sent.Add(e.cfg.RenewDeadline)) {
 			b.Fatal("term ended")
 		}
 	}
@@ -63,12 +67,15 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 func BenchmarkCandidatePoll(b *testing.B) {
 	store := resourcelock.NewMemoryStore()
 	benchLeader(b, store)
-	r := &run{e: benchElector(b, store, "candidate")}
+	r := newRun(benchElector(b, store, "candidate"))
 	ctx := context.Background()
+	if res, err := r.acq.Round(ctx); err != nil || res.Outcome != rvnlease.Others {
+		b.Fatalf("first round: outcome %v, %v", res.Outcome, err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, _ := r.read(ctx); out != outcomeOthers {
-			b.Fatalf("read: outcome %v", out)
+		if res, err := r.acq.Round(ctx); err != nil || res.Outcome != rvnlease.Others {
+			b.Fatalf("poll: outcome %v, %v", res.Outcome, err)
 		}
 	}
 }

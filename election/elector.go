@@ -30,6 +30,9 @@ type Elector struct {
 	current *term  // the term of the last Run that led, nil before
 	leader  string // holder last observed, "" when none
 
+	lastErr      error     // the failure the loop keeps retrying, nil once a request succeeds
+	lastErrSince time.Time // when lastErr (of this kind) first occurred
+
 	// testIdle, set only by this package's tests, is called each time the
 	// election loop is about to block waiting on the clock, after its
 	// timers are set, so a test can step a fake clock without racing.
@@ -137,11 +140,18 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 }
 
 // Leader returns the identity of the holder last observed, this candidate
-// included, or "" when the record was last seen missing or released.
+// included, or "" when the record was last seen missing or released. It
+// names this candidate only while one of its terms is in force: once the
+// term has ended (or its validity passed, whatever the election loop is
+// doing) it returns "" until another holder is observed.
 func (e *Elector) Leader() string {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.leader
+	leader, t := e.leader, e.current
+	e.mu.Unlock()
+	if leader == e.identity && (t == nil || !t.valid()) {
+		return ""
+	}
+	return leader
 }
 
 // Check is a health check. It returns an error when a term of this Elector
@@ -164,6 +174,51 @@ func (e *Elector) term() *term {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.current
+}
+
+// LastError returns the failure the election loop keeps meeting (a
+// request to the lock that failed and is being retried: throttling, a
+// timeout, a refused connection), and since when, on this Elector's clock;
+// nil and the zero time once a request succeeds again. A health check or
+// an alert uses it to tell "cannot reach the lock" from "another candidate
+// leads". Errors that end Run are returned by Run, and also kept here.
+func (e *Elector) LastError() (err error, since time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastErr, e.lastErrSince
+}
+
+// noteError records the outcome of a round: err nil clears the last error.
+// It logs an error the first time it occurs and when it changes or clears,
+// not on every round.
+func (e *Elector) noteError(err error) {
+	e.mu.Lock()
+	prev := e.lastErr
+	switch {
+	case err == nil:
+		e.lastErr, e.lastErrSince = nil, time.Time{}
+	case prev == nil:
+		e.lastErr, e.lastErrSince = err, e.clk.Now()
+	default:
+		e.lastErr = err
+	}
+	e.mu.Unlock()
+	switch {
+	case err != nil && (prev == nil || prev.Error() != err.Error()):
+		e.log.Error(err, "request to the lock failed; retrying")
+	case err == nil && prev != nil:
+		e.log.Info("requests to the lock succeed again")
+	}
+}
+
+// forgetSelfAsLeader stops naming this candidate as the leader once its
+// term has ended: who leads now is unknown until the next observation.
+func (e *Elector) forgetSelfAsLeader() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leader == e.identity {
+		e.leader = ""
+	}
 }
 
 // setLeader records the observed holder and reports a change to
@@ -203,7 +258,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		e.mu.Unlock()
 	}()
 
-	r := &run{e: e}
+	r := newRun(e)
 	// Step 1: campaign until this Run holds the record with validity left.
 	validUntil, err := r.campaign(ctx)
 	if err != nil {

@@ -110,8 +110,9 @@ func (f *failingFence) Fence(ctx context.Context, acquisitionID string) (resourc
 
 // TestFailedFencingWaitsAPollBeforeTryingAgain takes a lease over (so the
 // candidate's last observation is an expired foreign lease) and then fails
-// to fence it twice: each failure must be followed by a poll's wait, not an
-// immediate retry against the failing fence table.
+// to fence it twice: each failure releases the record at once, so healthy
+// candidates need not wait a lease, and is followed by a poll's wait, not
+// an immediate retry against the failing fence table.
 func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 	var ff *failingFence
 	h := newHarness(t, func(h *harness, c *Config) {
@@ -131,16 +132,25 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 	if ff.fences != 1 {
 		t.Fatalf("%d fences in the takeover round, want 1", ff.fences)
 	}
-	h.stepIdle(maxPoll) // renew, fence fails again, wait
-	h.wantOps(rlt.OpUpdate)
+	if rec, _ := h.store.Record(lockName); !rec.Released || rec.HolderIdentity != "a" {
+		t.Fatalf("after a failed fence the record is %+v, want released by a", rec)
+	}
+	if err, _ := h.e.LastError(); !errors.Is(err, errReset) {
+		t.Fatalf("LastError = %v, want the fence's error", err)
+	}
+	h.stepIdle(maxPoll) // create, fence fails again, release, wait
+	h.wantOps(rlt.OpCreate, rlt.OpUpdate)
 	if ff.fences != 2 {
 		t.Fatalf("%d fences after the second round, want 2 (one per round)", ff.fences)
 	}
 	h.noEvent()
-	h.stepIdle(maxPoll) // renew, fence succeeds, lead
-	h.wantOps(rlt.OpUpdate)
+	h.stepIdle(maxPoll) // create, fence succeeds, lead
+	h.wantOps(rlt.OpCreate)
 	h.wantEvent("started")
 	if h.e.Token() == 0 {
 		t.Fatal("no token after fencing succeeded")
+	}
+	if err, _ := h.e.LastError(); err != nil {
+		t.Fatalf("LastError = %v once leading", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -32,12 +33,12 @@ import (
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e := r.e
 	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
-	t.token = r.rec.FencingToken()
-	t.holding = resourcelock.Holding{Owner: e.identity, AcquisitionID: r.rec.AcquisitionID}
+	t.token = r.cur.FencingToken()
+	t.holding = resourcelock.Holding{Owner: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()
-	e.log.Info("started leading", "rvn", r.mine, "sent", r.mineSent, "validUntil", validUntil, "token", t.token)
+	e.log.Info("started leading", "rvn", r.cur.RVN, "sent", r.sent, "validUntil", validUntil, "token", t.token)
 
 	go func() {
 		defer close(t.workDone)
@@ -56,7 +57,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 		}
 	}()
 
-	renewTimer := e.clk.NewTimer(r.mineSent.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
+	renewTimer := e.clk.NewTimer(r.sent.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
 	defer renewTimer.Stop()
 	cancelled := ctx.Done()
 	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
@@ -105,16 +106,24 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 				return stopRenewing()
 			}
 			started := e.clk.Now()
-			out, sent := r.renew(reqCtx)
-			switch out {
-			case outcomeOurs:
-				if t.extend(sent.Add(e.cfg.termValidity())) {
-					e.log.V(1).Info("renewed", "rvn", r.mine, "sent", sent, "validUntil", t.until())
+			w := r.hold.Write(reqCtx, r.cur, r.newRecord(false))
+			switch {
+			case w.Landed:
+				r.confirm(w.Item, w.Sent)
+				e.noteError(nil)
+				if t.extend(w.Sent.Add(e.cfg.termValidity())) {
+					e.log.V(1).Info("renewed", "rvn", w.Item.RVN, "sent", w.Sent, "validUntil", t.until())
 				}
-			case outcomeOthers:
-				t.end(r.lossCause())
+			case w.Lost:
+				if w.Missing || w.Item.Released {
+					e.setLeader("")
+				} else {
+					e.setLeader(w.Item.HolderIdentity)
+				}
+				t.end(lossCause(w))
 			default:
-				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()))
+				e.noteError(w.Err)
+				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()), "error", w.Err.Error())
 			}
 			renewTimer.Reset(started.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
 		}
@@ -122,14 +131,14 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 }
 
 // lossCause describes a record found not to be ours any more.
-func (r *run) lossCause() error {
+func lossCause(w rvnlease.Written) error {
 	switch {
-	case r.obs.Missing:
+	case w.Missing:
 		return errors.New("the record was deleted")
-	case r.obs.Released:
+	case w.Item.Released:
 		return errors.New("the record was released by someone else")
 	default:
-		return fmt.Errorf("the record was taken by %q", r.obs.Holder)
+		return fmt.Errorf("the record was taken by %q", w.Item.HolderIdentity)
 	}
 }
 
@@ -138,6 +147,7 @@ func (r *run) lost(ctx context.Context, t *term) error {
 	e := r.e
 	cause := t.endCause()
 	e.log.Info("stopped leading", "reason", cause.Error(), "until", t.until())
+	e.forgetSelfAsLeader()
 	t.stopped()
 	<-t.workDone
 	if err := ctx.Err(); err != nil {
@@ -180,17 +190,25 @@ func (r *run) finish(ctx context.Context, t *term) error {
 func (r *run) release(ctx context.Context) {
 	e := r.e
 	rctx := context.WithoutCancel(ctx)
-	for try := 0; try < 3 && r.mine != ""; try++ {
+	for try := 0; try < 3; try++ {
 		rec := r.newRecord(true)
-		out, sent := r.writeAsHolder(rctx, rec)
-		if out == outcomeOurs && r.mine == rec.RVN {
-			e.log.Info("released the lease", "rvn", rec.RVN, "sent", sent)
+		w := r.hold.Write(rctx, r.cur, rec)
+		if !w.Landed {
+			if w.Lost {
+				e.log.Info("not releasing the lease: it is no longer ours", "reason", lossCause(w).Error())
+				e.forgetSelfAsLeader()
+				return
+			}
+			break
+		}
+		r.confirm(w.Item, w.Sent)
+		if w.Item.RVN == rec.RVN {
+			e.log.Info("released the lease", "rvn", rec.RVN, "sent", w.Sent)
 			e.setLeader("")
 			return
 		}
-		if out != outcomeOurs {
-			break
-		}
+		// An earlier renewal whose answer was lost had landed: release on
+		// top of it.
 	}
-	e.log.Info("could not release the lease; it will run out", "rvn", r.mine)
+	e.log.Info("could not release the lease; it will run out", "rvn", r.cur.RVN)
 }

@@ -398,7 +398,8 @@ func TestLeaderContextDeadlineIsTheCurrentValidity(t *testing.T) {
 // IsLeader) before the term's own timer ended the term.
 func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	h := newHarness(t)
-	r := &run{e: h.e, mine: "rvn"}
+	r := newRun(h.e)
+	r.cur.RVN = "rvn"
 	stopped := 0
 	tm := newTerm(context.Background(), h.fc, h.now().Add(-time.Second), func() { stopped++ })
 	close(tm.workDone)

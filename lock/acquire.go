@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dynalease/dynalease/clockutil"
-	rvnlease "github.com/dynalease/dynalease/internal/lease"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -71,16 +72,14 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	return l, nil
 }
 
-// attempt is one Acquire's work on the remote row. Only its goroutine
-// touches it.
+// attempt is one Acquire's work on the remote row: the engine's acquirer
+// plus what is the lock client's own, the wait budget and try. Only its
+// goroutine touches it.
 //
-// Invariants: triedRVN is the RVN the last takeover was conditioned on;
-// pending holds every RVN this Acquire tried to write, with
-// its send time; mine, when set, is an RVN of ours confirmed in the row
-// whose validity had already run out (a write whose answer was lost), to be
-// renewed before the lock is handed out; obs is what this client has
-// watched of another owner's row, shared with later calls through the
-// client's observation cache.
+// Invariants: acq.Obs is what this client has watched of another owner's
+// row, shared with later calls through the client's observation cache;
+// deadline is when this call gives up, set once a holder is seen (or, when
+// no answer ever came, from the start and this client's own lease).
 type attempt struct {
 	c     *Client
 	key   resourcelock.Key
@@ -88,81 +87,75 @@ type attempt struct {
 	try   bool
 	slot  *slot
 	start time.Time
+	acq   *rvnlease.Acquirer
 
-	pending    rvnlease.Attempts
-	mine       resourcelock.Item
-	obs        rvnlease.Observation
 	deadline   time.Time // give up after this; zero until a holder is seen
 	budgetFrom time.Time // when this call first found the lock held
-	triedRVN   string    // the RVN of the last takeover write sent
+	lastErr    error     // the last failure of a round, nil after a round that learned something
 }
-
-type result int
-
-const (
-	resultUnknown result = iota // nothing learned
-	resultOurs                  // a write of ours is confirmed
-	resultOthers                // the row is someone else's, missing or released
-)
 
 func (at *attempt) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
-	at.obs, _ = c.seen.get(at.key)
+	at.acq = rvnlease.NewAcquirer(c.engineConfig(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
+	at.acq.Obs, _ = c.seen.get(at.key)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, it, sent, err := at.round(ctx)
+		res, err := at.acq.Round(ctx)
 		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			return nil, fmt.Errorf("lock %q: %w", at.key, err)
+		}
+		if res.Outcome == rvnlease.Ours {
+			c.seen.forget(at.key)
+			it := res.Item
+			if c.cfg.fencing && it.NeedsFence() {
+				if it, err = at.fence(ctx, it, res.Sent); err != nil {
+					return nil, err
+				}
+			}
+			return newLock(c, at.key, at.slot, at.cfg, it, res.Sent), nil
+		}
+		obs := at.acq.Obs
+		if obs.Known {
+			c.seen.put(at.key, obs)
+		}
+		if err := at.noteError(res); err != nil {
 			return nil, err
 		}
-		if res == resultOurs {
-			if c.clk.Now().Before(sent.Add(c.cfg.validity())) {
-				c.seen.forget(at.key)
-				if c.cfg.fencing && it.NeedsFence() {
-					if it, err = at.fence(ctx, it, sent); err != nil {
-						return nil, err
-					}
-				}
-				return newLock(c, at.key, at.slot, at.cfg, it, sent), nil
-			}
-			at.mine = it // confirmed too late: renew it first
-			continue
-		}
-		if at.obs.Known {
-			c.seen.put(at.key, at.obs)
-		}
 		now := c.clk.Now()
-		held := at.obs.Known && !at.obs.Free()
-		// A lease that ran out while this round's read was under way (or
-		// while this process stalled after it) is not "still held": the
-		// next round takes it over at once, whatever the budget. Only once
-		// per RVN, so a takeover write that keeps failing waits a poll.
-		takeoverDue := held && at.obs.Expired(now) && at.obs.RVN != at.triedRVN
-		if held {
-			at.extendDeadline()
+		held := obs.Known && !obs.Free()
+		// A lease that may be taken over now is taken over, whatever the
+		// budget: the budget ends at the holder's expiry by default, and a
+		// poll that straddles it must not give up on a lock it may take.
+		due := at.acq.TakeoverDue()
+		switch {
+		case held:
+			at.extendDeadline(obs)
 			if at.cfg.failIfLocked {
-				return nil, fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, at.obs.Holder)
+				return nil, fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, obs.Holder)
 			}
-			if !now.Before(at.deadline) && !takeoverDue {
-				return nil, fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, at.obs.Holder, now.Sub(at.start))
+			if !now.Before(at.deadline) && !due {
+				return nil, fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, obs.Holder, now.Sub(at.start))
 			}
-		} else if at.try && res == resultOthers {
+		case at.try && res.Outcome == rvnlease.Others:
 			// Free, but someone else was faster.
 			return nil, fmt.Errorf("%w: %q was taken meanwhile", ErrLocked, at.key)
+		case at.deadline.IsZero() && at.lastErr != nil:
+			// No answer has told this call anything yet: give up after
+			// the budget a holder with this client's lease would get.
+			if giveUp := at.start.Add(saturatedAdd(c.cfg.lease, at.cfg.additionalWait)); !now.Before(giveUp) {
+				return nil, fmt.Errorf("lock %q: no answer from the lock table after %v: %w", at.key, now.Sub(at.start), at.lastErr)
+			}
 		}
-		wait := clockutil.Jittered(at.cfg.refresh)
+		wait := at.acq.Wait(at.cfg.refresh)
 		if held {
-			if takeoverDue {
-				continue
-			}
-			d := at.obs.Expiry().Sub(now)
-			if d > 0 && d < wait {
-				wait = d
-			}
-			if d := at.deadline.Sub(now); d < wait {
-				wait = d
+			if d := at.deadline.Sub(now); d < wait && !due {
+				wait = max(d, 0)
 			}
 		}
 		if err := at.sleep(ctx, wait); err != nil {
@@ -171,126 +164,62 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 	}
 }
 
+// noteError keeps the cause of a round that learned nothing, logging it
+// when it first occurs or changes. TryAcquire returns it at once.
+func (at *attempt) noteError(res rvnlease.Result) error {
+	if res.Outcome != rvnlease.Unknown {
+		at.lastErr = nil
+		return nil
+	}
+	if at.try {
+		return fmt.Errorf("lock %q: %w", at.key, res.Err)
+	}
+	if at.lastErr == nil || at.lastErr.Error() != res.Err.Error() {
+		at.c.log.Error(res.Err, "a request for a lock failed; retrying", "key", at.key.String())
+	}
+	at.lastErr = res.Err
+	return nil
+}
+
 // extendDeadline sets the wait budget when this call first finds the lock
 // held: the holder's lease, counted from when its RVN was first seen (but
 // not before this call started), plus the additional wait. Renewals by the
 // holder do not extend it; a later holder with a longer lease does, from
 // the same starting point.
-func (at *attempt) extendDeadline() {
+func (at *attempt) extendDeadline(obs rvnlease.Observation) {
 	if at.budgetFrom.IsZero() {
-		at.budgetFrom = at.obs.SeenAt
+		at.budgetFrom = obs.SeenAt
 		if at.budgetFrom.Before(at.start) {
 			at.budgetFrom = at.start
 		}
 	}
-	if d := at.budgetFrom.Add(at.obs.Lease + at.cfg.additionalWait); d.After(at.deadline) {
+	if d := at.budgetFrom.Add(saturatedAdd(obs.Lease, at.cfg.additionalWait)); d.After(at.deadline) {
 		at.deadline = d
 	}
+}
+
+// saturatedAdd returns a+b for non-negative durations, or the largest
+// duration when the sum overflows.
+func saturatedAdd(a, b time.Duration) time.Duration {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
 }
 
 func (at *attempt) sleep(ctx context.Context, d time.Duration) error {
 	return clockutil.SleepObserved(ctx, at.c.clk, d, func() { at.c.idle("acquire") })
 }
 
-// round makes one attempt: renew a late-confirmed row of ours, create a
-// missing or released row, take over an expired one, or read the row (and
-// create it at once if it turns out free).
-func (at *attempt) round(ctx context.Context) (res result, it resourcelock.Item, sent time.Time, err error) {
-	c := at.c
-	switch {
-	case at.mine.RVN != "":
-		expect := resourcelock.Precondition{RVN: at.mine.RVN, Owner: c.cfg.owner}
-		res, it, sent, err = at.write(ctx, c.record(at.mine, false), func(rc context.Context, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
-			return c.store.Update(rc, at.key, expect, rec, o)
-		})
-		at.mine = resourcelock.Item{}
-	case !at.obs.Known || at.obs.Free():
-		res, it, sent, err = at.create(ctx)
-	case at.obs.Expired(c.clk.Now()):
-		at.triedRVN = at.obs.RVN
-		expect := resourcelock.Precondition{RVN: at.obs.RVN}
-		res, it, sent, err = at.write(ctx, at.newRecord(), func(rc context.Context, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
-			return c.store.Update(rc, at.key, expect, rec, o)
-		})
-	default:
-		res, it, sent, err = at.read(ctx)
-		if err == nil && res == resultOthers && at.obs.Free() {
-			res, it, sent, err = at.create(ctx)
-		}
+// newRecord returns the record of an acquiring write, or of the renewal of
+// a row of ours confirmed late (cur).
+func (at *attempt) newRecord(cur resourcelock.Item) resourcelock.Record {
+	if cur.RVN != "" {
+		return at.c.record(cur, false)
 	}
-	return res, it, sent, err
-}
-
-// newRecord returns the record of an acquiring write.
-func (at *attempt) newRecord() resourcelock.Record {
 	rec := at.c.record(resourcelock.Item{}, false)
 	rec.Data = at.cfg.data
 	return rec
-}
-
-func (at *attempt) create(ctx context.Context) (result, resourcelock.Item, time.Time, error) {
-	c := at.c
-	return at.write(ctx, at.newRecord(), func(rc context.Context, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
-		o.OnlyIfExists = at.cfg.onlyIfExists
-		return c.store.Create(rc, at.key, rec, o)
-	})
-}
-
-type writeFunc func(context.Context, resourcelock.Record, resourcelock.WriteOptions) (resourcelock.Item, error)
-
-// write sends one acquiring write and classifies the answer, resolving a
-// failure by reading the row back.
-func (at *attempt) write(ctx context.Context, rec resourcelock.Record, send writeFunc) (result, resourcelock.Item, time.Time, error) {
-	c := at.c
-	o := c.writeOptions(at.cfg.attributes)
-	o.KeepData = !at.cfg.replaceData
-	sent := c.clk.Now()
-	at.pending.Add(rec.RVN, sent)
-	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
-	it, err := send(rctx, rec, o)
-	cancel()
-	if err == nil {
-		return resultOurs, it, sent, nil
-	}
-	if errors.Is(err, resourcelock.ErrInvalidArgument) || errors.Is(err, resourcelock.ErrTableNotFound) {
-		return resultUnknown, it, sent, err
-	}
-	c.log.V(1).Info("acquiring write failed; reading the row to resolve it", "key", at.key.String(), "error", err.Error())
-	return at.read(ctx)
-}
-
-// read gets the row and classifies it.
-func (at *attempt) read(ctx context.Context) (result, resourcelock.Item, time.Time, error) {
-	c := at.c
-	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
-	it, err := c.store.Get(rctx, at.key)
-	cancel()
-	returned := c.clk.Now()
-	switch {
-	case errors.Is(err, resourcelock.ErrNotFound):
-		if at.cfg.onlyIfExists {
-			return resultUnknown, it, time.Time{}, err
-		}
-		at.obs.Observe(resourcelock.Record{}, true, returned)
-		return resultOthers, it, time.Time{}, nil
-	case errors.Is(err, resourcelock.ErrTableNotFound), errors.Is(err, resourcelock.ErrInvalidRecord):
-		// Waiting cannot help: the table is missing, or its row is not a
-		// lock this client can read (for example a leaseDuration written
-		// as "20s").
-		return resultUnknown, it, time.Time{}, err
-	case err != nil:
-		if at.try {
-			return resultUnknown, it, time.Time{}, err
-		}
-		c.log.Error(err, "reading a lock failed", "key", at.key.String())
-		return resultUnknown, it, time.Time{}, nil
-	}
-	if sent, ok := at.pending.Sent(it.RVN); ok {
-		c.log.V(1).Info("an acquiring write whose answer was lost had landed", "key", at.key.String(), "rvn", it.RVN)
-		return resultOurs, it, sent, nil
-	}
-	at.obs.Observe(it.Record, false, returned)
-	return resultOthers, it, time.Time{}, nil
 }
 
 // fence gives a freshly acquired row a fencing generation. If that fails,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	rvnlease "github.com/dynalease/dynalease/internal/lease"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -151,4 +152,15 @@ func (f Fence) Merge(names map[string]string, values map[string]types.AttributeV
 		values[k] = v
 	}
 	return names, values
+}
+
+// readBack reads the lock's row; missing reports that there is none.
+func (l *Lock) readBack(ctx context.Context) (resourcelock.Item, bool, error) {
+	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
+	defer cancel()
+	it, err := l.c.store.Get(rctx, l.key)
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		return resourcelock.Item{}, true, nil
+	}
+	return it, false, err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -30,10 +29,9 @@ func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
 	return l.heartbeat(ctx, h)
 }
 
-// heartbeat writes one renewal. Every failure, a conditional failure
-// included (the SDK may have retried an attempt that had landed), is
-// resolved by reading the row: an RVN this lock attempted means success
-// with that attempt's send time.
+// heartbeat writes one renewal through the engine, which settles every
+// failure (a conditional one included: the SDK may have retried an attempt
+// that had landed) by the row the failure carries or a read.
 func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
@@ -48,23 +46,24 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	if h.setData {
 		rec.Data = h.data
 	}
-	sent := l.c.clk.Now()
-	l.pending.Add(rec.RVN, sent)
 	l.mu.Unlock()
 
-	expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	it, err := l.c.store.Update(rctx, l.key, expect, rec, l.c.writeOptions(nil))
-	cancel()
-	if err == nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if !l.confirmLocked(it, sent) {
+	w := l.hold.Write(ctx, cur, rec)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case w.Landed:
+		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
 		return nil
+	case w.Lost:
+		l.loseLocked(l.lostTo(w.Item, w.Missing))
+		return l.err
+	default:
+		l.lastErr = w.Err
+		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}
-	return l.resolve(ctx, err)
 }
 
 // heldLocked returns nil while the lock is held, or why it is not. A lock
@@ -81,33 +80,6 @@ func (l *Lock) heldLocked() error {
 	default:
 		return l.err
 	}
-}
-
-// resolve reads the row after a write of the lock failed with writeErr.
-func (l *Lock) resolve(ctx context.Context, writeErr error) error {
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	it, err := l.c.store.Get(rctx, l.key)
-	cancel()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
-		l.lastErr = writeErr
-		return fmt.Errorf("lock %q: heartbeat not confirmed: %w (and reading it back: %w)", l.key, writeErr, err)
-	}
-	if err == nil {
-		if sent, ok := l.pending.Sent(it.RVN); ok && !it.Released {
-			if !l.confirmLocked(it, sent) {
-				return l.err
-			}
-			return nil
-		}
-		if it.RVN == l.item.RVN && !it.Released {
-			l.lastErr = writeErr
-			return fmt.Errorf("lock %q: heartbeat did not land: %w", l.key, writeErr)
-		}
-	}
-	l.loseLocked(l.lostTo(it, err != nil))
-	return l.err
 }
 
 // lostTo describes the loss of the lock to the row it, found missing when

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/utils/clock"
 
-	rvnlease "github.com/dynalease/dynalease/internal/lease"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -32,14 +32,15 @@ type Lock struct {
 	monitor   *sessionMonitor
 	holds     int // guarded by c.mu
 
-	// writeMu serializes the lock's writes: heartbeats and release.
+	// writeMu serializes the lock's writes: heartbeats and release. hold,
+	// the engine's holder of the row, is used only under it.
 	writeMu sync.Mutex
+	hold    *rvnlease.Holder
 
 	mu         sync.Mutex
 	item       resourcelock.Item // as last confirmed
 	sent       time.Time         // send time of the last confirmed write
 	validUntil time.Time
-	pending    rvnlease.Attempts
 	lastErr    error // the last failure of a heartbeat, for Expired
 	ended      bool
 	err        error // why it ended: ErrReleased or a *LostError
@@ -64,6 +65,7 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 		holds:     1,
 		item:      it,
 		sent:      sent,
+		hold:      rvnlease.NewHolder(c.engineConfig(false), holdPort{c: c, key: k}),
 		done:      make(chan struct{}),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -209,7 +211,6 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 		return false
 	}
 	l.item = it
-	l.pending.Clear()
 	l.lastErr = nil
 	if sent.After(l.sent) {
 		l.sent = sent

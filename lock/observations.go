@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	rvnlease "github.com/dynalease/dynalease/internal/lease"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 

@@ -2,10 +2,10 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -82,21 +82,7 @@ func (l *Lock) markReleasedOnce(ctx context.Context, cur resourcelock.Item, r re
 	if r.setData {
 		rec.Data = r.data
 	}
-	expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	_, err := l.c.store.Update(rctx, l.key, expect, rec, l.c.writeOptions(nil))
-	cancel()
-	if err == nil {
-		return true, cur, nil
-	}
-	it, missing, rerr := l.readBack(ctx)
-	switch {
-	case rerr != nil:
-		return true, cur, fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, err)
-	case !missing && it.RVN == rec.RVN:
-		return true, cur, nil // landed, answer lost
-	}
-	return l.afterFailedRelease(it, missing, cur, err)
+	return l.afterRelease(l.hold.Write(ctx, cur, rec), rec.RVN, cur)
 }
 
 // removeOnce deletes the row of cur; see markReleasedOnce.
@@ -108,43 +94,29 @@ func (l *Lock) removeOnce(ctx context.Context, cur resourcelock.Item) (bool, res
 	if err == nil {
 		return true, cur, nil
 	}
-	it, missing, rerr := l.readBack(ctx)
-	switch {
-	case rerr != nil:
-		return true, cur, fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, err)
-	case missing:
+	w := l.hold.Settle(ctx, cur, err)
+	if w.Lost && w.Missing {
 		return true, cur, nil // deleted: by us, its answer lost, or by TTL or another client
 	}
-	return l.afterFailedRelease(it, missing, cur, err)
+	return l.afterRelease(w, "", cur)
 }
 
-// afterFailedRelease classifies a row read after a release write failed:
-// still ours at the same RVN (the write did not land), ours at a later
-// heartbeat's RVN (retry on it), or someone else's (the lock had been lost).
-func (l *Lock) afterFailedRelease(it resourcelock.Item, missing bool, cur resourcelock.Item, writeErr error) (bool, resourcelock.Item, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !missing {
-		if _, ok := l.pending.Sent(it.RVN); ok {
-			l.pending.Clear()
-			return false, it, nil
-		}
-		if it.RVN == cur.RVN {
-			return true, cur, fmt.Errorf("lock %q: release did not land, the lock will run out: %w", l.key, writeErr)
-		}
+// afterRelease classifies what a release write found: the release itself
+// landed (its RVN rvn in the row), a later heartbeat of this lock had
+// landed (retry on it), the lock had been lost, or the write did not land.
+func (l *Lock) afterRelease(w rvnlease.Written, rvn string, cur resourcelock.Item) (bool, resourcelock.Item, error) {
+	switch {
+	case w.Landed && rvn != "" && w.Item.RVN == rvn:
+		return true, cur, nil
+	case w.Landed:
+		return false, w.Item, nil
+	case w.Lost:
+		lost := l.lostTo(w.Item, w.Missing)
+		l.mu.Lock()
+		l.err = lost
+		l.mu.Unlock()
+		return true, cur, lost
+	default:
+		return true, cur, fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, w.Err)
 	}
-	lost := l.lostTo(it, missing)
-	l.err = lost
-	return true, cur, lost
-}
-
-// readBack reads the lock's row; missing reports that there is none.
-func (l *Lock) readBack(ctx context.Context) (resourcelock.Item, bool, error) {
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	defer cancel()
-	it, err := l.c.store.Get(rctx, l.key)
-	if errors.Is(err, resourcelock.ErrNotFound) {
-		return resourcelock.Item{}, true, nil
-	}
-	return it, false, err
 }

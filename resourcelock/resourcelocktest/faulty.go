@@ -2,6 +2,7 @@ package resourcelocktest
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -51,6 +52,7 @@ type Faulty struct {
 	faults map[Op][]queued
 	calls  []Call
 	onCall func(Op)
+	hide   bool // failed conditions carry no row
 }
 
 type queued struct {
@@ -75,6 +77,16 @@ func (f *Faulty) Inject(op Op, n int, fault Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults[op] = append(f.faults[op], queued{fault: fault, left: n})
+}
+
+// HideConflictRows makes every failed condition carry no row
+// (resourcelock.ConflictError.Current nil), as a store that does not
+// return one: the caller must then read the row to settle its write. The
+// engine's read fallback is tested this way.
+func (f *Faulty) HideConflictRows(hide bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hide = hide
 }
 
 // Clear removes every queued fault.
@@ -168,6 +180,10 @@ func (f *Faulty) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 	}
 	defer func() {
 		f.mu.Lock()
+		var ce *resourcelock.ConflictError
+		if f.hide && errors.As(err, &ce) && ce.Current != nil {
+			err = &resourcelock.ConflictError{What: ce.What, Err: ce.Err}
+		}
 		f.calls = append(f.calls, Call{Op: op, Err: err})
 		f.mu.Unlock()
 	}()

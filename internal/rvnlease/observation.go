@@ -1,7 +1,4 @@
-// Package lease holds the two pieces of RVN-lease bookkeeping that the
-// election and lock packages share: what a waiter has observed of someone
-// else's lease, and which of its own writes have unknown outcomes.
-package lease
+package rvnlease
 
 import (
 	"time"
@@ -53,45 +50,3 @@ func (o Observation) Expiry() time.Time { return o.SeenAt.Add(o.Lease) }
 func (o Observation) Expired(now time.Time) bool {
 	return o.Known && !o.Free() && !now.Before(o.Expiry())
 }
-
-// Attempts remembers the writes of one holder whose outcome is not known
-// yet, by RVN, with the local time just before each was sent. A write whose
-// answer was lost may still land later; finding one of these RVNs in the
-// record proves that write landed, no earlier than its send time. The zero
-// value is ready to use. It is a short list, not a map: a holder rarely has
-// more than one or two writes in doubt, and thousands of held locks each
-// keep one.
-type Attempts struct {
-	list []attempt
-}
-
-type attempt struct {
-	rvn  string
-	sent time.Time
-}
-
-// Add remembers a write of rvn about to be sent at sent.
-func (a *Attempts) Add(rvn string, sent time.Time) {
-	a.list = append(a.list, attempt{rvn: rvn, sent: sent})
-}
-
-// Sent returns the send time of the attempted write of rvn.
-func (a *Attempts) Sent(rvn string) (time.Time, bool) {
-	for _, at := range a.list {
-		if at.rvn == rvn {
-			return at.sent, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// Clear forgets every attempt: call it when one is confirmed, since every
-// other attempt was conditioned on the state the confirmed one replaced and
-// can no longer land.
-func (a *Attempts) Clear() {
-	clear(a.list)
-	a.list = a.list[:0]
-}
-
-// Len returns how many attempts are remembered.
-func (a *Attempts) Len() int { return len(a.list) }

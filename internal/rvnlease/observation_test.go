@@ -1,4 +1,4 @@
-package lease
+package rvnlease
 
 import (
 	"testing"
@@ -39,18 +39,5 @@ func TestObservationFree(t *testing.T) {
 	o.Observe(resourcelock.Record{HolderIdentity: "b", RVN: "r", LeaseDuration: time.Second, Released: true}, false, t0)
 	if !o.Free() || o.Holder != "b" {
 		t.Fatalf("a released record is free: %+v", o)
-	}
-}
-
-func TestAttempts(t *testing.T) {
-	var a Attempts
-	a.Add("x", t0)
-	a.Add("y", t0.Add(time.Second))
-	if s, ok := a.Sent("x"); !ok || !s.Equal(t0) {
-		t.Fatal("attempt x lost")
-	}
-	a.Clear()
-	if _, ok := a.Sent("y"); ok || a.Len() != 0 {
-		t.Fatal("Clear kept an attempt")
 	}
 }

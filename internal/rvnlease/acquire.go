@@ -1,0 +1,190 @@
+package rvnlease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Outcome is what one round of an Acquirer found.
+type Outcome int
+
+const (
+	// Unknown: the requests failed; nothing was learned. Result.Err tells
+	// why.
+	Unknown Outcome = iota
+	// Ours: a write of this acquirer is confirmed in the row, with
+	// validity left. Result.Item and Result.Sent describe it.
+	Ours
+	// Others: the row is someone else's, released or missing; Acquirer.Obs
+	// holds what was seen.
+	Others
+)
+
+// Result is the outcome of one round.
+type Result struct {
+	Outcome Outcome
+	// Item is the row as confirmed (Ours).
+	Item resourcelock.Item
+	// Sent is the local time just before the confirmed write was sent
+	// (Ours): the lease's validity counts from it.
+	Sent time.Time
+	// Err is the cause of an Unknown round: a failure that waiting may fix.
+	Err error
+}
+
+// Acquirer runs the acquiring side of the protocol for one lease. It is
+// not safe for concurrent use: one loop drives it.
+//
+// Each Round makes one attempt:
+//  1. A row of ours confirmed only after its validity had passed (a write
+//     whose answer was lost): renew it, conditioned on owner and RVN.
+//  2. No row seen yet, or the row missing or released: create it.
+//  3. The watched RVN has stayed unchanged for the holder's lease, counted
+//     from when an answer first returned it: take over with a write
+//     conditioned on that RVN.
+//  4. Otherwise read the row; if it turns out missing or released, create
+//     it in the same round.
+//
+// A row that names this acquirer's owner but carries an RVN it did not
+// write is waited out like any other.
+type Acquirer struct {
+	w         writer
+	newRecord func(cur resourcelock.Item) resourcelock.Record
+	// Obs is what this acquirer has watched of another owner's row. A
+	// caller may seed it from an earlier acquirer of the same key, and
+	// keep it for a later one.
+	Obs   Observation
+	late  resourcelock.Item // ours, confirmed after its validity passed
+	tried string            // the RVN of the last takeover sent
+}
+
+// NewAcquirer returns an acquirer of the lease behind port. newRecord
+// returns the record of each write, with a fresh RVN; cur is the row of
+// ours being renewed, or the zero Item for a create or a takeover.
+func NewAcquirer(cfg Config, port Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
+	return &Acquirer{w: writer{cfg: &cfg, port: port}, newRecord: newRecord}
+}
+
+// Round makes one attempt. It returns an error, and no Result, for a
+// failure that waiting cannot fix (see resourcelock.Permanent), and for a
+// missing row under Config.OnlyIfExists.
+func (a *Acquirer) Round(ctx context.Context) (Result, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		ans := a.attempt(ctx)
+		if ans.err != nil {
+			if resourcelock.Permanent(ans.err) {
+				return Result{}, ans.err
+			}
+			return Result{Outcome: Unknown, Err: ans.err}, nil
+		}
+		if ans.landed {
+			if !a.w.cfg.Clock.Now().Before(ans.sent.Add(a.w.cfg.Validity)) {
+				// Confirmed after its validity passed: renew at once
+				// rather than hand out a lease that is already over. (An
+				// answer that slow took a whole validity: no busy loop.)
+				a.late = ans.item
+				continue
+			}
+			a.late = resourcelock.Item{}
+			a.Obs = Observation{}
+			return Result{Outcome: Ours, Item: ans.item, Sent: ans.sent}, nil
+		}
+		if ans.missing && a.w.cfg.OnlyIfExists {
+			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
+		}
+		return Result{Outcome: Others}, nil
+	}
+}
+
+func (a *Acquirer) attempt(ctx context.Context) answer {
+	port, owner := a.w.port, a.w.cfg.Owner
+	now := a.w.cfg.Clock.Now()
+	switch {
+	case a.late.RVN != "":
+		cur := a.late
+		rec := a.newRecord(cur)
+		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: owner}
+		ans := a.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
+		if !ans.landed && ans.err == nil {
+			a.late = resourcelock.Item{}
+			if !ans.missing && ans.item.RVN == cur.RVN && !ans.item.Released {
+				// Still our row at the old RVN: the renewal did not land.
+				// Renew it again next round.
+				a.late = ans.item
+				return answer{err: fmt.Errorf("renewal of a row confirmed late did not land")}
+			}
+			a.observe(ans)
+		}
+		return ans
+	case !a.Obs.Known || a.Obs.Free():
+		return a.create(ctx)
+	case a.Obs.Expired(now):
+		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
+		a.tried = a.Obs.RVN
+		rec := a.newRecord(resourcelock.Item{})
+		expect := resourcelock.Precondition{RVN: a.Obs.RVN}
+		ans := a.w.write(ctx, rec, expect.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
+		a.observe(ans)
+		return ans
+	default:
+		ans := a.w.read(ctx)
+		a.observe(ans)
+		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.w.cfg.OnlyIfExists) {
+			// Released or deleted since the last look: take it in this
+			// round rather than the next.
+			return a.create(ctx)
+		}
+		return ans
+	}
+}
+
+func (a *Acquirer) create(ctx context.Context) answer {
+	rec := a.newRecord(resourcelock.Item{})
+	port := a.w.port
+	ans := a.w.write(ctx, rec, "", func(c context.Context) (resourcelock.Item, error) { return port.Create(c, rec) })
+	a.observe(ans)
+	return ans
+}
+
+// observe notes the row an answer showed, when it is not ours.
+func (a *Acquirer) observe(ans answer) {
+	if ans.landed || ans.err != nil {
+		return
+	}
+	a.Obs.Observe(ans.item.Record, ans.missing, ans.returned)
+}
+
+// TakeoverDue reports whether the watched lease may be taken over now and
+// no takeover of its RVN has been tried yet. A lease that ran out while a
+// read was under way (or while the process stalled after it) is taken over
+// at once, whatever the caller's wait budget; only once per RVN, so a
+// takeover that keeps failing waits a poll like any other round.
+func (a *Acquirer) TakeoverDue() bool {
+	return a.Obs.Known && !a.Obs.Free() && a.Obs.Expired(a.w.cfg.Clock.Now()) && a.Obs.RVN != a.tried
+}
+
+// Wait returns how long to wait before the next round: zero when
+// TakeoverDue, else a jittered period, shortened to wake when the watched
+// lease may be taken over.
+func (a *Acquirer) Wait(period time.Duration) time.Duration {
+	if a.TakeoverDue() {
+		return 0
+	}
+	wait := clockutil.Jittered(period)
+	if a.Obs.Known && !a.Obs.Free() {
+		if d := a.Obs.Expiry().Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
+			wait = d
+		}
+	}
+	return wait
+}
+
+// Pending returns how many writes of this acquirer are in doubt.
+func (a *Acquirer) Pending() int { return a.w.attempts.Len() }

@@ -1,0 +1,25 @@
+// Package rvnlease is the RVN-lease protocol, written once for the
+// election and lock packages: acquiring a lease (create it, take it over
+// after its record version number stayed unchanged for the holder's lease,
+// settle a write whose answer was lost or refused) and holding it (renew
+// with a write conditioned on owner and RVN, settle its answer, count
+// validity from the send of the last confirmed write).
+//
+// It speaks to storage through a Port, one lease at a time. It keeps no
+// goroutines and no timers of its own except Validity's; the callers own
+// their loops, callbacks and waits, and ask the engine what a round
+// learned and how long to wait.
+//
+// The invariants the package keeps, on which the safety argument rests:
+//   - Validity is counted from the local time just before the confirmed
+//     write was sent, never from its answer.
+//   - Every RVN this holder tried to write since its last confirmed write
+//     is remembered until it is settled; finding one in the row proves
+//     that write landed, no earlier than its send time. A row marked
+//     released is never taken as held by an attempt that was not itself
+//     a release.
+//   - A waiter times an RVN from when an answer first returned it, and
+//     restarts only when the RVN changes.
+//   - Each write is conditioned on the state the caller passes with it;
+//     nothing read in between changes the condition.
+package rvnlease

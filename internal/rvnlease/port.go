@@ -1,0 +1,43 @@
+package rvnlease
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Port is the storage of the one lease the engine works on, with the
+// semantics of resourcelock.Store's methods for one key. A failed
+// condition should return a *resourcelock.ConflictError carrying the row
+// it found, when the store has it: the engine then settles the write
+// without reading.
+type Port interface {
+	Get(ctx context.Context) (resourcelock.Item, error)
+	Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error)
+	Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error)
+}
+
+// Config holds what the engine needs to know of the lease and its caller.
+// The caller validates it against the lease.
+type Config struct {
+	// Clock times every request and validity.
+	Clock clockutil.Clock
+	// Owner is the holder identity written into the caller's records.
+	Owner string
+	// RequestTimeout bounds each request, the SDK's retries included. The
+	// engine applies it, once; the store adds nothing to a context with a
+	// deadline.
+	RequestTimeout time.Duration
+	// Validity is how long after the send of its last confirmed write a
+	// holder counts the lease as its own.
+	Validity time.Duration
+	// OnlyIfExists makes a missing row an error for the acquirer (it
+	// takes only existing, released rows), not a free lease.
+	OnlyIfExists bool
+	// Log receives the engine's debug lines.
+	Log logr.Logger
+}

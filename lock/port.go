@@ -1,0 +1,67 @@
+package lock
+
+import (
+	"context"
+
+	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// engineConfig is the engine's view of this client's settings.
+func (c *Client) engineConfig(onlyIfExists bool) rvnlease.Config {
+	return rvnlease.Config{
+		Clock:          c.clk,
+		Owner:          c.cfg.owner,
+		RequestTimeout: c.cfg.requestTimeout,
+		Validity:       c.cfg.validity(),
+		OnlyIfExists:   onlyIfExists,
+		Log:            c.log,
+	}
+}
+
+// acquirePort is one key of the client's store as an Acquire writes it:
+// with the call's attributes, data choice and OnlyIfExists.
+type acquirePort struct {
+	c   *Client
+	key resourcelock.Key
+	cfg *acquireConfig
+}
+
+func (p acquirePort) options() resourcelock.WriteOptions {
+	o := p.c.writeOptions(p.cfg.attributes)
+	o.KeepData = !p.cfg.replaceData
+	return o
+}
+
+func (p acquirePort) Get(ctx context.Context) (resourcelock.Item, error) {
+	return p.c.store.Get(ctx, p.key)
+}
+
+func (p acquirePort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	o := p.options()
+	o.OnlyIfExists = p.cfg.onlyIfExists
+	return p.c.store.Create(ctx, p.key, rec, o)
+}
+
+func (p acquirePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	return p.c.store.Update(ctx, p.key, expect, rec, p.options())
+}
+
+// holdPort is one key of the client's store as its holder writes it:
+// heartbeats and releases, with the record's own data.
+type holdPort struct {
+	c   *Client
+	key resourcelock.Key
+}
+
+func (p holdPort) Get(ctx context.Context) (resourcelock.Item, error) {
+	return p.c.store.Get(ctx, p.key)
+}
+
+func (p holdPort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	return p.c.store.Create(ctx, p.key, rec, p.c.writeOptions(nil))
+}
+
+func (p holdPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	return p.c.store.Update(ctx, p.key, expect, rec, p.c.writeOptions(nil))
+}

@@ -68,11 +68,13 @@ type Config struct {
 	// the leader keeps acting as leader without another confirmed one.
 	RenewDeadline time.Duration
 	// RetryPeriod is the leader's renewal period and a candidate's polling
-	// period; candidates add up to 20% jitter.
+	// period; candidates add up to 20% jitter. At least MinRetryPeriod.
 	RetryPeriod time.Duration
 	// RequestTimeout bounds each request to the lock, the SDK's retries
-	// included. It defaults to RetryPeriod (capped at RenewDeadline −
-	// RetryPeriod) and may not exceed RenewDeadline − RetryPeriod.
+	// included; the Elector applies it (a store's own default timeout
+	// applies only to contexts without a deadline). It defaults to
+	// RetryPeriod (capped at RenewDeadline − RetryPeriod), may not exceed
+	// RenewDeadline − RetryPeriod, and is at least MinRequestTimeout.
 	RequestTimeout time.Duration
 	// Callbacks are called as leadership changes.
 	Callbacks Callbacks
@@ -84,7 +86,10 @@ type Config struct {
 	// Fencing gives every term a fencing token (Elector.Token,
 	// TokenFromContext), strictly greater than the tokens of every earlier
 	// term. Lock must implement resourcelock.Fencer, as
-	// resourcelock.DynamoDB does when given a FenceTable.
+	// resourcelock.DynamoDB does when given a FenceTable (New refuses one
+	// without). A candidate whose fencing fails at run time releases the
+	// record it acquired, backs off a RetryPeriod and tries again; Run
+	// returns when the failure is one waiting cannot fix.
 	Fencing bool
 	// Name labels log lines; optional.
 	Name string
@@ -93,6 +98,15 @@ type Config struct {
 	// Logger receives structured logs; silent when unset.
 	Logger logr.Logger
 }
+
+// Floors for a network store: New refuses a RetryPeriod or a
+// RequestTimeout below them. A request to DynamoDB takes milliseconds;
+// polling or giving up faster than this only turns a failing store into a
+// busy loop of errors.
+const (
+	MinRetryPeriod    = 10 * time.Millisecond
+	MinRequestTimeout = 10 * time.Millisecond
+)
 
 // MinLeaseMargin returns the smallest LeaseDuration − RenewDeadline that
 // New accepts: 1% of renewDeadline, and at least one millisecond. The safety
@@ -148,16 +162,16 @@ func (c Config) validate() error {
 		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
 	case c.RenewDeadline <= 0:
 		return bad("RenewDeadline", "is %v, want > 0", c.RenewDeadline)
-	case c.RetryPeriod <= 0:
-		return bad("RetryPeriod", "is %v, want > 0", c.RetryPeriod)
+	case c.RetryPeriod < MinRetryPeriod:
+		return bad("RetryPeriod", "is %v, want at least %v (MinRetryPeriod)", c.RetryPeriod, MinRetryPeriod)
 	case c.RenewDeadline <= clockutil.MaxJittered(c.RetryPeriod):
 		return bad("RenewDeadline", "is %v, want > %v (RetryPeriod %v plus the largest jitter)",
 			c.RenewDeadline, clockutil.MaxJittered(c.RetryPeriod), c.RetryPeriod)
 	case c.LeaseDuration-c.RenewDeadline < MinLeaseMargin(c.RenewDeadline):
 		return bad("LeaseDuration", "is %v, want at least RenewDeadline %v + %v (see MinLeaseMargin)",
 			c.LeaseDuration, c.RenewDeadline, MinLeaseMargin(c.RenewDeadline))
-	case c.RequestTimeout <= 0:
-		return bad("RequestTimeout", "is %v, want > 0", c.RequestTimeout)
+	case c.RequestTimeout < MinRequestTimeout:
+		return bad("RequestTimeout", "is %v, want at least %v (MinRequestTimeout)", c.RequestTimeout, MinRequestTimeout)
 	case c.RequestTimeout > c.RenewDeadline-c.RetryPeriod:
 		return bad("RequestTimeout", "is %v, want at most RenewDeadline − RetryPeriod = %v",
 			c.RequestTimeout, c.RenewDeadline-c.RetryPeriod)
@@ -166,8 +180,14 @@ func (c Config) validate() error {
 	case c.Callbacks.OnStoppedLeading == nil:
 		return bad("Callbacks.OnStoppedLeading", "is nil")
 	}
-	if _, ok := c.Lock.(resourcelock.Fencer); c.Fencing && !ok {
-		return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
+	if c.Fencing {
+		f, ok := c.Lock.(resourcelock.Fencer)
+		if !ok {
+			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
+		}
+		if fc, ok := f.(interface{ CanFence() bool }); ok && !fc.CanFence() {
+			return bad("Fencing", "is set but Lock %s has no fence table (DynamoDBConfig.FenceTable)", c.Lock.Describe())
+		}
 	}
 	return nil
 }

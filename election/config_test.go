@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -51,6 +52,10 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10 * time.Second }},
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10*time.Second + 99*time.Millisecond }},
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = -time.Second }},
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = time.Nanosecond }},             // bug 11: a busy loop
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = MinRetryPeriod - 1 }},          // the floor
+		{"RequestTimeout", func(c *Config) { c.RequestTimeout = MinRequestTimeout - 1 }}, // the floor
+		{"Fencing", func(c *Config) { c.Fencing = true; c.Lock = noFenceTable{c.Lock} }}, // bug 2
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 8*time.Second + 1 }},
 		{"Callbacks.OnStartedLeading", func(c *Config) { c.Callbacks.OnStartedLeading = nil }},
 		{"Callbacks.OnStoppedLeading", func(c *Config) { c.Callbacks.OnStoppedLeading = nil }},
@@ -98,5 +103,35 @@ func TestMinLeaseMargin(t *testing.T) {
 	}
 	if got := MinLeaseMargin(10 * time.Millisecond); got != time.Millisecond {
 		t.Fatalf("MinLeaseMargin(10ms) = %v", got)
+	}
+}
+
+// noFenceTable is a lock that implements Fencer but has no fence table, as
+// a resourcelock.DynamoDB configured without FenceTable.
+type noFenceTable struct{ resourcelock.Interface }
+
+func (noFenceTable) Fence(context.Context, string) (resourcelock.Record, error) {
+	return resourcelock.Record{}, resourcelock.ErrNoFencing
+}
+func (noFenceTable) CanFence() bool { return false }
+
+// Bug 2 of the engine issue: Fencing with a DynamoDB lock that has no fence
+// table is refused by New, instead of a candidate that renews for ever and
+// never leads. No request is sent.
+func TestFencingWithoutAFenceTableIsRefused(t *testing.T) {
+	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+		Client:   dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
+		Table:    "locks",
+		Name:     "leader",
+		Identity: "a",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := validConfig()
+	cfg.Lock, cfg.Fencing = lock, true
+	var ce *ConfigError
+	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
+		t.Fatalf("New = %v, want a ConfigError for Fencing", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,10 +312,22 @@ func TestClientOptionValidation(t *testing.T) {
 		"non-positive cache capacity": {WithObservationCacheSize(-1)},
 		"transaction without room":    {WithMaxTransactItems(1)},
 		"transaction above 100 items": {WithMaxTransactItems(101)},
+		// Bug 9 of the engine issue: a margin with no room for drift.
+		"margin of 1 ns":           {WithSafetyMargin(time.Nanosecond)},
+		"margin below 1% of lease": {WithLeaseDuration(10 * time.Second), WithSafetyMargin(99 * time.Millisecond)},
+		// Bug 11: floors for a network store.
+		"refresh of 1 ns":           {WithRefreshPeriod(time.Nanosecond)},
+		"heartbeat below the floor": {WithHeartbeatPeriod(MinHeartbeatPeriod - 1)},
+		"request timeout of 1 ns":   {WithRequestTimeout(time.Nanosecond)},
 	} {
-		if _, err := NewFromStore(store, opts...); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		_, err := NewFromStore(store, opts...)
+		var oe *OptionError
+		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || !strings.HasPrefix(oe.Option, "With") {
+			t.Errorf("%s: %v, want an OptionError naming the option", name, err)
 		}
+	}
+	if _, err := NewFromStore(store, WithLeaseDuration(10*time.Second), WithHeartbeatPeriod(time.Second), WithSafetyMargin(MinSafetyMargin(10*time.Second))); err != nil {
+		t.Errorf("the smallest margin allowed is refused: %v", err)
 	}
 	c, err := NewFromStore(store)
 	if err != nil {
@@ -343,4 +357,26 @@ func TestARowNamingThisOwnerFromAnEarlierProcessIsWaitedOut(t *testing.T) {
 	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryAcquire over our own name's row = %v, want ErrLocked", err)
 	}
+}
+
+// Bug 8 of the engine issue: WithAdditionalWait(math.MaxInt64) overflowed
+// and Acquire gave up at once. It now waits as long as the holder renews.
+func TestAdditionalWaitSaturates(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	f.putForeign("k", "other", "r0", holderLease)
+	_, errs := f.acquireAsync("k", WithAdditionalWait(math.MaxInt64))
+	f.waitIdle("acquire")
+	for i := 1; i < 20; i++ {
+		f.putForeign("k", "other", fmt.Sprint("r", i), holderLease) // the holder renews
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+		case err := <-errs:
+			t.Fatalf("Acquire gave up after %v: %v", f.now().Sub(epoch), err)
+		case <-time.After(patience):
+			t.Fatal("Acquire neither waited nor returned")
+		}
+	}
+	f.freeRun()
 }

@@ -62,7 +62,7 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 		MaxTransactItems: cfg.maxTransact,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, &OptionError{Option: "New", Err: err}
 	}
 	return newClient(store, cfg, false), nil
 }
@@ -75,7 +75,7 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 // on).
 func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
 	if store == nil {
-		return nil, invalid("store is nil")
+		return nil, invalid("store", "store is nil")
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -178,7 +178,7 @@ func (c *Client) List(ctx context.Context) ([]Info, error) {
 // tables with a sort key.
 func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error) {
 	if key == "" {
-		return nil, invalid("key is empty")
+		return nil, invalid("key", "key is empty")
 	}
 	return c.list(ctx, key)
 }

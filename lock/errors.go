@@ -89,6 +89,32 @@ func (e *LostError) Is(target error) bool { return target == ErrLost }
 // Unwrap returns the cause.
 func (e *LostError) Unwrap() error { return e.Cause }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+// OptionError names the option or argument that failed validation. It
+// matches ErrInvalidOption, and also resourcelock.ErrInvalidArgument when
+// resourcelock refused the value (Err).
+type OptionError struct {
+	// Option names the option (WithLeaseDuration, …) or argument (key,
+	// store) that is invalid.
+	Option string
+	Reason string
+	// Err is resourcelock's error when it found the value invalid.
+	Err error
+}
+
+func (e *OptionError) Error() string {
+	if e.Reason == "" && e.Err != nil {
+		return fmt.Sprintf("%v: %s: %v", ErrInvalidOption, e.Option, e.Err)
+	}
+	return fmt.Sprintf("%v: %s: %s", ErrInvalidOption, e.Option, e.Reason)
+}
+
+// Is makes every OptionError match ErrInvalidOption.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
+
+// Unwrap returns resourcelock's error, if any.
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// invalid returns an *OptionError for option.
+func invalid(option, format string, args ...any) error {
+	return &OptionError{Option: option, Reason: fmt.Sprintf(format, args...)}
 }

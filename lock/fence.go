@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -23,6 +22,11 @@ import (
 // resource's fence to the token before reading (as examples/inventory
 // does), or make the write conditional on the value read as well.
 func (l *Lock) Token() int64 {
+	if !l.c.cfg.fencing {
+		// The row may still carry a counter (another client fences it),
+		// but this client never gave it a generation: not a token.
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.item.FencingToken()
@@ -58,7 +62,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	g, ok := l.c.store.(resourcelock.Guarder)
 	if !ok {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: the store cannot run guarded writes", ErrInvalidOption)
+		return invalid("store", "the store cannot run guarded writes")
 	}
 	h := resourcelock.Holding{Owner: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
 	l.mu.Unlock()
@@ -67,7 +71,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	case err == nil:
 		return nil
 	case errors.Is(err, resourcelock.ErrInvalidArgument):
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return &OptionError{Option: "items", Err: err}
 	case errors.Is(err, resourcelock.ErrGuardLost):
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request
@@ -110,10 +114,10 @@ type Fence struct {
 // the caller's item.
 func FenceWith(attribute string, token int64) (Fence, error) {
 	if attribute == "" {
-		return Fence{}, invalid("fence attribute name is empty")
+		return Fence{}, invalid("attribute", "fence attribute name is empty")
 	}
 	if token <= 0 {
-		return Fence{}, invalid("fencing token %d: the client has no fencing (WithFencing)", token)
+		return Fence{}, invalid("WithFencing", "fencing token %d: the client has no fencing (WithFencing)", token)
 	}
 	return Fence{
 		Condition: "(attribute_not_exists(#dynaleaseFence) OR #dynaleaseFence <= :dynaleaseToken)",

@@ -54,6 +54,22 @@ func TestWithoutFencingTheTokenIsZero(t *testing.T) {
 	if _, err := FenceWith("fence", 0); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("FenceWith(0) = %v", err)
 	}
+	// Bug 10 of the engine issue: a row that a fencing client gave a
+	// generation still gives a client without fencing no token.
+	fencing, err := NewFromStore(f.store, WithClock(f.fc), WithOwnerName("fencer"), WithFencing("fences"), WithHeartbeatPeriod(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := fencing.Acquire(context.Background(), "fenced")
+	if err != nil || fl.Token() == 0 {
+		t.Fatalf("fencing client: %v, token %d", err, fl.Token())
+	}
+	if err := fl.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := f.acquire("fenced"); l.Token() != 0 {
+		t.Fatalf("token %d without fencing, on a row fenced before", l.Token())
+	}
 }
 
 func TestFailedFencingReleasesTheRow(t *testing.T) {

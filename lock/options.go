@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -73,8 +72,9 @@ func WithHeartbeatPeriod(d time.Duration) Option {
 }
 
 // WithSafetyMargin sets how much earlier than the lease a held lock stops
-// counting as valid (default a tenth of the lease). It leaves room for the
-// holder's work to stop and for clock-rate drift.
+// counting as valid (default a tenth of the lease; at least
+// MinSafetyMargin of it). It leaves room for the holder's work to stop and
+// for clock-rate drift.
 func WithSafetyMargin(d time.Duration) Option {
 	return func(c *config) { c.margin, c.marginSet = d, true }
 }
@@ -179,32 +179,51 @@ func newConfig(opts []Option) (config, error) {
 func (c config) validate() error {
 	switch {
 	case len(c.owner) > resourcelock.MaxIdentityBytes:
-		return invalid("owner name is %d bytes, over %d", len(c.owner), resourcelock.MaxIdentityBytes)
+		return invalid("WithOwnerName", "owner name is %d bytes, over %d", len(c.owner), resourcelock.MaxIdentityBytes)
 	case c.lease <= 0:
-		return invalid("lease duration %v is not positive", c.lease)
-	case c.heartbeat < 0:
-		return invalid("heartbeat period %v is negative", c.heartbeat)
-	case c.margin <= 0 || c.margin >= c.lease:
-		return invalid("safety margin %v must lie in (0, lease %v)", c.margin, c.lease)
-	case c.requestTimeout <= 0:
-		return invalid("request timeout %v is not positive", c.requestTimeout)
+		return invalid("WithLeaseDuration", "lease duration %v is not positive", c.lease)
+	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < MinHeartbeatPeriod):
+		return invalid("WithHeartbeatPeriod", "heartbeat period %v must be 0 (no background heartbeats) or at least %v", c.heartbeat, MinHeartbeatPeriod)
+	case c.margin < MinSafetyMargin(c.lease) || c.margin >= c.lease:
+		return invalid("WithSafetyMargin", "safety margin %v must be at least %v (MinSafetyMargin) and below the lease %v", c.margin, MinSafetyMargin(c.lease), c.lease)
+	case c.requestTimeout < MinRequestTimeout:
+		return invalid("WithRequestTimeout", "request timeout %v is below %v", c.requestTimeout, MinRequestTimeout)
 	case c.heartbeat+c.requestTimeout > (c.lease-c.margin)/2:
-		return invalid("heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
+		return invalid("WithHeartbeatPeriod", "heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
 			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
-	case c.refresh <= 0:
-		return invalid("refresh period %v is not positive", c.refresh)
+	case c.refresh < MinRefreshPeriod:
+		return invalid("WithRefreshPeriod", "refresh period %v is below %v", c.refresh, MinRefreshPeriod)
 	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < MinTTLSlack):
-		return invalid("TTL slack %v must be at least %v", c.ttlSlack, MinTTLSlack)
+		return invalid("WithTTL", "TTL slack %v must be at least %v", c.ttlSlack, MinTTLSlack)
 	case c.concurrency <= 0:
-		return invalid("heartbeat concurrency %d is not positive", c.concurrency)
+		return invalid("WithHeartbeatConcurrency", "heartbeat concurrency %d is not positive", c.concurrency)
 	case c.cacheSize <= 0:
-		return invalid("observation cache size %d is not positive", c.cacheSize)
+		return invalid("WithObservationCacheSize", "observation cache size %d is not positive", c.cacheSize)
 	case c.maxTransact < 0 || c.maxTransact == 1:
-		return invalid("max transaction items %d leaves no room for a guarded write", c.maxTransact)
+		return invalid("WithMaxTransactItems", "max transaction items %d leaves no room for a guarded write", c.maxTransact)
 	case c.maxTransact > resourcelock.MaxTransactItemsLimit:
-		return invalid("max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, resourcelock.MaxTransactItemsLimit)
+		return invalid("WithMaxTransactItems", "max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, resourcelock.MaxTransactItemsLimit)
 	}
 	return nil
+}
+
+// Floors for a network store: New and Acquire refuse shorter periods and
+// timeouts. A request to DynamoDB takes milliseconds; polling, beating or
+// giving up faster only turns a failing store into a busy loop of errors.
+const (
+	MinRefreshPeriod   = 10 * time.Millisecond
+	MinHeartbeatPeriod = 10 * time.Millisecond
+	MinRequestTimeout  = 10 * time.Millisecond
+)
+
+// MinSafetyMargin returns the smallest safety margin New accepts for a
+// lease: 1% of it, and at least one millisecond. A holder counts its lock
+// as held until lease − margin after its last confirmed write was sent;
+// others take it over after a full lease on their own clocks, so the
+// margin is the room for clock-rate drift between hosts (about 0.01% on
+// real machines) and for the holder's work to stop.
+func MinSafetyMargin(lease time.Duration) time.Duration {
+	return max(lease/100, time.Millisecond)
 }
 
 // validity is how long after a confirmed write's send time a lock counts
@@ -301,31 +320,31 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	}
 	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
 	if err := resourcelock.CheckKey(k); err != nil {
-		return a, k, fmt.Errorf("%w: %w", ErrInvalidOption, err) // the limits are resourcelock's
+		return a, k, &OptionError{Option: "key", Err: err} // the limits are resourcelock's
 	}
 	switch {
 	case c.cfg.sortKey != "" && a.sortKey == "":
-		return a, k, invalid("the table has sort key %q; use WithSortKey", c.cfg.sortKey)
+		return a, k, invalid("WithSortKey", "the table has sort key %q; use WithSortKey", c.cfg.sortKey)
 	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
-		return a, k, invalid("WithSortKey given but the table has no sort key attribute (WithSortKeyAttribute)")
+		return a, k, invalid("WithSortKey", "WithSortKey given but the table has no sort key attribute (WithSortKeyAttribute)")
 	case len(a.data) > resourcelock.MaxDataBytes:
-		return a, k, invalid("data is %d bytes, over %d", len(a.data), resourcelock.MaxDataBytes)
-	case a.refresh <= 0:
-		return a, k, invalid("refresh period %v is not positive", a.refresh)
+		return a, k, invalid("WithData", "data is %d bytes, over %d", len(a.data), resourcelock.MaxDataBytes)
+	case a.refresh < MinRefreshPeriod:
+		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, MinRefreshPeriod)
 	case a.additionalWait < 0:
-		return a, k, invalid("additional wait %v is negative", a.additionalWait)
+		return a, k, invalid("WithAdditionalWait", "additional wait %v is negative", a.additionalWait)
 	}
 	for name, v := range a.attributes {
 		if c.reserved(name) || v == nil {
-			return a, k, invalid("attribute %q is reserved or has no value", name)
+			return a, k, invalid("WithAttributes", "attribute %q is reserved or has no value", name)
 		}
 	}
 	if m := a.monitor; m != nil {
 		if m.callback == nil {
-			return a, k, invalid("session monitor has no callback")
+			return a, k, invalid("WithSessionMonitor", "session monitor has no callback")
 		}
 		if m.safeTime <= c.cfg.heartbeat || m.safeTime >= c.cfg.validity() {
-			return a, k, invalid("session monitor safe time %v must lie in (heartbeat period %v, lease − margin %v)",
+			return a, k, invalid("WithSessionMonitor", "session monitor safe time %v must lie in (heartbeat period %v, lease − margin %v)",
 				m.safeTime, c.cfg.heartbeat, c.cfg.validity())
 		}
 	}
@@ -379,7 +398,7 @@ func HeartbeatDeleteData() HeartbeatOption {
 
 func checkData(data []byte) error {
 	if len(data) > resourcelock.MaxDataBytes {
-		return fmt.Errorf("%w: data is %d bytes, over %d", ErrInvalidOption, len(data), resourcelock.MaxDataBytes)
+		return invalid("WithData", "data is %d bytes, over %d", len(data), resourcelock.MaxDataBytes)
 	}
 	return nil
 }

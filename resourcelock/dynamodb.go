@@ -127,6 +127,10 @@ func (d *DynamoDB) Fence(ctx context.Context, acquisitionID string) (Record, err
 	return it.Record, err
 }
 
+// CanFence reports whether Fence can work: whether a FenceTable is
+// configured. election.New refuses Fencing on a lock that cannot.
+func (d *DynamoDB) CanFence() bool { return d.store.fenceTable != "" }
+
 // Guard commits items with a check that the lease is still held as h
 // says; see Guarder. The DynamoDB client must also implement TransactAPI.
 func (d *DynamoDB) Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error {

@@ -17,6 +17,7 @@ package ddbtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -159,4 +160,21 @@ func clientOptions(endpoint string) dynamodb.Options {
 // header, so production clients keep the check.
 func EmulatorOptions(o *dynamodb.Options) {
 	o.DisableValidateResponseChecksum = true
+}
+
+// UnreachableClient returns a client of a DynamoDB endpoint on which
+// nothing listens (a closed loopback port): every request fails with a
+// refused connection, as when the network or the service is down. The SDK
+// makes one attempt per request, so the refusal is the error (with
+// retries, a short request timeout would end the SDK's backoff first). It
+// sends nothing anywhere else.
+func UnreachableClient(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return dynamodb.New(clientOptions("http://"+addr), EmulatorOptions, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 }

@@ -43,3 +43,16 @@ func (timeoutError) Error() string { return ErrTimeout.Error() }
 func (timeoutError) Is(target error) bool {
 	return target == ErrTimeout || target == context.DeadlineExceeded
 }
+
+// KeepDeadline returns a context that is not cancelled when parent is, but
+// that ends at parent's deadline, if it has one. A release is still sent
+// when the caller's context was cancelled (at shutdown, say), yet a call
+// documented to return by its context's deadline does. Call cancel when
+// done.
+func KeepDeadline(parent context.Context) (context.Context, context.CancelFunc) {
+	detached := context.WithoutCancel(parent)
+	if d, ok := parent.Deadline(); ok {
+		return context.WithDeadline(detached, d)
+	}
+	return context.WithCancel(detached)
+}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -189,7 +190,8 @@ func (r *run) finish(ctx context.Context, t *term) error {
 // resolving read then confirms it and the release is tried again on top.
 func (r *run) release(ctx context.Context) {
 	e := r.e
-	rctx := context.WithoutCancel(ctx)
+	rctx, cancel := clockutil.KeepDeadline(ctx)
+	defer cancel()
 	for try := 0; try < 3; try++ {
 		rec := r.newRecord(true)
 		w := r.hold.Write(rctx, r.cur, rec)

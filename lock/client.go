@@ -193,9 +193,13 @@ func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
 }
 
 // Close releases every lock the client holds (whatever their hold counts)
-// and stops its heartbeats. Later calls of Acquire fail with ErrClosed. It
-// returns the errors of releases that could not be confirmed; those locks
-// run out on their own.
+// and stops its heartbeats. Later calls of Acquire fail with ErrClosed.
+//
+// Releases run in parallel, at most the heartbeat concurrency at once, and
+// Close returns by ctx's deadline, if it has one (a cancelled ctx without
+// a deadline still releases; see Lock.Release). It returns the errors of
+// releases that could not be confirmed, each naming its key, and of those
+// not started by the deadline; those locks run out on their own.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
@@ -206,12 +210,27 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	c.mu.Unlock()
-	var errs []error
-	for _, l := range held {
-		if err := l.release(ctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLost) {
-			errs = append(errs, err)
+	errs := make([]error, len(held))
+	sem := make(chan struct{}, c.cfg.concurrency)
+	var wg sync.WaitGroup
+	for i, l := range held {
+		rctx, cancel := clockutil.KeepDeadline(ctx)
+		select {
+		case sem <- struct{}{}:
+		case <-rctx.Done():
+			cancel()
+			errs[i] = fmt.Errorf("lock %q: not released before the deadline; it will run out: %w", l.key, rctx.Err())
+			continue
 		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer cancel()
+			if err := l.release(rctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLost) {
+				errs[i] = err
+			}
+		})
 	}
+	wg.Wait()
 	if c.sched != nil {
 		c.sched.close()
 	}

@@ -33,8 +33,10 @@ func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
 // failure (a conditional one included: the SDK may have retried an attempt
 // that had landed) by the row the failure carries or a read.
 func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
+	if err := l.startWrite(ctx); err != nil {
+		return fmt.Errorf("lock %q: heartbeat not sent: %w", l.key, err)
+	}
+	defer l.endWrite()
 
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {

@@ -32,9 +32,10 @@ type Lock struct {
 	monitor   *sessionMonitor
 	holds     int // guarded by c.mu
 
-	// writeMu serializes the lock's writes: heartbeats and release. hold,
-	// the engine's holder of the row, is used only under it.
-	writeMu sync.Mutex
+	// writing serializes the lock's writes, heartbeats and release: a
+	// writer holds its one slot. hold, the engine's holder of the row, is
+	// used only by the writer holding it.
+	writing chan struct{}
 	hold    *rvnlease.Holder
 
 	mu         sync.Mutex
@@ -67,6 +68,7 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 		sent:      sent,
 		hold:      rvnlease.NewHolder(c.engineConfig(false), holdPort{c: c, key: k}),
 		done:      make(chan struct{}),
+		writing:   make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
@@ -75,6 +77,20 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 	l.setValidityLocked(sent.Add(c.cfg.validity()))
 	return l
 }
+
+// startWrite takes the lock's write slot, waiting while another write of
+// the lock is under way, or until ctx is done.
+func (l *Lock) startWrite(ctx context.Context) error {
+	select {
+	case l.writing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// endWrite gives the write slot back.
+func (l *Lock) endWrite() { <-l.writing }
 
 // Key returns the lock's key (its partition key value).
 func (l *Lock) Key() string { return l.key.Partition }

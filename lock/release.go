@@ -19,6 +19,10 @@ import (
 // lock lost before (including one found taken over while releasing), and
 // the error of a release write that could not be confirmed: the row then
 // runs out on its own after a lease.
+//
+// The write is still sent when ctx has been cancelled (a deferred Release
+// at shutdown releases), but Release returns by ctx's deadline, if it has
+// one; each request is bounded by the client's request timeout.
 func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	var r releaseConfig
 	for _, o := range opts {
@@ -39,9 +43,22 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 }
 
 func (l *Lock) release(ctx context.Context, r releaseConfig) error {
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
 	defer l.c.unclaim(l.key, l.slot)
+	rctx, cancel := clockutil.KeepDeadline(ctx)
+	defer cancel()
+	// A heartbeat under way finishes first (bounded by the request
+	// timeout), unless the deadline comes first: then the lock ends here
+	// and runs out on its own.
+	if err := l.startWrite(rctx); err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if herr := l.heldLocked(); herr != nil {
+			return herr
+		}
+		l.endLocked(ErrReleased)
+		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.key, err)
+	}
+	defer l.endWrite()
 
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
@@ -58,7 +75,6 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	if r.delete != nil {
 		del = *r.delete
 	}
-	rctx := context.WithoutCancel(ctx)
 	for try := 0; try < 3; try++ {
 		var done bool
 		var err error

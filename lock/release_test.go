@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +248,53 @@ func TestHeartbeatsUseBoundedGoroutines(t *testing.T) {
 			t.Fatal("a lock was lost")
 		}
 	}
+}
+
+// Bug 5 of the engine issue: with the table not answering, Close and
+// Release return by their context's deadline instead of taking a request
+// timeout per write per lock (here the fake clock never moves, so without
+// the fix they would never return). Close releases in parallel and names
+// every lock it could not release.
+func TestCloseAndReleaseReturnByTheDeadline(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	var locks []*Lock
+	for i := range 5 {
+		locks = append(locks, f.acquire(fmt.Sprint("k", i)))
+	}
+	never := make(chan struct{})
+	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Block: never})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- locks[0].Release(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Release = %v, want the deadline's error", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Release did not return by its deadline")
+	}
+	if locks[0].IsHeld() {
+		t.Fatal("a lock whose release was not confirmed still counts as held")
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	go func() { done <- f.c.Close(ctx) }()
+	select {
+	case err := <-done:
+		for _, l := range locks[1:] {
+			if !strings.Contains(fmt.Sprint(err), fmt.Sprintf("%q", l.Key())) {
+				t.Errorf("Close = %v, does not name %s", err, l.Key())
+			}
+			if l.IsHeld() {
+				t.Errorf("%s still held after Close", l.Key())
+			}
+		}
+	case <-time.After(patience):
+		t.Fatal("Close did not return by its deadline")
+	}
+	close(never)
 }

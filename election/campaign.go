@@ -99,3 +99,23 @@ func (r *run) fence(ctx context.Context) error {
 	r.cur.Record = rec
 	return nil
 }
+
+// carried is what one Run's campaign leaves to the next Run of the same
+// Elector: the watched record, and the writes still in doubt, so that a
+// record one of them left is recognised as this candidate's.
+type carried struct {
+	obs     rvnlease.Observation
+	inDoubt rvnlease.Attempts
+}
+
+// giveUp ends a campaign that did not lead. A write still in doubt may
+// have landed after its answer was lost, leaving a record that names this
+// candidate and that nobody holds: it is released (best effort, within one
+// request timeout). What is left is carried to the next Run.
+func (r *run) giveUp(ctx context.Context) carried {
+	if r.acq.Pending() > 0 && r.acq.Abandon(ctx) > 0 {
+		r.e.log.Info("released a record that a write of this candidate had left unseen")
+		return carried{}
+	}
+	return carried{obs: r.acq.Obs, inDoubt: r.acq.InDoubt()}
+}

@@ -1,6 +1,8 @@
 package election
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -388,5 +390,29 @@ func TestRenewalOfALateConfirmedRecordDoesNotSpin(t *testing.T) {
 	h.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate, rlt.OpGet)
 	h.stepIdle(maxPoll)
 	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.noEvent()
+}
+
+// Bug 12 of the engine issue, for the elector: a Run cancelled after its
+// create was sent and its answer lost releases the record the create left
+// (nobody holds it, and otherwise everyone, this candidate included, would
+// wait a full lease for it).
+func TestCancelledCampaignLeavesNoOrphanRecord(t *testing.T) {
+	h := newHarness(t)
+	h.freeRun()
+	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true})
+	h.start()
+	<-entered // the Create is under way
+	h.cancel()
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	h.lock.OnCall(nil)
+	rec, ok := h.store.Record(lockName)
+	if !ok || rec.HolderIdentity != "a" || !rec.Released {
+		t.Fatalf("record after the cancelled campaign: %+v (stored %v), want released by a", rec, ok)
+	}
 	h.noEvent()
 }

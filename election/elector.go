@@ -33,6 +33,10 @@ type Elector struct {
 	lastErr      error     // the failure the loop keeps retrying, nil once a request succeeds
 	lastErrSince time.Time // when lastErr (of this kind) first occurred
 
+	// carried is what a Run that gave up campaigning leaves to the next:
+	// only Run touches it, and Runs do not overlap.
+	carried carried
+
 	// testIdle, set only by this package's tests, is called each time the
 	// election loop is about to block waiting on the clock, after its
 	// timers are set, so a test can step a fake clock without racing.
@@ -259,11 +263,14 @@ func (e *Elector) Run(ctx context.Context) error {
 	}()
 
 	r := newRun(e)
+	r.acq.Resume(e.carried.obs, e.carried.inDoubt)
 	// Step 1: campaign until this Run holds the record with validity left.
 	validUntil, err := r.campaign(ctx)
 	if err != nil {
+		e.carried = r.giveUp(ctx)
 		return err
 	}
+	e.carried = carried{}
 	// Step 2: lead until the term ends.
 	return r.lead(ctx, validUntil)
 }

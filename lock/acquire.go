@@ -50,7 +50,9 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if err != nil || held != nil {
 		return held, err
 	}
-	l, err := (&attempt{c: c, key: k, cfg: a, try: try, slot: s}).run(ctx)
+	at := &attempt{c: c, key: k, cfg: a, try: try, slot: s}
+	l, err := at.run(ctx)
+	at.remember(ctx, l != nil)
 	if err != nil {
 		c.unclaim(k, s)
 		return nil, err
@@ -98,7 +100,8 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
 	at.acq = rvnlease.NewAcquirer(c.engineConfig(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
-	at.acq.Obs, _ = c.seen.get(at.key)
+	obs, doubt, _ := c.seen.get(at.key)
+	at.acq.Resume(obs, doubt)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -111,7 +114,6 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 			return nil, fmt.Errorf("lock %q: %w", at.key, err)
 		}
 		if res.Outcome == rvnlease.Ours {
-			c.seen.forget(at.key)
 			it := res.Item
 			if c.cfg.fencing && it.NeedsFence() {
 				if it, err = at.fence(ctx, it, res.Sent); err != nil {
@@ -121,9 +123,6 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 			return newLock(c, at.key, at.slot, at.cfg, it, res.Sent), nil
 		}
 		obs := at.acq.Obs
-		if obs.Known {
-			c.seen.put(at.key, obs)
-		}
 		if err := at.noteError(res); err != nil {
 			return nil, err
 		}
@@ -161,6 +160,30 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 		if err := at.sleep(ctx, wait); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// remember keeps what this call learned for later calls on the key: the
+// watched row, and its writes still in doubt. A call that gives up with
+// writes in doubt first releases the row one of them may have left (an
+// orphan naming this client that nobody holds), within one request
+// timeout; if that fails, a later call recognises the row as this
+// client's.
+func (at *attempt) remember(ctx context.Context, acquired bool) {
+	c := at.c
+	if at.acq == nil {
+		return
+	}
+	if acquired {
+		c.seen.forget(at.key)
+		return
+	}
+	if at.acq.Pending() > 0 && at.acq.Abandon(ctx) > 0 {
+		c.seen.forget(at.key)
+		return
+	}
+	if at.acq.Obs.Known || at.acq.Pending() > 0 {
+		c.seen.put(at.key, at.acq.Obs, at.acq.InDoubt())
 	}
 }
 

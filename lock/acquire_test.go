@@ -177,7 +177,7 @@ func TestObservationCacheIsBounded(t *testing.T) {
 	if n := f.c.seen.len(); n != 2 {
 		t.Fatalf("cache holds %d keys, want 2", n)
 	}
-	if _, ok := f.c.seen.get(resourcelock.Key{Partition: "a"}); ok {
+	if _, _, ok := f.c.seen.get(resourcelock.Key{Partition: "a"}); ok {
 		t.Fatal("the oldest key was not evicted")
 	}
 	f.fc.Step(lease)
@@ -379,4 +379,49 @@ func TestAdditionalWaitSaturates(t *testing.T) {
 		}
 	}
 	f.freeRun()
+}
+
+// Bug 12 of the engine issue: an Acquire cancelled after its acquiring
+// write was sent and its answer lost leaves no orphan row: the write
+// landed, and the row is released again before Acquire returns. When that
+// release fails too, a later Acquire by the same client recognises the
+// row as its own instead of waiting a full lease.
+func TestCancelledAcquireLeavesNoOrphanRow(t *testing.T) {
+	for _, releaseFails := range []bool{false, true} {
+		t.Run(fmt.Sprint("release fails: ", releaseFails), func(t *testing.T) {
+			f := newFixture(t, WithHeartbeatPeriod(0))
+			f.freeRun()
+			block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+			f.store.OnCall(func(op rlt.Op) { entered <- op })
+			f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
+			if releaseFails {
+				f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errors.New("connection reset")})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			errs := make(chan error, 1)
+			go func() {
+				_, err := f.c.Acquire(ctx, "k")
+				errs <- err
+			}()
+			<-entered // the Create is under way
+			cancel()
+			if err := <-errs; !errors.Is(err, context.Canceled) {
+				t.Fatalf("Acquire = %v, want context.Canceled", err)
+			}
+			f.store.OnCall(nil)
+			row := f.item("k")
+			if row.HolderIdentity != ownerName {
+				t.Fatalf("row %+v: the cancelled create did not land", row.Record)
+			}
+			if row.Released == releaseFails {
+				t.Fatalf("row released = %v after the cancelled Acquire (release failing: %v)", row.Released, releaseFails)
+			}
+			// The same client gets the lock back at once, without waiting
+			// a lease for its own row.
+			l, err := f.c.TryAcquire(context.Background(), "k")
+			if err != nil || !l.IsHeld() {
+				t.Fatalf("TryAcquire after the cancelled Acquire = %v", err)
+			}
+		})
+	}
 }

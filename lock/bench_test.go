@@ -134,8 +134,8 @@ func BenchmarkObservationCache(b *testing.B) {
 	for b.Loop() {
 		k := keys[i%len(keys)]
 		i++
-		o.put(k, obs)
-		if _, ok := o.get(k); !ok {
+		o.put(k, obs, rvnlease.Attempts{})
+		if _, _, ok := o.get(k); !ok {
 			b.Fatal("missing")
 		}
 	}

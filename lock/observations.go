@@ -11,8 +11,10 @@ import (
 // observations remembers, for a bounded number of keys, what this client
 // has watched of other owners' locks, so that TryAcquire can take over a
 // lock whose RVN it has already seen unchanged for a full lease, and so
-// that an Acquire continues the wait of an earlier one. The least recently
-// updated keys are forgotten first.
+// that an Acquire continues the wait of an earlier one; and the acquiring
+// writes of earlier calls still in doubt, so that a row one of them left
+// is recognised as this client's. The least recently updated keys are
+// forgotten first.
 type observations struct {
 	mu    sync.Mutex
 	max   int
@@ -21,35 +23,38 @@ type observations struct {
 }
 
 type entry struct {
-	obs  rvnlease.Observation
-	elem *list.Element
+	obs   rvnlease.Observation
+	doubt rvnlease.Attempts
+	elem  *list.Element
 }
 
 func newObservations(max int) *observations {
 	return &observations{max: max, order: list.New(), byKey: map[resourcelock.Key]*entry{}}
 }
 
-// get returns the observation of key, if remembered.
-func (o *observations) get(k resourcelock.Key) (rvnlease.Observation, bool) {
+// get returns the observation of key and the writes in doubt, if
+// remembered.
+func (o *observations) get(k resourcelock.Key) (rvnlease.Observation, rvnlease.Attempts, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e, ok := o.byKey[k]
 	if !ok {
-		return rvnlease.Observation{}, false
+		return rvnlease.Observation{}, rvnlease.Attempts{}, false
 	}
-	return e.obs, true
+	return e.obs, e.doubt, true
 }
 
-// put remembers obs for key, evicting the oldest entry when full.
-func (o *observations) put(k resourcelock.Key, obs rvnlease.Observation) {
+// put remembers obs and the writes in doubt for key, evicting the oldest
+// entry when full.
+func (o *observations) put(k resourcelock.Key, obs rvnlease.Observation, doubt rvnlease.Attempts) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.byKey[k]; ok {
-		e.obs = obs
+		e.obs, e.doubt = obs, doubt
 		o.order.MoveToFront(e.elem)
 		return
 	}
-	o.byKey[k] = &entry{obs: obs, elem: o.order.PushFront(k)}
+	o.byKey[k] = &entry{obs: obs, doubt: doubt, elem: o.order.PushFront(k)}
 	for o.order.Len() > o.max {
 		last := o.order.Back()
 		o.order.Remove(last)

@@ -188,3 +188,43 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 
 // Pending returns how many writes of this acquirer are in doubt.
 func (a *Acquirer) Pending() int { return a.w.attempts.Len() }
+
+// InDoubt returns the writes of this acquirer still in doubt, for a later
+// acquirer of the same lease and owner (Resume): a row carrying one of them
+// is that owner's, not a stranger's to wait out.
+func (a *Acquirer) InDoubt() Attempts { return a.w.attempts.clone() }
+
+// Resume continues the watch and the writes in doubt of an earlier
+// acquirer of the same lease and owner.
+func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
+	a.Obs = obs
+	a.w.attempts = inDoubt.clone()
+}
+
+// Abandon is called when the caller gives up acquiring with writes in
+// doubt: one may have landed after its answer was lost, leaving a row that
+// names this owner and that nobody holds. Each is released, best effort,
+// with a write conditioned on the owner and its RVN (a write that did not
+// land makes the release fail harmlessly). The requests run under ctx
+// without its cancellation, all within one request timeout. It returns how
+// many rows it released.
+func (a *Acquirer) Abandon(ctx context.Context) int {
+	cfg := a.w.cfg
+	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	defer cancel()
+	released := 0
+	for _, at := range a.w.attempts.list {
+		if at.released {
+			continue
+		}
+		rec := a.newRecord(resourcelock.Item{})
+		rec.Released = true
+		expect := resourcelock.Precondition{RVN: at.rvn, Owner: cfg.Owner}
+		if _, err := a.w.port.Update(ctx, expect, rec); err == nil {
+			cfg.Log.V(1).Info("released a row whose acquiring write had landed unseen", "rvn", at.rvn)
+			released++
+			break // at most one of them can be in the row
+		}
+	}
+	return released
+}

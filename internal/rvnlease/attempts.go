@@ -91,3 +91,7 @@ func (a *Attempts) filter(keep func(attempt) bool) {
 	clear(a.list[n:])
 	a.list = a.list[:n]
 }
+
+func (a *Attempts) clone() Attempts {
+	return Attempts{list: append([]attempt(nil), a.list...)}
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // DynamoDBConfig configures a DynamoDB lock.
@@ -45,17 +44,6 @@ type DynamoDBConfig struct {
 	MaxTransactItems int
 }
 
-// DynamoDB is an Interface on one item of a DynamoDB lock table. Its item
-// layout is the AWS Java DynamoDB Lock Client's (see the package
-// documentation). Every method sends exactly one request.
-type DynamoDB struct {
-	store    *DynamoDBStore
-	key      Key
-	identity string
-}
-
-var _ Interface = (*DynamoDB)(nil)
-
 // NewDynamoDB returns a lock on the item cfg names. It validates cfg and
 // sends no request.
 func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
@@ -88,60 +76,9 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 	return &DynamoDB{store: store, key: key, identity: cfg.Identity}, nil
 }
 
-// Identity returns the holder identity this lock writes.
-func (d *DynamoDB) Identity() string { return d.identity }
-
-// Describe returns "dynamodb:TABLE/NAME".
-func (d *DynamoDB) Describe() string { return d.store.describeKey(d.key) }
-
-// Get reads the record with a strongly consistent GetItem.
-func (d *DynamoDB) Get(ctx context.Context) (Record, error) {
-	it, err := d.store.Get(ctx, d.key)
-	return it.Record, err
-}
-
-// Create writes rec with one UpdateItem conditioned on the item being absent
-// or released.
-func (d *DynamoDB) Create(ctx context.Context, rec Record) (Record, error) {
-	rec, err := fillHolder(d.identity, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	it, err := d.store.Create(ctx, d.key, rec, WriteOptions{})
-	return it.Record, err
-}
-
-// Update writes rec with one UpdateItem conditioned on expect.
-func (d *DynamoDB) Update(ctx context.Context, expect Precondition, rec Record) (Record, error) {
-	rec, err := fillHolder(d.identity, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	it, err := d.store.Update(ctx, d.key, expect, rec, WriteOptions{})
-	return it.Record, err
-}
-
-// Fence gives the record a new fencing generation; see Store.Fence.
-func (d *DynamoDB) Fence(ctx context.Context, acquisitionID string) (Record, error) {
-	it, err := d.store.Fence(ctx, d.key, d.identity, acquisitionID)
-	return it.Record, err
-}
-
 // CanFence reports whether Fence can work: whether a FenceTable is
-// configured. election.New refuses Fencing on a lock that cannot.
-func (d *DynamoDB) CanFence() bool { return d.store.fenceTable != "" }
-
-// Guard commits items with a check that the lease is still held as h
-// says; see Guarder. The DynamoDB client must also implement TransactAPI.
-func (d *DynamoDB) Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error {
-	return d.store.Guard(ctx, d.key, h, items)
-}
-
-var (
-	_ Fencer       = (*DynamoDB)(nil)
-	_ LeaseGuarder = (*DynamoDB)(nil)
-	_ Fencer       = (*Memory)(nil)
-)
+// configured.
+func (d *DynamoDBStore) CanFence() bool { return d.fenceTable != "" }
 
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
 // and updates one item (and runs guarded writes when the client can).

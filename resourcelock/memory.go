@@ -38,7 +38,11 @@ func (s *MemoryStore) Lock(name, identity string) *Memory {
 	if err := checkIdentity(identity); err != nil {
 		panic(err)
 	}
-	return &Memory{store: s, key: Key{Partition: name}, identity: identity}
+	l, err := NewLease(s, Key{Partition: name}, identity)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // Record returns the record called name as stored, and whether there is
@@ -225,51 +229,4 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	}
 	s.items[key] = next
 	return cloneItem(next), nil
-}
-
-// Memory is an Interface on one record of a MemoryStore.
-type Memory struct {
-	store    *MemoryStore
-	key      Key
-	identity string
-}
-
-var _ Interface = (*Memory)(nil)
-
-// Identity returns the holder identity this lock writes.
-func (m *Memory) Identity() string { return m.identity }
-
-// Describe returns "memory:NAME".
-func (m *Memory) Describe() string { return "memory:" + m.key.String() }
-
-// Get returns the stored record, or ErrNotFound.
-func (m *Memory) Get(ctx context.Context) (Record, error) {
-	it, err := m.store.Get(ctx, m.key)
-	return it.Record, err
-}
-
-// Create stores rec when there is no record or it is released.
-func (m *Memory) Create(ctx context.Context, rec Record) (Record, error) {
-	rec, err := fillHolder(m.identity, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	it, err := m.store.Create(ctx, m.key, rec, WriteOptions{})
-	return it.Record, err
-}
-
-// Update stores rec when the stored record satisfies expect.
-func (m *Memory) Update(ctx context.Context, expect Precondition, rec Record) (Record, error) {
-	rec, err := fillHolder(m.identity, rec)
-	if err != nil {
-		return Record{}, err
-	}
-	it, err := m.store.Update(ctx, m.key, expect, rec, WriteOptions{})
-	return it.Record, err
-}
-
-// Fence gives the record a new fencing generation; see Store.Fence.
-func (m *Memory) Fence(ctx context.Context, acquisitionID string) (Record, error) {
-	it, err := m.store.Fence(ctx, m.key, m.identity, acquisitionID)
-	return it.Record, err
 }

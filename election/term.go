@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -29,13 +28,13 @@ type term struct {
 	token   int64           // the term's fencing token, 0 without fencing
 	holding resourcelock.Holding
 
-	mu         sync.Mutex
-	validUntil time.Time // after end: when the term ended, if earlier
-	ended      bool
-	cause      error
-	timer      clock.Timer
-	cancel     context.CancelCauseFunc
-	done       chan struct{} // closed when the term ends
+	deadline *rvnlease.Deadline // the term's validity; see the invariant
+
+	mu     sync.Mutex
+	ended  bool
+	cause  error
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the term ends
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 
@@ -48,40 +47,24 @@ type term struct {
 func newTerm(parent context.Context, clk clockutil.Clock, validUntil time.Time, onStopped func()) *term {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &term{
-		onStopped:  onStopped,
-		clk:        clk,
-		validUntil: validUntil,
-		cancel:     cancel,
-		done:       make(chan struct{}),
-		workDone:   make(chan struct{}),
+		onStopped: onStopped,
+		clk:       clk,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		workDone:  make(chan struct{}),
 	}
 	t.ctx = leaderContext{Context: context.WithValue(ctx, termKey{}, t), t: t}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.arm(validUntil.Sub(clk.Now()))
+	t.deadline = rvnlease.NewDeadline(clk, validUntil, t.expired)
 	return t
 }
 
-// arm sets the timer that ends the term after d. t.mu must be held.
-func (t *term) arm(d time.Duration) {
-	// The callback starts a goroutine because a fake clock runs AfterFunc
-	// callbacks while holding its own lock, so they may not read the clock.
-	t.timer = t.clk.AfterFunc(d, func() { go t.onTimer() })
-}
-
-// onTimer ends the term when its validity has run out and runs
+// expired ends the term when its validity has run out and runs
 // OnStoppedLeading, without waiting for the election loop.
-func (t *term) onTimer() {
+func (t *term) expired() {
 	t.mu.Lock()
-	if t.ended {
-		t.mu.Unlock()
-		return
-	}
-	if now := t.clk.Now(); now.Before(t.validUntil) {
-		// Extended while this timer was already firing. A new timer, not
-		// Reset: a fake clock blocks when a fired AfterFunc timer fires
-		// again.
-		t.arm(t.validUntil.Sub(now))
+	if t.ended || !t.deadline.Passed() {
 		t.mu.Unlock()
 		return
 	}
@@ -100,15 +83,7 @@ func (t *term) stopped() {
 func (t *term) extend(validUntil time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || !t.clk.Now().Before(t.validUntil) {
-		return false
-	}
-	if validUntil.After(t.validUntil) {
-		// The timer has not fired: the clock is still before validUntil.
-		t.validUntil = validUntil
-		t.timer.Reset(validUntil.Sub(t.clk.Now()))
-	}
-	return true
+	return !t.ended && t.deadline.Extend(validUntil)
 }
 
 // end ends the term now with cause, unless it has ended already.
@@ -123,10 +98,7 @@ func (t *term) end(cause error) {
 func (t *term) endLocked(cause error) {
 	t.ended = true
 	t.cause = cause
-	if now := t.clk.Now(); now.Before(t.validUntil) {
-		t.validUntil = now
-	}
-	t.timer.Stop()
+	t.deadline.End()
 	t.cancel(cause)
 	close(t.done)
 }
@@ -135,15 +107,13 @@ func (t *term) endLocked(cause error) {
 func (t *term) valid() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.ended && t.clk.Now().Before(t.validUntil)
+	return !t.ended && !t.deadline.Passed()
 }
 
 // until returns validUntil: while the term runs, the bound of its validity;
 // once ended, when it ended.
 func (t *term) until() time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.validUntil
+	return t.deadline.Until()
 }
 
 // endCause returns why the term ended, or nil while it runs.

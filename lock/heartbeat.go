@@ -71,7 +71,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 // heldLocked returns nil while the lock is held, or why it is not. A lock
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
-	if !l.ended && !l.c.clk.Now().Before(l.validUntil) {
+	if !l.ended && l.deadline.Passed() {
 		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
 	}
 	switch {

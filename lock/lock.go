@@ -17,10 +17,10 @@ import (
 // Lock is a lock this client holds on one key, from a successful Acquire
 // until Release or loss. Its methods are safe for concurrent use.
 //
-// Invariant: while the lock is held, validUntil is the lease minus the
+// Invariant: while the lock is held, the deadline is the lease minus the
 // safety margin after the send time of the last write of this lock known to
 // have landed, on the client's clock. The lock ends at the latest when the
-// clock reaches validUntil: a timer on the clock ends it without waiting
+// clock reaches the deadline: a timer on the clock ends it without waiting
 // for any heartbeat, and IsHeld compares with the clock directly, so a
 // stuck heartbeat or a paused process cannot make it look held longer.
 type Lock struct {
@@ -41,11 +41,10 @@ type Lock struct {
 	mu         sync.Mutex
 	item       resourcelock.Item // as last confirmed
 	sent       time.Time         // send time of the last confirmed write
-	validUntil time.Time
+	deadline   *rvnlease.Deadline // the lock's validity; see the invariant
 	lastErr    error // the last failure of a heartbeat, for Expired
 	ended      bool
 	err        error // why it ended: ErrReleased or a *LostError
-	expiry     clock.Timer
 	monitorT   clock.Timer
 	monitorRan bool
 
@@ -74,7 +73,8 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setValidityLocked(sent.Add(c.cfg.validity()))
+	l.deadline = rvnlease.NewDeadline(c.clk, sent.Add(c.cfg.validity()), l.expired)
+	l.armMonitorLocked()
 	return l
 }
 
@@ -131,10 +131,10 @@ func (l *Lock) RVN() string {
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended || !l.c.clk.Now().Before(l.validUntil) {
+	if l.ended || l.deadline.Passed() {
 		return time.Time{}
 	}
-	return l.validUntil
+	return l.deadline.Until()
 }
 
 // IsHeld reports whether the lock is held now: not released or lost, and
@@ -145,7 +145,7 @@ func (l *Lock) ValidUntil() time.Time {
 func (l *Lock) IsHeld() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.ended && l.c.clk.Now().Before(l.validUntil)
+	return !l.ended && !l.deadline.Passed()
 }
 
 // Done returns a channel closed when the lock ends: lost, or released by
@@ -172,31 +172,26 @@ func (l *Lock) Context(parent context.Context) (context.Context, context.CancelF
 	}
 }
 
-// setValidityLocked moves validUntil and re-arms the expiry and session
-// monitor timers. New timers rather than Reset: a fake clock blocks when a
-// fired AfterFunc timer fires again.
-func (l *Lock) setValidityLocked(validUntil time.Time) {
-	now := l.c.clk.Now()
-	l.validUntil = validUntil
-	if l.expiry != nil {
-		l.expiry.Stop()
+// armMonitorLocked sets the session monitor's timer for the safe time
+// after the last confirmed write. A new timer rather than Reset: a fake
+// clock blocks when a fired AfterFunc timer fires again; the callback
+// starts a goroutine because a fake clock runs AfterFunc callbacks under
+// its own lock, so they may not read the clock.
+func (l *Lock) armMonitorLocked() {
+	if l.monitor == nil || l.monitorRan {
+		return
 	}
-	// The callbacks start goroutines: a fake clock runs AfterFunc
-	// callbacks under its own lock, so they may not read the clock.
-	l.expiry = l.c.clk.AfterFunc(validUntil.Sub(now), func() { go l.checkExpiry() })
-	if l.monitor != nil && !l.monitorRan {
-		if l.monitorT != nil {
-			l.monitorT.Stop()
-		}
-		l.monitorT = l.c.clk.AfterFunc(l.sent.Add(l.monitor.safeTime).Sub(now), func() { go l.checkMonitor() })
+	if l.monitorT != nil {
+		l.monitorT.Stop()
 	}
+	l.monitorT = l.c.clk.AfterFunc(l.sent.Add(l.monitor.safeTime).Sub(l.c.clk.Now()), func() { go l.checkMonitor() })
 }
 
-// checkExpiry ends the lock when its validity has run out.
-func (l *Lock) checkExpiry() {
+// expired ends the lock when its validity has run out.
+func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && !l.c.clk.Now().Before(l.validUntil) {
+	if !l.ended && l.deadline.Passed() {
 		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
 	}
 }
@@ -222,7 +217,7 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if l.ended {
 		return false
 	}
-	if !l.c.clk.Now().Before(l.validUntil) {
+	if l.deadline.Passed() {
 		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
 		return false
 	}
@@ -230,7 +225,8 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	l.lastErr = nil
 	if sent.After(l.sent) {
 		l.sent = sent
-		l.setValidityLocked(sent.Add(l.c.cfg.validity()))
+		l.deadline.Extend(sent.Add(l.c.cfg.validity()))
+		l.armMonitorLocked()
 	}
 	return true
 }
@@ -253,12 +249,7 @@ func (l *Lock) loseLocked(err error) {
 func (l *Lock) endLocked(err error) {
 	l.ended = true
 	l.err = err
-	if now := l.c.clk.Now(); now.Before(l.validUntil) {
-		l.validUntil = now
-	}
-	if l.expiry != nil {
-		l.expiry.Stop()
-	}
+	l.deadline.End()
 	if l.monitorT != nil {
 		l.monitorT.Stop()
 	}

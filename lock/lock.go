@@ -39,10 +39,10 @@ type Lock struct {
 	hold    *rvnlease.Holder
 
 	mu         sync.Mutex
-	item       resourcelock.Item // as last confirmed
-	sent       time.Time         // send time of the last confirmed write
+	item       resourcelock.Item  // as last confirmed
+	sent       time.Time          // send time of the last confirmed write
 	deadline   *rvnlease.Deadline // the lock's validity; see the invariant
-	lastErr    error // the last failure of a heartbeat, for Expired
+	lastErr    error              // the last failure of a heartbeat, for Expired
 	ended      bool
 	err        error // why it ended: ErrReleased or a *LostError
 	monitorT   clock.Timer

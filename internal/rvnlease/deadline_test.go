@@ -15,7 +15,7 @@ func TestDeadlineExpiresOnItsOwnAndNeverResumes(t *testing.T) {
 	if !d.Extend(t0.Add(2*time.Second)) || !d.Until().Equal(t0.Add(2*time.Second)) {
 		t.Fatal("a valid deadline was not extended")
 	}
-	if d.Extend(t0.Add(1500 * time.Millisecond)) != true || !d.Until().Equal(t0.Add(2*time.Second)) {
+	if d.Extend(t0.Add(1500*time.Millisecond)) != true || !d.Until().Equal(t0.Add(2*time.Second)) {
 		t.Fatal("an earlier time moved the deadline back")
 	}
 	fc.Step(time.Second) // past the first bound: the old timer must not expire it

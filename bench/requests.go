@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // opCount is row 2's result for one library operation.
@@ -136,7 +142,7 @@ func (b *bench) rowRequests(ctx context.Context) error {
 			return fmt.Errorf("other owner's Acquire: %w", err)
 		}
 		for _, a := range []*opAcc{
-			acc("lock: TryAcquire, held by another owner (first call)", 0, "informational: a conditional create that fails, then the resolving read"),
+			acc("lock: failed create (TryAcquire of a row another owner holds)", 1, "the refused create carries the row (ALL_OLD): no read"),
 			acc("lock: TryAcquire, held by another owner (RVN already seen)", 0, "informational"),
 		} {
 			s := ctr.snapshot()
@@ -148,6 +154,10 @@ func (b *bench) rowRequests(ctx context.Context) error {
 		if err := held.Release(ctx, lock.ReleaseDelete(true)); err != nil {
 			return fmt.Errorf("other owner's Release: %w", err)
 		}
+	}
+
+	if err := b.failedWrites(ctx, table, acc); err != nil {
+		return err
 	}
 
 	b.progress("  election: %d repetitions of acquire, %.1f s of steady leadership with a polling candidate, release",
@@ -242,8 +252,8 @@ func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc
 		group = append(group, a)
 	}
 	flush()
-	acc("election: candidate's first round (leader steady)", 0,
-		"informational: a conditional create that fails, then the resolving read").add(firstN, firstByOp)
+	acc("election: candidate's first round, a failed create (leader steady)", 1,
+		"the refused create carries the row (ALL_OLD): no read").add(firstN, firstByOp)
 
 	// The release, when the Run is cancelled with ReleaseOnCancel.
 	if err := leader.stop(); err != nil {
@@ -262,5 +272,74 @@ func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc
 		}
 	}
 	acc("election: release (ReleaseOnCancel)", 1, "").add(n, byOp)
+	return nil
+}
+
+// failedWrites measures a takeover refused because the holder renewed
+// first, and a renewal refused because the row was taken: one request
+// each, since the refusal carries the row. Each takeover waits out a
+// one-second lease, so only a few repetitions run.
+func (b *bench) failedWrites(ctx context.Context, table string, acc func(string, float64, string) *opAcc) error {
+	const holderLease = time.Second
+	reps := min(b.sc.OpReps, 4)
+	b.progress("  failed takeover and renewal, %d repetitions", reps)
+	ctr := newCounter()
+	waiter, err := lock.New(b.clients.client(ctr, nil), table)
+	if err != nil {
+		return err
+	}
+	defer waiter.Close(context.Background())
+	holder, err := lock.New(b.clients.client(newCounter(), nil), table,
+		lock.WithLeaseDuration(holderLease), lock.WithHeartbeatPeriod(0), lock.WithRequestTimeout(200*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer holder.Close(context.Background())
+	raw := b.clients.client(newCounter(), nil)
+	takeover := acc("lock: failed takeover (the holder renewed just before)", 1, "the refused takeover carries the row (ALL_OLD): no read")
+	renewal := acc("lock: failed renewal (Heartbeat of a row taken over)", 1, "the refused renewal carries the row (ALL_OLD): no read")
+	for i := 0; i < reps; i++ {
+		key := fmt.Sprintf("failed-%s-%d", b.runID, i)
+		held, err := holder.Acquire(ctx, key)
+		if err != nil {
+			return err
+		}
+		if _, err := waiter.TryAcquire(ctx, key); !errors.Is(err, lock.ErrLocked) {
+			return fmt.Errorf("TryAcquire of a held lock: %v", err)
+		}
+		time.Sleep(holderLease + 50*time.Millisecond)
+		if err := held.Heartbeat(ctx); err != nil && !errors.Is(err, lock.ErrLost) {
+			return err
+		}
+		// The waiter has watched the old RVN for a whole lease: it tries
+		// the takeover, conditioned on that RVN, and is refused.
+		s := ctr.snapshot()
+		if _, err := waiter.TryAcquire(ctx, key); err == nil {
+			return fmt.Errorf("a takeover of a renewed lock succeeded")
+		}
+		takeover.addSnapshot(ctr.since(s))
+
+		mine, err := waiter.Acquire(ctx, key+"-renewal")
+		if err != nil {
+			return err
+		}
+		// Another client (a Java host, say) writes over the row.
+		if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(table),
+			Item: map[string]types.AttributeValue{
+				resourcelock.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key + "-renewal"},
+				"ownerName":                      &types.AttributeValueMemberS{Value: "java-host"},
+				"recordVersionNumber":            &types.AttributeValueMemberS{Value: fmt.Sprint("stolen-", i)},
+				"leaseDuration":                  &types.AttributeValueMemberN{Value: "20000"},
+			},
+		}); err != nil {
+			return err
+		}
+		s = ctr.snapshot()
+		if err := mine.Heartbeat(ctx); !errors.Is(err, lock.ErrLost) {
+			return fmt.Errorf("Heartbeat of a stolen lock = %v, want ErrLost", err)
+		}
+		renewal.addSnapshot(ctr.since(s))
+	}
 	return nil
 }

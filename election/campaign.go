@@ -43,6 +43,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 				return validUntil, nil
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
+				r.release(ctx) // acquired but never led: let it go at once
 				return time.Time{}, ctxErr
 			}
 			e.noteError(err)

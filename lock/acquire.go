@@ -138,22 +138,22 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 			if at.cfg.failIfLocked {
 				return nil, fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, obs.Holder)
 			}
-			if !now.Before(at.deadline) && !due {
-				return nil, fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, obs.Holder, now.Sub(at.start))
-			}
 		case at.try && res.Outcome == rvnlease.Others:
 			// Free, but someone else was faster.
 			return nil, fmt.Errorf("%w: %q was taken meanwhile", ErrLocked, at.key)
 		case at.deadline.IsZero() && at.lastErr != nil:
-			// No answer has told this call anything yet: give up after
-			// the budget a holder with this client's lease would get.
-			if giveUp := at.start.Add(saturatedAdd(c.cfg.lease, at.cfg.additionalWait)); !now.Before(giveUp) {
-				return nil, fmt.Errorf("lock %q: no answer from the lock table after %v: %w", at.key, now.Sub(at.start), at.lastErr)
+			// No answer has named a holder yet: the budget a holder with
+			// this client's own lease would get.
+			at.deadline = at.start.Add(saturatedAdd(c.cfg.lease, at.cfg.additionalWait))
+		}
+		if !at.deadline.IsZero() && !now.Before(at.deadline) && !due {
+			if err := at.giveUp(now, held, obs); err != nil {
+				return nil, err
 			}
 		}
 		wait := at.acq.Wait(at.cfg.refresh)
-		if held {
-			if d := at.deadline.Sub(now); d < wait && !due {
+		if !at.deadline.IsZero() && !due {
+			if d := at.deadline.Sub(now); d < wait {
 				wait = max(d, 0)
 			}
 		}
@@ -161,6 +161,24 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 			return nil, err
 		}
 	}
+}
+
+// giveUp returns the error of an Acquire whose budget has run out: the
+// lock still held (with the last failure, if the rounds since failed), or
+// the last failure when the rounds learned nothing. It returns nil when the
+// row was last seen free and the last round failed nothing: the next round
+// creates it.
+func (at *attempt) giveUp(now time.Time, held bool, obs rvnlease.Observation) error {
+	waited := now.Sub(at.start)
+	switch {
+	case held && at.lastErr != nil:
+		return fmt.Errorf("%w: %q still held by %q after waiting %v (and the last request failed: %w)", ErrLocked, at.key, obs.Holder, waited, at.lastErr)
+	case held:
+		return fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, obs.Holder, waited)
+	case at.lastErr != nil:
+		return fmt.Errorf("lock %q: no answer from the lock table after %v: %w", at.key, waited, at.lastErr)
+	}
+	return nil
 }
 
 // remember keeps what this call learned for later calls on the key: the

@@ -425,3 +425,37 @@ func TestCancelledAcquireLeavesNoOrphanRow(t *testing.T) {
 		})
 	}
 }
+
+// Bug 6, second half: an Acquire that saw the lock held, then free, and
+// then meets nothing but failures gives up after its budget with the last
+// cause, instead of retrying for ever (found in review).
+func TestAcquireGivesUpWhenTheTableStopsAnsweringAfterARelease(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	f.putForeign("k", "other", "r0", holderLease)
+	_, errs := f.acquireAsync("k", WithAdditionalWait(2*time.Second))
+	f.waitIdle("acquire")
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r0", LeaseDuration: holderLease, Released: true}})
+	boom := errors.New("connection refused")
+	f.store.Inject(rlt.OpGet, 1, rlt.Fault{}) // the read that sees the release
+	f.store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: boom})
+	f.store.Inject(rlt.OpGet, -1, rlt.Fault{Err: boom})
+	for i := 0; i < 200; i++ {
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+		case err := <-errs:
+			if !errors.Is(err, boom) || errors.Is(err, ErrLocked) {
+				t.Fatalf("Acquire = %v, want the last cause", err)
+			}
+			if waited := f.now().Sub(epoch); waited < holderLease+2*time.Second {
+				t.Fatalf("gave up after %v, before its budget", waited)
+			}
+			return
+		case <-time.After(patience):
+			t.Fatal("Acquire neither waited nor returned")
+		}
+	}
+	t.Fatalf("still retrying after %v (budget %v)", f.now().Sub(epoch), holderLease+2*time.Second)
+}

@@ -232,7 +232,20 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	if c.sched != nil {
-		c.sched.close()
+		// Background heartbeats under way finish by themselves (each is
+		// bounded by the request timeout); Close does not wait for them
+		// past ctx's deadline.
+		stopped := make(chan struct{})
+		go func() {
+			c.sched.close()
+			close(stopped)
+		}()
+		wctx, cancel := clockutil.KeepDeadline(ctx)
+		defer cancel()
+		select {
+		case <-stopped:
+		case <-wctx.Done():
+		}
 	}
 	return errors.Join(errs...)
 }

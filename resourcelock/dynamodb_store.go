@@ -211,6 +211,8 @@ func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,
+		// As for UpdateItem: a failed condition answers with the row.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
 		return d.wrap(key, "remove", err)

@@ -14,7 +14,7 @@ var permanentCodes = map[string]bool{
 	"ValidationException":                 true,
 	"AccessDeniedException":               true,
 	"UnrecognizedClientException":         true,
-	"InvalidSignatureException":           true,
+	"InvalidSignatureException":           false, // also "signature expired": a skewed clock, fixed by NTP or the SDK's skew correction
 	"IncompleteSignatureException":        true,
 	"MissingAuthenticationTokenException": true,
 	"InvalidClientTokenId":                true,

@@ -118,7 +118,7 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 				// Still our row at the old RVN: the renewal did not land.
 				// Renew it again next round.
 				a.late = ans.item
-				return answer{err: fmt.Errorf("renewal of a row confirmed late did not land")}
+				return answer{err: fmt.Errorf("renewal of a row confirmed late did not land: %w", ans.cause)}
 			}
 			a.observe(ans)
 		}
@@ -186,8 +186,15 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 	return wait
 }
 
-// Pending returns how many writes of this acquirer are in doubt.
-func (a *Acquirer) Pending() int { return a.w.attempts.Len() }
+// Pending returns how many writes of this acquirer are in doubt, counting
+// a row of ours confirmed late and not renewed yet.
+func (a *Acquirer) Pending() int {
+	n := a.w.attempts.Len()
+	if a.late.RVN != "" {
+		n++
+	}
+	return n
+}
 
 // InDoubt returns the writes of this acquirer still in doubt, for a later
 // acquirer of the same lease and owner (Resume): a row carrying one of them
@@ -213,6 +220,16 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	defer cancel()
 	released := 0
+	if a.late.RVN != "" {
+		// A row of ours confirmed after its validity, not renewed yet.
+		rec := a.newRecord(a.late)
+		rec.Released = true
+		expect := resourcelock.Precondition{RVN: a.late.RVN, Owner: cfg.Owner}
+		if _, err := a.w.port.Update(ctx, expect, rec); err == nil {
+			a.late = resourcelock.Item{}
+			return 1
+		}
+	}
 	for _, at := range a.w.attempts.list {
 		if at.released {
 			continue

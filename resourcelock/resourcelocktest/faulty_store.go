@@ -105,3 +105,11 @@ func (f *FaultyStore) Fence(ctx context.Context, key resourcelock.Key, holder, a
 	}
 	return it, nil
 }
+
+// CanFence forwards the wrapped store's CanFence, true when it has none.
+func (f *FaultyStore) CanFence() bool {
+	if c, ok := f.inner.(interface{ CanFence() bool }); ok {
+		return c.CanFence()
+	}
+	return true
+}

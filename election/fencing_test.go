@@ -154,3 +154,39 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 		t.Fatalf("LastError = %v once leading", err)
 	}
 }
+
+// hangingFence blocks every Fence until its context ends.
+type hangingFence struct {
+	*fencingLock
+	entered chan struct{}
+}
+
+func (f *hangingFence) Fence(ctx context.Context, _ string) (resourcelock.Record, error) {
+	f.entered <- struct{}{}
+	<-ctx.Done()
+	return resourcelock.Record{}, ctx.Err()
+}
+
+// A Run cancelled while it fences the record it just acquired never led:
+// it releases the record at once rather than leave it to run out (found
+// in review; bug 12's orphan, after fencing).
+func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
+	hf := &hangingFence{entered: make(chan struct{}, 1)}
+	h := newHarness(t, func(h *harness, c *Config) {
+		mem := h.store.Lock(lockName, c.Lock.Identity())
+		hf.fencingLock = &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}
+		c.Lock = hf
+		c.Fencing = true
+	})
+	h.freeRun()
+	h.start()
+	<-hf.entered
+	h.cancel()
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if rec, _ := h.store.Record(lockName); !rec.Released || rec.HolderIdentity != "a" {
+		t.Fatalf("record after a cancelled fence: %+v, want released by a", rec)
+	}
+	h.noEvent()
+}

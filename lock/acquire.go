@@ -50,7 +50,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if err != nil || held != nil {
 		return held, err
 	}
-	at := &attempt{c: c, key: k, cfg: a, try: try, slot: s}
+	at := &acquireCall{c: c, key: k, cfg: a, try: try, slot: s}
 	l, err := at.run(ctx)
 	at.remember(ctx, l != nil)
 	if err != nil {
@@ -74,7 +74,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	return l, nil
 }
 
-// attempt is one Acquire's work on the remote row: the engine's acquirer
+// acquireCall is one Acquire's work on the remote row: the engine's acquirer
 // plus what is the lock client's own, the wait budget and try. Only its
 // goroutine touches it.
 //
@@ -82,7 +82,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 // row, shared with later calls through the client's observation cache;
 // deadline is when this call gives up, set once a holder is seen (or, when
 // no answer ever came, from the start and this client's own lease).
-type attempt struct {
+type acquireCall struct {
 	c     *Client
 	key   resourcelock.Key
 	cfg   acquireConfig
@@ -96,7 +96,7 @@ type attempt struct {
 	lastErr    error     // the last failure of a round, nil after a round that learned something
 }
 
-func (at *attempt) run(ctx context.Context) (*Lock, error) {
+func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
 	at.acq = rvnlease.NewAcquirer(c.engineConfig(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
@@ -168,7 +168,7 @@ func (at *attempt) run(ctx context.Context) (*Lock, error) {
 // the last failure when the rounds learned nothing. It returns nil when the
 // row was last seen free and the last round failed nothing: the next round
 // creates it.
-func (at *attempt) giveUp(now time.Time, held bool, obs rvnlease.Observation) error {
+func (at *acquireCall) giveUp(now time.Time, held bool, obs rvnlease.Observation) error {
 	waited := now.Sub(at.start)
 	switch {
 	case held && at.lastErr != nil:
@@ -187,7 +187,7 @@ func (at *attempt) giveUp(now time.Time, held bool, obs rvnlease.Observation) er
 // orphan naming this client that nobody holds), within one request
 // timeout; if that fails, a later call recognises the row as this
 // client's.
-func (at *attempt) remember(ctx context.Context, acquired bool) {
+func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 	c := at.c
 	if at.acq == nil {
 		return
@@ -207,7 +207,7 @@ func (at *attempt) remember(ctx context.Context, acquired bool) {
 
 // noteError keeps the cause of a round that learned nothing, logging it
 // when it first occurs or changes. TryAcquire returns it at once.
-func (at *attempt) noteError(res rvnlease.Result) error {
+func (at *acquireCall) noteError(res rvnlease.Result) error {
 	if res.Outcome != rvnlease.Unknown {
 		at.lastErr = nil
 		return nil
@@ -227,7 +227,7 @@ func (at *attempt) noteError(res rvnlease.Result) error {
 // not before this call started), plus the additional wait. Renewals by the
 // holder do not extend it; a later holder with a longer lease does, from
 // the same starting point.
-func (at *attempt) extendDeadline(obs rvnlease.Observation) {
+func (at *acquireCall) extendDeadline(obs rvnlease.Observation) {
 	if at.budgetFrom.IsZero() {
 		at.budgetFrom = obs.SeenAt
 		if at.budgetFrom.Before(at.start) {
@@ -248,13 +248,13 @@ func saturatedAdd(a, b time.Duration) time.Duration {
 	return math.MaxInt64
 }
 
-func (at *attempt) sleep(ctx context.Context, d time.Duration) error {
+func (at *acquireCall) sleep(ctx context.Context, d time.Duration) error {
 	return clockutil.SleepObserved(ctx, at.c.clk, d, func() { at.c.idle("acquire") })
 }
 
 // newRecord returns the record of an acquiring write, or of the renewal of
 // a row of ours confirmed late (cur).
-func (at *attempt) newRecord(cur resourcelock.Item) resourcelock.Record {
+func (at *acquireCall) newRecord(cur resourcelock.Item) resourcelock.Record {
 	if cur.RVN != "" {
 		return at.c.record(cur, false)
 	}
@@ -266,7 +266,7 @@ func (at *attempt) newRecord(cur resourcelock.Item) resourcelock.Record {
 // fence gives a freshly acquired row a fencing generation. If that fails,
 // the row is released (conditioned on this acquisition) so that nobody
 // waits a lease for a lock that was never handed out.
-func (at *attempt) fence(ctx context.Context, it resourcelock.Item, sent time.Time) (resourcelock.Item, error) {
+func (at *acquireCall) fence(ctx context.Context, it resourcelock.Item, sent time.Time) (resourcelock.Item, error) {
 	c := at.c
 	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
 	fenced, err := c.store.Fence(rctx, at.key, c.cfg.owner, it.AcquisitionID)

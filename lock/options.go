@@ -327,8 +327,8 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		return a, k, invalid("WithSortKey", "the table has sort key %q; use WithSortKey", c.cfg.sortKey)
 	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
 		return a, k, invalid("WithSortKey", "WithSortKey given but the table has no sort key attribute (WithSortKeyAttribute)")
-	case len(a.data) > resourcelock.MaxDataBytes:
-		return a, k, invalid("WithData", "data is %d bytes, over %d", len(a.data), resourcelock.MaxDataBytes)
+	case resourcelock.CheckData(a.data) != nil:
+		return a, k, checkData(a.data)
 	case a.refresh < MinRefreshPeriod:
 		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, MinRefreshPeriod)
 	case a.additionalWait < 0:
@@ -396,9 +396,10 @@ func HeartbeatDeleteData() HeartbeatOption {
 	return func(h *heartbeatConfig) { h.data, h.setData = nil, true }
 }
 
+// checkData translates resourcelock's data limit into an option error.
 func checkData(data []byte) error {
-	if len(data) > resourcelock.MaxDataBytes {
-		return invalid("WithData", "data is %d bytes, over %d", len(data), resourcelock.MaxDataBytes)
+	if err := resourcelock.CheckData(data); err != nil {
+		return &OptionError{Option: "WithData", Err: err} // the limit is resourcelock's
 	}
 	return nil
 }

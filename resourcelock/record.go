@@ -177,8 +177,8 @@ func prepareWrite(id string, rec Record) (Record, error) {
 	if rec.LeaseDuration > maxLeaseDuration {
 		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", ErrInvalidArgument, rec.LeaseDuration, maxLeaseDuration)
 	}
-	if len(rec.Data) > MaxDataBytes {
-		return Record{}, fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(rec.Data), MaxDataBytes)
+	if err := CheckData(rec.Data); err != nil {
+		return Record{}, err
 	}
 	if err := checkTime("acquire time", rec.AcquireTime); err != nil {
 		return Record{}, err
@@ -238,4 +238,14 @@ func (r Record) FencingToken() int64 {
 func (r Record) NeedsFence() bool {
 	return r.FenceGeneration <= 0 || r.FenceGeneration > MaxFenceGeneration ||
 		r.LeaderTransitions <= 1 || r.LeaderTransitions > MaxFenceCounter
+}
+
+// CheckData returns an error matching ErrInvalidArgument when data is
+// larger than a record may carry (MaxDataBytes). Callers check data before
+// any request with it, and translate the error once.
+func CheckData(data []byte) error {
+	if len(data) > MaxDataBytes {
+		return fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(data), MaxDataBytes)
+	}
+	return nil
 }

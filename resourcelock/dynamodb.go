@@ -48,7 +48,7 @@ type DynamoDBConfig struct {
 // sends no request.
 func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 	if cfg.Client == nil {
-		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidArgument)
+		return nil, badConfig("Client", "is nil")
 	}
 	store, err := NewDynamoDBStore(DynamoDBStoreConfig{
 		Client:           itemOnly{cfg.Client},
@@ -67,7 +67,7 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 		return nil, err
 	}
 	if cfg.SortKey == "" && cfg.SortKeyValue != "" {
-		return nil, fmt.Errorf("%w: SortKeyValue is set but SortKey is not", ErrInvalidArgument)
+		return nil, badConfig("SortKeyValue", "is set but SortKey is not")
 	}
 	key := Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
 	if err := store.keys.checkKey(key); err != nil {

@@ -86,15 +86,17 @@ type DynamoDBStore struct {
 var _ Store = (*DynamoDBStore)(nil)
 
 // NewDynamoDBStore validates cfg and returns a store. It sends no request.
+// An invalid cfg gives a *ConfigError naming the field (matching
+// ErrInvalidArgument).
 func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	if cfg.Client == nil {
-		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidArgument)
+		return nil, badConfig("Client", "is nil")
 	}
 	if cfg.Table == "" {
-		return nil, fmt.Errorf("%w: Table is empty", ErrInvalidArgument)
+		return nil, badConfig("Table", "is empty")
 	}
 	if cfg.RequestTimeout < 0 {
-		return nil, fmt.Errorf("%w: RequestTimeout %v is negative", ErrInvalidArgument, cfg.RequestTimeout)
+		return nil, badConfig("RequestTimeout", "is %v, want ≥ 0", cfg.RequestTimeout)
 	}
 	keys := keySchema{partitionKey: cfg.PartitionKey, sortKey: cfg.SortKey, ttl: cfg.TTLAttribute}
 	if keys.partitionKey == "" {
@@ -107,7 +109,7 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 		return nil, err
 	}
 	if cfg.FenceTable != "" && cfg.FenceTable == cfg.Table {
-		return nil, fmt.Errorf("%w: FenceTable must not be the lock table", ErrInvalidArgument)
+		return nil, badConfig("FenceTable", "must not be the lock table")
 	}
 	timeout := cfg.RequestTimeout
 	if timeout == 0 {
@@ -119,9 +121,9 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	}
 	switch {
 	case maxItems < 2:
-		return nil, fmt.Errorf("%w: MaxTransactItems %d leaves no room for the caller's items", ErrInvalidArgument, maxItems)
+		return nil, badConfig("MaxTransactItems", "is %d, which leaves no room for the caller's items", maxItems)
 	case maxItems > MaxTransactItemsLimit:
-		return nil, fmt.Errorf("%w: MaxTransactItems %d is above DynamoDB's limit of %d actions per TransactWriteItems", ErrInvalidArgument, maxItems, MaxTransactItemsLimit)
+		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
 	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock)}, nil
 }

@@ -1,6 +1,9 @@
 package resourcelock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrNotFound is returned by Get when the table holds no record for the lock.
 var ErrNotFound = errors.New("resourcelock: record not found")
@@ -35,3 +38,21 @@ var ErrInvalidArgument = errors.New("resourcelock: invalid argument")
 // ErrNoFencing is returned by Fence on a store configured without a fence
 // table.
 var ErrNoFencing = errors.New("resourcelock: no fence table configured")
+
+// ConfigError names the field of DynamoDBConfig or DynamoDBStoreConfig
+// that failed validation. It matches ErrInvalidArgument.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s %s", ErrInvalidArgument, e.Field, e.Reason)
+}
+
+// Is makes every ConfigError match ErrInvalidArgument.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidArgument }
+
+func badConfig(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -195,6 +195,10 @@ func TestIsLeaderTurnsFalseWhileTheLoopIsStuck(t *testing.T) {
 	if h.e.IsLeader() {
 		t.Fatal("IsLeader stayed true past the validity while the loop was stuck")
 	}
+	// Bug 13 of the engine issue: Leader never names a term that ended.
+	if l := h.e.Leader(); l == h.e.Identity() {
+		t.Fatalf("Leader() = %q after its term ended", l)
+	}
 	// The term's own timer cancels the work and runs OnStoppedLeading
 	// although the loop is still stuck in the renewal.
 	h.wantEvents("stopped", "work returned")

@@ -21,7 +21,11 @@ const maxAttempts = 16
 // confirmed one replaced), when its own answer settled it (Settle), when
 // the row is seen with an RVN other than the one it was conditioned on
 // (RVNs are never reused, so the condition can never hold again; Forget),
-// or when more than maxAttempts later writes were sent.
+// or when more than maxAttempts later writes were sent. The first two
+// rules can drop a write that an SDK retry or a delayed request still
+// lands later (a create, once the row is free again); such a row is then
+// waited out as a stranger's. Forgetting costs time, never safety: nothing
+// but a remembered RVN makes a row ours.
 type Attempts struct {
 	list []attempt
 }

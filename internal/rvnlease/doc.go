@@ -13,11 +13,13 @@
 // The invariants the package keeps, on which the safety argument rests:
 //   - Validity is counted from the local time just before the confirmed
 //     write was sent, never from its answer.
-//   - Every RVN this holder tried to write since its last confirmed write
-//     is remembered until it is settled; finding one in the row proves
-//     that write landed, no earlier than its send time. A row marked
+//   - Only an RVN this holder tried to write proves that a row is its
+//     own, and then no earlier than that write's send time. A row marked
 //     released is never taken as held by an attempt that was not itself
-//     a release.
+//     a release. The RVNs in doubt are remembered while they can matter
+//     (see Attempts); forgetting one can only make a row of ours look
+//     like a stranger's, to be waited out: a cost in time, never two
+//     holders.
 //   - A waiter times an RVN from when an answer first returned it, and
 //     restarts only when the RVN changes.
 //   - Each write is conditioned on the state the caller passes with it;

@@ -280,9 +280,12 @@ func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc
 // each, since the refusal carries the row. Each takeover waits out a
 // one-second lease, so only a few repetitions run.
 func (b *bench) failedWrites(ctx context.Context, table string, acc func(string, float64, string) *opAcc) error {
-	const holderLease = time.Second
+	// The holder's validity is 90% of its 2 s lease: it renews 1 s after
+	// the waiter first saw its RVN, and the waiter tries its takeover once
+	// it has watched that RVN for the whole lease.
+	const holderLease = 2 * time.Second
 	reps := min(b.sc.OpReps, 4)
-	b.progress("  failed takeover and renewal, %d repetitions", reps)
+	b.progress("  failed takeover and renewal, %d repetitions of %v", reps, holderLease)
 	ctr := newCounter()
 	waiter, err := lock.New(b.clients.client(ctr, nil), table)
 	if err != nil {
@@ -307,10 +310,12 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 		if _, err := waiter.TryAcquire(ctx, key); !errors.Is(err, lock.ErrLocked) {
 			return fmt.Errorf("TryAcquire of a held lock: %v", err)
 		}
-		time.Sleep(holderLease + 50*time.Millisecond)
-		if err := held.Heartbeat(ctx); err != nil && !errors.Is(err, lock.ErrLost) {
-			return err
+		seen := time.Now()
+		time.Sleep(holderLease / 2)
+		if err := held.Heartbeat(ctx); err != nil {
+			return fmt.Errorf("the holder's heartbeat: %w", err)
 		}
+		time.Sleep(time.Until(seen.Add(holderLease + 50*time.Millisecond)))
 		// The waiter has watched the old RVN for a whole lease: it tries
 		// the takeover, conditioned on that RVN, and is refused.
 		s := ctr.snapshot()

@@ -36,8 +36,8 @@ func newRun(e *Elector) *run {
 		Log:            e.log,
 	}
 	port := lockPort{e.cfg.Lock}
-	r.acq = rvnlease.NewAcquirer(cfg, port, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
-	r.hold = rvnlease.NewHolder(cfg, port)
+	r.acq = rvnlease.NewAcquirer(&cfg, port, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
+	r.hold = rvnlease.NewHolder(&cfg, port)
 	return r
 }
 

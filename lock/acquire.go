@@ -99,7 +99,7 @@ type acquireCall struct {
 func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
-	at.acq = rvnlease.NewAcquirer(c.engineConfig(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
+	at.acq = rvnlease.NewAcquirer(c.engineFor(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
 	obs, doubt, _ := c.seen.get(at.key)
 	at.acq.Resume(obs, doubt)
 	for {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -23,6 +24,7 @@ type Client struct {
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
 	seen     *observations
+	engine   [2]*rvnlease.Config // the engine's settings: [0] plain, [1] OnlyIfExists
 	sched    *scheduler
 
 	mu     sync.Mutex
@@ -94,6 +96,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     newObservations(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
+	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
 		c.sched = newScheduler(c)
 	}

@@ -65,7 +65,7 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 		holds:     1,
 		item:      it,
 		sent:      sent,
-		hold:      rvnlease.NewHolder(c.engineConfig(false), holdPort{c: c, key: k}),
+		hold:      rvnlease.NewHolder(c.engine[0], holdPort{c: c, key: k}),
 		done:      make(chan struct{}),
 		writing:   make(chan struct{}, 1),
 		ctx:       ctx,

@@ -7,9 +7,18 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// engineConfig is the engine's view of this client's settings.
-func (c *Client) engineConfig(onlyIfExists bool) rvnlease.Config {
-	return rvnlease.Config{
+// engineFor returns the engine's view of this client's settings, shared by
+// every lock and Acquire of the client.
+func (c *Client) engineFor(onlyIfExists bool) *rvnlease.Config {
+	if onlyIfExists {
+		return c.engine[1]
+	}
+	return c.engine[0]
+}
+
+// engineConfig builds the engine's view of this client's settings.
+func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
+	return &rvnlease.Config{
 		Clock:          c.clk,
 		Owner:          c.cfg.owner,
 		RequestTimeout: c.cfg.requestTimeout,

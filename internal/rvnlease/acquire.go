@@ -64,9 +64,10 @@ type Acquirer struct {
 
 // NewAcquirer returns an acquirer of the lease behind port. newRecord
 // returns the record of each write, with a fresh RVN; cur is the row of
-// ours being renewed, or the zero Item for a create or a takeover.
-func NewAcquirer(cfg Config, port Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
-	return &Acquirer{w: writer{cfg: &cfg, port: port}, newRecord: newRecord}
+// ours being renewed, or the zero Item for a create or a takeover. cfg may
+// be shared, and must not change.
+func NewAcquirer(cfg *Config, port Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
+	return &Acquirer{w: writer{cfg: cfg, port: port}, newRecord: newRecord}
 }
 
 // Round makes one attempt. It returns an error, and no Result, for a

@@ -53,8 +53,8 @@ func newEngine(t *testing.T) *engine {
 	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: resourcelock.NewMemoryStore()}
 	e.fs = rlt.NewFaultyStore(e.mem)
 	cfg := Config{Clock: e.fc, Owner: "me", RequestTimeout: time.Second, Validity: validity}
-	e.acq = NewAcquirer(cfg, storePort{e.fs}, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
-	e.hld = NewHolder(cfg, storePort{e.fs})
+	e.acq = NewAcquirer(&cfg, storePort{e.fs}, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
+	e.hld = NewHolder(&cfg, storePort{e.fs})
 	return e
 }
 

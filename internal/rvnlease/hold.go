@@ -15,9 +15,11 @@ type Holder struct {
 	w writer
 }
 
-// NewHolder returns a holder of the lease behind port.
-func NewHolder(cfg Config, port Port) *Holder {
-	return &Holder{w: writer{cfg: &cfg, port: port}}
+// NewHolder returns a holder of the lease behind port. cfg may be shared
+// (a lock client's thousands of held locks share one), and must not
+// change.
+func NewHolder(cfg *Config, port Port) *Holder {
+	return &Holder{w: writer{cfg: cfg, port: port}}
 }
 
 // Written is what a holder's write found.

@@ -89,6 +89,21 @@ func (e *engine) wantOps(want ...rlt.Op) {
 	}
 }
 
+// releaseBeforeTheNextRead marks the row released, keeping its RVN (as a
+// forced release and the AWS Java client's release do), just before the
+// next read reaches the store.
+func (e *engine) releaseBeforeTheNextRead() {
+	released := false
+	e.fs.OnCall(func(op rlt.Op) {
+		if op == rlt.OpGet && !released {
+			released = true
+			it, _ := e.mem.Item(key)
+			it.Released = true
+			e.mem.PutItem(it)
+		}
+	})
+}
+
 func (e *engine) row() resourcelock.Item {
 	it, _ := e.mem.Item(key)
 	return it
@@ -170,16 +185,7 @@ func TestLostAnswerOfALandedCreateIsOurs(t *testing.T) {
 func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 	e := newEngine(t)
 	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errTimeout})
-	released := false
-	e.fs.OnCall(func(op rlt.Op) {
-		if op == rlt.OpGet && !released {
-			// An operator releases the row our lost create wrote.
-			released = true
-			it, _ := e.mem.Item(key)
-			it.Released = true
-			e.mem.PutItem(it)
-		}
-	})
+	e.releaseBeforeTheNextRead() // an operator releases the row our lost create wrote
 	if res := e.round(); res.Outcome == Ours {
 		t.Fatalf("a released row was taken as held: %+v", res.Item.Record)
 	}
@@ -196,15 +202,7 @@ func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 	// and the row was force-released before the read.
 	cur := e.row()
 	e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errTimeout})
-	released = false
-	e.fs.OnCall(func(op rlt.Op) {
-		if op == rlt.OpGet && !released {
-			released = true
-			it, _ := e.mem.Item(key)
-			it.Released = true
-			e.mem.PutItem(it)
-		}
-	})
+	e.releaseBeforeTheNextRead()
 	w := e.hld.Write(context.Background(), cur, e.record(false))
 	if w.Landed || !w.Lost {
 		t.Fatalf("renewal found force-released: %+v, want lost", w)

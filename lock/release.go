@@ -38,6 +38,9 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 		c.mu.Unlock()
 		return nil
 	}
+	// No reentrant Acquire may take this lock from here on: it is being
+	// released.
+	l.holds = 0
 	c.mu.Unlock()
 	return l.release(ctx, r)
 }

@@ -298,3 +298,44 @@ func TestCloseAndReleaseReturnByTheDeadline(t *testing.T) {
 	}
 	close(never)
 }
+
+// A reentrant Acquire during the final Release of the lock does not get
+// the lock being released: it waits for the release and takes the lock
+// anew (found in review).
+func TestReentrantAcquireDuringTheFinalReleaseWaits(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k", Reentrant())
+	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	released := make(chan error, 1)
+	go func() { released <- l.Release(context.Background()) }()
+	<-entered // the release write is under way
+	got := make(chan *Lock, 1)
+	go func() {
+		again, err := f.c.Acquire(context.Background(), "k", Reentrant())
+		if err != nil {
+			t.Errorf("Acquire: %v", err)
+		}
+		got <- again
+	}()
+	select {
+	case again := <-got:
+		t.Fatalf("a reentrant Acquire returned the lock being released (same: %v)", again == l)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.store.OnCall(nil)
+	close(block)
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	select {
+	case again := <-got:
+		if again == l || !again.IsHeld() {
+			t.Fatalf("the Acquire after the release got the old lock or one not held")
+		}
+	case <-time.After(patience):
+		t.Fatal("the Acquire after the release never returned")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -23,7 +24,9 @@ import (
 func (r *run) campaign(ctx context.Context) (time.Time, error) {
 	e := r.e
 	for {
+		started := e.clk.Now()
 		res, err := r.acq.Round(ctx)
+		e.cfg.Metrics.Round(roundOutcome(res, err, r.acq.Obs), e.clk.Since(started))
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return time.Time{}, ctxErr
@@ -91,9 +94,11 @@ func (r *run) fence(ctx context.Context) error {
 		return nil
 	}
 	fencer := e.cfg.Lock.(resourcelock.Fencer) // checked by New
+	started := e.clk.Now()
 	rctx, cancel := clockutil.WithTimeout(ctx, e.clk, e.cfg.RequestTimeout)
 	rec, err := fencer.Fence(rctx, r.cur.AcquisitionID)
 	cancel()
+	e.observeRequest("fence", err, e.clk.Since(started))
 	if err != nil {
 		return fmt.Errorf("giving the acquired lease a fencing token: %w", err)
 	}
@@ -119,4 +124,18 @@ func (r *run) giveUp(ctx context.Context) carried {
 		return carried{}
 	}
 	return carried{obs: r.acq.Obs, inDoubt: r.acq.InDoubt()}
+}
+
+// roundOutcome classifies a campaign round for the metrics.
+func roundOutcome(res rvnlease.Result, err error, obs rvnlease.Observation) metrics.Outcome {
+	switch {
+	case err != nil || res.Outcome == rvnlease.Unknown:
+		return metrics.Error
+	case res.Outcome == rvnlease.Ours:
+		return metrics.OK
+	case obs.Free():
+		return metrics.OK // free, and another candidate was faster: not an error
+	default:
+		return metrics.Held
+	}
 }

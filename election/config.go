@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -97,6 +98,9 @@ type Config struct {
 	Clock clockutil.Clock
 	// Logger receives structured logs; silent when unset.
 	Logger logr.Logger
+	// Metrics receives the Elector's reports (see package metrics and
+	// prommetrics); none when nil.
+	Metrics metrics.Election
 }
 
 // Floors for a network store: New refuses a RetryPeriod or a
@@ -145,6 +149,9 @@ func (c Config) withDefaults() Config {
 	c.Clock = clockutil.OrReal(c.Clock)
 	if c.Logger.GetSink() == nil {
 		c.Logger = logr.Discard()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Nop{}
 	}
 	return c
 }

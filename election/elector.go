@@ -134,7 +134,10 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 	if t == nil || !t.valid() {
 		return fmt.Errorf("%w: %s: not leading", ErrLostLeadership, e.cfg.Lock.Describe())
 	}
+	started := e.clk.Now()
 	err := g.Guard(ctx, t.holding, items)
+	e.observeRequest("guard", err, e.clk.Since(started))
+	e.cfg.Metrics.GuardedWrite(resourcelock.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
 		t.end(fmt.Errorf("a guarded write found the record no longer ours: %w", err))
@@ -192,6 +195,11 @@ func (e *Elector) LastError() (err error, since time.Time) {
 	return e.lastErr, e.lastErrSince
 }
 
+// observeRequest reports one request to the lock to the metrics.
+func (e *Elector) observeRequest(op string, err error, d time.Duration) {
+	e.cfg.Metrics.Request(op, resourcelock.RequestOutcome(err), d)
+}
+
 // noteError records the outcome of a round: err nil clears the last error.
 // It logs an error the first time it occurs and when it changes or clears,
 // not on every round.
@@ -206,7 +214,11 @@ func (e *Elector) noteError(err error) {
 	default:
 		e.lastErr = err
 	}
+	since := e.lastErrSince
 	e.mu.Unlock()
+	if err != nil || prev != nil {
+		e.cfg.Metrics.Failing(err, since)
+	}
 	switch {
 	case err != nil && (prev == nil || prev.Error() != err.Error()):
 		e.log.Error(err, "request to the lock failed; retrying")
@@ -233,6 +245,7 @@ func (e *Elector) setLeader(holder string) {
 	e.leader = holder
 	e.mu.Unlock()
 	if changed && holder != "" {
+		e.cfg.Metrics.LeaderChanged()
 		e.log.V(1).Info("new leader observed", "leader", holder)
 		e.notify.report(holder)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -39,6 +40,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()
+	e.cfg.Metrics.Leading(true, validUntil)
 	e.log.Info("started leading", "rvn", r.cur.RVN, "sent", r.sent, "validUntil", validUntil, "token", t.token)
 
 	go func() {
@@ -108,11 +110,13 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			}
 			started := e.clk.Now()
 			w := r.hold.Write(reqCtx, r.cur, r.newRecord(false))
+			e.cfg.Metrics.Renewal(renewalOutcome(w), e.clk.Since(started))
 			switch {
 			case w.Landed:
 				r.confirm(w.Item, w.Sent)
 				e.noteError(nil)
 				if t.extend(w.Sent.Add(e.cfg.termValidity())) {
+					e.cfg.Metrics.Leading(true, t.until())
 					e.log.V(1).Info("renewed", "rvn", w.Item.RVN, "sent", w.Sent, "validUntil", t.until())
 				}
 			case w.Lost:
@@ -149,6 +153,7 @@ func (r *run) lost(ctx context.Context, t *term) error {
 	cause := t.endCause()
 	e.log.Info("stopped leading", "reason", cause.Error(), "until", t.until())
 	e.forgetSelfAsLeader()
+	e.cfg.Metrics.Leading(false, time.Time{})
 	t.stopped()
 	<-t.workDone
 	if err := ctx.Err(); err != nil {
@@ -181,6 +186,7 @@ func (r *run) finish(ctx context.Context, t *term) error {
 		r.release(ctx)
 	}
 	e.log.Info("stopped leading", "reason", ended.Error(), "until", t.until())
+	e.cfg.Metrics.Leading(false, time.Time{})
 	t.stopped()
 	return ctx.Err()
 }
@@ -213,4 +219,16 @@ func (r *run) release(ctx context.Context) {
 		// top of it.
 	}
 	e.log.Info("could not release the lease; it will run out", "rvn", r.cur.RVN)
+}
+
+// renewalOutcome classifies a renewal for the metrics.
+func renewalOutcome(w rvnlease.Written) metrics.Outcome {
+	switch {
+	case w.Landed:
+		return metrics.OK
+	case w.Lost:
+		return metrics.Lost
+	default:
+		return metrics.Error
+	}
 }

@@ -34,6 +34,7 @@ func newRun(e *Elector) *run {
 		RequestTimeout: e.cfg.RequestTimeout,
 		Validity:       e.cfg.termValidity(),
 		Log:            e.log,
+		Observe:        e.observeRequest,
 	}
 	port := lockPort{e.cfg.Lock}
 	r.acq = rvnlease.NewAcquirer(&cfg, port, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })

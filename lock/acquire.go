@@ -70,6 +70,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if c.sched != nil {
 		c.sched.add(l)
 	}
+	c.cfg.metrics.Acquired(c.clk.Since(at.start))
 	c.log.V(1).Info("acquired", "key", k.String(), "rvn", l.RVN())
 	return l, nil
 }
@@ -210,8 +211,10 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 func (at *acquireCall) noteError(res rvnlease.Result) error {
 	if res.Outcome != rvnlease.Unknown {
 		at.lastErr = nil
+		at.c.failing.note(nil)
 		return nil
 	}
+	at.c.failing.note(res.Err)
 	if at.try {
 		return fmt.Errorf("lock %q: %w", at.key, res.Err)
 	}
@@ -269,8 +272,10 @@ func (at *acquireCall) newRecord(cur resourcelock.Item) resourcelock.Record {
 func (at *acquireCall) fence(ctx context.Context, it resourcelock.Item, sent time.Time) (resourcelock.Item, error) {
 	c := at.c
 	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
+	started := c.clk.Now()
 	fenced, err := c.store.Fence(rctx, at.key, c.cfg.owner, it.AcquisitionID)
 	cancel()
+	c.observeRequest("fence", err, c.clk.Since(started))
 	if err == nil {
 		return fenced, nil
 	}

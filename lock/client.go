@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -24,6 +26,7 @@ type Client struct {
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
 	seen     *observations
+	failing  failing
 	engine   [2]*rvnlease.Config // the engine's settings: [0] plain, [1] OnlyIfExists
 	sched    *scheduler
 
@@ -96,6 +99,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     newObservations(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
+	c.failing.m, c.failing.clk = cfg.metrics, cfg.clock
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
 		c.sched = newScheduler(c)
@@ -164,7 +168,13 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 	if err != nil {
 		return Info{}, err
 	}
+	started := c.clk.Now()
 	it, err := c.store.Get(ctx, k)
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		c.observeRequest("get", nil, c.clk.Since(started))
+	} else {
+		c.observeRequest("get", err, c.clk.Since(started))
+	}
 	if err != nil {
 		return Info{}, err
 	}
@@ -188,10 +198,12 @@ func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error
 
 func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
 	var out []Info
+	started := c.clk.Now()
 	err := c.store.Scan(ctx, partition, func(it resourcelock.Item, err error) error {
 		out = append(out, infoOf(it, err))
 		return nil
 	})
+	c.observeRequest("scan", err, c.clk.Since(started))
 	return out, err
 }
 
@@ -251,4 +263,32 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// failing tracks the failure the client keeps meeting in its acquire rounds
+// and heartbeats, and since when, for the metrics.
+type failing struct {
+	m   metrics.Locks
+	clk clockutil.Clock
+
+	mu    sync.Mutex
+	err   error
+	since time.Time
+}
+
+// note records the outcome of a request: nil once one succeeds.
+func (f *failing) note(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err == nil && f.err == nil:
+		return
+	case err == nil:
+		f.err, f.since = nil, time.Time{}
+	case f.err == nil:
+		f.err, f.since = err, f.clk.Now()
+	default:
+		f.err = err
+	}
+	f.m.Failing(f.err, f.since)
 }

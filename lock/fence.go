@@ -66,7 +66,10 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	}
 	h := resourcelock.Holding{Owner: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
 	l.mu.Unlock()
+	started := l.c.clk.Now()
 	err := g.Guard(ctx, l.key, h, items)
+	l.c.observeRequest("guard", err, l.c.clk.Since(started))
+	l.c.cfg.metrics.GuardedWrite(resourcelock.GuardOutcome(err))
 	switch {
 	case err == nil:
 		return nil

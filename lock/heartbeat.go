@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -50,19 +51,26 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	}
 	l.mu.Unlock()
 
+	started := l.c.clk.Now()
 	w := l.hold.Write(ctx, cur, rec)
+	d := l.c.clk.Since(started)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case w.Landed:
+		l.c.cfg.metrics.Heartbeat(metrics.OK, d)
+		l.c.failing.note(nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
 		return nil
 	case w.Lost:
+		l.c.cfg.metrics.Heartbeat(metrics.Lost, d)
 		l.loseLocked(l.lostTo(w.Item, w.Missing))
 		return l.err
 	default:
+		l.c.cfg.metrics.Heartbeat(metrics.Error, d)
+		l.c.failing.note(w.Err)
 		l.lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}

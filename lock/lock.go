@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,6 +238,9 @@ func (l *Lock) loseLocked(err error) {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
+	if le, ok := err.(*LostError); ok {
+		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
+	}
 	l.endLocked(err)
 	// The slot is the client's, taken under its mutex, which may not be
 	// taken under the lock's.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -47,6 +48,7 @@ type config struct {
 	ttlSlack       time.Duration
 	clock          clockutil.Clock
 	log            logr.Logger
+	metrics        metrics.Locks
 	concurrency    int
 	cacheSize      int
 	fencing        bool
@@ -134,6 +136,10 @@ func WithClock(clk clockutil.Clock) Option { return func(c *config) { c.clock = 
 // WithLogger sets the structured logger (default silent).
 func WithLogger(l logr.Logger) Option { return func(c *config) { c.log = l } }
 
+// WithMetrics sets where the client reports its locks, heartbeats and
+// requests (see package metrics and prommetrics); none by default.
+func WithMetrics(m metrics.Locks) Option { return func(c *config) { c.metrics = m } }
+
 // WithHeartbeatConcurrency bounds how many heartbeats run at once
 // (default 16).
 func WithHeartbeatConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
@@ -166,6 +172,9 @@ func newConfig(opts []Option) (config, error) {
 	c.clock = clockutil.OrReal(c.clock)
 	if c.log.GetSink() == nil {
 		c.log = logr.Discard()
+	}
+	if c.metrics == nil {
+		c.metrics = metrics.Nop{}
 	}
 	if c.requestTimeout == 0 {
 		c.requestTimeout = 2 * time.Second

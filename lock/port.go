@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"time"
 
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -25,7 +26,13 @@ func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
 		Validity:       c.cfg.validity(),
 		OnlyIfExists:   onlyIfExists,
 		Log:            c.log,
+		Observe:        c.observeRequest,
 	}
+}
+
+// observeRequest reports one request to the store to the metrics.
+func (c *Client) observeRequest(op string, err error, d time.Duration) {
+	c.cfg.metrics.Request(op, resourcelock.RequestOutcome(err), d)
 }
 
 // acquirePort is one key of the client's store as an Acquire writes it:

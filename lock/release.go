@@ -59,6 +59,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 			return herr
 		}
 		l.endLocked(ErrReleased)
+		l.c.cfg.metrics.Released()
 		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.key, err)
 	}
 	defer l.endWrite()
@@ -71,6 +72,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	// From here on the lock is not held, whatever the write's fate: the
 	// caller has stopped acting on it.
 	l.endLocked(ErrReleased)
+	l.c.cfg.metrics.Released()
 	cur := l.item
 	l.mu.Unlock()
 
@@ -108,8 +110,10 @@ func (l *Lock) markReleasedOnce(ctx context.Context, cur resourcelock.Item, r re
 func (l *Lock) removeOnce(ctx context.Context, cur resourcelock.Item) (bool, resourcelock.Item, error) {
 	expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
 	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
+	started := l.c.clk.Now()
 	err := l.c.store.Remove(rctx, l.key, expect)
 	cancel()
+	l.c.observeRequest("remove", err, l.c.clk.Since(started))
 	if err == nil {
 		return true, cur, nil
 	}

@@ -226,7 +226,10 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		rec := a.newRecord(a.late)
 		rec.Released = true
 		expect := resourcelock.Precondition{RVN: a.late.RVN, Owner: cfg.Owner}
-		if _, err := a.w.port.Update(ctx, expect, rec); err == nil {
+		start := cfg.Clock.Now()
+		_, err := a.w.port.Update(ctx, expect, rec)
+		cfg.observe("update", start, err)
+		if err == nil {
 			a.late = resourcelock.Item{}
 			return 1
 		}
@@ -238,7 +241,10 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		rec := a.newRecord(resourcelock.Item{})
 		rec.Released = true
 		expect := resourcelock.Precondition{RVN: at.rvn, Owner: cfg.Owner}
-		if _, err := a.w.port.Update(ctx, expect, rec); err == nil {
+		start := cfg.Clock.Now()
+		_, err := a.w.port.Update(ctx, expect, rec)
+		cfg.observe("update", start, err)
+		if err == nil {
 			cfg.Log.V(1).Info("released a row whose acquiring write had landed unseen", "rvn", at.rvn)
 			released++
 			break // at most one of them can be in the row

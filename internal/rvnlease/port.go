@@ -40,4 +40,14 @@ type Config struct {
 	OnlyIfExists bool
 	// Log receives the engine's debug lines.
 	Log logr.Logger
+	// Observe, when set, is told of every request the engine sends: op
+	// ("get", "create" or "update"), its error and its latency.
+	Observe func(op string, err error, d time.Duration)
+}
+
+// observe reports one request to cfg.Observe.
+func (cfg *Config) observe(op string, start time.Time, err error) {
+	if cfg.Observe != nil {
+		cfg.Observe(op, err, cfg.Clock.Since(start))
+	}
 }

@@ -41,6 +41,11 @@ func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string
 	rctx, cancel := clockutil.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
 	it, err := send(rctx)
 	cancel()
+	op := "update"
+	if cond == "" {
+		op = "create"
+	}
+	w.cfg.observe(op, sent, err)
 	if err == nil {
 		w.attempts.Clear()
 		return answer{landed: true, item: it, sent: sent, returned: w.cfg.Clock.Now()}
@@ -70,9 +75,15 @@ func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string
 
 // read gets the row and settles it against the attempts.
 func (w *writer) read(ctx context.Context) answer {
+	start := w.cfg.Clock.Now()
 	rctx, cancel := clockutil.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
 	it, err := w.port.Get(rctx)
 	cancel()
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		w.cfg.observe("get", start, nil) // an answer: there is no row
+	} else {
+		w.cfg.observe("get", start, err)
+	}
 	returned := w.cfg.Clock.Now()
 	switch {
 	case errors.Is(err, resourcelock.ErrNotFound):

@@ -1,0 +1,96 @@
+// Package metrics is what the election and lock packages report for
+// monitoring: a small interface per kind of user, with a no-op default, so
+// that the core packages depend on no metrics library. Package prommetrics
+// implements it with Prometheus' client_golang.
+//
+// A Recorder is set per Elector (election.Config.Metrics) and per lock
+// Client (lock.WithMetrics); there is no global state. Its methods are
+// called from the library's loops and request paths: they must be safe for
+// concurrent use, must not block, and should be cheap. Labels stay
+// bounded: an election's name or a lock client's name, an operation, an
+// outcome or a reason, never a lock key.
+package metrics
+
+import "time"
+
+// Outcome classifies a request or a round.
+type Outcome string
+
+// The outcomes reported. A write refused because another owner holds the
+// lease is ConditionFailed at the request level and Lost at the level of a
+// renewal or heartbeat.
+const (
+	OK              Outcome = "ok"
+	ConditionFailed Outcome = "condition_failed"
+	Throttled       Outcome = "throttled"
+	Timeout         Outcome = "timeout"
+	Error           Outcome = "error"
+	Lost            Outcome = "lost"
+	Held            Outcome = "held" // a campaign round or acquire poll that found another owner
+)
+
+// Requests receives every request to DynamoDB (or another store) that the
+// library sends, and every guarded write.
+type Requests interface {
+	// Request reports one store call: op is "get", "create", "update",
+	// "remove", "fence", "scan" or "guard"; d is its latency, the SDK's
+	// retries included.
+	Request(op string, outcome Outcome, d time.Duration)
+	// GuardedWrite reports one guarded write: "committed", "lock_lost",
+	// "condition_failed" (the caller's own) or "error".
+	GuardedWrite(outcome string)
+	// Failing reports the failure the library keeps retrying and since
+	// when it has; err nil means requests succeed again. A caller that
+	// cannot reach its table is an alert, not silence.
+	Failing(err error, since time.Time)
+}
+
+// Election receives one Elector's reports.
+type Election interface {
+	Requests
+	// Leading reports whether this candidate leads now, and the current
+	// term's validity (the zero time when not leading).
+	Leading(leading bool, validUntil time.Time)
+	// LeaderChanged counts a change of the observed holder.
+	LeaderChanged()
+	// Round reports one campaign round: OK when it acquired, Held when
+	// another candidate leads, Error when it learned nothing.
+	Round(outcome Outcome, d time.Duration)
+	// Renewal reports one renewal by the leader: OK, Lost (taken,
+	// released or deleted) or Error (not confirmed).
+	Renewal(outcome Outcome, d time.Duration)
+}
+
+// Locks receives one lock Client's reports.
+type Locks interface {
+	Requests
+	// Acquired reports a lock handed out after waiting d.
+	Acquired(wait time.Duration)
+	// Released reports a lock given up by its holder.
+	Released()
+	// LockLost reports a lock lost, by reason: "expired", "stolen",
+	// "released_elsewhere" or "deleted".
+	LockLost(reason string)
+	// Heartbeat reports one heartbeat: OK, Lost or Error.
+	Heartbeat(outcome Outcome, d time.Duration)
+}
+
+// Nop is a Recorder that records nothing: the default.
+type Nop struct{}
+
+var (
+	_ Election = Nop{}
+	_ Locks    = Nop{}
+)
+
+func (Nop) Request(string, Outcome, time.Duration) {}
+func (Nop) GuardedWrite(string)                    {}
+func (Nop) Failing(error, time.Time)               {}
+func (Nop) Leading(bool, time.Time)                {}
+func (Nop) LeaderChanged()                         {}
+func (Nop) Round(Outcome, time.Duration)           {}
+func (Nop) Renewal(Outcome, time.Duration)         {}
+func (Nop) Acquired(time.Duration)                 {}
+func (Nop) Released()                              {}
+func (Nop) LockLost(string)                        {}
+func (Nop) Heartbeat(Outcome, time.Duration)       {}

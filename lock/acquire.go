@@ -57,6 +57,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 		c.unclaim(k, s)
 		return nil, err
 	}
+	l.countAcquired(c.clk.Since(at.start))
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
@@ -70,7 +71,6 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if c.sched != nil {
 		c.sched.add(l)
 	}
-	c.cfg.metrics.Acquired(c.clk.Since(at.start))
 	c.log.V(1).Info("acquired", "key", k.String(), "rvn", l.RVN())
 	return l, nil
 }

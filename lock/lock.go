@@ -48,6 +48,7 @@ type Lock struct {
 	err        error // why it ended: ErrReleased or a *LostError
 	monitorT   clock.Timer
 	monitorRan bool
+	handedOut  bool // Acquire returned it: counted in the metrics
 
 	done   chan struct{}
 	ctx    context.Context
@@ -232,13 +233,33 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	return true
 }
 
+// countAcquired counts the lock as handed out after waiting wait; from
+// here on its release or loss is counted too (a loss before this call is
+// counted now).
+func (l *Lock) countAcquired(wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.handedOut = true
+	l.c.cfg.metrics.Acquired(wait)
+	if le, ok := l.err.(*LostError); ok {
+		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
+	}
+}
+
+// reportReleasedLocked counts the release of a lock that was handed out.
+func (l *Lock) reportReleasedLocked() {
+	if l.handedOut {
+		l.c.cfg.metrics.Released()
+	}
+}
+
 // loseLocked ends the lock with err.
 func (l *Lock) loseLocked(err error) {
 	if l.ended {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
-	if le, ok := err.(*LostError); ok {
+	if le, ok := err.(*LostError); ok && l.handedOut {
 		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)

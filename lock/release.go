@@ -59,7 +59,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 			return herr
 		}
 		l.endLocked(ErrReleased)
-		l.c.cfg.metrics.Released()
+		l.reportReleasedLocked()
 		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.key, err)
 	}
 	defer l.endWrite()
@@ -72,7 +72,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	// From here on the lock is not held, whatever the write's fate: the
 	// caller has stopped acting on it.
 	l.endLocked(ErrReleased)
-	l.c.cfg.metrics.Released()
+	l.reportReleasedLocked()
 	cur := l.item
 	l.mu.Unlock()
 

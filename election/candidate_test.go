@@ -416,3 +416,39 @@ func TestCancelledCampaignLeavesNoOrphanRecord(t *testing.T) {
 	}
 	h.noEvent()
 }
+
+// CheckStore fails once requests to the record have failed for longer
+// than the tolerance, and passes again when one succeeds; LastError says
+// since when.
+func TestCheckStoreFailsWhenTheRecordCannotBeReached(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	h.lock.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.start()
+	h.waitIdle()
+	if err, since := h.e.LastError(); !errors.Is(err, errReset) || !since.Equal(epoch) {
+		t.Fatalf("LastError = %v since %v, want the reset since the start", err, since)
+	}
+	const tolerance = 5 * time.Second
+	if err := h.e.CheckStore(tolerance); err != nil {
+		t.Fatalf("CheckStore before the tolerance = %v", err)
+	}
+	for h.now().Sub(epoch) <= tolerance {
+		h.stepIdle(maxPoll)
+	}
+	if err := h.e.CheckStore(tolerance); !errors.Is(err, errReset) {
+		t.Fatalf("CheckStore after the tolerance = %v, want the reset", err)
+	}
+	if err := h.e.Check(time.Second); err != nil {
+		t.Fatalf("liveness fails for a candidate that cannot reach its record: %v", err)
+	}
+	h.lock.Clear()
+	h.stepIdle(maxPoll)
+	if err := h.e.CheckStore(tolerance); err != nil {
+		t.Fatalf("CheckStore once a read succeeded = %v", err)
+	}
+	if err, _ := h.e.LastError(); err != nil {
+		t.Fatalf("LastError once a read succeeded = %v", err)
+	}
+}

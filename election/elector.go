@@ -177,6 +177,23 @@ func (e *Elector) Check(maxTolerableExpiredLease time.Duration) error {
 	return nil
 }
 
+// CheckStore is a readiness check. It returns an error, wrapping the
+// failure, when the election loop has kept failing to read or write its
+// record for more than tolerance (see LastError): the candidate cannot take
+// part in the election (a missing table, no network, denied access). It
+// returns nil while requests succeed or have failed for less than
+// tolerance. Whether this candidate leads plays no part.
+func (e *Elector) CheckStore(tolerance time.Duration) error {
+	err, since := e.LastError()
+	if err == nil {
+		return nil
+	}
+	if d := e.clk.Since(since); d > tolerance {
+		return fmt.Errorf("election: %s: requests to the lock failing for %v: %w", e.cfg.Lock.Describe(), d.Round(time.Millisecond), err)
+	}
+	return nil
+}
+
 func (e *Elector) term() *term {
 	e.mu.Lock()
 	defer e.mu.Unlock()

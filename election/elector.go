@@ -69,7 +69,7 @@ func New(cfg Config) (*Elector, error) {
 	}
 	if margin := cfg.LeaseDuration - cfg.RenewDeadline; margin < cfg.RetryPeriod {
 		log.Info("warning: LeaseDuration − RenewDeadline is shorter than RetryPeriod; the leader's work has little time to stop before others may take over",
-			"margin", margin, "retryPeriod", cfg.RetryPeriod)
+			"margin", margin.String(), "retryPeriod", cfg.RetryPeriod.String())
 	}
 	return &Elector{
 		cfg:      cfg,

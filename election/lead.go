@@ -86,7 +86,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 
 		case <-cancelled:
 			cancelled = nil
-			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline)
+			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline.String())
 			giveUpAt = e.clk.Now().Add(e.cfg.RenewDeadline)
 			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
 			giveUp = giveUpTimer.C()
@@ -128,7 +128,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 				t.end(lossCause(w))
 			default:
 				e.noteError(w.Err)
-				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()), "error", w.Err.Error())
+				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()).String(), "error", w.Err.Error())
 			}
 			renewTimer.Reset(started.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
 		}

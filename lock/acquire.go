@@ -218,9 +218,6 @@ func (at *acquireCall) noteError(res rvnlease.Result) error {
 	if at.try {
 		return fmt.Errorf("lock %q: %w", at.key, res.Err)
 	}
-	if at.lastErr == nil || at.lastErr.Error() != res.Err.Error() {
-		at.c.log.Error(res.Err, "a request for a lock failed; retrying", "key", at.key.String())
-	}
 	at.lastErr = res.Err
 	return nil
 }

@@ -99,7 +99,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     newObservations(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
-	c.failing.m, c.failing.clk = cfg.metrics, cfg.clock
+	c.failing.m, c.failing.clk, c.failing.log = cfg.metrics, cfg.clock, c.log
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
 		c.sched = newScheduler(c)
@@ -270,25 +270,34 @@ func (c *Client) Close(ctx context.Context) error {
 type failing struct {
 	m   metrics.Locks
 	clk clockutil.Clock
+	log logr.Logger
 
 	mu    sync.Mutex
 	err   error
 	since time.Time
 }
 
-// note records the outcome of a request: nil once one succeeds.
+// note records the outcome of a request: nil once one succeeds. It logs
+// at error level when a failure starts or changes, and once when requests
+// succeed again; not on every retry.
 func (f *failing) note(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	prev := f.err
 	switch {
-	case err == nil && f.err == nil:
+	case err == nil && prev == nil:
 		return
 	case err == nil:
 		f.err, f.since = nil, time.Time{}
-	case f.err == nil:
+		f.log.Info("requests to the lock table succeed again")
+	case prev == nil:
 		f.err, f.since = err, f.clk.Now()
+		f.log.Error(err, "a request to the lock table failed; retrying")
 	default:
 		f.err = err
+		if prev.Error() != err.Error() {
+			f.log.Error(err, "a request to the lock table failed; retrying", "failingFor", f.clk.Since(f.since).String())
+		}
 	}
 	f.m.Failing(f.err, f.since)
 }

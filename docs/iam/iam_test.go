@@ -1,0 +1,333 @@
+// Package iam_test checks that each least-privilege policy in this folder
+// names exactly the DynamoDB actions its code path sends: every path runs
+// against DynamoDB Local with a middleware that records the action and
+// table of each request, and the set is compared with the policy file.
+package iam_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// recorder records "dynamodb:Action on table" for every request.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (r *recorder) add(action, table string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen["dynamodb:"+action+" "+table] = true
+}
+
+func (r *recorder) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("IAMRecorder",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				r.record(awsmiddleware.GetOperationName(ctx), in.Parameters)
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+// record notes the IAM actions of one request: a transaction needs the
+// action of each of its items, on that item's table.
+func (r *recorder) record(op string, params any) {
+	if tw, ok := params.(*dynamodb.TransactWriteItemsInput); ok {
+		for _, it := range tw.TransactItems {
+			switch {
+			case it.ConditionCheck != nil:
+				r.add("ConditionCheckItem", aws.ToString(it.ConditionCheck.TableName))
+			case it.Put != nil:
+				r.add("PutItem", aws.ToString(it.Put.TableName))
+			case it.Update != nil:
+				r.add("UpdateItem", aws.ToString(it.Update.TableName))
+			case it.Delete != nil:
+				r.add("DeleteItem", aws.ToString(it.Delete.TableName))
+			}
+		}
+		return
+	}
+	table := ""
+	if v, ok := params.(interface{ GetTableName() *string }); ok {
+		table = aws.ToString(v.GetTableName())
+	} else {
+		table = tableOf(params)
+	}
+	r.add(op, table)
+}
+
+// tableOf reads the TableName field of an input without that accessor.
+func tableOf(params any) string {
+	switch p := params.(type) {
+	case *dynamodb.GetItemInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.UpdateItemInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.DeleteItemInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.PutItemInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.ScanInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.QueryInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.CreateTableInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.DescribeTableInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.DescribeTimeToLiveInput:
+		return aws.ToString(p.TableName)
+	case *dynamodb.UpdateTimeToLiveInput:
+		return aws.ToString(p.TableName)
+	}
+	return fmt.Sprintf("%T", params)
+}
+
+// sent returns what the path sent, with table names replaced by the
+// policy's parameters.
+func (r *recorder) sent(params map[string]string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.seen {
+		action, table, _ := strings.Cut(k, " ")
+		if p, ok := params[table]; ok {
+			table = p
+		}
+		out = append(out, action+" "+table)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var tableParam = regexp.MustCompile(`:table/\$\{(\w+)\}$`)
+
+// allowed returns the "action Table" pairs a policy file allows.
+func allowed(t *testing.T, file string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Statement []struct {
+			Effect   string
+			Action   []string
+			Resource json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var out []string
+	for _, st := range doc.Statement {
+		if st.Effect != "Allow" {
+			t.Fatalf("%s: a statement with effect %q", file, st.Effect)
+		}
+		var resources []string
+		if err := json.Unmarshal(st.Resource, &resources); err != nil {
+			var one string
+			if err := json.Unmarshal(st.Resource, &one); err != nil {
+				t.Fatalf("%s: Resource: %v", file, err)
+			}
+			resources = []string{one}
+		}
+		for _, res := range resources {
+			m := tableParam.FindStringSubmatch(res)
+			if m == nil {
+				t.Fatalf("%s: resource %q is not a parameterised table ARN", file, res)
+			}
+			for _, a := range st.Action {
+				out = append(out, a+" "+m[1])
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func check(t *testing.T, file string, r *recorder, params map[string]string) {
+	t.Helper()
+	got, want := r.sent(params), allowed(t, file)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s allows\n  %v\nbut the path sends\n  %v", file, want, got)
+	}
+}
+
+func client(t *testing.T, r *recorder) *dynamodb.Client {
+	return ddbtest.Client(t, r.option)
+}
+
+func TestDynamoDBElectionPolicy(t *testing.T) {
+	t.Parallel()
+	r := &recorder{seen: map[string]bool{}}
+	c := client(t, r)
+	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{})
+	started := make(chan struct{}, 1)
+	newElector := func(id string) *election.Elector {
+		lease, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: c, Table: table, Name: "leader", Identity: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := election.New(election.Config{
+			Lock: lease, LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 50 * time.Millisecond,
+			ReleaseOnCancel: true,
+			Callbacks: election.Callbacks{
+				OnStartedLeading: func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() },
+				OnStoppedLeading: func() {},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- newElector("a").Run(ctx) }()
+	<-started
+	go func() { done <- newElector("b").Run(ctx) }() // a candidate polls
+	time.Sleep(200 * time.Millisecond)               // a few renewals and polls
+	cancel()
+	<-done
+	<-done
+	check(t, "election.json", r, map[string]string{table: "LockTable"})
+}
+
+func TestDynamoDBLockClientPolicy(t *testing.T) {
+	t.Parallel()
+	r := &recorder{seen: map[string]bool{}}
+	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{SortKey: "sortKey"})
+	c, err := lock.New(client(t, r), table, lock.WithSortKeyAttribute("sortKey"), lock.WithHeartbeatPeriod(0), lock.WithTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	l, err := c.Acquire(ctx, "k", lock.WithSortKey("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.Acquire(ctx, "k", lock.WithSortKey("b"), lock.WithDeleteOnRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "k", lock.WithSortKey("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListByPartition(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "lock-client.json", r, map[string]string{table: "LockTable"})
+}
+
+func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
+	t.Parallel()
+	r := &recorder{seen: map[string]bool{}}
+	raw := ddbtest.Client(t)
+	table := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
+	fences := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
+	app := ddbtest.NewTable(t, raw, ddbtest.TableSpec{PartitionKey: "id"})
+	c, err := lock.New(client(t, r), table, lock.WithFencing(fences), lock.WithHeartbeatPeriod(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// Waiting for a lock another owner holds polls it (GetItem).
+	other, err := lock.New(client(t, r), table, lock.WithFencing(fences), lock.WithHeartbeatPeriod(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a failed create, then a poll of the RVN seen
+		if _, err := c.TryAcquire(ctx, "k"); err == nil {
+			t.Fatal("TryAcquire of a held lock succeeded")
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "order-1"}}
+	if err := l.Guard(ctx,
+		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(app), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: "order-1"}, "n": &types.AttributeValueMemberN{Value: "1"}}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Guard(ctx, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(app), Key: key,
+		UpdateExpression: aws.String("SET n = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "2"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Guard(ctx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "fencing-guarded-writes.json", r, map[string]string{table: "LockTable", fences: "FenceTable", app: "AppTable"})
+}
+
+func TestDynamoDBTTLPolicy(t *testing.T) {
+	t.Parallel()
+	r := &recorder{seen: map[string]bool{}}
+	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{})
+	if err := resourcelock.CreateTable(t.Context(), client(t, r), table, resourcelock.TableOptions{TTLAttribute: resourcelock.DefaultTTLAttribute}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "ttl.json", r, map[string]string{table: "LockTable"})
+}
+
+func TestDynamoDBCreateTablesPolicy(t *testing.T) {
+	t.Parallel()
+	r := &recorder{seen: map[string]bool{}}
+	c := client(t, r)
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	locks, fences := "iam-locks-"+suffix, "iam-fences-"+suffix
+	for _, name := range []string{locks, fences} {
+		t.Cleanup(func() { ddbtest.DeleteTable(t, ddbtest.Client(t), name) })
+		if err := resourcelock.CreateTable(t.Context(), c, name, resourcelock.TableOptions{TTLAttribute: resourcelock.DefaultTTLAttribute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, "create-tables.json", r, map[string]string{locks: "LockTable", fences: "FenceTable"})
+}

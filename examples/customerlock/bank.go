@@ -265,12 +265,13 @@ func acquire(ctx context.Context, c *lock.Client, key string, w *workerStats) (*
 
 // deposit is the critical section: a read-modify-write of both of the
 // customer's records, which the lock l on the customer serializes with
-// every other change to that customer. Its requests run under the lock's
-// context, so they are cancelled if the lock is lost; before writing it
-// checks that the lock is still held. Neither makes a holder that pauses
-// between the check and the write safe: only a resource that checks a
-// fencing token, or a write guarded by the lock row in one transaction,
-// can refuse such a late write (see the lock package's documentation).
+// every other change to that customer. Its reads run under the lock's
+// context, so they are cancelled if the lock is lost; its two writes are
+// one guarded write (Lock.Guard): a single DynamoDB transaction that also
+// checks the lock row still shows this acquisition. A worker that paused
+// after its reads (GC, SIGSTOP) and lost the lock meanwhile therefore
+// writes nothing, where checking IsHeld before plain writes could not stop
+// it.
 func (b *bank) deposit(ctx context.Context, l *lock.Lock, id string, amount int64, worker string, think time.Duration) error {
 	ctx, cancel := l.Context(ctx)
 	defer cancel()
@@ -286,20 +287,21 @@ func (b *bank) deposit(ctx context.Context, l *lock.Lock, id string, amount int6
 	if err := sleep(ctx, think); err != nil {
 		return err
 	}
-	if !l.IsHeld() {
-		return fmt.Errorf("the lock of customer %s ended before the change was written: %w", id, l.Err())
+	err = l.Guard(ctx,
+		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(b.t.Accounts), Item: map[string]types.AttributeValue{
+			attrID:      str(id),
+			attrBalance: num(balance + amount),
+		}}},
+		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(b.t.Profiles), Item: map[string]types.AttributeValue{
+			attrID:      str(id),
+			attrChanges: num(changes + 1),
+			attrLastBy:  str(worker),
+		}}},
+	)
+	if err != nil {
+		return fmt.Errorf("changing customer %s: %w", id, err)
 	}
-	if err := b.put(ctx, b.t.Accounts, map[string]types.AttributeValue{
-		attrID:      str(id),
-		attrBalance: num(balance + amount),
-	}); err != nil {
-		return err
-	}
-	return b.put(ctx, b.t.Profiles, map[string]types.AttributeValue{
-		attrID:      str(id),
-		attrChanges: num(changes + 1),
-		attrLastBy:  str(worker),
-	})
+	return nil
 }
 
 // open writes a customer's records with a zero balance and no changes.

@@ -33,7 +33,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 			}
 			e.noteError(err)
 			e.log.Error(err, "cannot campaign for the lease; waiting cannot fix this")
-			return time.Time{}, fmt.Errorf("election: %s: %w", e.cfg.Lock.Describe(), err)
+			return time.Time{}, fmt.Errorf("election: %w", err)
 		}
 		switch res.Outcome {
 		case rvnlease.Ours:
@@ -53,7 +53,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 			if resourcelock.Permanent(err) || errors.Is(err, resourcelock.ErrNoFencing) {
 				e.log.Error(err, "cannot give the lease a fencing token; waiting cannot fix this")
 				r.release(ctx)
-				return time.Time{}, fmt.Errorf("election: %s: %w", e.cfg.Lock.Describe(), err)
+				return time.Time{}, fmt.Errorf("election: %w", err)
 			}
 			// Holding the record without a token: let it go, so healthy
 			// candidates need not wait a lease, and try again after a

@@ -68,7 +68,7 @@ func New(cfg Config) (*Elector, error) {
 		log = log.WithValues("election", cfg.Name)
 	}
 	if margin := cfg.LeaseDuration - cfg.RenewDeadline; margin < cfg.RetryPeriod {
-		log.Info("warning: LeaseDuration − RenewDeadline is shorter than RetryPeriod; the leader's work has little time to stop before others may take over",
+		log.Info("LeaseDuration − RenewDeadline is shorter than RetryPeriod; the leader's work has little time to stop before others may take over", "severity", "warning",
 			"margin", margin.String(), "retryPeriod", cfg.RetryPeriod.String())
 	}
 	return &Elector{

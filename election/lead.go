@@ -218,7 +218,7 @@ func (r *run) release(ctx context.Context) {
 		// An earlier renewal whose answer was lost had landed: release on
 		// top of it.
 	}
-	e.log.Info("could not release the lease; it will run out", "rvn", r.cur.RVN)
+	e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN)
 }
 
 // renewalOutcome classifies a renewal for the metrics.

@@ -208,7 +208,7 @@ func (l *Lock) checkMonitor() {
 	}
 	l.mu.Unlock()
 	if run {
-		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "key", l.key.String())
+		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "severity", "warning", "key", l.key.String())
 		l.monitor.callback()
 	}
 }

@@ -65,6 +65,7 @@ func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, e
 		FenceTable:       cfg.fenceTable,
 		Clock:            cfg.clock,
 		MaxTransactItems: cfg.maxTransact,
+		OnGuardConflict:  func() { cfg.metrics.GuardedWrite("conflict_retried") },
 	})
 	if err != nil {
 		return nil, &OptionError{Option: "New", Err: err}

@@ -37,7 +37,10 @@ type Requests interface {
 	// retries included.
 	Request(op string, outcome Outcome, d time.Duration)
 	// GuardedWrite reports one guarded write: "committed", "lock_lost",
-	// "condition_failed" (the caller's own) or "error".
+	// "condition_failed" (the caller's own), "conflict" (given up after
+	// transaction conflicts) or "error"; and "conflict_retried" for each
+	// retry after a transaction conflict (lock clients; an Elector's lease
+	// reports it when its DynamoDBConfig.OnGuardConflict calls this).
 	GuardedWrite(outcome string)
 	// Failing reports the failure the library keeps retrying and since
 	// when it has; err nil means requests succeed again. A caller that

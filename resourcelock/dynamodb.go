@@ -42,6 +42,8 @@ type DynamoDBConfig struct {
 	FenceTable string
 	// MaxTransactItems bounds guarded writes; see DynamoDBStoreConfig.
 	MaxTransactItems int
+	// OnGuardConflict: see DynamoDBStoreConfig.
+	OnGuardConflict func()
 }
 
 // NewDynamoDB returns a lock on the item cfg names. It validates cfg and
@@ -59,6 +61,7 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 		RequestTimeout:   cfg.RequestTimeout,
 		FenceTable:       cfg.FenceTable,
 		MaxTransactItems: cfg.MaxTransactItems,
+		OnGuardConflict:  cfg.OnGuardConflict,
 	})
 	if err != nil {
 		return nil, err

@@ -63,6 +63,10 @@ type DynamoDBStoreConfig struct {
 	// limit) when zero. A guarded write carries the caller's items plus one
 	// check of the lock row. Lower it only for a server with a lower limit.
 	MaxTransactItems int
+	// OnGuardConflict, when set, is called each time a guarded write is
+	// retried after a transaction conflict (for metrics: the lock package
+	// reports it as a guarded write outcome "conflict_retried").
+	OnGuardConflict func()
 	// FenceTable names the table that keeps each key's fencing generation
 	// (partition key "key", type S; CreateTable makes one). Empty disables
 	// Fence. It must not be the lock table: the AWS Java lock client cannot
@@ -81,6 +85,7 @@ type DynamoDBStore struct {
 	timeout    time.Duration
 	maxItems   int
 	clock      clockutil.Clock
+	onConflict func() // called before each retry of a guarded write after a conflict
 }
 
 var _ Store = (*DynamoDBStore)(nil)
@@ -125,7 +130,7 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	case maxItems > MaxTransactItemsLimit:
 		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
-	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock)}, nil
+	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict}, nil
 }
 
 // Describe returns "dynamodb:TABLE".

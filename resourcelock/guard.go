@@ -138,6 +138,9 @@ func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []t
 		case cancelItem:
 			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - 1})
 		case cancelConflict:
+			if d.onConflict != nil {
+				d.onConflict()
+			}
 			continue
 		case cancelOther:
 			return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)

@@ -40,7 +40,8 @@ func RequestOutcome(err error) metrics.Outcome {
 
 // GuardOutcome classifies the error of a guarded write for metrics:
 // "committed", "lock_lost" (ErrGuardLost), "condition_failed" (one of the
-// caller's own conditions, an *ItemConditionError) or "error".
+// caller's own conditions, an *ItemConditionError), "conflict" (gave up
+// after transaction conflicts, ErrTransactionConflict) or "error".
 func GuardOutcome(err error) string {
 	var ice *ItemConditionError
 	switch {
@@ -50,6 +51,8 @@ func GuardOutcome(err error) string {
 		return "lock_lost"
 	case errors.As(err, &ice):
 		return "condition_failed"
+	case errors.Is(err, ErrTransactionConflict):
+		return "conflict"
 	default:
 		return "error"
 	}

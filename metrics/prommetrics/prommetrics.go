@@ -25,7 +25,7 @@
 //	dynalease_lock_heartbeat_duration_seconds{client}
 //	dynalease_requests_total{scope,name,operation,outcome}     store requests: ok, condition_failed, throttled, timeout, error
 //	dynalease_request_duration_seconds{scope,name,operation}
-//	dynalease_guarded_writes_total{scope,name,outcome}         committed, lock_lost, condition_failed, error
+//	dynalease_guarded_writes_total{scope,name,outcome}         committed, lock_lost, condition_failed, conflict, error; conflict_retried per retry
 //	dynalease_failing{scope,name}                              1 while the library keeps retrying a failure
 //	dynalease_failing_since_timestamp_seconds{scope,name}      when that failure began (Unix time), 0 when none
 //

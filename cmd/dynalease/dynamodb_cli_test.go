@@ -1,0 +1,274 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+)
+
+const patience = time.Minute
+
+// cli is the built command with an environment pointing at DynamoDB Local
+// and a table of its own.
+type cli struct {
+	t        *testing.T
+	bin, dir string
+	env      []string
+	table    string
+	raw      *dynamodb.Client // same credentials as the command
+}
+
+// bin is the command, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dynalease-cli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "dynalease")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	endpoint := ddbtest.Endpoint(t)
+	table := fmt.Sprintf("cli-%d", time.Now().UnixNano())
+	c := &cli{t: t, bin: bin, dir: t.TempDir(), table: table}
+	c.env = append(os.Environ(), "AWS_ACCESS_KEY_ID=clitest", "AWS_SECRET_ACCESS_KEY=clitest", "AWS_REGION=us-east-1",
+		"AWS_PROFILE=", "DYNALEASE_ENDPOINT="+endpoint, "DYNALEASE_TABLE="+table)
+	c.raw = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("clitest", "clitest", "")}, ddbtest.EmulatorOptions)
+	if out, code := c.run("create-table"); code != 0 {
+		t.Fatalf("create-table: %d %s", code, out)
+	}
+	return c
+}
+
+// command returns the command line args, not started.
+func (c *cli) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = c.env
+	cmd.Dir = c.dir
+	return cmd
+}
+
+// run runs args to the end and returns the combined output and exit code.
+func (c *cli) run(args ...string) (string, int) {
+	c.t.Helper()
+	var out bytes.Buffer
+	cmd := c.command(args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	return out.String(), 0
+}
+
+func (c *cli) file(name string) string { return filepath.Join(c.dir, name) }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, patience)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// row returns the lock row's owner and released flag.
+func (c *cli) row(name string) (string, bool) {
+	out, err := c.raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(c.table),
+		Key: map[string]types.AttributeValue{"key": &types.AttributeValueMemberS{Value: name}}, ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		return "", false
+	}
+	owner, _ := out.Item["ownerName"].(*types.AttributeValueMemberS)
+	_, released := out.Item["isReleased"]
+	if owner == nil {
+		return "", released
+	}
+	return owner.Value, released
+}
+
+// The command runs only while the lock is held, gets its environment, and
+// its exit code is run's; a second run on the name waits, then runs.
+func TestDynamoDBRunHoldsTheLockWhileTheCommandRuns(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	first := c.command("--owner=first", "run", "job", "--", "sh", "-c",
+		`echo "$DYNALEASE_LOCK $DYNALEASE_OWNER $DYNALEASE_TOKEN" > env1; touch running1; while [ ! -e finish1 ]; do sleep 0.02; done; exit 3`)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first command runs", func() bool { return exists(c.file("running1")) })
+	if owner, released := c.row("job"); owner != "first" || released {
+		t.Fatalf("row while the command runs: owner %q released %v", owner, released)
+	}
+	env, _ := os.ReadFile(c.file("env1"))
+	if f := strings.Fields(string(env)); len(f) != 3 || f[0] != "job" || f[1] != "first" {
+		t.Fatalf("environment %q", env)
+	} else if tok, err := strconv.ParseInt(f[2], 10, 64); err != nil || tok <= 0 {
+		t.Fatalf("DYNALEASE_TOKEN %q", f[2])
+	}
+
+	// --no-wait fails at once with its code.
+	if out, code := c.run("run", "--no-wait", "job", "--", "touch", "never"); code != 73 || exists(c.file("never")) {
+		t.Fatalf("--no-wait on a held lock: %d %q", code, out)
+	}
+	// A second run waits for the lock.
+	second := c.command("--owner=second", "run", "job", "--", "touch", "ran2")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if exists(c.file("ran2")) {
+		t.Fatal("the second command ran while the first held the lock")
+	}
+	if err := os.WriteFile(c.file("finish1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err == nil || first.ProcessState.ExitCode() != 3 {
+		t.Fatalf("first run: %v, want the command's exit code 3", err)
+	}
+	if err := second.Wait(); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if !exists(c.file("ran2")) {
+		t.Fatal("the second command never ran")
+	}
+	if _, released := c.row("job"); !released {
+		t.Fatal("the lock was not released after the command exited")
+	}
+
+	var one []map[string]any
+	out, code := c.run("get", "job", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &one) != nil || len(one) != 1 || one[0]["name"] != "job" {
+		t.Fatalf("get --json: %d %q", code, out)
+	}
+	out, code = c.run("list", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &one) != nil || len(one) != 1 {
+		t.Fatalf("list --json: %d %q", code, out)
+	}
+}
+
+// When the lock is stolen, the command's whole process group, a grandchild
+// started through sh -c included, is stopped within a heartbeat plus the
+// grace period, and run exits 74.
+func TestDynamoDBRunStopsTheProcessGroupWhenTheLockIsLost(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	cmd := c.command("--lease=4s", "--heartbeat=500ms", "run", "--grace=500ms", "job", "--", "sh", "-c",
+		`sleep 300 & echo $! > grandchild; trap '' TERM; while true; do sleep 0.05; done`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the grandchild starts", func() bool { b, _ := os.ReadFile(c.file("grandchild")); return len(bytes.TrimSpace(b)) > 0 })
+	b, _ := os.ReadFile(c.file("grandchild"))
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// Another owner writes over the row (a Java client's takeover).
+	if _, err := c.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: map[string]types.AttributeValue{
+		"key": &types.AttributeValueMemberS{Value: "job"}, "ownerName": &types.AttributeValueMemberS{Value: "thief"},
+		"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"}, "leaseDuration": &types.AttributeValueMemberS{Value: "60000"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	stolen := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("run did not return after the lock was stolen")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 74 {
+		t.Fatalf("exit code %d, want 74", code)
+	}
+	if err := syscall.Kill(grandchild, 0); err == nil {
+		t.Fatalf("the grandchild %d is still alive", grandchild)
+	}
+	t.Logf("stopped %v after the theft (heartbeat 500ms + grace 500ms; the command ignored SIGTERM)", time.Since(stolen))
+}
+
+// Signals reach the command, and its exit code is run's.
+func TestDynamoDBRunForwardsSignals(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	cmd := c.command("run", "job", "--", "sh", "-c", `trap 'touch got-term; exit 5' TERM; touch ready; while true; do sleep 0.02; done`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the command is ready", func() bool { return exists(c.file("ready")) })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 5 || !exists(c.file("got-term")) {
+		t.Fatalf("exit code %d (want the command's 5), SIGTERM seen: %v", code, exists(c.file("got-term")))
+	}
+}
+
+// Bad input: one line on stderr and the documented code, never a trace.
+func TestDynamoDBBadInput(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		code int
+	}{
+		{[]string{"--bogus"}, nil, 64},
+		{[]string{"run", "job"}, nil, 64},
+		{[]string{"run", "job", "true"}, nil, 64},
+		{[]string{"run", "--lease=2s", "--grace=5s", "job", "--", "true"}, nil, 64},
+		{[]string{"run", "job", "--", "true"}, []string{"DYNALEASE_TABLE=no-such-table"}, 69},
+		{[]string{"list"}, []string{"DYNALEASE_ENDPOINT=http://127.0.0.1:1"}, 69},
+	} {
+		cmd := c.command(tc.args...)
+		cmd.Env = append(cmd.Env, tc.env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != tc.code || len(lines) != 1 || strings.Contains(stderr.String(), "goroutine ") {
+			t.Errorf("%v %v: exit %d, stderr %q; want exit %d and one line", tc.args, tc.env, code, stderr.String(), tc.code)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// lockJSON is a lock row for scripts.
+type lockJSON struct {
+	Name         string `json:"name"`
+	SortKey      string `json:"sort_key,omitempty"`
+	Owner        string `json:"owner"`
+	RVN          string `json:"rvn"`
+	LeaseMillis  int64  `json:"lease_ms"`
+	Released     bool   `json:"released"`
+	Acquisitions int64  `json:"acquisitions"`
+	Data         string `json:"data,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+func toJSON(in lock.Info) lockJSON {
+	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.Owner, RVN: in.RVN,
+		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data)}
+	if in.Err != nil {
+		out.Error = in.Err.Error()
+	}
+	return out
+}
+
+// readClient is a lock client for reading: no heartbeats are ever due.
+func (c *common) readClient(ctx context.Context) (*lock.Client, error) {
+	db, err := c.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := lock.New(db, c.table, lock.WithHeartbeatPeriod(0), lock.WithRequestTimeout(c.requestTimeout))
+	if err != nil {
+		return nil, exit(exitUsage, err)
+	}
+	return lc, nil
+}
+
+func newGet(c *common) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show the lock NAME without taking it",
+		Args:  exactArgs(1, "usage: dynalease get NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			lc, err := c.readClient(ctx)
+			if err != nil {
+				return err
+			}
+			info, err := lc.Get(ctx, args[0])
+			if errors.Is(err, resourcelock.ErrNotFound) {
+				return exit(1, fmt.Errorf("no lock %q in table %s", args[0], c.table))
+			}
+			if err != nil {
+				return classify(err)
+			}
+			return print([]lock.Info{info}, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newList(c *common) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every lock of the table",
+		Args:  exactArgs(0, "usage: dynalease list"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			lc, err := c.readClient(ctx)
+			if err != nil {
+				return err
+			}
+			infos, err := lc.List(ctx)
+			if err != nil {
+				return classify(err)
+			}
+			return print(infos, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array")
+	return cmd
+}
+
+func print(infos []lock.Info, asJSON bool) error {
+	if asJSON {
+		out := make([]lockJSON, 0, len(infos))
+		for _, in := range infos {
+			out = append(out, toJSON(in))
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tOWNER\tLEASE\tRELEASED\tACQUISITIONS\tRVN")
+	for _, in := range infos {
+		if in.Err != nil {
+			fmt.Fprintf(w, "%s\t(unreadable: %v)\t\t\t\t\n", in.Key, in.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\n", in.Key, in.Owner, in.LeaseDuration, in.Released, in.Acquisitions, in.RVN)
+	}
+	return w.Flush()
+}
+
+func exactArgs(n int, usage string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return exit(exitUsage, errors.New(usage))
+		}
+		return nil
+	}
+}
+
+func newCreateTable(c *common) *cobra.Command {
+	var ttl bool
+	cmd := &cobra.Command{
+		Use:   "create-table",
+		Short: "Create the lock table and the fence table (idempotent)",
+		Long: `create-table creates the lock table (and, unless --no-fencing, the fence
+table) on demand, waits until they are active and, with --ttl, enables TTL on
+the lock table. It succeeds without change on tables that exist with the
+right key schema, and fails (exit 69) on a table of another schema.`,
+		Args: exactArgs(0, "usage: dynalease create-table"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			db, err := c.client(ctx)
+			if err != nil {
+				return err
+			}
+			opts := resourcelock.TableOptions{}
+			if ttl {
+				opts.TTLAttribute = resourcelock.DefaultTTLAttribute
+			}
+			if err := resourcelock.CreateTable(ctx, db, c.table, opts); err != nil {
+				return classify(err)
+			}
+			if !c.noFencing {
+				if err := resourcelock.CreateTable(ctx, db, c.fences(), resourcelock.TableOptions{}); err != nil {
+					return classify(err)
+				}
+			}
+			fmt.Println("ok")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&ttl, "ttl", false, "enable TTL on the lock table's ttl attribute")
+	return cmd
+}

@@ -272,3 +272,42 @@ func TestDynamoDBBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Two candidates: the leader's command runs, the other's does not; SIGTERM
+// to the leader stops its command and hands over within a poll.
+func TestDynamoDBElectHandsOverOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	start := func(id string) *exec.Cmd {
+		cmd := c.command("--owner="+id, "--lease=3s", "elect", "--retry=100ms", "--grace=500ms", "sched", "--",
+			"sh", "-c", `touch running-`+id+`; trap 'rm running-`+id+`; exit 0' TERM; while true; do sleep 0.02; done`)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	a := start("a")
+	eventually(t, "a leads and runs its command", func() bool { return exists(c.file("running-a")) })
+	b := start("b")
+	defer b.Process.Kill()
+	time.Sleep(300 * time.Millisecond)
+	if exists(c.file("running-b")) {
+		t.Fatal("both candidates run the command")
+	}
+	sent := time.Now()
+	if err := a.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(); err != nil {
+		t.Fatalf("a after SIGTERM: %v", err)
+	}
+	if exists(c.file("running-a")) {
+		t.Fatal("a's command still runs after a exited")
+	}
+	eventually(t, "b takes over", func() bool { return exists(c.file("running-b")) })
+	t.Logf("handover %v after SIGTERM (the lease is 3 s)", time.Since(sent))
+	if err := b.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Wait()
+}

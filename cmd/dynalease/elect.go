@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+func newElect(c *common) *cobra.Command {
+	var (
+		grace, retry time.Duration
+		once         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "elect NAME -- COMMAND [ARGS...]",
+		Short: "Stand for election NAME; run COMMAND while leader",
+		Long: `elect stands as a candidate for the election NAME and runs COMMAND (in a
+process group of its own, with DYNALEASE_LOCK, DYNALEASE_OWNER and, unless
+--no-fencing, DYNALEASE_TOKEN) while it leads. When the term ends the group
+gets SIGTERM, SIGKILL after --grace, and elect stands again (or exits with
+--once: the command's code if it ended the term, 74 if the term was lost).
+SIGTERM or SIGINT to elect stops the command first and then hands the
+leadership over at once (the record is marked released).
+
+The renew deadline is the lease minus --grace minus one second, so the
+command is stopped before another candidate may take over; a lease too short
+for that is refused.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
+				return exit(exitUsage, errors.New("usage: dynalease elect NAME -- COMMAND [ARGS...]"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.elect(cmd.Context(), args[0], args[1:], grace, retry, once)
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when the term ends")
+	cmd.Flags().DurationVar(&retry, "retry", 0, "renewal and polling period; lease/10 when 0")
+	cmd.Flags().BoolVar(&once, "once", false, "exit after one term")
+	return cmd
+}
+
+func (c *common) elect(ctx context.Context, name string, argv []string, grace, retry time.Duration, once bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if retry == 0 {
+		retry = max(c.lease/10, election.MinRetryPeriod)
+	}
+	renew := c.lease - grace - noticeSlack
+	if renew <= 2*retry {
+		return exit(exitUsage, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: the renew deadline (lease − grace − %v) must exceed two retries", c.lease, grace, retry, noticeSlack))
+	}
+	log, err := c.logger()
+	if err != nil {
+		return err
+	}
+	db, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	owner := c.owner
+	if owner == "" {
+		host, _ := os.Hostname()
+		owner = host + "-" + uuid.NewString()
+	}
+	lcfg := resourcelock.DynamoDBConfig{Client: db, Table: c.table, Name: name, Identity: owner}
+	if !c.noFencing {
+		lcfg.FenceTable = c.fences()
+	}
+	lease, err := resourcelock.NewDynamoDB(lcfg)
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	var childErr error // the command's end in the last term
+	e, err := election.New(election.Config{
+		Lock:            lease,
+		Name:            name,
+		LeaseDuration:   c.lease,
+		RenewDeadline:   renew,
+		RetryPeriod:     retry,
+		RequestTimeout:  min(c.requestTimeout, renew-retry),
+		ReleaseOnCancel: true,
+		Fencing:         !c.noFencing,
+		Logger:          log,
+		Callbacks: election.Callbacks{
+			OnStartedLeading: func(tctx context.Context) { childErr = superviseTerm(tctx, name, owner, argv, grace) },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	for {
+		childErr = nil
+		err := e.Run(sctx)
+		switch {
+		case sctx.Err() != nil:
+			return childExit(childErr)
+		case errors.Is(err, election.ErrLostLeadership):
+			fmt.Fprintf(os.Stderr, "dynalease: leadership of %q lost: %v\n", name, err)
+			if once {
+				return exit(exitLost, nil)
+			}
+		case err != nil:
+			return classify(err)
+		case once:
+			return childExit(childErr) // the command ended the term
+		}
+	}
+}
+
+// superviseTerm runs the command for one term: until it exits (which ends
+// the term) or the term's context ends (which stops its process group).
+func superviseTerm(ctx context.Context, name, owner string, argv []string, grace time.Duration) error {
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = append(os.Environ(), "DYNALEASE_LOCK="+name, "DYNALEASE_OWNER="+owner)
+	if tok, ok := election.TokenFromContext(ctx); ok {
+		child.Env = append(child.Env, "DYNALEASE_TOKEN="+strconv.FormatInt(tok, 10))
+	}
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		return exit(exitUsage, fmt.Errorf("starting %s: %w", argv[0], err))
+	}
+	pgid := child.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err := <-exited:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return err
+	case <-ctx.Done():
+		stopGroup(pgid, exited, grace)
+		return nil
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -310,4 +311,65 @@ func TestDynamoDBElectHandsOverOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Wait()
+}
+
+// release needs --force, prints what it releases, and is conditioned on
+// what it read; observe prints each change of holder.
+func TestDynamoDBReleaseAndObserve(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	obs := c.command("observe", "--interval=20ms", "--json", "job")
+	out := &syncBuffer{}
+	obs.Stdout = out
+	if err := obs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	holder := c.command("--owner=stuck", "run", "job", "--", "sh", "-c", `touch running; while true; do sleep 0.02; done`)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder runs", func() bool { return exists(c.file("running")) })
+	if got, code := c.run("release", "job"); code != 64 || !strings.Contains(got, "owner stuck") {
+		t.Fatalf("release without --force: %d %q", code, got)
+	}
+	if got, code := c.run("release", "job", "--force"); code != 0 || !strings.Contains(got, "released") {
+		t.Fatalf("release --force: %d %q", code, got)
+	}
+	// The holder finds its lock released by someone else and stops.
+	_ = holder.Wait()
+	if code := holder.ProcessState.ExitCode(); code != 74 {
+		t.Fatalf("the holder's run exit %d, want 74", code)
+	}
+	eventually(t, "observe saw held then released", func() bool {
+		s := out.String()
+		return strings.Contains(s, `"state":"held"`) && strings.Contains(s, `"state":"released"`)
+	})
+	_ = obs.Process.Signal(syscall.SIGINT)
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe after SIGINT: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("observe line %q: %v", line, err)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a command writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -372,4 +375,44 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// --metrics-addr serves the elector's metrics and probes.
+func TestDynamoDBElectServesMetricsAndProbes(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	cmd := c.command("--metrics-addr=127.0.0.1:0", "--lease=3s", "elect", "--retry=100ms", "--grace=500ms", "sched", "--", "sh", "-c", `while true; do sleep 0.02; done`)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	serving := regexp.MustCompile(`serving metrics on (http://\S+)/metrics`)
+	var base string
+	eventually(t, "the metrics server starts", func() bool {
+		m := serving.FindStringSubmatch(stderr.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	scrape := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	eventually(t, "the leader gauge is 1", func() bool {
+		_, body := scrape("/metrics")
+		return strings.Contains(body, `dynalease_election_leader{election="sched"} 1`)
+	})
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := scrape(p); code != http.StatusOK {
+			t.Fatalf("%s: %d %q", p, code, body)
+		}
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/health"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -85,6 +87,15 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if err != nil {
 		return exit(exitUsage, err)
 	}
+	m, err := serve(c.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	var recorder metrics.Election
+	if m != nil {
+		recorder = m.metrics.Election(name)
+	}
 	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	var childErr error // the command's end in the last term
@@ -98,6 +109,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		ReleaseOnCancel: true,
 		Fencing:         !c.noFencing,
 		Logger:          log,
+		Metrics:         recorder,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(tctx context.Context) { childErr = superviseTerm(tctx, name, owner, argv, grace) },
 			OnStoppedLeading: func() {},
@@ -106,6 +118,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if err != nil {
 		return exit(exitUsage, err)
 	}
+	m.health(health.Liveness(e, renew), health.Readiness(e, 3*retry))
 	for {
 		childErr = nil
 		err := e.Run(sctx)

@@ -60,7 +60,7 @@ refused.`,
 
 // lockClient builds the lock client for commands that take locks: the
 // safety margin covers the child's stop.
-func (c *common) lockClient(ctx context.Context, grace time.Duration) (*lock.Client, error) {
+func (c *common) lockClient(ctx context.Context, grace time.Duration, m *server, name string) (*lock.Client, error) {
 	log, err := c.logger()
 	if err != nil {
 		return nil, err
@@ -84,6 +84,9 @@ func (c *common) lockClient(ctx context.Context, grace time.Duration) (*lock.Cli
 	if c.owner != "" {
 		opts = append(opts, lock.WithOwnerName(c.owner))
 	}
+	if m != nil {
+		opts = append(opts, lock.WithMetrics(m.metrics.Locks(name)))
+	}
 	if !c.noFencing {
 		opts = append(opts, lock.WithFencing(c.fences()))
 	}
@@ -98,7 +101,12 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	lc, err := c.lockClient(ctx, grace)
+	m, err := serve(c.metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	lc, err := c.lockClient(ctx, grace, m, name)
 	if err != nil {
 		return err
 	}

@@ -335,7 +335,7 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 				resourcelock.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key + "-renewal"},
 				"ownerName":                      &types.AttributeValueMemberS{Value: "java-host"},
 				"recordVersionNumber":            &types.AttributeValueMemberS{Value: fmt.Sprint("stolen-", i)},
-				"leaseDuration":                  &types.AttributeValueMemberN{Value: "20000"},
+				"leaseDuration":                  &types.AttributeValueMemberS{Value: "20000"}, // milliseconds, as the Java client writes
 			},
 		}); err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -134,6 +133,18 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 			return classify(err)
 		case once:
 			return childExit(childErr) // the command ended the term
+		default:
+			// The command ended its own term and the record was released:
+			// let the others have a go before standing again, so a command
+			// that keeps failing does not spin or keep the leadership.
+			if childErr != nil {
+				fmt.Fprintln(os.Stderr, "dynalease: the command ended:", childErr)
+			}
+			select {
+			case <-sctx.Done():
+				return nil
+			case <-time.After(c.lease):
+			}
 		}
 	}
 }
@@ -143,11 +154,9 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 func superviseTerm(ctx context.Context, name, owner string, argv []string, grace time.Duration) error {
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(), "DYNALEASE_LOCK="+name, "DYNALEASE_OWNER="+owner)
-	if tok, ok := election.TokenFromContext(ctx); ok {
-		child.Env = append(child.Env, "DYNALEASE_TOKEN="+strconv.FormatInt(tok, 10))
-	}
-	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tok, _ := election.TokenFromContext(ctx)
+	child.Env = childEnv(name, owner, tok)
+	child.SysProcAttr = groupAttr()
 	if err := child.Start(); err != nil {
 		return exit(exitUsage, fmt.Errorf("starting %s: %w", argv[0], err))
 	}
@@ -156,7 +165,7 @@ func superviseTerm(ctx context.Context, name, owner string, argv []string, grace
 	go func() { exited <- child.Wait() }()
 	select {
 	case err := <-exited:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid)
 		return err
 	case <-ctx.Done():
 		stopGroup(pgid, exited, grace)

@@ -87,6 +87,9 @@ func newObserve(c *common) *cobra.Command {
 		Short: "Print each change of the lock's holder as it is seen, until interrupted",
 		Args:  exactArgs(1, "usage: dynalease observe NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval < 10*time.Millisecond {
+				return exit(exitUsage, fmt.Errorf("--interval %v: want at least 10ms", interval))
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			s, err := c.store(ctx)
@@ -104,8 +107,12 @@ func newObserve(c *common) *cobra.Command {
 					return nil
 				case errors.Is(err, resourcelock.ErrNotFound):
 					word, state = "none", "none"
-				case err != nil:
+				case resourcelock.Permanent(err):
 					return classify(err)
+				case err != nil:
+					// Transient (throttling, a timeout): say so once, keep
+					// observing.
+					word, state = "unknown", "unknown ("+err.Error()+")"
 				case it.Released:
 					word, state = "released", "released"
 				default:

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -122,7 +123,9 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 	if noWait {
 		l, err = lc.TryAcquire(actx, name)
 	} else {
-		l, err = lc.Acquire(actx, name)
+		// --wait longer than the holder's lease keeps waiting: the budget
+		// is the lease plus this much, and the context ends it at --wait.
+		l, err = lc.Acquire(actx, name, lock.WithAdditionalWait(wait))
 	}
 	if err != nil {
 		if actx.Err() != nil { // --wait ran out, or a signal stopped the wait
@@ -130,19 +133,21 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 		}
 		return classify(fmt.Errorf("acquiring %q: %w", name, err))
 	}
-	stop()
-	defer lc.Close(context.WithoutCancel(ctx))
-
-	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(), "DYNALEASE_LOCK="+name, "DYNALEASE_OWNER="+lc.Owner())
-	if tok := l.Token(); tok != 0 {
-		child.Env = append(child.Env, "DYNALEASE_TOKEN="+strconv.FormatInt(tok, 10))
-	}
-	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Take the signals over before the wait's handler lets them go, so
+	// none falls back to its default action in between.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	stop()
+	defer lc.Close(context.WithoutCancel(ctx))
+	if !l.IsHeld() { // a pause since Acquire may have cost the lock
+		return exit(exitLost, fmt.Errorf("lock %q lost before the command started: %v", name, l.Err()))
+	}
+
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = childEnv(name, lc.Owner(), l.Token())
+	child.SysProcAttr = groupAttr()
 	if err := child.Start(); err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return exit(exitUsage, fmt.Errorf("starting %s: %w", argv[0], err))
@@ -157,7 +162,7 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case werr := <-exited:
 			// Nothing of the command may outlive its hold on the lock.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killGroup(pgid)
 			if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 				fmt.Fprintln(os.Stderr, "dynalease: releasing:", rerr)
 			}
@@ -180,14 +185,45 @@ func stopGroup(pgid int, exited <-chan error, grace time.Duration) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-exited
 	}
+	killGroup(pgid)
+}
+
+// killGroup kills what is left of the process group and waits (a bounded
+// while) until none of it remains, so that a lock released next is not
+// overlapped by a dying grandchild. A process that left the group
+// (setsid, setpgid) or runs elsewhere (a container started by the
+// command) is beyond its reach.
+func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// childEnv is the command's environment: ours, with the lock's name, the
+// owner and (with fencing) the token, and no token inherited from a
+// parent dynalease when there is none.
+func childEnv(name, owner string, token int64) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DYNALEASE_TOKEN=") && !strings.HasPrefix(kv, "DYNALEASE_LOCK=") && !strings.HasPrefix(kv, "DYNALEASE_OWNER=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "DYNALEASE_LOCK="+name, "DYNALEASE_OWNER="+owner)
+	if token != 0 {
+		env = append(env, "DYNALEASE_TOKEN="+strconv.FormatInt(token, 10))
+	}
+	return env
 }
 
 // childExit turns the child's end into this process's exit: its code, or
 // 128 + the signal that killed it.
 func childExit(err error) error {
-	if err == nil {
-		return nil
+	var own *exitError
+	if err == nil || errors.As(err, &own) {
+		return err
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

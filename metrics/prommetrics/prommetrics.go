@@ -112,7 +112,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 		requests:     counter("dynalease_requests_total", "Store requests by operation and outcome (ok, condition_failed, throttled, timeout, error).", "scope", "name", "operation", "outcome"),
 		requestDur:   histogram("dynalease_request_duration_seconds", "Store request latency, the SDK's retries included.", requestBuckets, "scope", "name", "operation"),
-		guarded:      counter("dynalease_guarded_writes_total", "Guarded writes by outcome (committed, lock_lost, condition_failed, error).", "scope", "name", "outcome"),
+		guarded:      counter("dynalease_guarded_writes_total", "Guarded writes by outcome (committed, lock_lost, condition_failed, conflict, error), and conflict_retried per retry.", "scope", "name", "outcome"),
 		failing:      gauge("dynalease_failing", "1 while the library keeps retrying a failing request, else 0.", "scope", "name"),
 		failingSince: gauge("dynalease_failing_since_timestamp_seconds", "When the failure being retried began (Unix time); 0 when none.", "scope", "name"),
 

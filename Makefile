@@ -27,7 +27,7 @@ test-loaded:
 	scripts/test-loaded.sh
 
 demo:
-	$(DDB_LOCAL) run -- $(GO) run ./examples/leader/demo
+	$(DDB_LOCAL) run -- sh -c '$(GO) run ./examples/leader/demo && GO=$(GO) scripts/demo-cli.sh'
 
 bench:
 	$(DDB_LOCAL) run -- $(GO) run ./bench

@@ -258,6 +258,7 @@ func TestDynamoDBBadInput(t *testing.T) {
 		{[]string{"run", "job"}, nil, 64},
 		{[]string{"run", "job", "true"}, nil, 64},
 		{[]string{"run", "--lease=2s", "--grace=5s", "job", "--", "true"}, nil, 64},
+		{[]string{"--lease=2s", "elect", "--grace=500ms", "job", "--", "true"}, nil, 64},
 		{[]string{"run", "job", "--", "true"}, []string{"DYNALEASE_TABLE=no-such-table"}, 69},
 		{[]string{"list"}, []string{"DYNALEASE_ENDPOINT=http://127.0.0.1:1"}, 69},
 	} {

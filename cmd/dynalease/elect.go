@@ -61,9 +61,13 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if retry == 0 {
 		retry = max(c.lease/10, election.MinRetryPeriod)
 	}
+	// The renew deadline leaves grace + noticeSlack before others may take
+	// over (the command is stopped by then), and must itself give a
+	// stopping command grace + noticeSlack to return, so that a handover
+	// releases the record.
 	renew := c.lease - grace - noticeSlack
-	if renew <= 2*retry {
-		return exit(exitUsage, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: the renew deadline (lease − grace − %v) must exceed two retries", c.lease, grace, retry, noticeSlack))
+	if renew < grace+noticeSlack || renew <= 2*retry {
+		return exit(exitUsage, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: want lease ≥ 2 × (grace + %v) and a renew deadline (lease − grace − %v) over two retries", c.lease, grace, retry, noticeSlack, noticeSlack))
 	}
 	log, err := c.logger()
 	if err != nil {

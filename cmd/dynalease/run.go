@@ -196,7 +196,7 @@ func stopGroup(pgid int, exited <-chan error, grace time.Duration) {
 func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
+	for groupAlive(pgid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

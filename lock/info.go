@@ -26,6 +26,11 @@ type Info struct {
 	Attributes map[string]types.AttributeValue
 	// Acquisitions counts the acquisitions recorded in the row.
 	Acquisitions int64
+	// Token is the row's fencing token, 0 when it has none (never fenced).
+	Token int64
+	// RenewTime is the writer's wall-clock time of the row's last write,
+	// as written: informational only, never used for timing.
+	RenewTime time.Time
 	// Err is set for a row that could not be decoded; only Key and SortKey
 	// are meaningful then.
 	Err error
@@ -42,6 +47,8 @@ func infoOf(it resourcelock.Item, err error) Info {
 		Data:          it.Data,
 		Attributes:    it.Attributes,
 		Acquisitions:  it.LeaderTransitions,
+		Token:         it.FencingToken(),
+		RenewTime:     it.RenewTime,
 		Err:           err,
 	}
 }

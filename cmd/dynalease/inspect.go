@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,13 +24,19 @@ type lockJSON struct {
 	LeaseMillis  int64  `json:"lease_ms"`
 	Released     bool   `json:"released"`
 	Acquisitions int64  `json:"acquisitions"`
+	Token        int64  `json:"token,omitempty"`
+	RenewTime    string `json:"renew_time,omitempty"`
 	Data         string `json:"data,omitempty"`
 	Error        string `json:"error,omitempty"`
 }
 
 func toJSON(in lock.Info) lockJSON {
 	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.Owner, RVN: in.RVN,
-		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data)}
+		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data),
+		Token: in.Token}
+	if !in.RenewTime.IsZero() {
+		out.RenewTime = in.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
 	if in.Err != nil {
 		out.Error = in.Err.Error()
 	}
@@ -109,13 +116,17 @@ func print(infos []lock.Info, asJSON bool) error {
 		return enc.Encode(out)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tOWNER\tLEASE\tRELEASED\tACQUISITIONS\tRVN")
+	fmt.Fprintln(w, "NAME\tOWNER\tLEASE\tRELEASED\tTOKEN\tLAST WRITE (writer's clock)\tRVN\tDATA")
 	for _, in := range infos {
 		if in.Err != nil {
-			fmt.Fprintf(w, "%s\t(unreadable: %v)\t\t\t\t\n", in.Key, in.Err)
+			fmt.Fprintf(w, "%s\t(unreadable: %v)\t\t\t\t\t\t\n", in.Key, in.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\n", in.Key, in.Owner, in.LeaseDuration, in.Released, in.Acquisitions, in.RVN)
+		last := "-"
+		if !in.RenewTime.IsZero() {
+			last = time.Since(in.RenewTime).Round(time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, in.Owner, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
 	}
 	return w.Flush()
 }

@@ -4,6 +4,7 @@
 // Exit codes (also in --help):
 //
 //	the child's own   run: the command ran and exited with this code
+//	1                 get, release: no such lock
 //	64                usage error (unknown flag, missing command)
 //	69                DynamoDB unreachable, or the table missing or of another schema
 //	73                the lock was not acquired (held by another owner; --no-wait or --wait ran out)

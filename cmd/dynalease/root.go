@@ -56,9 +56,10 @@ AWS credentials and region come from the SDK's standard chain (environment,
 AWS_PROFILE, instance or pod role). Flags fall back to the environment
 variables named in their help.
 
-Exit codes: the command's own when it ran; 64 usage error; 69 DynamoDB
-unreachable, or the table missing or of another schema; 73 lock not
-acquired; 74 lock lost while the command ran.`,
+Exit codes: the command's own when it ran; 1 no such lock (get, release);
+64 usage error; 69 DynamoDB unreachable, or the table missing or of another
+schema; 73 lock not acquired (run), or changed before release --force could
+write; 74 lock lost while the command ran.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -417,3 +417,48 @@ func TestDynamoDBElectServesMetricsAndProbes(t *testing.T) {
 		}
 	}
 }
+
+// elect --once whose term is stolen stops its command and exits 74; a
+// table with another key schema is refused with 69.
+func TestDynamoDBElectOnceLosesAStolenTerm(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	cmd := c.command("--lease=3s", "elect", "--once", "--retry=100ms", "--grace=500ms", "sched", "--",
+		"sh", "-c", `echo $$ > child; while true; do sleep 0.02; done`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the command runs", func() bool { return exists(c.file("child")) })
+	if _, err := c.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: map[string]types.AttributeValue{
+		"key": &types.AttributeValueMemberS{Value: "sched"}, "ownerName": &types.AttributeValueMemberS{Value: "thief"},
+		"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"}, "leaseDuration": &types.AttributeValueMemberS{Value: "60000"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 74 {
+		t.Fatalf("elect --once after a stolen term: exit %d, want 74", code)
+	}
+	b, _ := os.ReadFile(c.file("child"))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == 0 || syscall.Kill(pid, 0) == nil {
+		t.Fatalf("the command (pid %d) outlived the term", pid)
+	}
+
+	// A table keyed by another attribute.
+	other := fmt.Sprintf("cli-other-%d", time.Now().UnixNano())
+	if _, err := c.raw.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(other),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--table=" + other, "run", "job", "--", "true"}, {"--table=" + other, "--no-fencing", "create-table"}} {
+		out, code := c.run(args...)
+		if code != 69 || len(strings.Split(strings.TrimSpace(out), "\n")) != 1 {
+			t.Errorf("%v on a table of another schema: exit %d, output %q; want 69 and one line", args, code, out)
+		}
+	}
+}

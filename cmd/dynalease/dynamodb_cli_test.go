@@ -462,3 +462,40 @@ func TestDynamoDBElectOnceLosesAStolenTerm(t *testing.T) {
 		}
 	}
 }
+
+// run --metrics-addr serves the lock client's metrics and probes.
+func TestDynamoDBRunServesMetricsAndProbes(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	cmd := c.command("--metrics-addr=127.0.0.1:0", "run", "job", "--", "sh", "-c", `while true; do sleep 0.02; done`)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	serving := regexp.MustCompile(`serving metrics on (http://\S+)/metrics`)
+	var base string
+	eventually(t, "the metrics server starts", func() bool {
+		if m := serving.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	eventually(t, "ready once the lock is held", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="job"} 1`) {
+		t.Fatalf("metrics without the held lock:\n%s", body)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+}

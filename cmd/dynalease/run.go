@@ -140,6 +140,14 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 	defer signal.Stop(sigs)
 	stop()
 	defer lc.Close(context.WithoutCancel(ctx))
+	// /healthz: this supervisor runs; /readyz: it holds the lock.
+	m.health(checker{name: "dynalease-run", check: func() error { return nil }},
+		checker{name: "lock-held", check: func() error {
+			if !l.IsHeld() {
+				return fmt.Errorf("lock %q not held: %v", name, l.Err())
+			}
+			return nil
+		}})
 	if !l.IsHeld() { // a pause since Acquire may have cost the lock
 		return exit(exitLost, fmt.Errorf("lock %q lost before the command started: %v", name, l.Err()))
 	}

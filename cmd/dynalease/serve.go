@@ -44,7 +44,7 @@ func serve(addr string) (*server, error) {
 	return s, nil
 }
 
-// health adds the elector's probes.
+// health adds the probes.
 func (s *server) health(live, ready health.Checker) {
 	if s == nil {
 		return
@@ -52,6 +52,15 @@ func (s *server) health(live, ready health.Checker) {
 	s.mux.Handle("/healthz", health.Handler(live))
 	s.mux.Handle("/readyz", health.Handler(ready))
 }
+
+// checker is a health.Checker from a function.
+type checker struct {
+	name  string
+	check func() error
+}
+
+func (c checker) Name() string              { return c.name }
+func (c checker) Check(*http.Request) error { return c.check() }
 
 func (s *server) close() {
 	if s != nil {

@@ -71,7 +71,7 @@ write; 74 lock lost while the command ran.`,
 	f.StringVar(&c.region, "region", envOr("DYNALEASE_REGION", ""), "AWS region; the SDK's when empty (DYNALEASE_REGION)")
 	f.StringVar(&c.owner, "owner", envOr("DYNALEASE_OWNER", ""), "owner name written into locks; host name and a UUID when empty (DYNALEASE_OWNER)")
 	f.DurationVar(&c.lease, "lease", envDuration("DYNALEASE_LEASE", lock.DefaultLeaseDuration), "lease duration (DYNALEASE_LEASE)")
-	f.DurationVar(&c.heartbeat, "heartbeat", envDuration("DYNALEASE_HEARTBEAT", 0), "heartbeat period; lease/4 when 0 (DYNALEASE_HEARTBEAT)")
+	f.DurationVar(&c.heartbeat, "heartbeat", envDuration("DYNALEASE_HEARTBEAT", 0), "heartbeat period of run; lease/4 when 0 (elect renews every --retry) (DYNALEASE_HEARTBEAT)")
 	f.DurationVar(&c.requestTimeout, "request-timeout", envDuration("DYNALEASE_REQUEST_TIMEOUT", 2*time.Second), "bound on each request (DYNALEASE_REQUEST_TIMEOUT)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", envOr("DYNALEASE_METRICS_ADDR", ""), "for run and elect: serve /metrics, /healthz and /readyz here, e.g. :9090 (DYNALEASE_METRICS_ADDR)")
 	f.StringVar(&c.logLevel, "log-level", envOr("DYNALEASE_LOG_LEVEL", "error"), "error, info or debug (DYNALEASE_LOG_LEVEL)")

@@ -382,31 +382,7 @@ func (s *syncBuffer) String() string {
 func TestDynamoDBElectServesMetricsAndProbes(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	cmd := c.command("--metrics-addr=127.0.0.1:0", "--lease=3s", "elect", "--retry=100ms", "--grace=500ms", "sched", "--", "sh", "-c", `while true; do sleep 0.02; done`)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	serving := regexp.MustCompile(`serving metrics on (http://\S+)/metrics`)
-	var base string
-	eventually(t, "the metrics server starts", func() bool {
-		m := serving.FindStringSubmatch(stderr.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	})
-	scrape := func(path string) (int, string) {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	_, scrape := startServing(t, c, "--lease=3s", "elect", "--retry=100ms", "--grace=500ms", "sched", "--", "sh", "-c", `while true; do sleep 0.02; done`)
 	eventually(t, "the leader gauge is 1", func() bool {
 		_, body := scrape("/metrics")
 		return strings.Contains(body, `dynalease_election_leader{election="sched"} 1`)
@@ -467,13 +443,27 @@ func TestDynamoDBElectOnceLosesAStolenTerm(t *testing.T) {
 func TestDynamoDBRunServesMetricsAndProbes(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	cmd := c.command("--metrics-addr=127.0.0.1:0", "run", "job", "--", "sh", "-c", `while true; do sleep 0.02; done`)
+	_, get := startServing(t, c, "run", "job", "--", "sh", "-c", `while true; do sleep 0.02; done`)
+	eventually(t, "ready once the lock is held", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="job"} 1`) {
+		t.Fatalf("metrics without the held lock:\n%s", body)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+}
+
+// startServing starts the command with --metrics-addr on a free port and
+// returns it with a function that GETs a path of its server.
+func startServing(t *testing.T, c *cli, args ...string) (*exec.Cmd, func(path string) (int, string)) {
+	t.Helper()
+	cmd := c.command(append([]string{"--metrics-addr=127.0.0.1:0"}, args...)...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 	serving := regexp.MustCompile(`serving metrics on (http://\S+)/metrics`)
 	var base string
 	eventually(t, "the metrics server starts", func() bool {
@@ -482,7 +472,7 @@ func TestDynamoDBRunServesMetricsAndProbes(t *testing.T) {
 		}
 		return base != ""
 	})
-	get := func(path string) (int, string) {
+	return cmd, func(path string) (int, string) {
 		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
@@ -490,12 +480,5 @@ func TestDynamoDBRunServesMetricsAndProbes(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
-	}
-	eventually(t, "ready once the lock is held", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
-	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="job"} 1`) {
-		t.Fatalf("metrics without the held lock:\n%s", body)
-	}
-	if code, _ := get("/healthz"); code != http.StatusOK {
-		t.Fatalf("/healthz %d", code)
 	}
 }

@@ -38,12 +38,7 @@ leadership over at once (the record is marked released).
 The renew deadline is the lease minus --grace minus one second, so the
 command is stopped before another candidate may take over; a lease too short
 for that is refused.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
-				return exit(exitUsage, errors.New("usage: dynalease elect NAME -- COMMAND [ARGS...]"))
-			}
-			return nil
-		},
+		Args: nameThenCommand("usage: dynalease elect NAME -- COMMAND [ARGS...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.elect(cmd.Context(), args[0], args[1:], grace, retry, once)
 		},

@@ -43,12 +43,7 @@ at once, SIGKILL after --grace, and run exits 74. The lock's safety margin is
 set to --grace plus one second, so the group is stopped before any other
 owner may take the lock over; settings that leave no room for that are
 refused.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
-				return exit(exitUsage, errors.New("usage: dynalease run NAME -- COMMAND [ARGS...]"))
-			}
-			return nil
-		},
+		Args: nameThenCommand("usage: dynalease run NAME -- COMMAND [ARGS...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.runCommand(cmd.Context(), args[0], args[1:], wait, noWait, grace)
 		},
@@ -241,4 +236,14 @@ func childExit(err error) error {
 		return exit(ee.ExitCode(), nil)
 	}
 	return exit(exitUnavailable, err)
+}
+
+// nameThenCommand accepts exactly NAME -- COMMAND [ARGS...].
+func nameThenCommand(usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
+			return exit(exitUsage, errors.New(usage))
+		}
+		return nil
+	}
 }

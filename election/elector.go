@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -30,8 +31,7 @@ type Elector struct {
 	current *term  // the term of the last Run that led, nil before
 	leader  string // holder last observed, "" when none
 
-	lastErr      error     // the failure the loop keeps retrying, nil once a request succeeds
-	lastErrSince time.Time // when lastErr (of this kind) first occurred
+	failing *rvnlease.Failing // the failure the loop keeps retrying, and since when
 
 	// carried is what a Run that gave up campaigning leaves to the next:
 	// only Run touches it, and Runs do not overlap.
@@ -77,6 +77,7 @@ func New(cfg Config) (*Elector, error) {
 		log:      log,
 		identity: cfg.Lock.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
+		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
 	}, nil
 }
 
@@ -207,9 +208,7 @@ func (e *Elector) term() *term {
 // an alert uses it to tell "cannot reach the lock" from "another candidate
 // leads". Errors that end Run are returned by Run, and also kept here.
 func (e *Elector) LastError() (err error, since time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.lastErr, e.lastErrSince
+	return e.failing.Last()
 }
 
 // observeRequest reports one request to the lock to the metrics.
@@ -218,31 +217,7 @@ func (e *Elector) observeRequest(op string, err error, d time.Duration) {
 }
 
 // noteError records the outcome of a round: err nil clears the last error.
-// It logs an error the first time it occurs and when it changes or clears,
-// not on every round.
-func (e *Elector) noteError(err error) {
-	e.mu.Lock()
-	prev := e.lastErr
-	switch {
-	case err == nil:
-		e.lastErr, e.lastErrSince = nil, time.Time{}
-	case prev == nil:
-		e.lastErr, e.lastErrSince = err, e.clk.Now()
-	default:
-		e.lastErr = err
-	}
-	since := e.lastErrSince
-	e.mu.Unlock()
-	if err != nil || prev != nil {
-		e.cfg.Metrics.Failing(err, since)
-	}
-	switch {
-	case err != nil && (prev == nil || prev.Error() != err.Error()):
-		e.log.Error(err, "request to the lock failed; retrying")
-	case err == nil && prev != nil:
-		e.log.Info("requests to the lock succeed again")
-	}
-}
+func (e *Elector) noteError(err error) { e.failing.Note(err) }
 
 // forgetSelfAsLeader stops naming this candidate as the leader once its
 // term has ended: who leads now is unknown until the next observation.

@@ -211,10 +211,10 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 func (at *acquireCall) noteError(res rvnlease.Result) error {
 	if res.Outcome != rvnlease.Unknown {
 		at.lastErr = nil
-		at.c.failing.note(nil)
+		at.c.failing.Note(nil)
 		return nil
 	}
-	at.c.failing.note(res.Err)
+	at.c.failing.Note(res.Err)
 	if at.try {
 		return fmt.Errorf("lock %q: %w", at.key, res.Err)
 	}

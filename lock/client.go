@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -26,7 +24,7 @@ type Client struct {
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
 	seen     *observations
-	failing  failing
+	failing  *rvnlease.Failing   // the failure its acquire rounds and heartbeats keep meeting
 	engine   [2]*rvnlease.Config // the engine's settings: [0] plain, [1] OnlyIfExists
 	sched    *scheduler
 
@@ -100,7 +98,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     newObservations(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
-	c.failing.m, c.failing.clk, c.failing.log = cfg.metrics, cfg.clock, c.log
+	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
 		c.sched = newScheduler(c)
@@ -264,41 +262,4 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// failing tracks the failure the client keeps meeting in its acquire rounds
-// and heartbeats, and since when, for the metrics.
-type failing struct {
-	m   metrics.Locks
-	clk clockutil.Clock
-	log logr.Logger
-
-	mu    sync.Mutex
-	err   error
-	since time.Time
-}
-
-// note records the outcome of a request: nil once one succeeds. It logs
-// at error level when a failure starts or changes, and once when requests
-// succeed again; not on every retry.
-func (f *failing) note(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	prev := f.err
-	switch {
-	case err == nil && prev == nil:
-		return
-	case err == nil:
-		f.err, f.since = nil, time.Time{}
-		f.log.Info("requests to the lock table succeed again")
-	case prev == nil:
-		f.err, f.since = err, f.clk.Now()
-		f.log.Error(err, "a request to the lock table failed; retrying")
-	default:
-		f.err = err
-		if prev.Error() != err.Error() {
-			f.log.Error(err, "a request to the lock table failed; retrying", "failingFor", f.clk.Since(f.since).String())
-		}
-	}
-	f.m.Failing(f.err, f.since)
 }

@@ -59,7 +59,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	switch {
 	case w.Landed:
 		l.c.cfg.metrics.Heartbeat(metrics.OK, d)
-		l.c.failing.note(nil)
+		l.c.failing.Note(nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
@@ -70,7 +70,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		return l.err
 	default:
 		l.c.cfg.metrics.Heartbeat(metrics.Error, d)
-		l.c.failing.note(w.Err)
+		l.c.failing.Note(w.Err)
 		l.lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}

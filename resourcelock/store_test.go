@@ -40,7 +40,7 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 // Both stores of this package return the row a failed condition found, so
 // a writer settles the write without reading; the conformance suite only
 // checks that a row, when returned, is the right one.
-func TestStoresReturnTheRowOnConflict(t *testing.T) {
+func TestDynamoDBAndMemoryStoresReturnTheRowOnConflict(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
 	stores := map[string]func(t *testing.T) resourcelock.Store{

@@ -113,6 +113,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// steal writes another owner's row over name, as an AWS Java client's
+// takeover would.
+func (c *cli) steal(name string) {
+	c.t.Helper()
+	if _, err := c.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: map[string]types.AttributeValue{
+		"key": &types.AttributeValueMemberS{Value: name}, "ownerName": &types.AttributeValueMemberS{Value: "thief"},
+		"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"}, "leaseDuration": &types.AttributeValueMemberS{Value: "60000"},
+	}}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // row returns the lock row's owner and released flag.
 func (c *cli) row(name string) (string, bool) {
 	out, err := c.raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(c.table),
@@ -203,13 +215,7 @@ func TestDynamoDBRunStopsTheProcessGroupWhenTheLockIsLost(t *testing.T) {
 	eventually(t, "the grandchild starts", func() bool { b, _ := os.ReadFile(c.file("grandchild")); return len(bytes.TrimSpace(b)) > 0 })
 	b, _ := os.ReadFile(c.file("grandchild"))
 	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// Another owner writes over the row (a Java client's takeover).
-	if _, err := c.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: map[string]types.AttributeValue{
-		"key": &types.AttributeValueMemberS{Value: "job"}, "ownerName": &types.AttributeValueMemberS{Value: "thief"},
-		"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"}, "leaseDuration": &types.AttributeValueMemberS{Value: "60000"},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	c.steal("job") // another owner (a Java client) writes over the row
 	stolen := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -405,12 +411,7 @@ func TestDynamoDBElectOnceLosesAStolenTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the command runs", func() bool { return exists(c.file("child")) })
-	if _, err := c.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: map[string]types.AttributeValue{
-		"key": &types.AttributeValueMemberS{Value: "sched"}, "ownerName": &types.AttributeValueMemberS{Value: "thief"},
-		"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"}, "leaseDuration": &types.AttributeValueMemberS{Value: "60000"},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	c.steal("sched") // another owner (a Java client) writes over the row
 	_ = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 74 {
 		t.Fatalf("elect --once after a stolen term: exit %d, want 74", code)

@@ -1,0 +1,37 @@
+package rvnlease
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestFailingKeepsTheStartOfAFailureUntilItClears(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	var reports []string
+	f := NewFailing(fc, logr.Discard(), func(err error, since time.Time) {
+		if err == nil {
+			reports = append(reports, "cleared")
+			return
+		}
+		reports = append(reports, err.Error()+"@"+since.Sub(t0).String())
+	})
+	f.Note(nil) // nothing failing: nothing to report
+	f.Note(errors.New("refused"))
+	fc.Step(time.Second)
+	f.Note(errors.New("throttled")) // still failing, since the first
+	if err, since := f.Last(); err == nil || err.Error() != "throttled" || !since.Equal(t0) {
+		t.Fatalf("Last = %v since %v, want the latest error since the first", err, since)
+	}
+	f.Note(nil)
+	if err, since := f.Last(); err != nil || !since.IsZero() {
+		t.Fatalf("Last after a success = %v since %v", err, since)
+	}
+	if got := strings.Join(reports, " "); got != "refused@0s throttled@0s cleared" {
+		t.Fatalf("reports %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package clockutil
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,5 +198,37 @@ func TestWithTimeoutOnRealClock(t *testing.T) {
 	<-ctx.Done()
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), ErrTimeout) {
 		t.Fatalf("err = %v, cause = %v", ctx.Err(), context.Cause(ctx))
+	}
+}
+
+func TestJitterAndAddSaturateInsteadOfWrapping(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	for _, d := range []time.Duration{huge, huge - 1, huge / 2, huge/6*5 + 1} {
+		for i := 0; i < 1000; i++ {
+			if j := Jittered(d); j < d {
+				t.Fatalf("Jittered(%v) = %v: wrapped below the period", d, j)
+			}
+		}
+		if m := MaxJittered(d); m < d {
+			t.Fatalf("MaxJittered(%v) = %v: wrapped below the period", d, m)
+		}
+	}
+	if got := MaxJittered(huge); got != huge {
+		t.Fatalf("MaxJittered(max) = %v, want the largest duration", got)
+	}
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{time.Second, 2 * time.Second}, 3 * time.Second},
+		{[]time.Duration{huge, time.Nanosecond}, huge},
+		{[]time.Duration{time.Hour, huge, time.Hour}, huge},
+		{[]time.Duration{huge, -time.Second}, huge - time.Second},
+		{[]time.Duration{math.MinInt64, -time.Second}, math.MinInt64},
+	} {
+		if got := Add(c.in...); got != c.want {
+			t.Errorf("Add(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

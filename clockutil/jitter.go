@@ -2,6 +2,7 @@ package clockutil
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -12,18 +13,47 @@ import (
 // period) use MaxJittered rather than repeating the factor.
 const JitterFactor = 0.2
 
-// Jittered returns a duration chosen uniformly in [d, (1+JitterFactor)·d].
-// A non-positive d is returned unchanged.
+// Jittered returns a duration chosen uniformly in [d, MaxJittered(d)]. A
+// non-positive d is returned unchanged. The result never overflows: near
+// the largest duration it saturates there.
 func Jittered(d time.Duration) time.Duration {
 	if d <= 0 {
 		return d
 	}
-	return d + time.Duration(rand.Float64()*JitterFactor*float64(d))
+	return Add(d, time.Duration(rand.Float64()*JitterFactor*float64(d)))
 }
 
-// MaxJittered returns the longest duration Jittered(d) can return.
+// MaxJittered returns the longest duration Jittered(d) can return:
+// (1+JitterFactor)·d, or the largest duration when that overflows.
 func MaxJittered(d time.Duration) time.Duration {
-	return d + time.Duration(JitterFactor*float64(d))
+	if d <= 0 {
+		return d
+	}
+	extra := JitterFactor * float64(d)
+	if extra >= float64(math.MaxInt64-d) {
+		return math.MaxInt64
+	}
+	return d + time.Duration(extra)
+}
+
+// Add returns the sum of durations that are each non-negative, saturated at
+// the largest duration instead of wrapping around to a negative one. Every
+// sum of caller-supplied durations in dynalease goes through it, so that an
+// option such as math.MaxInt64 ("for ever") means a very long time rather
+// than a negative one. A negative term is added as it is.
+func Add(ds ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		switch {
+		case d > 0 && sum > math.MaxInt64-d:
+			sum = math.MaxInt64
+		case d < 0 && sum < math.MinInt64-d:
+			sum = math.MinInt64
+		default:
+			sum += d
+		}
+	}
+	return sum
 }
 
 // Every calls f, then waits and calls it again, until ctx is done. The wait

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/dynalease/dynalease/clockutil"
@@ -145,7 +144,7 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 		case at.deadline.IsZero() && at.lastErr != nil:
 			// No answer has named a holder yet: the budget a holder with
 			// this client's own lease would get.
-			at.deadline = at.start.Add(saturatedAdd(c.cfg.lease, at.cfg.additionalWait))
+			at.deadline = at.start.Add(clockutil.Add(c.cfg.lease, at.cfg.additionalWait))
 		}
 		if !at.deadline.IsZero() && !now.Before(at.deadline) && !due {
 			if err := at.giveUp(now, held, obs); err != nil {
@@ -234,18 +233,9 @@ func (at *acquireCall) extendDeadline(obs rvnlease.Observation) {
 			at.budgetFrom = at.start
 		}
 	}
-	if d := at.budgetFrom.Add(saturatedAdd(obs.Lease, at.cfg.additionalWait)); d.After(at.deadline) {
+	if d := at.budgetFrom.Add(clockutil.Add(obs.Lease, at.cfg.additionalWait)); d.After(at.deadline) {
 		at.deadline = d
 	}
-}
-
-// saturatedAdd returns a+b for non-negative durations, or the largest
-// duration when the sum overflows.
-func saturatedAdd(a, b time.Duration) time.Duration {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
 }
 
 func (at *acquireCall) sleep(ctx context.Context, d time.Duration) error {

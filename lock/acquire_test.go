@@ -319,6 +319,10 @@ func TestClientOptionValidation(t *testing.T) {
 		"refresh of 1 ns":           {WithRefreshPeriod(time.Nanosecond)},
 		"heartbeat below the floor": {WithHeartbeatPeriod(MinHeartbeatPeriod - 1)},
 		"request timeout of 1 ns":   {WithRequestTimeout(time.Nanosecond)},
+		// Review issue, bug 5: sums that overflowed passed.
+		"request timeout of for ever": {WithRequestTimeout(math.MaxInt64)},
+		"heartbeat of for ever":       {WithHeartbeatPeriod(math.MaxInt64)},
+		"both near for ever":          {WithHeartbeatPeriod(math.MaxInt64 / 2), WithRequestTimeout(math.MaxInt64/2 + 1)},
 	} {
 		_, err := NewFromStore(store, opts...)
 		var oe *OptionError
@@ -361,6 +365,41 @@ func TestARowNamingThisOwnerFromAnEarlierProcessIsWaitedOut(t *testing.T) {
 
 // Bug 8 of the engine issue: WithAdditionalWait(math.MaxInt64) overflowed
 // and Acquire gave up at once. It now waits as long as the holder renews.
+// Review issue, bug 5: each option that the sum rule refuses is named, the
+// one that alone breaks it first.
+func TestOverlongTimeoutsNameTheirOption(t *testing.T) {
+	store := resourcelock.NewMemoryStore()
+	for want, opts := range map[string][]Option{
+		"WithRequestTimeout":  {WithRequestTimeout(math.MaxInt64)},
+		"WithHeartbeatPeriod": {WithHeartbeatPeriod(math.MaxInt64)},
+	} {
+		_, err := NewFromStore(store, opts...)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != want {
+			t.Errorf("%s(max) = %v, want an OptionError naming %s", want, err, want)
+		}
+	}
+}
+
+// Review issue, bug 6: a refresh period near the largest duration waits
+// (for ever, here) instead of wrapping to a negative wait and polling in a
+// tight loop while the clock stands still.
+func TestHugeRefreshPeriodWaitsInsteadOfSpinning(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	_, errs := f.acquireAsync("k", WithRefreshPeriodFor(math.MaxInt64))
+	f.waitIdle("acquire")
+	if n := len(f.ops()); n != 2 {
+		t.Fatalf("Acquire sent %d requests before waiting, want 2 (a create, the read settling it): %s", n, summarize(f.ops()))
+	}
+	f.freeRun()
+	select {
+	case err := <-errs:
+		t.Fatalf("Acquire returned without the clock moving: %v", err)
+	default:
+	}
+}
+
 func TestAdditionalWaitSaturates(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 4 * time.Second

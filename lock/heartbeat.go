@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/clockutil"
+
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -131,7 +133,7 @@ func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Recor
 func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourcelock.WriteOptions {
 	o := resourcelock.WriteOptions{Attributes: attrs}
 	if c.cfg.ttlSlack > 0 {
-		o.Expires = time.Now().Add(c.cfg.lease + c.cfg.ttlSlack)
+		o.Expires = time.Now().Add(clockutil.Add(c.cfg.lease, c.cfg.ttlSlack))
 	}
 	return o
 }

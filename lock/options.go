@@ -197,7 +197,10 @@ func (c config) validate() error {
 		return invalid("WithSafetyMargin", "safety margin %v must be at least %v (MinSafetyMargin) and below the lease %v", c.margin, MinSafetyMargin(c.lease), c.lease)
 	case c.requestTimeout < MinRequestTimeout:
 		return invalid("WithRequestTimeout", "request timeout %v is below %v", c.requestTimeout, MinRequestTimeout)
-	case c.heartbeat+c.requestTimeout > (c.lease-c.margin)/2:
+	case c.requestTimeout > (c.lease-c.margin)/2:
+		return invalid("WithRequestTimeout", "request timeout %v must be at most (lease %v − margin %v) / 2 = %v, less the heartbeat period",
+			c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
+	case clockutil.Add(c.heartbeat, c.requestTimeout) > (c.lease-c.margin)/2:
 		return invalid("WithHeartbeatPeriod", "heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
 			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
 	case c.refresh < MinRefreshPeriod:

@@ -25,8 +25,15 @@ const (
 // OnStartedLeading starts (in its own goroutine) when this candidate becomes
 // leader; when the term ends its context is cancelled, OnStoppedLeading runs,
 // and Run returns once OnStartedLeading has returned too. OnStoppedLeading
-// runs only after a term this Run led: a candidate that never led gets no
-// OnStoppedLeading.
+// runs only after a term whose OnStartedLeading was called: a candidate
+// that never led gets no OnStoppedLeading.
+//
+// OnStartedLeading is never called for a term whose validity has already
+// passed (the process paused between the acquiring write and the start of
+// the work, or the fencing request was slow): Run then releases the record
+// and returns an error wrapping ErrLostLeadership. Its context can still
+// end at any moment after the call, a pause included, so the work checks it
+// before each action it must not take without leadership.
 type Callbacks struct {
 	// OnStartedLeading runs the leader's work. Required. Its context is
 	// cancelled the moment the term ends: at the latest when ValidUntil

@@ -249,7 +249,8 @@ func (e *Elector) setLeader(holder string) {
 // It returns ctx's error when ctx ended the Run, whether or not a term had
 // started; an error wrapping ErrLostLeadership when a term ended without
 // being asked to (no renewal confirmed in time, or the record was taken,
-// released or deleted by someone else); and nil when OnStartedLeading
+// released or deleted by someone else), or ended before its work could
+// start (see Callbacks); and nil when OnStartedLeading
 // returned by itself. In every case Run returns only after OnStartedLeading
 // has returned. Run may then be called again to stand again; concurrent
 // Runs of one Elector are refused with ErrRunning.

@@ -190,3 +190,46 @@ func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
 	}
 	h.noEvent()
 }
+
+// pausingFence stands for a process paused while its fencing request was
+// under way: Fence calls pause (which the test uses to move the clock) and
+// then answers as the fence would have.
+type pausingFence struct {
+	*fencingLock
+	pause func()
+}
+
+func (f *pausingFence) faulty() *rlt.Faulty { return f.Faulty }
+
+func (f *pausingFence) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
+	f.pause()
+	return f.fencingLock.Fence(context.WithoutCancel(ctx), acquisitionID)
+}
+
+// Review issue, bug 1: a candidate that won, and was then paused past its
+// term's validity before the term started (here inside the fencing
+// request), never starts the leader's work: OnStartedLeading is not called
+// for a term that has already ended (nor OnStoppedLeading), Run reports the
+// lost leadership, and the record is released so that nobody waits a lease
+// for it.
+func TestATermThatEndedBeforeItStartedNeverRunsTheWork(t *testing.T) {
+	h := newHarness(t, func(hh *harness, c *Config) {
+		mem := hh.store.Lock(lockName, c.Lock.Identity())
+		c.Lock = &pausingFence{fencingLock: &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem},
+			pause: func() { hh.step(lease) }}
+		c.Fencing = true
+	})
+	h.freeRun()
+	h.start()
+	err := h.result()
+	if !errors.Is(err, ErrLostLeadership) {
+		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	}
+	h.noEvent()
+	if h.e.IsLeader() || h.e.Leader() != "" {
+		t.Fatalf("IsLeader %v, Leader %q after a term that never started", h.e.IsLeader(), h.e.Leader())
+	}
+	if rec := h.record(); !rec.Released {
+		t.Fatalf("record %+v left held, want released", rec)
+	}
+}

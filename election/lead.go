@@ -17,7 +17,11 @@ import (
 // lead runs one term, from a confirmed acquisition valid until validUntil,
 // to its end.
 //
-//  1. Start OnStartedLeading in its own goroutine with the term's context.
+//  1. Start OnStartedLeading in its own goroutine with the term's context,
+//     unless the term's validity has already passed (a pause since the
+//     acquiring write was sent, or a slow fencing request): such a term
+//     never starts its work, is not reported to OnStoppedLeading, and
+//     ends Run with ErrLostLeadership after releasing the record.
 //  2. Renew every RetryPeriod (no jitter, no read first) with a write
 //     conditioned on identity and RVN. A confirmed renewal extends the term
 //     to RenewDeadline after its send time; a record found taken, released
@@ -45,7 +49,9 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 
 	go func() {
 		defer close(t.workDone)
-		e.cfg.Callbacks.OnStartedLeading(t.ctx)
+		if t.begin() {
+			e.cfg.Callbacks.OnStartedLeading(t.ctx)
+		}
 	}()
 
 	// Requests of the term outlive a cancelled ctx, so the leader can keep
@@ -156,6 +162,15 @@ func (r *run) lost(ctx context.Context, t *term) error {
 	e.cfg.Metrics.Leading(false, time.Time{})
 	t.stopped()
 	<-t.workDone
+	if !t.hasBegun() {
+		// The work never started: nothing acts as leader, and the record,
+		// if still ours, is let go so that nobody waits a lease for it.
+		cause = fmt.Errorf("the term ended before the leader's work started: %w", cause)
+		e.log.Info("the term's validity passed before the leader's work could start; releasing the record", "severity", "warning")
+		if errors.Is(t.endCause(), errValidityPassed) {
+			r.release(ctx)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -406,6 +406,7 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	r.cur.RVN = "rvn"
 	stopped := 0
 	tm := newTerm(context.Background(), h.fc, h.now().Add(-time.Second), func() { stopped++ })
+	tm.began = true // its work ran, and returned
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)
 	if !errors.Is(err, ErrLostLeadership) || !strings.Contains(err.Error(), errValidityPassed.Error()) {

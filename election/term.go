@@ -31,6 +31,7 @@ type term struct {
 	deadline *rvnlease.Deadline // the term's validity; see the invariant
 
 	mu     sync.Mutex
+	began  bool // OnStartedLeading was called: only then is OnStoppedLeading
 	ended  bool
 	cause  error
 	cancel context.CancelCauseFunc
@@ -73,9 +74,32 @@ func (t *term) expired() {
 	t.stopped()
 }
 
-// stopped runs OnStoppedLeading, once per term.
+// begin reports whether the leader's work may start: the term is still in
+// force. A term that ended first (its validity passed during a pause
+// between the acquiring write and this call) never starts its work, and
+// then never calls OnStoppedLeading either.
+func (t *term) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || t.deadline.Passed() {
+		return false
+	}
+	t.began = true
+	return true
+}
+
+// hasBegun reports whether the term's work was started.
+func (t *term) hasBegun() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.began
+}
+
+// stopped runs OnStoppedLeading, once per term whose work was started.
 func (t *term) stopped() {
-	t.stoppedOnce.Do(t.onStopped)
+	if t.hasBegun() {
+		t.stoppedOnce.Do(t.onStopped)
+	}
 }
 
 // extend moves validUntil later after a confirmed renewal. It reports false

@@ -151,6 +151,11 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 // superviseTerm runs the command for one term: until it exits (which ends
 // the term) or the term's context ends (which stops its process group).
 func superviseTerm(ctx context.Context, name, owner string, argv []string, grace time.Duration) error {
+	if ctx.Err() != nil {
+		// The term ended before the command could start (a pause of this
+		// process): never start it outside a term.
+		return nil
+	}
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tok, _ := election.TokenFromContext(ctx)

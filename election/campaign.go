@@ -65,7 +65,10 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 			}
 			continue
 		case rvnlease.Others:
-			e.noteError(nil)
+			// A write that failed (throttled, timed out) is this round's
+			// error even when the read that settled it succeeded: a
+			// candidate that can read but not write cannot take over.
+			e.noteError(res.Err)
 		default:
 			if ctx.Err() == nil {
 				e.noteError(res.Err)
@@ -129,7 +132,7 @@ func (r *run) giveUp(ctx context.Context) carried {
 // roundOutcome classifies a campaign round for the metrics.
 func roundOutcome(res rvnlease.Result, err error, obs rvnlease.Observation) metrics.Outcome {
 	switch {
-	case err != nil || res.Outcome == rvnlease.Unknown:
+	case err != nil || res.Err != nil:
 		return metrics.Error
 	case res.Outcome == rvnlease.Ours:
 		return metrics.OK

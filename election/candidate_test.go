@@ -452,3 +452,38 @@ func TestCheckStoreFailsWhenTheRecordCannotBeReached(t *testing.T) {
 		t.Fatalf("LastError once a read succeeded = %v", err)
 	}
 }
+
+// Review issue, bug 4: writes that keep failing while the reads that
+// settle them succeed are the round's failure. A candidate that can read
+// the record of a dead holder but cannot write its takeover reports it in
+// LastError and CheckStore, and the round counts as an error.
+func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("dead", "r1")
+	h.lock.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.start()
+	h.waitIdle()
+	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	if err, since := h.e.LastError(); !errors.Is(err, errReset) || !since.Equal(epoch) {
+		t.Fatalf("LastError = %v since %v, want the failed create since the start", err, since)
+	}
+	// Reads alone succeed until the holder's lease runs out; from then on
+	// every round tries a takeover, and fails.
+	const tolerance = 5 * time.Second
+	for h.now().Sub(epoch) <= lease+maxPoll+tolerance {
+		h.stepIdle(maxPoll)
+	}
+	if h.lock.Count(rlt.OpUpdate) == 0 {
+		t.Fatal("no takeover was tried")
+	}
+	if err := h.e.CheckStore(tolerance); !errors.Is(err, errReset) {
+		t.Fatalf("CheckStore while every takeover fails = %v, want the reset", err)
+	}
+	h.lock.Clear()
+	h.stepIdle(maxPoll)
+	h.wantEvent("started")
+	if err, _ := h.e.LastError(); err != nil {
+		t.Fatalf("LastError once the takeover landed = %v", err)
+	}
+}

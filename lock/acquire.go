@@ -19,7 +19,12 @@ import (
 // unchanged for the holder's lease as measured on this client's clock from
 // the read that first returned it. Acquire gives up with an error matching
 // ErrLocked when the lock is still held after the holder's lease plus
-// WithAdditionalWait, and with ctx's error when ctx ends first.
+// WithAdditionalWait, and with ctx's error when ctx ends first. A takeover
+// that fails for a reason waiting may fix (throttled, timed out) is tried
+// again a poll later, past that budget if need be, until such failures
+// have lasted the client's lease plus WithAdditionalWait; Acquire then
+// gives up with the failure, which does not match ErrLocked. Requests that
+// fail while nothing is learned give up after the same budget.
 //
 // An Acquire of a key this client already holds waits in process for that
 // lock's release (or, with Reentrant, returns it with its hold count
@@ -91,9 +96,10 @@ type acquireCall struct {
 	start time.Time
 	acq   *rvnlease.Acquirer
 
-	deadline   time.Time // give up after this; zero until a holder is seen
-	budgetFrom time.Time // when this call first found the lock held
-	lastErr    error     // the last failure of a round, nil after a round that learned something
+	deadline     time.Time // give up after this; zero until a holder is seen
+	budgetFrom   time.Time // when this call first found the lock held
+	lastErr      error     // the last failure of a round, nil after a round without one
+	failingSince time.Time // when the rounds started failing; zero with lastErr nil
 }
 
 func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
@@ -123,10 +129,10 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 			return newLock(c, at.key, at.slot, at.cfg, it, res.Sent), nil
 		}
 		obs := at.acq.Obs
-		if err := at.noteError(res); err != nil {
+		now := c.clk.Now()
+		if err := at.noteError(res, now); err != nil {
 			return nil, err
 		}
-		now := c.clk.Now()
 		held := obs.Known && !obs.Free()
 		// A lease that may be taken over now is taken over, whatever the
 		// budget: the budget ends at the holder's expiry by default, and a
@@ -136,7 +142,7 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 		case held:
 			at.extendDeadline(obs)
 			if at.cfg.failIfLocked {
-				return nil, fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, obs.Holder)
+				return nil, at.lockedError(obs, res.Err)
 			}
 		case at.try && res.Outcome == rvnlease.Others:
 			// Free, but someone else was faster.
@@ -146,14 +152,18 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 			// this client's own lease would get.
 			at.deadline = at.start.Add(clockutil.Add(c.cfg.lease, at.cfg.additionalWait))
 		}
-		if !at.deadline.IsZero() && !now.Before(at.deadline) && !due {
+		until := at.deadline
+		if graceEnd := at.graceEnd(obs, now); graceEnd.After(until) {
+			until = graceEnd
+		}
+		if !until.IsZero() && !now.Before(until) && !due {
 			if err := at.giveUp(now, held, obs); err != nil {
 				return nil, err
 			}
 		}
 		wait := at.acq.Wait(at.cfg.refresh)
-		if !at.deadline.IsZero() && !due {
-			if d := at.deadline.Sub(now); d < wait {
+		if !until.IsZero() && !due {
+			if d := until.Sub(now); d < wait {
 				wait = max(d, 0)
 			}
 		}
@@ -163,22 +173,46 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 	}
 }
 
+// graceEnd returns how long a failing takeover may still be retried: when
+// the watched lease has run out (it may be taken over) but the last round
+// failed for a transient reason (a takeover throttled, timed out), the
+// budget no longer measures a live holder but a failing table, and the
+// call keeps trying, a poll apart, until the failures have lasted as long
+// as the budget a call gets when no answer comes at all. The zero time
+// otherwise.
+func (at *acquireCall) graceEnd(obs rvnlease.Observation, now time.Time) time.Time {
+	if at.lastErr == nil || !obs.Expired(now) {
+		return time.Time{}
+	}
+	return at.failingSince.Add(clockutil.Add(at.c.cfg.lease, at.cfg.additionalWait))
+}
+
 // giveUp returns the error of an Acquire whose budget has run out: the
-// lock still held (with the last failure, if the rounds since failed), or
-// the last failure when the rounds learned nothing. It returns nil when the
-// row was last seen free and the last round failed nothing: the next round
-// creates it.
+// lock still held (with the last failure, if the rounds since failed), a
+// takeover that kept failing, or the last failure when the rounds learned
+// nothing. It returns nil when the row was last seen free and the last
+// round failed nothing: the next round creates it.
 func (at *acquireCall) giveUp(now time.Time, held bool, obs rvnlease.Observation) error {
 	waited := now.Sub(at.start)
 	switch {
-	case held && at.lastErr != nil:
-		return fmt.Errorf("%w: %q still held by %q after waiting %v (and the last request failed: %w)", ErrLocked, at.key, obs.Holder, waited, at.lastErr)
+	case held && at.lastErr != nil && obs.Expired(now):
+		return fmt.Errorf("lock %q: the lease of %q ran out but taking the lock over kept failing for %v: %w",
+			at.key, obs.Holder, now.Sub(at.failingSince), at.lastErr)
 	case held:
-		return fmt.Errorf("%w: %q still held by %q after waiting %v", ErrLocked, at.key, obs.Holder, waited)
+		return fmt.Errorf("%w after waiting %v", at.lockedError(obs, at.lastErr), waited)
 	case at.lastErr != nil:
 		return fmt.Errorf("lock %q: no answer from the lock table after %v: %w", at.key, waited, at.lastErr)
 	}
 	return nil
+}
+
+// lockedError says that the lock is held by obs.Holder, naming the last
+// failure of a request when there was one.
+func (at *acquireCall) lockedError(obs rvnlease.Observation, last error) error {
+	if last != nil {
+		return fmt.Errorf("%w: %q is held by %q (and the last request failed: %w)", ErrLocked, at.key, obs.Holder, last)
+	}
+	return fmt.Errorf("%w: %q is held by %q", ErrLocked, at.key, obs.Holder)
 }
 
 // remember keeps what this call learned for later calls on the key: the
@@ -205,19 +239,25 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 	}
 }
 
-// noteError keeps the cause of a round that learned nothing, logging it
-// when it first occurs or changes. TryAcquire returns it at once.
-func (at *acquireCall) noteError(res rvnlease.Result) error {
-	if res.Outcome != rvnlease.Unknown {
-		at.lastErr = nil
-		at.c.failing.Note(nil)
+// noteError keeps the failure of a round (see rvnlease.Result.Err: a
+// round whose read succeeded may still have failed to write), and since
+// when the rounds have failed, for the client's failing report and the
+// error that ends the call. TryAcquire returns a failure at once, unless
+// the round showed the lock held (and not yet takeable): then it is
+// locked, with the failure named.
+func (at *acquireCall) noteError(res rvnlease.Result, now time.Time) error {
+	at.c.failing.Note(res.Err)
+	if res.Err == nil {
+		at.lastErr, at.failingSince = nil, time.Time{}
 		return nil
 	}
-	at.c.failing.Note(res.Err)
-	if at.try {
-		return fmt.Errorf("lock %q: %w", at.key, res.Err)
+	if at.lastErr == nil {
+		at.failingSince = now
 	}
 	at.lastErr = res.Err
+	if obs := at.acq.Obs; at.try && !(obs.Known && !obs.Free() && !obs.Expired(now)) {
+		return fmt.Errorf("lock %q: %w", at.key, res.Err)
+	}
 	return nil
 }
 

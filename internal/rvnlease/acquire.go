@@ -32,7 +32,11 @@ type Result struct {
 	// Sent is the local time just before the confirmed write was sent
 	// (Ours): the lease's validity counts from it.
 	Sent time.Time
-	// Err is the cause of an Unknown round: a failure that waiting may fix.
+	// Err is the failure of the round, one that waiting may fix: always
+	// set for Unknown (nothing was learned), and set for Others when a
+	// write of the round failed for a reason other than its condition
+	// (throttled, timed out) although the read that settled it told what
+	// the row holds. A failed condition is contention, not a failure.
 	Err error
 }
 
@@ -100,7 +104,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 		if ans.missing && a.w.cfg.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
 		}
-		return Result{Outcome: Others}, nil
+		return Result{Outcome: Others, Err: ans.failure()}, nil
 	}
 }
 

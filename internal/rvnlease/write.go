@@ -31,6 +31,18 @@ type answer struct {
 	cause    error             // a failed write's own error, when settled
 }
 
+// failure returns the error of a write that failed for a reason other than
+// its condition, even when a read settled it; nil otherwise.
+func (a answer) failure() error {
+	if a.err != nil {
+		return a.err
+	}
+	if a.cause != nil && !errors.Is(a.cause, resourcelock.ErrConflict) {
+		return a.cause
+	}
+	return nil
+}
+
 // write sends rec, conditioned on the RVN cond ("" for a create), through
 // send. A failed write is settled by the row its conflict carries, or else
 // by a read: a conditional failure may be the SDK's retry of an attempt

@@ -208,32 +208,24 @@ func (r *run) finish(ctx context.Context, t *term) error {
 
 // release marks the record released, conditioned on identity and RVN. An
 // earlier renewal whose answer was lost may have landed meanwhile; the
-// resolving read then confirms it and the release is tried again on top.
+// engine then confirms it and releases on top of it (WriteOwn).
 func (r *run) release(ctx context.Context) {
 	e := r.e
 	rctx, cancel := clockutil.KeepDeadline(ctx)
 	defer cancel()
-	for try := 0; try < 3; try++ {
-		rec := r.newRecord(true)
-		w := r.hold.Write(rctx, r.cur, rec)
-		if !w.Landed {
-			if w.Lost {
-				e.log.Info("not releasing the lease: it is no longer ours", "reason", lossCause(w).Error())
-				e.forgetSelfAsLeader()
-				return
-			}
-			break
-		}
+	w := r.hold.WriteOwn(rctx, r.cur, func(resourcelock.Item) resourcelock.Record { return r.newRecord(true) },
+		func(w rvnlease.Written) { r.confirm(w.Item, w.Sent) })
+	switch {
+	case w.Landed:
 		r.confirm(w.Item, w.Sent)
-		if w.Item.RVN == rec.RVN {
-			e.log.Info("released the lease", "rvn", rec.RVN, "sent", w.Sent)
-			e.setLeader("")
-			return
-		}
-		// An earlier renewal whose answer was lost had landed: release on
-		// top of it.
+		e.log.Info("released the lease", "rvn", w.Item.RVN, "sent", w.Sent)
+		e.setLeader("")
+	case w.Lost:
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", lossCause(w).Error())
+		e.forgetSelfAsLeader()
+	default:
+		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())
 	}
-	e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN)
 }
 
 // renewalOutcome classifies a renewal for the metrics.

@@ -283,12 +283,10 @@ func (at *acquireCall) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // newRecord returns the record of an acquiring write, or of the renewal of
-// a row of ours confirmed late (cur).
+// a row of ours confirmed late or left by an earlier call (cur): either way
+// with this call's data (its attributes are the port's).
 func (at *acquireCall) newRecord(cur resourcelock.Item) resourcelock.Record {
-	if cur.RVN != "" {
-		return at.c.record(cur, false)
-	}
-	rec := at.c.record(resourcelock.Item{}, false)
+	rec := at.c.record(cur, false)
 	rec.Data = at.cfg.data
 	return rec
 }

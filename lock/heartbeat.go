@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -47,14 +48,17 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		return err
 	}
 	cur := l.item
-	rec := l.c.record(cur, false)
-	if h.setData {
-		rec.Data = h.data
-	}
 	l.mu.Unlock()
 
+	next := func(cur resourcelock.Item) resourcelock.Record {
+		rec := l.c.record(cur, false)
+		if h.setData {
+			rec.Data = h.data
+		}
+		return rec
+	}
 	started := l.c.clk.Now()
-	w := l.hold.Write(ctx, cur, rec)
+	w := l.hold.WriteOwn(ctx, cur, next, l.confirmEarlier)
 	d := l.c.clk.Since(started)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -76,6 +80,14 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		l.lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}
+}
+
+// confirmEarlier records an earlier write of this lock, found landed by a
+// later one (see rvnlease.Holder.WriteOwn).
+func (l *Lock) confirmEarlier(w rvnlease.Written) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.confirmLocked(w.Item, w.Sent)
 }
 
 // heldLocked returns nil while the lock is held, or why it is not. A lock

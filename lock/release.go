@@ -80,66 +80,67 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	if r.delete != nil {
 		del = *r.delete
 	}
-	for try := 0; try < 3; try++ {
-		var done bool
-		var err error
-		if del {
-			done, cur, err = l.removeOnce(rctx, cur)
-		} else {
-			done, cur, err = l.markReleasedOnce(rctx, cur, r)
+	if del {
+		return l.remove(rctx, cur)
+	}
+	next := func(cur resourcelock.Item) resourcelock.Record {
+		rec := l.c.record(cur, true)
+		if r.setData {
+			rec.Data = r.data
 		}
-		if done || err != nil {
-			return err
+		return rec
+	}
+	// An earlier heartbeat that landed unseen is written over again.
+	return l.afterRelease(l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) {}))
+}
+
+// remove deletes the row of cur, conditioned on this owner and its RVN; a
+// row that turns out to carry a later heartbeat of this lock (its answer
+// lost) is deleted in turn.
+func (l *Lock) remove(ctx context.Context, cur resourcelock.Item) error {
+	for try := 0; try < 3; try++ {
+		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
+		rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
+		started := l.c.clk.Now()
+		err := l.c.store.Remove(rctx, l.key, expect)
+		cancel()
+		l.c.observeRequest("remove", err, l.c.clk.Since(started))
+		if err == nil {
+			return nil
+		}
+		w := l.hold.Settle(ctx, cur, err)
+		switch {
+		case w.Lost && w.Missing:
+			return nil // deleted: by us, its answer lost, or by TTL or another client
+		case w.Landed:
+			cur = w.Item
+		default:
+			return l.afterRelease(w)
 		}
 	}
 	return fmt.Errorf("lock %q: release kept meeting earlier heartbeats that landed late", l.key)
 }
 
-// markReleasedOnce writes the released mark over cur. It reports done when
-// the release is settled (err tells how); otherwise the row turned out to
-// carry a later heartbeat of this lock, returned as the new cur.
-func (l *Lock) markReleasedOnce(ctx context.Context, cur resourcelock.Item, r releaseConfig) (bool, resourcelock.Item, error) {
-	rec := l.c.record(cur, true)
-	if r.setData {
-		rec.Data = r.data
-	}
-	return l.afterRelease(l.hold.Write(ctx, cur, rec), rec.RVN, cur)
-}
-
-// removeOnce deletes the row of cur; see markReleasedOnce.
-func (l *Lock) removeOnce(ctx context.Context, cur resourcelock.Item) (bool, resourcelock.Item, error) {
-	expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	started := l.c.clk.Now()
-	err := l.c.store.Remove(rctx, l.key, expect)
-	cancel()
-	l.c.observeRequest("remove", err, l.c.clk.Since(started))
-	if err == nil {
-		return true, cur, nil
-	}
-	w := l.hold.Settle(ctx, cur, err)
-	if w.Lost && w.Missing {
-		return true, cur, nil // deleted: by us, its answer lost, or by TTL or another client
-	}
-	return l.afterRelease(w, "", cur)
-}
-
-// afterRelease classifies what a release write found: the release itself
-// landed (its RVN rvn in the row), a later heartbeat of this lock had
-// landed (retry on it), the lock had been lost, or the write did not land.
-func (l *Lock) afterRelease(w rvnlease.Written, rvn string, cur resourcelock.Item) (bool, resourcelock.Item, error) {
+// afterRelease classifies what a release write found: the release landed,
+// the lock had been lost, or the write did not land. A write whose answer
+// was lost that finds the row another owner's may well have landed (the
+// row deleted or released by it, then taken): the release is done either
+// way, and no loss is reported for it.
+func (l *Lock) afterRelease(w rvnlease.Written) error {
 	switch {
-	case w.Landed && rvn != "" && w.Item.RVN == rvn:
-		return true, cur, nil
 	case w.Landed:
-		return false, w.Item, nil
+		return nil
+	case w.Lost && w.AnswerLost():
+		l.c.log.V(1).Info("the release's answer was lost and the lock is someone else's now; it may have landed first",
+			"key", l.key.String(), "error", w.Cause.Error())
+		return nil
 	case w.Lost:
 		lost := l.lostTo(w.Item, w.Missing)
 		l.mu.Lock()
 		l.err = lost
 		l.mu.Unlock()
-		return true, cur, lost
+		return lost
 	default:
-		return true, cur, fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, w.Err)
+		return fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, w.Err)
 	}
 }

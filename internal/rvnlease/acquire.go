@@ -45,7 +45,9 @@ type Result struct {
 //
 // Each Round makes one attempt:
 //  1. A row of ours confirmed only after its validity had passed (a write
-//     whose answer was lost): renew it, conditioned on owner and RVN.
+//     whose answer was lost), or written by an earlier acquirer that this
+//     one resumed: renew it with this acquirer's record, conditioned on
+//     owner and RVN.
 //  2. No row seen yet, or the row missing or released: create it.
 //  3. The watched RVN has stayed unchanged for the holder's lease, counted
 //     from when an answer first returned it: take over with a write
@@ -94,6 +96,13 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				// Confirmed after its validity passed: renew at once
 				// rather than hand out a lease that is already over. (An
 				// answer that slow took a whole validity: no busy loop.)
+				a.late = ans.item
+				continue
+			}
+			if ans.earlier {
+				// A write of an earlier, abandoned acquirer (its answer
+				// lost) holds the row: ours, but with that call's record.
+				// Write this one's over it before handing it out.
 				a.late = ans.item
 				continue
 			}
@@ -207,10 +216,13 @@ func (a *Acquirer) Pending() int {
 func (a *Acquirer) InDoubt() Attempts { return a.w.attempts.clone() }
 
 // Resume continues the watch and the writes in doubt of an earlier
-// acquirer of the same lease and owner.
+// acquirer of the same lease and owner. A row found carrying one of those
+// writes is this owner's, and is written over with this acquirer's record
+// before a Round reports it Ours.
 func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
 	a.Obs = obs
 	a.w.attempts = inDoubt.clone()
+	a.w.attempts.inherit()
 }
 
 // Abandon is called when the caller gives up acquiring with writes in

@@ -35,6 +35,9 @@ type attempt struct {
 	sent     time.Time
 	cond     string // the RVN the write was conditioned on; "" for a create
 	released bool   // the write marks the row released
+	// inherited: sent by an earlier acquirer of the same owner (see
+	// Acquirer.Resume), with that call's record, not this one's.
+	inherited bool
 }
 
 // Add remembers a write of rvn, conditioned on the RVN cond ("" for a
@@ -59,6 +62,24 @@ func (a *Attempts) Landed(rvn string, released bool) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// Inherited reports whether the write of rvn was sent by an earlier
+// acquirer whose attempts these continue.
+func (a *Attempts) Inherited(rvn string) bool {
+	for _, at := range a.list {
+		if at.rvn == rvn {
+			return at.inherited
+		}
+	}
+	return false
+}
+
+// inherit marks every write remembered so far as an earlier acquirer's.
+func (a *Attempts) inherit() {
+	for i := range a.list {
+		a.list[i].inherited = true
+	}
 }
 
 // Settle forgets the write of rvn: its answer showed that it did not land

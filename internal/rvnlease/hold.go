@@ -2,6 +2,7 @@ package rvnlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +35,10 @@ type Written struct {
 	// is missing (Missing). Item is the row found.
 	Lost    bool
 	Missing bool
+	// Cause is the write's own error when it failed (Lost, or Err): a
+	// failed condition (resourcelock.ErrConflict), or a failure whose
+	// answer was lost and which may have landed before the row changed.
+	Cause error
 	// Err, when neither: the write did not land (the row still carries
 	// cur's RVN) or nothing could be learned. The lease is still held
 	// until its validity runs out.
@@ -47,6 +52,43 @@ func (h *Holder) Write(ctx context.Context, cur resourcelock.Item, rec resourcel
 	port := h.w.port
 	ans := h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
 	return h.written(ans, cur)
+}
+
+// maxRewrites bounds how many writes WriteOwn sends. Each rewrite follows
+// an earlier write of the holder whose answer was lost; the holder's
+// writes are serialized and settled in turn, so a second one in a row is
+// already unusual.
+const maxRewrites = 3
+
+// AnswerLost reports whether the write failed without the server's
+// verdict on its condition (a timeout, a reset connection, a 5xx): it may
+// have landed before the row changed again.
+func (w Written) AnswerLost() bool {
+	return w.Cause != nil && !errors.Is(w.Cause, resourcelock.ErrConflict)
+}
+
+// WriteOwn writes next(cur) over cur like Write, and reports Landed only
+// for that write: when the row turns out to carry an earlier write of this
+// holder (whose answer was lost, so the caller's cur is stale), confirm is
+// told of that write, and a new record, next of the row found, is written
+// on top of it. A heartbeat that carries new data, and a release, must not
+// be reported done because a different write landed. It returns the
+// Written of the last write; after maxRewrites writes that each met an
+// earlier one, an error (the last earlier write was confirmed).
+func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written)) Written {
+	for try := 1; ; try++ {
+		rec := next(cur)
+		w := h.Write(ctx, cur, rec)
+		if !w.Landed || w.Item.RVN == rec.RVN {
+			return w
+		}
+		h.w.cfg.Log.V(1).Info("an earlier write had landed; writing again on top of it", "rvn", w.Item.RVN)
+		confirm(w)
+		if try == maxRewrites {
+			return Written{Err: fmt.Errorf("the row kept showing earlier writes of this holder (%d writes sent)", maxRewrites)}
+		}
+		cur = w.Item
+	}
 }
 
 // Settle reads the row after a write the caller sent by other means (a
@@ -72,10 +114,10 @@ func (h *Holder) written(ans answer, cur resourcelock.Item) Written {
 	case ans.landed:
 		return Written{Landed: true, Item: ans.item, Sent: ans.sent}
 	case ans.err != nil:
-		return Written{Err: ans.err}
+		return Written{Err: ans.err, Cause: ans.cause}
 	case !ans.missing && ans.item.RVN == cur.RVN && ans.item.HolderIdentity == h.w.cfg.Owner && !ans.item.Released:
-		return Written{Err: fmt.Errorf("the write did not land (the row still carries %s): %w", cur.RVN, ans.cause)}
+		return Written{Err: fmt.Errorf("the write did not land (the row still carries %s): %w", cur.RVN, ans.cause), Cause: ans.cause}
 	default:
-		return Written{Lost: true, Item: ans.item, Missing: ans.missing}
+		return Written{Lost: true, Item: ans.item, Missing: ans.missing, Cause: ans.cause}
 	}
 }

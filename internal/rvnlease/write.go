@@ -23,6 +23,7 @@ type writer struct {
 // answer is what one write or read told the writer.
 type answer struct {
 	landed   bool              // a write of ours is in the row: item, sent
+	earlier  bool              // landed, by a write of an earlier acquirer (Resume)
 	item     resourcelock.Item // the row as confirmed or as found
 	sent     time.Time         // landed: the send time of the write found
 	missing  bool              // there is no row
@@ -115,8 +116,9 @@ func (w *writer) settle(it resourcelock.Item, missing bool, returned time.Time) 
 	}
 	if sent, ok := w.attempts.Landed(it.RVN, it.Released); ok {
 		w.cfg.Log.V(1).Info("a write whose answer was lost or refused had landed", "rvn", it.RVN)
+		earlier := w.attempts.Inherited(it.RVN)
 		w.attempts.Clear()
-		return answer{landed: true, item: it, sent: sent, returned: returned}
+		return answer{landed: true, earlier: earlier, item: it, sent: sent, returned: returned}
 	}
 	w.attempts.Forget(it.RVN)
 	return answer{item: it, returned: returned}

@@ -1,0 +1,118 @@
+package lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// Review issue, bug 3: heartbeat H1 lands, and both its answer and the
+// read that would settle it are lost. The next Heartbeat, with new data,
+// is conditioned on the old RVN and fails its condition; finding H1 in the
+// row must not make it report done with its own data never written. It
+// confirms H1 and writes again on top of it.
+func TestHeartbeatWithDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k", WithData([]byte("old")))
+	f.store.ResetCalls()
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	if err := l.Heartbeat(context.Background()); err == nil {
+		t.Fatal("a heartbeat whose answer and read were lost reported success")
+	}
+	h1 := f.item("k").RVN
+	if h1 == l.RVN() {
+		t.Fatal("the first heartbeat did not land")
+	}
+	if err := l.Heartbeat(context.Background(), HeartbeatWithData([]byte("new"))); err != nil {
+		t.Fatalf("Heartbeat(new data) = %v", err)
+	}
+	row := f.item("k")
+	if !bytes.Equal(row.Data, []byte("new")) || row.RVN == h1 || row.RVN != l.RVN() {
+		t.Fatalf("row data %q RVN %s (H1 %s, lock %s): the heartbeat's own write is not in the row", row.Data, row.RVN, h1, l.RVN())
+	}
+	if !bytes.Equal(l.Data(), []byte("new")) {
+		t.Fatalf("Lock.Data = %q", l.Data())
+	}
+}
+
+// Review issue, bug 3 (Acquire): a create left in doubt by an earlier,
+// cancelled Acquire landed and could not be released. A later Acquire of
+// the same client recognises that row as its own, but writes its own data
+// and attributes over it before returning it.
+func TestAcquireWritesItsOwnDataOverARowAnEarlierCallLeft(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})             // the orphan's release fails
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.Acquire(ctx, "k", WithData([]byte("first")))
+		errs <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", err)
+	}
+	f.store.OnCall(nil)
+	attrs := map[string]types.AttributeValue{"tenant": &types.AttributeValueMemberS{Value: "t2"}}
+	l, err := f.c.TryAcquire(context.Background(), "k", WithData([]byte("second")), WithAttributes(attrs))
+	if err != nil {
+		t.Fatalf("TryAcquire over the row the cancelled call left = %v", err)
+	}
+	row := f.item("k")
+	if !bytes.Equal(row.Data, []byte("second")) || !bytes.Equal(l.Data(), []byte("second")) {
+		t.Fatalf("row data %q, lock data %q: want this call's data", row.Data, l.Data())
+	}
+	if v, ok := row.Attributes["tenant"].(*types.AttributeValueMemberS); !ok || v.Value != "t2" {
+		t.Fatalf("row attributes %v: want this call's", row.Attributes)
+	}
+}
+
+// Review issue, bug 13: a release whose answer was lost, with the row
+// deleted (or released) by it and then taken by someone else before the
+// settling read, is a release that succeeded as far as anyone can tell:
+// Release returns nil, not a LostError that would suggest the lock had
+// been stolen while held.
+func TestReleaseWhoseAnswerWasLostBeforeAnotherOwnerTookTheRowSucceeds(t *testing.T) {
+	for _, del := range []bool{true, false} {
+		name := "mark released"
+		if del {
+			name = "delete"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, WithHeartbeatPeriod(0))
+			f.freeRun()
+			l := f.acquire("k")
+			op := rlt.OpUpdate
+			if del {
+				op = rlt.OpRemove
+			}
+			f.store.Inject(op, 1, rlt.Fault{Land: true, Err: errReset})
+			f.store.OnCall(func(op rlt.Op) {
+				if op == rlt.OpGet { // the settling read: someone took the freed row first
+					f.putForeign("k", "next", "their-rvn", lease)
+				}
+			})
+			if err := l.Release(context.Background(), ReleaseDelete(del)); err != nil {
+				t.Fatalf("Release = %v, want nil", err)
+			}
+			if !errors.Is(l.Err(), ErrReleased) {
+				t.Fatalf("Lock.Err = %v, want ErrReleased", l.Err())
+			}
+			if row := f.item("k"); row.HolderIdentity != "next" {
+				t.Fatalf("row %+v", row.Record)
+			}
+		})
+	}
+}

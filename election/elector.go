@@ -217,7 +217,7 @@ func (e *Elector) observeRequest(op string, err error, d time.Duration) {
 }
 
 // noteError records the outcome of a round: err nil clears the last error.
-func (e *Elector) noteError(err error) { e.failing.Note(err) }
+func (e *Elector) noteError(err error) { e.failing.Note("", err) }
 
 // forgetSelfAsLeader stops naming this candidate as the leader once its
 // term has ended: who leads now is unknown until the next observation.

@@ -56,6 +56,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	}
 	at := &acquireCall{c: c, key: k, cfg: a, try: try, slot: s}
 	l, err := at.run(ctx)
+	c.failing.Note(k.String(), nil) // nothing retries for this call any more
 	at.remember(ctx, l != nil)
 	if err != nil {
 		c.unclaim(k, s)
@@ -246,7 +247,7 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 // the round showed the lock held (and not yet takeable): then it is
 // locked, with the failure named.
 func (at *acquireCall) noteError(res rvnlease.Result, now time.Time) error {
-	at.c.failing.Note(res.Err)
+	at.c.failing.Note(at.key.String(), res.Err)
 	if res.Err == nil {
 		at.lastErr, at.failingSince = nil, time.Time{}
 		return nil

@@ -65,7 +65,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	switch {
 	case w.Landed:
 		l.c.cfg.metrics.Heartbeat(metrics.OK, d)
-		l.c.failing.Note(nil)
+		l.c.failing.Note(l.key.String(), nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
@@ -76,7 +76,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		return l.err
 	default:
 		l.c.cfg.metrics.Heartbeat(metrics.Error, d)
-		l.c.failing.Note(w.Err)
+		l.c.failing.Note(l.key.String(), w.Err)
 		l.lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}

@@ -136,3 +136,30 @@ func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
 	default:
 	}
 }
+
+// Review issue, bug 11: the failing report covers every key. One lock's
+// confirmed heartbeat does not clear another lock's ongoing failure; the
+// report clears once that lock's own heartbeat succeeds.
+func TestOneKeysSuccessDoesNotHideAnothersFailure(t *testing.T) {
+	rec := &failingRecorder{}
+	f := newFixture(t, WithMetrics(rec), WithHeartbeatPeriod(0))
+	f.freeRun()
+	a, b := f.acquire("a"), f.acquire("b")
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errThrottled})
+	if err := b.Heartbeat(context.Background()); !errors.Is(err, errThrottled) {
+		t.Fatalf("b's heartbeat = %v, want the throttling error", err)
+	}
+	if err := a.Heartbeat(context.Background()); err != nil {
+		t.Fatalf("a's heartbeat = %v", err)
+	}
+	if err := rec.failing(); !errors.Is(err, errThrottled) {
+		t.Fatalf("failing report after a's success = %v, want b's ongoing failure", err)
+	}
+	if err := b.Heartbeat(context.Background()); err != nil {
+		t.Fatalf("b's second heartbeat = %v", err)
+	}
+	if err := rec.failing(); err != nil {
+		t.Fatalf("failing report once b succeeded = %v", err)
+	}
+}

@@ -50,9 +50,14 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if try {
 		a.failIfLocked = true
 	}
+	// Close ends the call as ctx would, and it then returns ErrClosed.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
+	defer stop()
 	s, held, err := c.claim(ctx, k, a)
 	if err != nil || held != nil {
-		return held, err
+		return held, closedOr(ctx, err)
 	}
 	at := &acquireCall{c: c, key: k, cfg: a, try: try, slot: s}
 	l, err := at.run(ctx)
@@ -60,7 +65,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	at.remember(ctx, l != nil)
 	if err != nil {
 		c.unclaim(k, s)
-		return nil, err
+		return nil, closedOr(ctx, err)
 	}
 	l.countAcquired(c.clk.Since(at.start))
 	c.mu.Lock()
@@ -78,6 +83,15 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	}
 	c.log.V(1).Info("acquired", "key", k.String(), "rvn", l.RVN())
 	return l, nil
+}
+
+// closedOr returns ErrClosed for a call that ended because the client was
+// closed, and err otherwise.
+func closedOr(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		return ErrClosed
+	}
+	return err
 }
 
 // acquireCall is one Acquire's work on the remote row: the engine's acquirer

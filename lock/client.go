@@ -32,6 +32,11 @@ type Client struct {
 	slots  map[resourcelock.Key]*slot
 	closed bool
 
+	// closing is cancelled, with ErrClosed, when Close starts: Acquire
+	// calls still waiting end then.
+	closing     context.Context
+	closeAcquis context.CancelCauseFunc
+
 	// testIdle, set only by this package's tests, is called when a loop of
 	// the client is about to block on the clock: "acquire" or "heartbeat".
 	testIdle func(loop string)
@@ -98,6 +103,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     newObservations(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
+	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
@@ -207,7 +213,10 @@ func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
 }
 
 // Close releases every lock the client holds (whatever their hold counts)
-// and stops its heartbeats. Later calls of Acquire fail with ErrClosed.
+// and stops its heartbeats. Acquire and TryAcquire calls still under way
+// end promptly with ErrClosed (a row one of them may just have written is
+// released, best effort, as when its context ends), and later calls fail
+// with ErrClosed.
 //
 // Releases run in parallel, at most the heartbeat concurrency at once, and
 // Close returns by ctx's deadline, if it has one (a cancelled ctx without
@@ -215,6 +224,7 @@ func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
 // releases that could not be confirmed, each naming its key, and of those
 // not started by the deadline; those locks run out on their own.
 func (c *Client) Close(ctx context.Context) error {
+	c.closeAcquis(ErrClosed)
 	c.mu.Lock()
 	c.closed = true
 	var held []*Lock

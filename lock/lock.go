@@ -39,16 +39,17 @@ type Lock struct {
 	writing chan struct{}
 	hold    *rvnlease.Holder
 
-	mu         sync.Mutex
-	item       resourcelock.Item  // as last confirmed
-	sent       time.Time          // send time of the last confirmed write
-	deadline   *rvnlease.Deadline // the lock's validity; see the invariant
-	lastErr    error              // the last failure of a heartbeat, for Expired
-	ended      bool
-	err        error // why it ended: ErrReleased or a *LostError
-	monitorT   clock.Timer
-	monitorRan bool
-	handedOut  bool // Acquire returned it: counted in the metrics
+	mu          sync.Mutex
+	item        resourcelock.Item  // as last confirmed
+	sent        time.Time          // send time of the last confirmed write
+	deadline    *rvnlease.Deadline // the lock's validity; see the invariant
+	lastErr     error              // the last failure of a heartbeat, for Expired
+	ended       bool
+	err         error // why it ended: ErrReleased or a *LostError
+	releaseSent bool  // a release of the row was sent after the lock expired
+	monitorT    clock.Timer
+	monitorRan  bool
+	handedOut   bool // Acquire returned it: counted in the metrics
 
 	done   chan struct{}
 	ctx    context.Context

@@ -52,7 +52,7 @@ func TestAcquireWritesItsOwnDataOverARowAnEarlierCallLeft(t *testing.T) {
 	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
 	f.store.OnCall(func(op rlt.Op) { entered <- op })
 	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})             // the orphan's release fails
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})            // the orphan's release fails
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {

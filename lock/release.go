@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dynalease/dynalease/clockutil"
@@ -18,7 +19,10 @@ import (
 // It returns ErrNotHeld for a lock already released, the *LostError of a
 // lock lost before (including one found taken over while releasing), and
 // the error of a release write that could not be confirmed: the row then
-// runs out on its own after a lease.
+// runs out on its own after a lease. A lock that was lost only because its
+// validity passed (Expired) is still released in the row, best effort, so
+// that others need not wait a lease for it; Release then returns its
+// *LostError all the same.
 //
 // The write is still sent when ctx has been cancelled (a deferred Release
 // at shutdown releases), but Release returns by ctx's deadline, if it has
@@ -66,7 +70,18 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
+		send := l.expiredUnreleasedLocked(err)
+		cur := l.item
 		l.mu.Unlock()
+		if send {
+			// Its validity passed on this clock, but nobody may have
+			// taken the row yet: a release conditioned on this owner and
+			// RVN hands it over now rather than after a lease, and fails
+			// harmlessly when someone has.
+			if rerr := l.writeRelease(rctx, cur, r); rerr != nil {
+				l.c.log.V(1).Info("releasing a lock whose validity had passed did not succeed", "key", l.key.String(), "error", rerr.Error())
+			}
+		}
 		return err
 	}
 	// From here on the lock is not held, whatever the write's fate: the
@@ -75,7 +90,24 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	l.reportReleasedLocked()
 	cur := l.item
 	l.mu.Unlock()
+	return l.writeRelease(rctx, cur, r)
+}
 
+// expiredUnreleasedLocked reports whether the lock ended because its
+// validity passed (err, from heldLocked) and no release has been sent for
+// it yet; it counts the release as sent.
+func (l *Lock) expiredUnreleasedLocked(err error) bool {
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Reason != Expired || l.releaseSent {
+		return false
+	}
+	l.releaseSent = true
+	return true
+}
+
+// writeRelease marks the row of cur released, or deletes it, by a write
+// conditioned on this owner and cur's RVN.
+func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r releaseConfig) error {
 	del := l.delete
 	if r.delete != nil {
 		del = *r.delete

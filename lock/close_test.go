@@ -1,0 +1,66 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// Review issue, bug 9: Close ends the Acquire calls still under way with
+// ErrClosed, at once, instead of letting them poll until their budget:
+// one polling another owner's lock, and one waiting in process for a lock
+// this client holds.
+func TestCloseEndsAcquiresUnderWayWithErrClosed(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("theirs", "other", "r0", lease)
+	_, polling := f.acquireAsync("theirs")
+	f.waitIdle("acquire")
+	f.freeRun()
+	f.acquire("mine")
+	_, waiting := f.acquireAsync("mine")
+	closed := make(chan error, 1)
+	go func() { closed <- f.c.Close(context.Background()) }()
+	for name, errs := range map[string]chan error{"polling": polling, "waiting in process": waiting} {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("%s Acquire = %v, want ErrClosed", name, err)
+			}
+		case <-time.After(patience):
+			t.Fatalf("%s Acquire still running after Close", name)
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+}
+
+// Review issue, bug 10: Release of a lock whose validity has passed
+// (heartbeats failed, or the process paused) still sends a release
+// conditioned on owner and RVN, so that others need not wait a lease when
+// nobody has taken the row; it reports the expiry, and sends nothing the
+// second time.
+func TestReleaseOfAnExpiredLockStillReleasesTheRow(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k")
+	f.fc.Step(validity)
+	waitDone(t, l)
+	f.store.ResetCalls()
+	err := l.Release(context.Background())
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Reason != Expired {
+		t.Fatalf("Release = %v, want the Expired LostError", err)
+	}
+	if row := f.item("k"); !row.Released {
+		t.Fatalf("row %+v not released", row.Record)
+	}
+	f.wantOps(rlt.OpUpdate)
+	if err := l.Release(context.Background()); !errors.As(err, &lost) {
+		t.Fatalf("second Release = %v", err)
+	}
+	f.wantOps()
+}

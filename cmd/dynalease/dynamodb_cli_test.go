@@ -39,8 +39,9 @@ type cli struct {
 	raw      *dynamodb.Client // same credentials as the command
 }
 
-// bin is the command, built once by TestMain.
-var bin string
+// bin is the command, built once by TestMain; hookBin is the command
+// built with its test hooks (testhook_on.go).
+var bin, hookBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dynalease-cli")
@@ -49,11 +50,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "dynalease")
+	hookBin = filepath.Join(dir, "dynalease-testhook")
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	for _, build := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "dynalease_testhook", "-o", hookBin, "."}} {
+		if out, err := exec.Command(goBin, build...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go %v: %v\n%s", build, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -145,8 +149,11 @@ func (c *cli) row(name string) (string, bool) {
 func TestDynamoDBRunHoldsTheLockWhileTheCommandRuns(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	first := c.command("--owner=first", "run", "job", "--", "sh", "-c",
-		`echo "$DYNALEASE_LOCK $DYNALEASE_OWNER $DYNALEASE_TOKEN" > env1; touch running1; while [ ! -e finish1 ]; do sleep 0.02; done; exit 3`)
+	// The owner comes from DYNALEASE_OWNER, which the command does not
+	// inherit (a nested dynalease must make an owner name of its own).
+	first := c.command("run", "job", "--", "sh", "-c",
+		`echo "$DYNALEASE_LOCK $DYNALEASE_LOCK_OWNER $DYNALEASE_TOKEN ${DYNALEASE_OWNER:-unset}" > env1; touch running1; while [ ! -e finish1 ]; do sleep 0.02; done; exit 3`)
+	first.Env = append(first.Env, "DYNALEASE_OWNER=first")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +162,7 @@ func TestDynamoDBRunHoldsTheLockWhileTheCommandRuns(t *testing.T) {
 		t.Fatalf("row while the command runs: owner %q released %v", owner, released)
 	}
 	env, _ := os.ReadFile(c.file("env1"))
-	if f := strings.Fields(string(env)); len(f) != 3 || f[0] != "job" || f[1] != "first" {
+	if f := strings.Fields(string(env)); len(f) != 4 || f[0] != "job" || f[1] != "first" || f[3] != "unset" {
 		t.Fatalf("environment %q", env)
 	} else if tok, err := strconv.ParseInt(f[2], 10, 64); err != nil || tok <= 0 {
 		t.Fatalf("DYNALEASE_TOKEN %q", f[2])

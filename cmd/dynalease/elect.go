@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
@@ -28,7 +28,7 @@ func newElect(c *common) *cobra.Command {
 		Use:   "elect NAME -- COMMAND [ARGS...]",
 		Short: "Stand for election NAME; run COMMAND while leader",
 		Long: `elect stands as a candidate for the election NAME and runs COMMAND (in a
-process group of its own, with DYNALEASE_LOCK, DYNALEASE_OWNER and, unless
+process group of its own, with DYNALEASE_LOCK, DYNALEASE_LOCK_OWNER and, unless
 --no-fencing, DYNALEASE_TOKEN) while it leads. When the term ends the group
 gets SIGTERM, SIGKILL after --grace, and elect stands again (or exits with
 --once: the command's code if it ended the term, 74 if the term was lost).
@@ -53,16 +53,9 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if retry == 0 {
-		retry = max(c.lease/10, election.MinRetryPeriod)
-	}
-	// The renew deadline leaves grace + noticeSlack before others may take
-	// over (the command is stopped by then), and must itself give a
-	// stopping command grace + noticeSlack to return, so that a handover
-	// releases the record.
-	renew := c.lease - grace - noticeSlack
-	if renew < grace+noticeSlack || renew <= 2*retry {
-		return exit(exitUsage, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: want lease ≥ 2 × (grace + %v) and a renew deadline (lease − grace − %v) over two retries", c.lease, grace, retry, noticeSlack, noticeSlack))
+	t, err := c.electTimes(grace, retry)
+	if err != nil {
+		return exit(exitUsage, err)
 	}
 	log, err := c.logger()
 	if err != nil {
@@ -100,23 +93,23 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	e, err := election.New(election.Config{
 		Lock:            lease,
 		Name:            name,
-		LeaseDuration:   c.lease,
-		RenewDeadline:   renew,
-		RetryPeriod:     retry,
-		RequestTimeout:  min(c.requestTimeout, renew-retry),
+		LeaseDuration:   t.lease,
+		RenewDeadline:   t.renew,
+		RetryPeriod:     t.retry,
+		RequestTimeout:  t.requestTimeout,
 		ReleaseOnCancel: true,
 		Fencing:         !c.noFencing,
 		Logger:          log,
 		Metrics:         recorder,
 		Callbacks: election.Callbacks{
-			OnStartedLeading: func(tctx context.Context) { childErr = superviseTerm(tctx, name, owner, argv, grace) },
+			OnStartedLeading: func(tctx context.Context) { childErr = superviseTerm(tctx, log, name, owner, argv, grace) },
 			OnStoppedLeading: func() {},
 		},
 	})
 	if err != nil {
 		return exit(exitUsage, err)
 	}
-	m.health(health.Liveness(e, renew), health.Readiness(e, 3*retry))
+	m.health(health.Liveness(e, t.renew), health.Readiness(e, 3*t.retry))
 	for {
 		childErr = nil
 		err := e.Run(sctx)
@@ -150,29 +143,42 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 
 // superviseTerm runs the command for one term: until it exits (which ends
 // the term) or the term's context ends (which stops its process group).
-func superviseTerm(ctx context.Context, name, owner string, argv []string, grace time.Duration) error {
-	if ctx.Err() != nil {
-		// The term ended before the command could start (a pause of this
-		// process): never start it outside a term.
+// Nothing is started outside the term: the check below reads the clock
+// itself, since the term's own timer may not have run yet after a pause.
+// A group that cannot be confirmed gone ends this process at once, so that
+// neither a release nor the next term follows it.
+func superviseTerm(ctx context.Context, log logr.Logger, name, owner string, argv []string, grace time.Duration) error {
+	pauseBeforeStart()
+	if !termInForce(ctx) {
 		return nil
 	}
-	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tok, _ := election.TokenFromContext(ctx)
-	child.Env = childEnv(name, owner, tok)
-	child.SysProcAttr = groupAttr()
-	if err := child.Start(); err != nil {
-		return exit(exitUsage, fmt.Errorf("starting %s: %w", argv[0], err))
+	ch, err := startChild(log, argv, childEnv(name, owner, tok))
+	if err != nil {
+		return exit(exitUsage, err)
 	}
-	pgid := child.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 	select {
-	case err := <-exited:
-		killGroup(pgid)
+	case err := <-ch.exited:
+		if !ch.reap() {
+			ch.leftToRunOut(name)
+			exitNow(codeOf(childExit(err)))
+		}
 		return err
 	case <-ctx.Done():
-		stopGroup(pgid, exited, grace)
+		if !ch.stop(grace) {
+			ch.leftToRunOut(name)
+			exitNow(exitLost)
+		}
 		return nil
 	}
+}
+
+// termInForce reports whether the leader's context ctx is live and its
+// deadline, the term's validity, has not passed by the clock.
+func termInForce(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return !ok || time.Now().Before(d)
 }

@@ -50,12 +50,23 @@ func execute(args []string) int {
 		return 0
 	}
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "dynalease:", ee.err)
-		}
-		return ee.code
+	if !errors.As(err, &ee) || ee.err != nil {
+		fmt.Fprintln(os.Stderr, "dynalease:", err) // cobra's own errors are usage errors
 	}
-	fmt.Fprintln(os.Stderr, "dynalease:", err) // cobra's own: flags and arguments
-	return exitUsage
+	return codeOf(err)
+}
+
+// codeOf returns the exit code an error of a command means: an exitError's
+// own, 0 for nil, and the usage code for any other (cobra's, about flags
+// and arguments).
+func codeOf(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return exitUsage
+	}
 }

@@ -69,7 +69,7 @@ write; 74 lock lost while the command ran.`,
 	f.BoolVar(&c.noFencing, "no-fencing", false, "no fencing token (DYNALEASE_TOKEN stays unset)")
 	f.StringVar(&c.endpoint, "endpoint", envOr("DYNALEASE_ENDPOINT", os.Getenv("DYNAMODB_ENDPOINT")), "DynamoDB endpoint URL, e.g. DynamoDB Local (DYNALEASE_ENDPOINT, DYNAMODB_ENDPOINT)")
 	f.StringVar(&c.region, "region", envOr("DYNALEASE_REGION", ""), "AWS region; the SDK's when empty (DYNALEASE_REGION)")
-	f.StringVar(&c.owner, "owner", envOr("DYNALEASE_OWNER", ""), "owner name written into locks; host name and a UUID when empty (DYNALEASE_OWNER)")
+	f.StringVar(&c.owner, "owner", envOr("DYNALEASE_OWNER", ""), "owner name written into locks, unique per process; host name and a UUID when empty (DYNALEASE_OWNER, which run and elect do not pass on to their command)")
 	f.DurationVar(&c.lease, "lease", envDuration("DYNALEASE_LEASE", lock.DefaultLeaseDuration), "lease duration (DYNALEASE_LEASE)")
 	f.DurationVar(&c.heartbeat, "heartbeat", envDuration("DYNALEASE_HEARTBEAT", 0), "heartbeat period of run; lease/4 when 0 (elect renews every --retry) (DYNALEASE_HEARTBEAT)")
 	f.DurationVar(&c.requestTimeout, "request-timeout", envDuration("DYNALEASE_REQUEST_TIMEOUT", 2*time.Second), "bound on each request (DYNALEASE_REQUEST_TIMEOUT)")

@@ -1,0 +1,13 @@
+//go:build !dynalease_testhook
+
+package main
+
+import "time"
+
+// The test hooks (see testhook_on.go) do nothing in a normal build.
+
+func pauseBeforeStart() {}
+
+func groupGoneWait() time.Duration { return defaultGroupGoneWait }
+
+func groupNeverGone() bool { return false }

@@ -31,7 +31,7 @@ say "table $DYNALEASE_TABLE created; starting two candidates (lease 4s, grace 50
 
 start() { # start NAME: a candidate whose loop prints while it leads
 	"$dir/dynalease" --owner="$1" --lease=4s elect --retry=200ms --grace=500ms demo -- \
-		sh -c 'while true; do echo "    [$DYNALEASE_OWNER] leading, token $DYNALEASE_TOKEN"; sleep 0.5; done' \
+		sh -c 'while true; do echo "    [$DYNALEASE_LOCK_OWNER] leading, token $DYNALEASE_TOKEN"; sleep 0.5; done' \
 		>"$dir/$1.out" 2>&1 &
 	pids="$pids $!"
 	echo $! >"$dir/$1.pid"

@@ -497,6 +497,8 @@ func (ch *checker) around(t int64) string {
 				lines = append(lines, line{e.T, fmt.Sprintf("%s %s ended: %s", p.in.name, e.Role, e.Detail)})
 			case "paused-write", "paused-write-sent", "terminating":
 				lines = append(lines, line{e.T, fmt.Sprintf("%s %s", p.in.name, e.Ev)})
+			case "drift":
+				lines = append(lines, line{e.T, fmt.Sprintf("%s clock rate %s", p.in.name, e.Detail)})
 			}
 		}
 	}

@@ -36,6 +36,7 @@ type runConfig struct {
 	retry     time.Duration
 	lockLease time.Duration
 	actions   []string // the nemesis's repertoire; all when empty
+	drift     float64  // ρ: the drift action runs a clock at 1+ρ or 1/(1+ρ)
 	quiet     bool     // no progress lines
 }
 
@@ -57,6 +58,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
 	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
+	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
 			if !knownAction(a) {
@@ -68,19 +70,26 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	})
 }
 
+// DocumentedDrift is the clock-rate drift ρ that the library's smallest
+// accepted margins allow (election.MinLeaseMargin, lock.MinSafetyMargin:
+// 1%): LeaseDuration > RenewDeadline·(1+ρ)² holds for ρ up to √1.01 − 1.
+// Real clocks drift about 1e-4.
+const DocumentedDrift = 0.0049
+
 // instance is one worker process; a restarted worker is a new instance,
 // whether or not it keeps its identity.
 type instance struct {
-	name   string // identity#num
-	num    int    // among all the run's instances, from 1
-	id     string
-	slot   int
-	cmd    *exec.Cmd
-	events string
-	stderr string
-	done   chan struct{}
-	exit   error
-	killed bool // the nemesis killed it: its exit is expected
+	name     string // identity#num
+	num      int    // among all the run's instances, from 1
+	id       string
+	slot     int
+	cmd      *exec.Cmd
+	events   string
+	stderr   string
+	rateFile string // the rate of its clock, for the drift action
+	done     chan struct{}
+	exit     error
+	killed   bool // the nemesis killed it: its exit is expected
 }
 
 type controller struct {
@@ -97,6 +106,9 @@ type controller struct {
 	current   []*instance // by slot
 	all       []*instance
 	instances int
+	drifts    int // drift actions so far: they alternate fast and slow
+
+	background sync.WaitGroup // actions that go on behind the nemesis (drift)
 }
 
 func newDDB(endpoint string) *dynamodb.Client {
@@ -119,6 +131,9 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	}
 	if len(cfg.actions) == 0 {
 		cfg.actions = allActions
+	}
+	if cfg.drift == 0 {
+		cfg.drift = DocumentedDrift
 	}
 	if cfg.dir == "" {
 		d, err := os.MkdirTemp("", "dynalease-chaos-")
@@ -172,6 +187,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	}
 	began := mono()
 	c.nemesis(ctx, time.Now().Add(cfg.duration))
+	c.background.Wait()
 	ended := mono()
 	c.stopAll()
 
@@ -187,6 +203,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
 		"lock lease": cfg.lockLease.String(), "round trip": rtt.String(),
+		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64),
 	}
 	return r, nil
 }
@@ -199,8 +216,9 @@ func (c *controller) start(slot int, id string) error {
 	c.mu.Unlock()
 	name := fmt.Sprintf("%s#%d", id, n)
 	in := &instance{name: name, num: n, id: id, slot: slot, done: make(chan struct{}),
-		events: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
-		stderr: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id))}
+		events:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
+		stderr:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id)),
+		rateFile: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.rate", n, id))}
 	errf, err := os.Create(in.stderr)
 	if err != nil {
 		return err
@@ -210,7 +228,8 @@ func (c *controller) start(slot int, id string) error {
 		"-locks", c.locks, "-fences", c.fences, "-data", c.data,
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
 		"-lock-lease", c.cfg.lockLease.String(), "-keys", strconv.Itoa(c.cfg.keys),
-		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10))
+		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
+		"-rate-file", in.rateFile)
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

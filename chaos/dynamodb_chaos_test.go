@@ -87,6 +87,21 @@ func TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow(t *testing.T) {
 	}
 }
 
+// TestDynamoDBChaosCatchesDriftBeyondTheMargin runs the nemesis with a
+// drift far beyond what the margins allow (the leader's clock at half or
+// twice the real rate) and partitions: a slow leader cut off from
+// DynamoDB still believes it leads after another took over, and the
+// checker must say so. The same run with the documented drift is the
+// short run above.
+func TestDynamoDBChaosCatchesDriftBeyondTheMargin(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t, ""),
+		runConfig{duration: 30 * time.Second, seed: 4, drift: 1, actions: []string{"drift", "partition"}})
+	if r.count("overlap") == 0 {
+		t.Error("the checker found no overlapping leadership with the leader's clock at half speed")
+	}
+}
+
 // TestDynamoDBChaosCatchesATermLongerThanRenewDeadline runs the build whose
 // leader keeps its term for RenewDeadline + LeaseDuration: a stopped leader
 // then still believes it leads after another took over.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ var allActions = []string{
 	"5xx",         // answer half the requests 500, for 2 leases
 	"reset",       // close half the connections unanswered, for 2 leases
 	"latency",     // delay every request by 90% of the request timeout, for 2 leases
+	"drift",       // run the leader's clock fast or slow by the drift ρ for 3 leases, while the next actions go on
 	"quiet",       // nothing, for a lease
 }
 
@@ -119,10 +121,45 @@ func (c *controller) act(ctx context.Context, a string) {
 	case "latency":
 		timeout := min(c.cfg.retry, c.cfg.renew-c.cfg.retry) // the elector's default request timeout
 		c.netFault(c.pick(ctx, 2), a, fault{Kind: faultLatency, Delay: timeout * 9 / 10}, 2*c.cfg.lease)
+	case "drift":
+		c.drift(c.leader(ctx), 3*c.cfg.lease)
 	case "quiet":
 		c.event(a, nil, "")
 		time.Sleep(c.cfg.lease)
 	}
+}
+
+// drift runs in's clock at a rate off by the drift ρ (fast, 1+ρ, or slow,
+// 1/(1+ρ), in turn, slow first) for d, in the background: the actions that follow
+// (a stop, a partition) then meet a worker whose clock drifts. Every
+// change is logged on the shared clock, as the worker logs it too.
+func (c *controller) drift(in *instance, d time.Duration) {
+	c.mu.Lock()
+	c.drifts++
+	slow := c.drifts%2 == 1 // slow first: the leader's belief lasts longer
+	c.mu.Unlock()
+	rate := 1 + c.cfg.drift
+	if slow {
+		rate = 1 / rate
+	}
+	if !c.setRate(in, rate, "drift") {
+		return
+	}
+	c.background.Go(func() {
+		time.Sleep(d)
+		c.setRate(in, 1, "drift-heal")
+	})
+}
+
+// setRate tells in to run its clock at rate: the rate file, then SIGUSR2.
+func (c *controller) setRate(in *instance, rate float64, action string) bool {
+	if err := os.WriteFile(in.rateFile, []byte(strconv.FormatFloat(rate, 'g', -1, 64)), 0o644); err != nil {
+		c.logf("writing %s: %v", in.rateFile, err)
+		return false
+	}
+	c.event(action, in, "rate "+strconv.FormatFloat(rate, 'g', 6, 64))
+	c.signal(in, syscall.SIGUSR2)
+	return true
 }
 
 // pause stops in for stopFor, then continues it.

@@ -11,7 +11,8 @@ import (
 // "renewed" (a later validity) and "stopped leading" (when the term ended,
 // if before its validity). These are the times the library itself acted
 // on, on the shared clock, so the checker compares exactly what each
-// leader believed. Everything else the Elector logs goes to stderr at
+// leader believed (translated from the worker's drifting clock; see
+// driftClock). Everything else the Elector logs goes to stderr at
 // level 0 only.
 type termSink struct {
 	w      *worker
@@ -31,11 +32,11 @@ func (s *termSink) Info(level int, msg string, kv ...any) {
 	case "started leading":
 		tok, _ := valueOf(kv, "token").(int64)
 		s.w.log.log(Event{Ev: "term", Worker: s.w.cfg.id, Role: s.role, Token: tok,
-			Start: ns(timeOf(kv, "sent")), Until: ns(timeOf(kv, "validUntil"))})
+			Start: s.w.clk.shared(timeOf(kv, "sent")), Until: s.w.clk.shared(timeOf(kv, "validUntil"))})
 	case "renewed":
-		s.w.log.log(Event{Ev: "extend", Worker: s.w.cfg.id, Role: s.role, Until: ns(timeOf(kv, "validUntil"))})
+		s.w.log.log(Event{Ev: "extend", Worker: s.w.cfg.id, Role: s.role, Until: s.w.clk.shared(timeOf(kv, "validUntil"))})
 	case "stopped leading":
-		until := ns(timeOf(kv, "until"))
+		until := s.w.clk.shared(timeOf(kv, "until"))
 		s.w.log.log(Event{Ev: "end", Worker: s.w.cfg.id, Role: s.role, T: until, Detail: reasonOf(kv)})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,7 @@ type workerConfig struct {
 	keys                           int
 	pauseFor                       time.Duration
 	seed                           uint64
+	rateFile                       string
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -52,6 +54,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.keys, "keys", 3, "lock keys contended for")
 	fs.DurationVar(&c.pauseFor, "pause-for", 3*time.Second, "how long SIGUSR1 holds the next guarded write before it leaves")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
+	fs.StringVar(&c.rateFile, "rate-file", "", "file holding the rate of this worker's clock, read on SIGUSR2")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -65,7 +68,7 @@ type worker struct {
 	cfg     workerConfig
 	log     *eventLog
 	ddb     *dynamodb.Client
-	clk     sharedClock
+	clk     *driftClock
 	rnd     *rand.Rand
 	rndMu   sync.Mutex
 	seq     atomic.Int64
@@ -79,7 +82,7 @@ func runWorker(args []string) error {
 	// First of all: the nemesis may signal as soon as the "start" event is
 	// logged, and SIGUSR1's default action would kill the process.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	var cfg workerConfig
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	cfg.flags(fs)
@@ -92,7 +95,7 @@ func runWorker(args []string) error {
 	}
 	defer log.close()
 	w := &worker{cfg: cfg, log: log, rnd: rand.New(rand.NewPCG(cfg.seed, uint64(os.Getpid()))),
-		held: map[string]*lock.Lock{}}
+		held: map[string]*lock.Lock{}, clk: newDriftClock()}
 	w.ddb = dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(cfg.endpoint),
@@ -109,6 +112,10 @@ func runWorker(args []string) error {
 			if s == syscall.SIGUSR1 {
 				w.pausing.Store(true)
 				w.log.log(Event{Ev: "pause-armed", Worker: cfg.id})
+				continue
+			}
+			if s == syscall.SIGUSR2 {
+				w.drift()
 				continue
 			}
 			w.log.log(Event{Ev: "terminating", Worker: cfg.id})
@@ -131,6 +138,19 @@ func runWorker(args []string) error {
 	}
 	w.log.log(Event{Ev: "exit", Worker: cfg.id})
 	return nil
+}
+
+// drift sets the rate of the library's clock to the one in the rate file
+// (the nemesis's "drift" action writes it, then sends SIGUSR2).
+func (w *worker) drift() {
+	b, err := os.ReadFile(w.cfg.rateFile)
+	rate, perr := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil || perr != nil || rate <= 0 {
+		w.log.log(Event{Ev: "drift-refused", Worker: w.cfg.id, Detail: fmt.Sprint(err, perr)})
+		return
+	}
+	w.clk.setRate(rate)
+	w.log.log(Event{Ev: "drift", Worker: w.cfg.id, Detail: strconv.FormatFloat(rate, 'g', -1, 64)})
 }
 
 func (w *worker) intn(n int) int {
@@ -249,7 +269,7 @@ func (w *worker) lockLoop(ctx context.Context) error {
 			_ = l.Release(ctx)
 			continue
 		}
-		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: ns(until) - int64(validity), Until: ns(until)})
+		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: w.clk.shared(until.Add(-validity)), Until: w.clk.shared(until)})
 
 		hctx, cancel := context.WithCancel(ctx)
 		stopSampling := w.sample(hctx, role, l.Token(), l.ValidUntil)
@@ -303,7 +323,7 @@ func (w *worker) sample(ctx context.Context, role string, tok int64, validUntil 
 			v := validUntil()
 			a := mono()
 			if !v.IsZero() {
-				w.log.log(Event{Ev: "sample", Worker: w.cfg.id, Role: role, Token: tok, Before: b, T: a, Until: ns(v)})
+				w.log.log(Event{Ev: "sample", Worker: w.cfg.id, Role: role, Token: tok, Before: b, T: a, Until: w.clk.shared(v)})
 			}
 			sleepCtx(sctx, 20*time.Millisecond)
 		}

@@ -6,7 +6,7 @@
 GO ?= go
 DDB_LOCAL := scripts/dynamodb-local.sh
 
-.PHONY: all dynamodb-local test test-loaded demo bench chaos fmt vet clean
+.PHONY: all dynamodb-local test test-loaded demo bench chaos fuzz fmt vet clean
 
 all: test
 
@@ -40,6 +40,11 @@ chaos:
 	mkdir -p .cache/chaos
 	$(GO) build -o $(CHAOS_BIN) ./chaos
 	$(DDB_LOCAL) run -- sh -c '$(CHAOS_BIN) run -lease 2s -renew 1.5s -retry 200ms && $(CHAOS_BIN) run -lease 3s -renew 2s -retry 500ms'
+
+# make fuzz: every Go fuzz target for FUZZTIME each (default 1m); their
+# seed corpora (testdata/fuzz) run in make test as ordinary tests.
+fuzz:
+	GO=$(GO) scripts/fuzz.sh
 
 fmt:
 	$(GO) fmt ./...

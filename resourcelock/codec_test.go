@@ -133,6 +133,9 @@ func TestDecodeInvalidItems(t *testing.T) {
 		{"acquireTime malformed", attrAcquireTime, func(m map[string]types.AttributeValue) { m[attrAcquireTime] = sv("yesterday") }},
 		{"renewTime malformed", attrRenewTime, func(m map[string]types.AttributeValue) { m[attrRenewTime] = sv("2026-13-01T00:00:00Z") }},
 		{"renewTime as M", attrRenewTime, func(m map[string]types.AttributeValue) { m[attrRenewTime] = &types.AttributeValueMemberM{} }},
+		// Found by the fuzz seeds: the year 0 parses but can never be
+		// written back by a renewal that keeps the time.
+		{"acquireTime in the year 0", attrAcquireTime, func(m map[string]types.AttributeValue) { m[attrAcquireTime] = sv("0000-01-01T00:00:00Z") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := validItem()

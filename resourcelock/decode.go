@@ -147,8 +147,13 @@ func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time,
 		return time.Time{}, wrongType(attr, "S", v)
 	}
 	t, err := time.Parse(time.RFC3339Nano, str.Value)
+	if err == nil {
+		// Writes refuse the year 0 (checkTime): a row that carries it
+		// could not be renewed or taken over by a write that keeps it.
+		err = checkTime(attr, t)
+	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", ErrInvalidRecord, attr, str.Value)
+		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time within the years 1 to 9999", ErrInvalidRecord, attr, str.Value)
 	}
 	return normalizeTime(t), nil
 }

@@ -39,34 +39,50 @@ type cli struct {
 	raw      *dynamodb.Client // same credentials as the command
 }
 
-// bin is the command, built once by TestMain; hookBin is the command
-// built with its test hooks (testhook_on.go).
-var bin, hookBin string
+// bin is the command and hookBin the command built with its test hooks
+// (testhook_on.go), both built once, by the first test that needs them
+// (the fuzz targets of this package do not).
+var (
+	bin, hookBin string
+	buildOnce    sync.Once
+	buildErr     error
+	buildDir     string
+)
+
+func buildBinaries(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "dynalease-cli")
+		if buildErr != nil {
+			return
+		}
+		bin = filepath.Join(buildDir, "dynalease")
+		hookBin = filepath.Join(buildDir, "dynalease-testhook")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		for _, build := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "dynalease_testhook", "-o", hookBin, "."}} {
+			if out, err := exec.Command(goBin, build...).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go %v: %v\n%s", build, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dynalease-cli")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "dynalease")
-	hookBin = filepath.Join(dir, "dynalease-testhook")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, build := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "dynalease_testhook", "-o", hookBin, "."}} {
-		if out, err := exec.Command(goBin, build...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go %v: %v\n%s", build, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 	os.Exit(code)
 }
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
 	endpoint := ddbtest.Endpoint(t)
+	buildBinaries(t)
 	table := fmt.Sprintf("cli-%d", time.Now().UnixNano())
 	c := &cli{t: t, bin: bin, dir: t.TempDir(), table: table}
 	c.env = append(os.Environ(), "AWS_ACCESS_KEY_ID=clitest", "AWS_SECRET_ACCESS_KEY=clitest", "AWS_REGION=us-east-1",

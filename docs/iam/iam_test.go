@@ -51,6 +51,21 @@ func (r *recorder) option(o *dynamodb.Options) {
 	})
 }
 
+// keyRecorder is a client option's API option that calls fn with every
+// request's operation and input.
+func keyRecorder(fn func(op string, params any)) func(*middleware.Stack) error {
+	var mu sync.Mutex
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("KeyRecorder",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				mu.Lock()
+				fn(awsmiddleware.GetOperationName(ctx), in.Parameters)
+				mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}
+}
+
 // record notes the IAM actions of one request: a transaction needs the
 // action of each of its items, on that item's table.
 func (r *recorder) record(op string, params any) {

@@ -139,25 +139,33 @@ func (r *recorder) sent(params map[string]string) []string {
 
 var tableParam = regexp.MustCompile(`:table/\$\{(\w+)\}$`)
 
-// allowed returns the "action Table" pairs a policy file allows.
-func allowed(t *testing.T, file string) []string {
+// statement is one statement of a policy file.
+type statement struct {
+	Effect    string
+	Action    []string
+	Resource  json.RawMessage
+	Condition map[string]map[string][]string
+}
+
+// readPolicy returns the statements of a policy file.
+func readPolicy(t *testing.T, file string) []statement {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Statement []struct {
-			Effect   string
-			Action   []string
-			Resource json.RawMessage
-		}
-	}
+	var doc struct{ Statement []statement }
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
+	return doc.Statement
+}
+
+// allowed returns the "action Table" pairs a policy file allows.
+func allowed(t *testing.T, file string) []string {
+	t.Helper()
 	var out []string
-	for _, st := range doc.Statement {
+	for _, st := range readPolicy(t, file) {
 		if st.Effect != "Allow" {
 			t.Fatalf("%s: a statement with effect %q", file, st.Effect)
 		}

@@ -2,7 +2,6 @@ package iam_test
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -80,24 +79,15 @@ func stringLike(pattern, s string) bool {
 // with the parameters replaced.
 func leadingKeyPatterns(t *testing.T, file string, params map[string]string) map[string][]string {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Statement []struct {
-			Resource  string
-			Condition map[string]map[string][]string
-		}
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
 	out := map[string][]string{}
-	for _, st := range doc.Statement {
-		m := tableParam.FindStringSubmatch(st.Resource)
+	for _, st := range readPolicy(t, file) {
+		var res string
+		if err := json.Unmarshal(st.Resource, &res); err != nil {
+			t.Fatalf("%s: Resource: %v", file, err)
+		}
+		m := tableParam.FindStringSubmatch(res)
 		if m == nil {
-			t.Fatalf("%s: resource %q", file, st.Resource)
+			t.Fatalf("%s: resource %q", file, res)
 		}
 		for _, p := range st.Condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] {
 			for name, value := range params {

@@ -213,13 +213,17 @@ func (r *run) release(ctx context.Context) {
 	e := r.e
 	rctx, cancel := clockutil.KeepDeadline(ctx)
 	defer cancel()
-	w := r.hold.WriteOwn(rctx, r.cur, func(resourcelock.Item) resourcelock.Record { return r.newRecord(true) },
-		func(w rvnlease.Written) { r.confirm(w.Item, w.Sent) })
+	cur := r.cur
+	w := r.hold.WriteOwn(rctx, cur, func(resourcelock.Item) resourcelock.Record { return r.newRecord(true) },
+		func(w rvnlease.Written) bool { r.confirm(w.Item, w.Sent); return true })
 	switch {
 	case w.Landed:
 		r.confirm(w.Item, w.Sent)
 		e.log.Info("released the lease", "rvn", w.Item.RVN, "sent", w.Sent)
 		e.setLeader("")
+	case w.ReleaseDone(cur):
+		e.log.Info("the record changed while the release was under way; it may have landed first")
+		e.forgetSelfAsLeader()
 	case w.Lost:
 		e.log.Info("not releasing the lease: it is no longer ours", "reason", lossCause(w).Error())
 		e.forgetSelfAsLeader()

@@ -83,11 +83,12 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 }
 
 // confirmEarlier records an earlier write of this lock, found landed by a
-// later one (see rvnlease.Holder.WriteOwn).
-func (l *Lock) confirmEarlier(w rvnlease.Written) {
+// later one (see rvnlease.Holder.WriteOwn), and reports whether the lock
+// is still held.
+func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.confirmLocked(w.Item, w.Sent)
+	return l.confirmLocked(w.Item, w.Sent)
 }
 
 // heldLocked returns nil while the lock is held, or why it is not. A lock

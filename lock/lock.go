@@ -214,17 +214,21 @@ func (l *Lock) checkMonitor() {
 	}
 }
 
-// confirmLocked records a write of this lock, sent at sent, as landed. A
-// lock whose validity has already run out stays lost: it never resumes.
+// confirmLocked records a write of this lock, sent at sent, as landed, and
+// reports whether the lock is still held. A lock whose validity has already
+// run out stays lost: it never resumes. The row is recorded all the same,
+// so that a release of the ended lock is conditioned on the RVN the row
+// carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
+	if !l.ended && l.deadline.Passed() {
+		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
+	}
+	if !sent.Before(l.sent) {
+		l.item = it
+	}
 	if l.ended {
 		return false
 	}
-	if l.deadline.Passed() {
-		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
-		return false
-	}
-	l.item = it
 	l.lastErr = nil
 	if sent.After(l.sent) {
 		l.sent = sent

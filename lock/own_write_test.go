@@ -116,3 +116,54 @@ func TestReleaseWhoseAnswerWasLostBeforeAnotherOwnerTookTheRowSucceeds(t *testin
 		})
 	}
 }
+
+// Found in review: a heartbeat whose write landed but whose answer came
+// back only after the lock's validity had passed ends the lock (it never
+// resumes), yet records the row it wrote, so that the release of the
+// expired lock is conditioned on that RVN and hands the lock over, instead
+// of failing against the old RVN and leaving the row held for a lease.
+func TestReleaseAfterALateHeartbeatIsConditionedOnTheRowItWrote(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k")
+	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, Land: true})
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	beat := make(chan error, 1)
+	go func() { beat <- l.Heartbeat(context.Background()) }()
+	<-entered
+	f.store.OnCall(nil)
+	f.fc.Step(validity) // the answer is late: the lock's validity passes meanwhile
+	var lost *LostError
+	if err := <-beat; !errors.As(err, &lost) || lost.Reason != Expired {
+		t.Fatalf("late heartbeat = %v, want Expired", err)
+	}
+	close(block)
+	if err := l.Release(context.Background()); !errors.As(err, &lost) || lost.Reason != Expired {
+		t.Fatalf("Release = %v, want the Expired LostError", err)
+	}
+	if row := f.item("k"); !row.Released {
+		t.Fatalf("row %+v left held after the release of the expired lock", row.Record)
+	}
+	if !errors.As(l.Err(), &lost) || lost.Reason != Expired {
+		t.Fatalf("Err = %v, want Expired still", l.Err())
+	}
+}
+
+// Found in review: a release whose answer was lost, finding the row still
+// at its RVN but marked released by someone else (a forced release keeps
+// the RVN), is a loss that came before the release, not a release done.
+func TestReleaseWhoseAnswerWasLostAfterAForcedReleaseReportsIt(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k")
+	row := f.item("k")
+	row.Released = true // an operator's release --force
+	f.mem.PutItem(row)
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	err := l.Release(context.Background())
+	var lost *LostError
+	if !errors.As(err, &lost) || lost.Reason != ReleasedElsewhere {
+		t.Fatalf("Release = %v, want ReleasedElsewhere", err)
+	}
+}

@@ -79,7 +79,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 			// RVN hands it over now rather than after a lease, and fails
 			// harmlessly when someone has.
 			if rerr := l.writeRelease(rctx, cur, r); rerr != nil {
-				l.c.log.V(1).Info("releasing a lock whose validity had passed did not succeed", "key", l.key.String(), "error", rerr.Error())
+				l.c.log.Info("releasing a lock whose validity had passed did not succeed; it will run out", "key", l.key.String(), "error", rerr.Error())
 			}
 		}
 		return err
@@ -113,7 +113,11 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		del = *r.delete
 	}
 	if del {
-		return l.remove(rctx, cur)
+		// A later heartbeat that landed unseen is deleted in turn.
+		w := l.hold.RemoveOwn(rctx, cur, func(ctx context.Context, expect resourcelock.Precondition) error {
+			return l.c.store.Remove(ctx, l.key, expect)
+		})
+		return l.afterRelease(w, cur)
 	}
 	next := func(cur resourcelock.Item) resourcelock.Record {
 		rec := l.c.record(cur, true)
@@ -123,53 +127,27 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		return rec
 	}
 	// An earlier heartbeat that landed unseen is written over again.
-	return l.afterRelease(l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) {}))
+	w := l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
+	return l.afterRelease(w, cur)
 }
 
-// remove deletes the row of cur, conditioned on this owner and its RVN; a
-// row that turns out to carry a later heartbeat of this lock (its answer
-// lost) is deleted in turn.
-func (l *Lock) remove(ctx context.Context, cur resourcelock.Item) error {
-	for try := 0; try < 3; try++ {
-		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: l.c.cfg.owner}
-		rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-		started := l.c.clk.Now()
-		err := l.c.store.Remove(rctx, l.key, expect)
-		cancel()
-		l.c.observeRequest("remove", err, l.c.clk.Since(started))
-		if err == nil {
-			return nil
-		}
-		w := l.hold.Settle(ctx, cur, err)
-		switch {
-		case w.Lost && w.Missing:
-			return nil // deleted: by us, its answer lost, or by TTL or another client
-		case w.Landed:
-			cur = w.Item
-		default:
-			return l.afterRelease(w)
-		}
-	}
-	return fmt.Errorf("lock %q: release kept meeting earlier heartbeats that landed late", l.key)
-}
-
-// afterRelease classifies what a release write found: the release landed,
-// the lock had been lost, or the write did not land. A write whose answer
-// was lost that finds the row another owner's may well have landed (the
-// row deleted or released by it, then taken): the release is done either
-// way, and no loss is reported for it.
-func (l *Lock) afterRelease(w rvnlease.Written) error {
+// afterRelease classifies what a release over cur found (see
+// rvnlease.Written.ReleaseDone): done, the lock lost before (a *LostError,
+// which Err returns from then on unless the lock had already been lost),
+// or a write that did not land.
+func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 	switch {
-	case w.Landed:
-		return nil
-	case w.Lost && w.AnswerLost():
-		l.c.log.V(1).Info("the release's answer was lost and the lock is someone else's now; it may have landed first",
-			"key", l.key.String(), "error", w.Cause.Error())
+	case w.ReleaseDone(cur):
+		if !w.Landed && !w.Missing {
+			l.c.log.V(1).Info("the row changed while the release was under way; it may have landed first", "key", l.key.String())
+		}
 		return nil
 	case w.Lost:
 		lost := l.lostTo(w.Item, w.Missing)
 		l.mu.Lock()
-		l.err = lost
+		if _, already := l.err.(*LostError); !already {
+			l.err = lost
+		}
 		l.mu.Unlock()
 		return lost
 	default:

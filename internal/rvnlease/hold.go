@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -60,22 +61,17 @@ func (h *Holder) Write(ctx context.Context, cur resourcelock.Item, rec resourcel
 // already unusual.
 const maxRewrites = 3
 
-// AnswerLost reports whether the write failed without the server's
-// verdict on its condition (a timeout, a reset connection, a 5xx): it may
-// have landed before the row changed again.
-func (w Written) AnswerLost() bool {
-	return w.Cause != nil && !errors.Is(w.Cause, resourcelock.ErrConflict)
-}
-
 // WriteOwn writes next(cur) over cur like Write, and reports Landed only
 // for that write: when the row turns out to carry an earlier write of this
 // holder (whose answer was lost, so the caller's cur is stale), confirm is
 // told of that write, and a new record, next of the row found, is written
 // on top of it. A heartbeat that carries new data, and a release, must not
-// be reported done because a different write landed. It returns the
-// Written of the last write; after maxRewrites writes that each met an
-// earlier one, an error (the last earlier write was confirmed).
-func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written)) Written {
+// be reported done because a different write landed. When confirm returns
+// false (the caller's hold ended meanwhile, its validity passed) nothing
+// more is written, and WriteOwn returns the earlier write's Written. It
+// returns the Written of the last write; after maxRewrites writes that
+// each met an earlier one, an error (the last earlier write confirmed).
+func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written) bool) Written {
 	for try := 1; ; try++ {
 		rec := next(cur)
 		w := h.Write(ctx, cur, rec)
@@ -83,12 +79,60 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 			return w
 		}
 		h.w.cfg.Log.V(1).Info("an earlier write had landed; writing again on top of it", "rvn", w.Item.RVN)
-		confirm(w)
+		if !confirm(w) {
+			return w
+		}
 		if try == maxRewrites {
 			return Written{Err: fmt.Errorf("the row kept showing earlier writes of this holder (%d writes sent)", maxRewrites)}
 		}
 		cur = w.Item
 	}
+}
+
+// RemoveOwn deletes the row of cur through remove, a delete conditioned on
+// the precondition it is given (this holder's owner and an RVN), and
+// settles a failure like Settle. When the row turns out to carry a later
+// write of this holder (its answer lost), that write is deleted in turn,
+// up to maxRewrites deletes in all. The row gone, whoever deleted it, is
+// reported Lost with Missing (see ReleaseDone).
+func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item, remove func(ctx context.Context, expect resourcelock.Precondition) error) Written {
+	cfg := h.w.cfg
+	for try := 1; ; try++ {
+		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: cfg.Owner}
+		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+		start := cfg.Clock.Now()
+		err := remove(rctx, expect)
+		cancel()
+		cfg.observe("remove", start, err)
+		if err == nil {
+			return Written{Lost: true, Missing: true}
+		}
+		w := h.Settle(ctx, cur, err)
+		if !w.Landed {
+			return w
+		}
+		if try == maxRewrites {
+			return Written{Err: fmt.Errorf("the row kept showing later writes of this holder (%d deletes sent)", maxRewrites)}
+		}
+		cur = w.Item
+	}
+}
+
+// ReleaseDone reports whether a release written over cur (marking it
+// released, or deleting it) is done as far as anyone can tell: it landed;
+// or the row is gone; or its answer was lost (a timeout, a reset, a 5xx:
+// not the server's verdict on its condition) and the row now carries an
+// RVN other than cur's, so that the release may well have landed before
+// the row changed again. A release refused by its condition while the row
+// carries another RVN is a loss that came before it (a takeover, or a
+// forced release and a new holder): false, so the caller hears of it,
+// even though an SDK retry of a release that had landed would look the
+// same (a false alarm, never a hidden theft). A row that still carries
+// cur's RVN but is not this holder's (marked released by another writer,
+// which keeps the RVN) is a loss too.
+func (w Written) ReleaseDone(cur resourcelock.Item) bool {
+	answerLost := w.Cause != nil && !errors.Is(w.Cause, resourcelock.ErrConflict)
+	return w.Landed || (w.Lost && (w.Missing || (w.Item.RVN != cur.RVN && answerLost)))
 }
 
 // Settle reads the row after a write the caller sent by other means (a

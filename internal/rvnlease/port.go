@@ -41,7 +41,7 @@ type Config struct {
 	// Log receives the engine's debug lines.
 	Log logr.Logger
 	// Observe, when set, is told of every request the engine sends: op
-	// ("get", "create" or "update"), its error and its latency.
+	// ("get", "create", "update" or "remove"), its error and its latency.
 	Observe func(op string, err error, d time.Duration)
 }
 

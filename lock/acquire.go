@@ -61,7 +61,7 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	}
 	at := &acquireCall{c: c, key: k, cfg: a, try: try, slot: s}
 	l, err := at.run(ctx)
-	c.failing.Note(k.String(), nil) // nothing retries for this call any more
+	c.failing.Forget(k.String()) // nothing retries for this call any more
 	at.remember(ctx, l != nil)
 	if err != nil {
 		c.unclaim(k, s)

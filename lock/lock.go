@@ -279,7 +279,7 @@ func (l *Lock) loseLocked(err error) {
 func (l *Lock) endLocked(err error) {
 	l.ended = true
 	l.err = err
-	l.c.failing.Note(l.key.String(), nil) // its heartbeats are over
+	l.c.failing.Forget(l.key.String()) // its heartbeats are over
 	l.deadline.End()
 	if l.monitorT != nil {
 		l.monitorT.Stop()

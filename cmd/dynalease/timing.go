@@ -52,7 +52,8 @@ type electTiming struct {
 
 // electTimes derives elect's timing from --lease, --request-timeout,
 // --grace and --retry (lease/10 when 0). The renew deadline leaves grace +
-// noticeSlack before others may take over (the command is stopped by
+// noticeSlack (or election.MinLeaseMargin of a long lease) before others
+// may take over (the command is stopped by
 // then), and must itself give a stopping command grace + noticeSlack to
 // return, so that a handover releases the record. Settings it accepts are
 // accepted by election.New; others are usage errors naming the flags.
@@ -67,7 +68,10 @@ func (c *common) electTimes(grace, retry time.Duration) (electTiming, error) {
 		retry = max(c.lease/10, election.MinRetryPeriod)
 	}
 	stopping := clockutil.Add(grace, noticeSlack)
-	renew := c.lease - stopping
+	// A long lease needs more room than that: election.MinLeaseMargin of
+	// the renew deadline (lease − renew ≥ renew/100 once lease − renew ≥
+	// lease/101), or election.New refuses it.
+	renew := c.lease - max(stopping, c.lease/101+time.Millisecond)
 	if renew < stopping || renew <= clockutil.Add(retry, retry) || retry < election.MinRetryPeriod {
 		return electTiming{}, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: want lease ≥ 2 × (grace + %v), a renew deadline (lease − grace − %v) over two retries, and --retry at least %v",
 			c.lease, grace, retry, noticeSlack, noticeSlack, election.MinRetryPeriod)

@@ -76,6 +76,7 @@ func FuzzElectTimes(f *testing.F) {
 	f.Add(int64(1<<63-1), int64(1<<63-1), int64(1<<63-1), int64(1<<63-1))
 	f.Add(int64(1<<63-1), int64(2*time.Second), int64(1<<62), int64(0))
 	f.Add(int64(-1), int64(-1), int64(-1), int64(-1))
+	f.Add(int64(200*time.Second), int64(2*time.Second), int64(0), int64(0)) // found in review: a long lease
 	f.Fuzz(func(t *testing.T, lease, timeout, grace, retry int64) {
 		c := &common{lease: time.Duration(lease), requestTimeout: time.Duration(timeout)}
 		et, err := c.electTimes(time.Duration(grace), time.Duration(retry))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynalease/dynalease/internal/logtest"
 )
 
 func TestFailingKeepsTheStartOfAFailureUntilItClears(t *testing.T) {
@@ -60,5 +62,22 @@ func TestFailingPerKey(t *testing.T) {
 	f.Note("b", nil)
 	if err, _ := f.Last(); err != nil || last != nil {
 		t.Fatalf("Last = %v, report %v once nothing fails", err, last)
+	}
+}
+
+// Forget drops a key's failure without the "succeed again" line: its
+// caller stopped retrying.
+func TestFailingForget(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	var last error
+	rec := &logtest.Recorder{}
+	f := NewFailing(fc, rec.Logger(), func(err error, _ time.Time) { last = err })
+	f.Note("a", errors.New("denied"))
+	f.Forget("a")
+	if err, _ := f.Last(); err != nil || last != nil {
+		t.Fatalf("Last %v, report %v after Forget", err, last)
+	}
+	if len(rec.Find("requests to the lock table succeed again")) != 0 {
+		t.Fatal("Forget said that requests succeed again")
 	}
 }

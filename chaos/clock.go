@@ -33,8 +33,9 @@ func mono() int64 {
 // The worker logs every time the library gives it through shared, so the
 // checker compares times of one clock, as before.
 type driftClock struct {
-	mu   sync.Mutex
-	segs []segment // one per rate, oldest first; the last is in force
+	mu     sync.Mutex
+	segs   []segment // one per rate, oldest first; the last is in force
+	timers map[*driftTimer]struct{}
 }
 
 // segment: from shared time mono on, the clock reads at + (m − mono)·rate.
@@ -47,7 +48,7 @@ var _ clock.WithTickerAndDelayedExecution = (*driftClock)(nil)
 
 func newDriftClock() *driftClock {
 	m := mono()
-	return &driftClock{segs: []segment{{mono: m, at: m, rate: 1}}}
+	return &driftClock{segs: []segment{{mono: m, at: m, rate: 1}}, timers: map[*driftTimer]struct{}{}}
 }
 
 func (c *driftClock) nowNs() int64 {
@@ -58,14 +59,34 @@ func (c *driftClock) nowNs() int64 {
 	return s.at + int64(float64(m-s.mono)*s.rate)
 }
 
-// setRate makes the clock advance at rate (> 0) from now on.
+// setRate makes the clock advance at rate (> 0) from now on, and sets
+// every pending timer again for the new rate: one set at a slower rate
+// would otherwise fire late once the clock runs faster.
 func (c *driftClock) setRate(rate float64) {
 	m := mono()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.segs[len(c.segs)-1]
 	now := s.at + int64(float64(m-s.mono)*s.rate)
 	c.segs = append(c.segs, segment{mono: m, at: now, rate: rate})
+	pending := make([]*driftTimer, 0, len(c.timers))
+	for t := range c.timers {
+		pending = append(pending, t)
+	}
+	c.mu.Unlock()
+	for _, t := range pending {
+		t.rearm()
+	}
+}
+
+// track and untrack keep the set of pending timers.
+func (c *driftClock) track(t *driftTimer, pending bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pending {
+		c.timers[t] = struct{}{}
+	} else {
+		delete(c.timers, t)
+	}
 }
 
 // realDelay is how long, on the shared clock, the clock takes to advance
@@ -140,6 +161,8 @@ type driftTimer struct {
 
 func (t *driftTimer) C() <-chan time.Time { return t.ch }
 
+// The timer's mutex is taken before the clock's, never the other way.
+
 func (t *driftTimer) Stop() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -148,12 +171,14 @@ func (t *driftTimer) Stop() bool {
 	if t.real != nil {
 		t.real.Stop()
 	}
+	t.c.track(t, false)
 	return was
 }
 
 func (t *driftTimer) Reset(d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.c.track(t, true)
 	was := t.active
 	if t.real != nil {
 		t.real.Stop()
@@ -162,6 +187,16 @@ func (t *driftTimer) Reset(d time.Duration) bool {
 	t.active = true
 	t.armLocked()
 	return was
+}
+
+// rearm sets a pending timer again at the clock's present rate.
+func (t *driftTimer) rearm() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active {
+		t.real.Stop()
+		t.armLocked()
+	}
 }
 
 func (t *driftTimer) armLocked() {
@@ -183,6 +218,7 @@ func (t *driftTimer) fire(target int64) {
 		return
 	}
 	t.active = false
+	t.c.track(t, false)
 	t.mu.Unlock()
 	if t.fn != nil {
 		t.fn()

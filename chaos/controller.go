@@ -24,20 +24,21 @@ import (
 
 // runConfig is one chaos run.
 type runConfig struct {
-	endpoint  string
-	dir       string // logs and results
-	bin       string // the worker binary: this program
-	duration  time.Duration
-	seed      uint64
-	workers   int
-	keys      int
-	lease     time.Duration
-	renew     time.Duration
-	retry     time.Duration
-	lockLease time.Duration
-	actions   []string // the nemesis's repertoire; all when empty
-	drift     float64  // ρ: the drift action runs a clock at 1+ρ or 1/(1+ρ)
-	quiet     bool     // no progress lines
+	endpoint   string
+	dir        string // logs and results
+	bin        string // the worker binary: this program
+	duration   time.Duration
+	seed       uint64
+	workers    int
+	keys       int
+	lease      time.Duration
+	renew      time.Duration
+	retry      time.Duration
+	lockLease  time.Duration
+	lockMargin time.Duration // 0: the lock client's default
+	actions    []string      // the nemesis's repertoire; all when empty
+	drift      float64       // ρ: the drift action runs a clock at 1+ρ or 1/(1+ρ)
+	quiet      bool          // no progress lines
 }
 
 func (c *runConfig) flags(fs *flag.FlagSet) {
@@ -58,6 +59,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
 	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
+	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lock lease, when zero)")
 	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
@@ -202,7 +204,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	r.Config = map[string]string{
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
-		"lock lease": cfg.lockLease.String(), "round trip": rtt.String(),
+		"lock lease": cfg.lockLease.String(), "lock margin": cfg.lockMargin.String(), "round trip": rtt.String(),
 		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64),
 	}
 	return r, nil
@@ -227,7 +229,7 @@ func (c *controller) start(slot int, id string) error {
 		"-id", id, "-instance", strconv.Itoa(n), "-endpoint", c.proxies[slot].URL(), "-events", in.events,
 		"-locks", c.locks, "-fences", c.fences, "-data", c.data,
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
-		"-lock-lease", c.cfg.lockLease.String(), "-keys", strconv.Itoa(c.cfg.keys),
+		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
 		"-rate-file", in.rateFile)
 	in.cmd.Stderr = errf

@@ -87,18 +87,27 @@ func TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow(t *testing.T) {
 	}
 }
 
-// TestDynamoDBChaosCatchesDriftBeyondTheMargin runs the nemesis with a
-// drift far beyond what the margins allow (the leader's clock at half or
-// twice the real rate) and partitions: a slow leader cut off from
-// DynamoDB still believes it leads after another took over, and the
-// checker must say so. The same run with the documented drift is the
-// short run above.
+// TestDynamoDBChaosCatchesDriftBeyondTheMargin runs with the smallest
+// margins the library accepts (1%: lease 2 s, renew deadline 1.98 s, lock
+// margin 20 ms), with the documented drift ρ those margins allow, where
+// nothing may overlap, and with ρ ten times that (5%) and partitions,
+// where a slow leader cut off from DynamoDB still believes it leads after
+// another took over (or a fast waiter takes over too soon), and the
+// checker must say so.
 func TestDynamoDBChaosCatchesDriftBeyondTheMargin(t *testing.T) {
 	t.Parallel()
-	r := runChaos(t, buildChaos(t, ""),
-		runConfig{duration: 30 * time.Second, seed: 4, drift: 1, actions: []string{"drift", "partition"}})
-	if r.count("overlap") == 0 {
-		t.Error("the checker found no overlapping leadership with the leader's clock at half speed")
+	bin := buildChaos(t, "")
+	minimal := runConfig{lease: 2 * time.Second, renew: 1980 * time.Millisecond, retry: 200 * time.Millisecond,
+		lockMargin: 20 * time.Millisecond, actions: []string{"drift", "partition", "stop-leader"}}
+	within := minimal
+	within.duration, within.seed, within.drift = 30*time.Second, 5, DocumentedDrift
+	if r := runChaos(t, bin, within); !r.Safe() {
+		t.Errorf("%d safety violations with the documented drift at the smallest margins", len(r.Violations))
+	}
+	beyond := minimal
+	beyond.duration, beyond.seed, beyond.drift, beyond.actions = 40*time.Second, 4, 10*DocumentedDrift, []string{"drift", "partition"}
+	if r := runChaos(t, bin, beyond); r.count("overlap") == 0 {
+		t.Error("the checker found no overlap with a drift ten times what the margins allow")
 	}
 }
 

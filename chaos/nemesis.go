@@ -30,7 +30,7 @@ var allActions = []string{
 	"5xx",         // answer half the requests 500, for 2 leases
 	"reset",       // close half the connections unanswered, for 2 leases
 	"latency",     // delay every request by 90% of the request timeout, for 2 leases
-	"drift",       // run the leader's clock fast or slow by the drift ρ for 3 leases, while the next actions go on
+	"drift",       // run a worker's clock (the leader's, or any) fast or slow by the drift ρ for 3 leases, while the next actions go on
 	"quiet",       // nothing, for a lease
 }
 
@@ -122,7 +122,7 @@ func (c *controller) act(ctx context.Context, a string) {
 		timeout := min(c.cfg.retry, c.cfg.renew-c.cfg.retry) // the elector's default request timeout
 		c.netFault(c.pick(ctx, 2), a, fault{Kind: faultLatency, Delay: timeout * 9 / 10}, 2*c.cfg.lease)
 	case "drift":
-		c.drift(c.leader(ctx), 3*c.cfg.lease)
+		c.drift(c.pick(ctx, 2), 3*c.cfg.lease)
 	case "quiet":
 		c.event(a, nil, "")
 		time.Sleep(c.cfg.lease)
@@ -130,9 +130,10 @@ func (c *controller) act(ctx context.Context, a string) {
 }
 
 // drift runs in's clock at a rate off by the drift ρ (fast, 1+ρ, or slow,
-// 1/(1+ρ), in turn, slow first) for d, in the background: the actions that follow
-// (a stop, a partition) then meet a worker whose clock drifts. Every
-// change is logged on the shared clock, as the worker logs it too.
+// 1/(1+ρ), in turn, slow first) for d, in the background: the actions that
+// follow (a stop, a partition) then meet a worker whose clock drifts. A
+// slow leader believes its term longer; a fast waiter takes over sooner.
+// Every change is logged on the shared clock, as the worker logs it too.
 func (c *controller) drift(in *instance, d time.Duration) {
 	c.mu.Lock()
 	c.drifts++

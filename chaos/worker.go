@@ -33,6 +33,7 @@ type workerConfig struct {
 	instance                       int
 	locks, fences, data            string
 	lease, renew, retry, lockLease time.Duration
+	lockMargin                     time.Duration // 0: the lock client's default
 	keys                           int
 	pauseFor                       time.Duration
 	seed                           uint64
@@ -51,6 +52,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
 	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
 	fs.DurationVar(&c.lockLease, "lock-lease", 2*time.Second, "lock lease")
+	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lease, when zero)")
 	fs.IntVar(&c.keys, "keys", 3, "lock keys contended for")
 	fs.DurationVar(&c.pauseFor, "pause-for", 3*time.Second, "how long SIGUSR1 holds the next guarded write before it leaves")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
@@ -230,10 +232,15 @@ func (w *worker) lead(ctx context.Context, e *election.Elector) {
 // lockLoop takes one of the keys, holds it a while with guarded writes and
 // releases it, again and again until ctx ends.
 func (w *worker) lockLoop(ctx context.Context) error {
+	margin := w.cfg.lockMargin
+	if margin == 0 {
+		margin = w.cfg.lockLease / 10 // the client's default
+	}
 	c, err := lock.New(w.ddb, w.cfg.locks,
 		lock.WithOwnerName(w.cfg.id),
 		lock.WithClock(w.clk),
 		lock.WithLeaseDuration(w.cfg.lockLease),
+		lock.WithSafetyMargin(margin),
 		lock.WithHeartbeatPeriod(w.cfg.lockLease/6),
 		lock.WithRequestTimeout(w.cfg.lockLease/4),
 		lock.WithRefreshPeriod(w.cfg.retry),
@@ -251,7 +258,7 @@ func (w *worker) lockLoop(ctx context.Context) error {
 		w.mu.Unlock()
 		_ = c.Close(cctx)
 	}()
-	validity := w.cfg.lockLease - w.cfg.lockLease/10 // the default safety margin
+	validity := w.cfg.lockLease - margin
 	for ctx.Err() == nil {
 		key := "k" + strconv.Itoa(w.intn(w.cfg.keys))
 		role := "lock:" + key

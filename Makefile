@@ -5,8 +5,11 @@
 
 GO ?= go
 DDB_LOCAL := scripts/dynamodb-local.sh
+# staticcheck, pinned; go run fetches it through the Go module proxy into
+# the module cache (go.mod does not change).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all dynamodb-local test test-loaded demo bench chaos fuzz fmt vet clean
+.PHONY: all dynamodb-local test lint test-loaded demo bench chaos fuzz fmt vet clean
 
 all: test
 
@@ -14,11 +17,11 @@ all: test
 dynamodb-local:
 	$(DDB_LOCAL) install
 
-# vet runs inside the same "run" as the tests so that one server start serves
-# both; sh -c makes a vet or test failure the command's exit status, which the
-# script passes on after stopping the server.
-test:
-	$(DDB_LOCAL) run -- sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...'
+# make test runs make lint first (go vet and staticcheck, no server needed);
+# sh -c makes a test failure the command's exit status, which the script
+# passes on after stopping the server.
+test: lint
+	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./...'
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test
@@ -47,6 +50,12 @@ chaos:
 # seed corpora (testdata/fuzz) run in make test as ordinary tests.
 fuzz:
 	GO=$(GO) scripts/fuzz.sh
+
+# make lint: gofmt, go vet and staticcheck (staticcheck.conf), all clean.
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 fmt:
 	$(GO) fmt ./...

@@ -342,7 +342,7 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 		}
 		s = ctr.snapshot()
 		if err := mine.Heartbeat(ctx); !errors.Is(err, lock.ErrLost) {
-			return fmt.Errorf("Heartbeat of a stolen lock = %v, want ErrLost", err)
+			return fmt.Errorf("heartbeat of a stolen lock = %v, want ErrLost", err)
 		}
 		renewal.addSnapshot(ctr.since(s))
 	}

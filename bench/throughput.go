@@ -188,10 +188,10 @@ func (b *bench) measureLockCycles(ctx context.Context, c *dynamodb.Client, ctr *
 	return measure(ctx, workers, dur, ctr, func(ctx context.Context, w, i int) error {
 		l, err := lc.Acquire(ctx, fmt.Sprintf("lk-%s-%d-%d", prefix, w, i), opts...)
 		if err != nil {
-			return fmt.Errorf("Acquire: %w", err)
+			return fmt.Errorf("acquire: %w", err)
 		}
 		if err := l.Release(ctx); err != nil {
-			return fmt.Errorf("Release: %w", err)
+			return fmt.Errorf("release: %w", err)
 		}
 		return nil
 	})

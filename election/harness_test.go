@@ -50,22 +50,9 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error // Run's result
 
-	conflictRows bool // failed conditions carry the row, as DynamoDB's do
 }
 
 type harnessOption func(*harness, *Config)
-
-func withIdentity(id string) harnessOption {
-	return func(h *harness, c *Config) {
-		c.Lock = resourcelocktest.NewFaulty(h.store.Lock(lockName, id))
-	}
-}
-
-// withConflictRows lets failed conditions carry the row they found, as
-// DynamoDBStore's and MemoryStore's do: a failed write then needs no read.
-func withConflictRows() harnessOption {
-	return func(h *harness, _ *Config) { h.conflictRows = true }
-}
 
 func withReleaseOnCancel() harnessOption {
 	return func(_ *harness, c *Config) { c.ReleaseOnCancel = true }
@@ -127,10 +114,10 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 	}:
 		h.lock = l.faulty()
 	}
-	if h.lock != nil && !h.conflictRows {
-		// Most tests here were written for stores whose failed conditions
-		// carry no row, so that every failure is settled by a read; tests
-		// of the one-request path use withConflictRows.
+	if h.lock != nil {
+		// Tests here are written for stores whose failed conditions carry
+		// no row, so that every failure is settled by a read (the engine's
+		// own tests cover the one-request path).
 		h.lock.HideConflictRows(true)
 	}
 	e, err := New(cfg)

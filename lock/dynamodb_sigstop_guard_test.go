@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,9 +30,9 @@ const fgDDBTestAccessKey = "ddbtest"
 // fgBuildHolder builds the holder program into a temporary directory.
 func fgBuildHolder(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
+	goBin, err := exec.LookPath("go") // go test puts its own first on PATH
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "holder")
 	cmd := exec.Command(goBin, "build", "-o", out, fgHolderPkg)

@@ -567,6 +567,7 @@ func TestDynamoDBAttributes(t *testing.T) {
 	mustRelease(t, l)
 	l = mustAcquire(t, c, "a", lock.WithAttributes(map[string]types.AttributeValue{"region": &types.AttributeValueMemberS{Value: "us-east-2"}}))
 	check("re-acquired naming one attribute", e.item("a"), "us-east-2")
+	mustRelease(t, l)
 
 	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, lock.ErrInvalidOption) {
 		t.Errorf("a reserved attribute name: %v, want ErrInvalidOption", err)

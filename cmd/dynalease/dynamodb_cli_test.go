@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +57,11 @@ func buildBinaries(t *testing.T) {
 		}
 		bin = filepath.Join(buildDir, "dynalease")
 		hookBin = filepath.Join(buildDir, "dynalease-testhook")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin, err := exec.LookPath("go") // go test puts its own first on PATH
+		if err != nil {
+			buildErr = err
+			return
+		}
 		for _, build := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "dynalease_testhook", "-o", hookBin, "."}} {
 			if out, err := exec.Command(goBin, build...).CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go %v: %v\n%s", build, err, out)

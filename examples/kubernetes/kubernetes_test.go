@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,7 +106,10 @@ func TestDynamoDBSingletonWorker(t *testing.T) {
 	// each access key apart, and the program has its own.
 	table := fmt.Sprintf("k8s-example-%d", time.Now().UnixNano())
 	bin := filepath.Join(t.TempDir(), "worker")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // go test puts its own first on PATH
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -46,7 +46,7 @@ func testStoreAttributes(t *testing.T, s resourcelock.Store) {
 	// takeover, a release and a Create over the released row.
 	cur := mustUpdate(t, s, k, asHolder(got), heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
 	cur = mustUpdate(t, s, k, asTakeover(cur), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
-	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("b"), resourcelock.WriteOptions{})
+	mustUpdate(t, s, k, asHolder(cur), releasedBy("b"), resourcelock.WriteOptions{})
 	cur = mustCreate(t, s, k, heldBy("c", time.Second, ""), resourcelock.WriteOptions{})
 	if !sameAttributeValues(cur.Attributes, app) {
 		t.Fatalf("writes without attributes changed them: %s", formatStoreItem(cur))

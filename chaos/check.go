@@ -359,23 +359,28 @@ func (ch *checker) writes() {
 	}
 }
 
-// tokens: check 4. Every term has a token, and tokens rise with the send
-// times of the terms' acquiring writes (the order in which they landed: a
-// takeover is sent only after the write it takes over from landed).
+// tokens: check 4. Every term has a token, and tokens rise in the order
+// in which the terms' acquiring writes landed. The checker does not see a
+// landing, only that it lies between the write's first send (start: the
+// SDK may retry it, and a retry can land after another term came and
+// went) and its confirmation (begin). So a pair is out of order for
+// certain only when the term with the larger token was confirmed before
+// the other's acquiring write was even sent.
 func (ch *checker) tokens() {
 	for role, ts := range ch.termsByRole() {
 		ts = slices.Clone(ts)
 		slices.SortFunc(ts, func(a, b *term) int { return cmp64(a.start, b.start) })
-		var prev *term
-		for _, t := range ts {
-			if t.token <= 0 {
-				ch.violation("tokens", fmt.Sprintf("%s: the term of %s from %s has no token", role, t.proc, ch.at(t.begin)), t.begin)
+		for i, u := range ts {
+			if u.token <= 0 {
+				ch.violation("tokens", fmt.Sprintf("%s: the term of %s from %s has no token", role, u.proc, ch.at(u.begin)), u.begin)
 			}
-			if prev != nil && t.token <= prev.token {
-				ch.violation("tokens", fmt.Sprintf("%s: the term of %s from %s has token %d, not above %d of %s's earlier term",
-					role, t.proc, ch.at(t.begin), t.token, prev.token, prev.proc), t.begin)
+			for _, t := range ts[:i] {
+				if t.begin < u.start && t.token >= u.token {
+					ch.violation("tokens", fmt.Sprintf("%s: the term of %s from %s has token %d, not above %d of %s's term confirmed at %s, before it was sent",
+						role, u.proc, ch.at(u.begin), u.token, t.token, t.proc, ch.at(t.begin)), u.begin)
+					break
+				}
 			}
-			prev = t
 		}
 	}
 }

@@ -6,11 +6,18 @@
 //   - election: an Elector in the manner of Kubernetes' client-go leader
 //     election: callbacks when leadership starts and stops, IsLeader,
 //     Leader, a health check.
-//   - resourcelock: the storage contract behind a lease, with a DynamoDB
-//     implementation whose items the AWS Java DynamoDB Lock Client can
-//     read, an in-memory one for unit tests, and a conformance suite.
+//   - lock: a lock client for any number of keys: acquire, heartbeats,
+//     lost-lock notification, release, fencing tokens, guarded writes.
+//   - resourcelock: the storage contract behind a lease, in the library's
+//     own types, an in-memory store for unit tests, and (in
+//     resourcelocktest) a conformance suite and fault injectors.
+//   - resourcelock/dynamodbstore: the store on a DynamoDB table whose items
+//     the AWS Java DynamoDB Lock Client can read and write.
+//   - metrics, metrics/prommetrics, health: what operators watch.
 //   - clockutil: every wait on an injected clock, so timing logic is
 //     tested on a fake clock.
+//   - cmd/dynalease: the command that runs a program only while it holds
+//     a lock or leads.
 //
 // Leases are record-version-number (RVN) leases: no host ever compares its
 // wall clock with another's. See the election package for the safety

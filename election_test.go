@@ -9,7 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // TestElectionEndToEnd runs the scenario a user sees, through the public
@@ -21,7 +21,7 @@ func TestElectionEndToEnd(t *testing.T) {
 	client := ddbtest.Client(t)
 	ctx := context.Background()
 	table := "dynalease-e2e-" + time.Now().Format("150405.000000")
-	if err := resourcelock.CreateTable(ctx, client, table, resourcelock.TableOptions{}); err != nil {
+	if err := dynamodbstore.CreateTable(ctx, client, table, dynamodbstore.TableOptions{}); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { ddbtest.DeleteTable(t, client, table) })
@@ -34,7 +34,7 @@ func TestElectionEndToEnd(t *testing.T) {
 		seen    []string
 	}
 	newReplica := func(id string) *replica {
-		lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: client, Table: table, Name: "scheduler", Identity: id})
+		lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "scheduler", Identity: id})
 		if err != nil {
 			t.Fatal(err)
 		}

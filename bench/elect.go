@@ -10,7 +10,7 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/logtest"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // The election durations of rows 2 and 4.
@@ -43,7 +43,7 @@ type candidate struct {
 // on client c. onStart, when not nil, is called at the start of
 // OnStartedLeading with its time.
 func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table, name, id string, onStart func(*candidate, time.Time)) (*candidate, error) {
-	lk, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: c, Table: table, Name: name, Identity: id})
+	lk, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: name, Identity: id})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // scale holds every count and duration that BENCH_SHORT scales down.
@@ -192,7 +192,7 @@ func (b *bench) table(ctx context.Context, name string) (string, error) {
 	t := "bench-" + name + "-" + b.runID
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := resourcelock.CreateTable(cctx, b.clients.client(nil, nil), t, resourcelock.TableOptions{PollInterval: 50 * time.Millisecond})
+	err := dynamodbstore.CreateTable(cctx, b.clients.client(nil, nil), t, dynamodbstore.TableOptions{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		return "", fmt.Errorf("creating table %s: %w", t, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // runConfig is one chaos run.
@@ -151,7 +151,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		name string
 		pk   string
 	}{{c.locks, ""}, {c.fences, ""}, {c.data, "id"}} {
-		if err := resourcelock.CreateTable(ctx, c.ddb, t.name, resourcelock.TableOptions{PartitionKey: t.pk}); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, c.ddb, t.name, dynamodbstore.TableOptions{PartitionKey: t.pk}); err != nil {
 			return nil, fmt.Errorf("creating table %s: %w", t.name, err)
 		}
 	}

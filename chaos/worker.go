@@ -25,6 +25,7 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // workerConfig is what the controller tells a worker process.
@@ -187,7 +188,7 @@ func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // elect stands for the election until ctx ends.
 func (w *worker) elect(ctx context.Context) error {
-	rl, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	rl, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 		Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,
 	})
 	if err != nil {
@@ -366,11 +367,11 @@ func (w *worker) guardedWrite(ctx context.Context, role string, tok int64, guard
 
 // classify names the outcome of a guarded write from its error.
 func classify(err error) string {
-	var ice *resourcelock.ItemConditionError
+	var ice *dynamodbstore.ItemConditionError
 	switch {
 	case err == nil:
 		return outcomeAck
-	case errors.Is(err, resourcelock.ErrGuardLost), errors.Is(err, resourcelock.ErrTransactionConflict):
+	case errors.Is(err, resourcelock.ErrGuardLost), errors.Is(err, dynamodbstore.ErrTransactionConflict):
 		return outcomeRefusedServer
 	case errors.As(err, &ice):
 		return outcomeCondition

@@ -94,7 +94,7 @@ type Config struct {
 	// Fencing gives every term a fencing token (Elector.Token,
 	// TokenFromContext), strictly greater than the tokens of every earlier
 	// term. Lock must implement resourcelock.Fencer, as
-	// resourcelock.DynamoDB does when given a FenceTable (New refuses one
+	// resourcelock.Lease does when given a FenceTable (New refuses one
 	// without). A candidate whose fencing fails at run time releases the
 	// record it acquired, backs off a RetryPeriod and tries again; Run
 	// returns when the failure is one waiting cannot fix.
@@ -201,7 +201,7 @@ func (c Config) validate() error {
 			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
 		}
 		if fc, ok := f.(interface{ CanFence() bool }); ok && !fc.CanFence() {
-			return bad("Fencing", "is set but Lock %s has no fence table (DynamoDBConfig.FenceTable)", c.Lock.Describe())
+			return bad("Fencing", "is set but Lock %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lock.Describe())
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func validConfig() Config {
@@ -107,7 +108,7 @@ func TestMinLeaseMargin(t *testing.T) {
 }
 
 // noFenceTable is a lock that implements Fencer but has no fence table, as
-// a resourcelock.DynamoDB configured without FenceTable.
+// a resourcelock.Lease configured without FenceTable.
 type noFenceTable struct{ resourcelock.Interface }
 
 func (noFenceTable) Fence(context.Context, string) (resourcelock.Record, error) {
@@ -119,7 +120,7 @@ func (noFenceTable) CanFence() bool { return false }
 // table is refused by New, instead of a candidate that renews for ever and
 // never leads. No request is sent.
 func TestFencingWithoutAFenceTableIsRefused(t *testing.T) {
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 		Client:   dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
 		Table:    "locks",
 		Name:     "leader",

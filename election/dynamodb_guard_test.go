@@ -17,6 +17,7 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Names of this file start with eg, apart from the package's other tests.
@@ -44,7 +45,7 @@ func newEGCandidate(t *testing.T, locks, fences, id string, clk clockutil.Clock)
 	t.Helper()
 	c := &egCandidate{id: id, ft: faulthttp.New(nil), leading: make(chan context.Context, 4), result: make(chan error, 1)}
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = c.ft })
-	lk, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	lk, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 		Client: client, Table: locks, Name: "leader", Identity: id, FenceTable: fences,
 	})
 	if err != nil {

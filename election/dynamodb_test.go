@@ -15,7 +15,7 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/internal/logtest"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Short durations for the timelines against DynamoDB Local.
@@ -55,7 +55,7 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 	t.Helper()
 	ft := faulthttp.New(nil)
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = ft })
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: client, Table: table, Name: "leader", Identity: id})
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestDynamoDBFailoverAfterReleaseWithinOnePoll(t *testing.T) {
 // reads against the table.
 func measureRoundTrip(t *testing.T, client *dynamodb.Client, table string) time.Duration {
 	t.Helper()
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: client, Table: table, Name: "leader", Identity: "probe"})
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: "probe"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestDynamoDBHungRenewalsEndTheTermAndAnotherTakesOver(t *testing.T) {
 func ExampleElector() {
 	// A sketch of typical use; see examples/leader for a complete program.
 	var client *dynamodb.Client // from config.LoadDefaultConfig
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 		Client: client, Table: "locks", Name: "scheduler", Identity: "host-1",
 	})
 	if err != nil {

@@ -14,11 +14,12 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-func unfixableElector(t *testing.T, client resourcelock.ItemAPI, table string) *election.Elector {
+func unfixableElector(t *testing.T, client dynamodbstore.ItemAPI, table string) *election.Elector {
 	t.Helper()
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: client, Table: table, Name: "leader", Identity: "a"})
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestDynamoDBUnfixableErrorsEndRunWithTheirCause(t *testing.T) {
 		table string
 		want  func(error) bool
 	}{
-		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, resourcelock.ErrTableNotFound) }},
+		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, dynamodbstore.ErrTableNotFound) }},
 		{"another key schema", wrongSchema, resourcelock.Permanent},
 		{"undecodable record", corrupt, func(err error) bool { return errors.Is(err, resourcelock.ErrInvalidRecord) }},
 	} {

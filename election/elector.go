@@ -13,6 +13,7 @@ import (
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Elector campaigns for one lease and runs the leader's work while it holds
@@ -121,13 +122,18 @@ func (e *Elector) Token() int64 {
 // Guard commits items, the caller's own DynamoDB writes, in one transaction
 // with a check that the lease record still shows this term's acquisition,
 // so a leader that lost its term (paused, partitioned) cannot commit
-// anything. It needs a Lock implementing resourcelock.LeaseGuarder, as
-// resourcelock.DynamoDB does. It refuses at once, with an error matching
+// anything. It needs a Lock that is a *resourcelock.Lease on a store
+// implementing dynamodbstore.Guarder, as dynamodbstore.NewLease returns. It
+// refuses at once, with an error matching
 // ErrLostLeadership, when not leading; a refusal by the server matches both
 // ErrLostLeadership and resourcelock.ErrGuardLost. See
-// resourcelock.Guarder for the other errors.
+// dynamodbstore.Guarder for the other errors.
 func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
-	g, ok := e.cfg.Lock.(resourcelock.LeaseGuarder)
+	lease, ok := e.cfg.Lock.(*resourcelock.Lease)
+	var g dynamodbstore.Guarder
+	if ok {
+		g, ok = lease.Store().(dynamodbstore.Guarder)
+	}
 	if !ok {
 		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lock.Describe())
 	}
@@ -136,9 +142,9 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 		return fmt.Errorf("%w: %s: not leading", ErrLostLeadership, e.cfg.Lock.Describe())
 	}
 	started := e.clk.Now()
-	err := g.Guard(ctx, t.holding, items)
+	err := g.Guard(ctx, lease.Key(), t.holding, items)
 	e.observeRequest("guard", err, e.clk.Since(started))
-	e.cfg.Metrics.GuardedWrite(resourcelock.GuardOutcome(err))
+	e.cfg.Metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
 		t.end(fmt.Errorf("a guarded write found the record no longer ours: %w", err))

@@ -10,7 +10,7 @@ import (
 )
 
 // This example elects a leader over the in-memory store, as a unit test of
-// code built on election would; with resourcelock.NewDynamoDB in place of
+// code built on election would; with dynamodbstore.NewLease in place of
 // the store the code is the same.
 func Example_memory() {
 	store := resourcelock.NewMemoryStore()

@@ -11,6 +11,7 @@ import (
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Client takes and keeps locks on any number of keys of one DynamoDB lock
@@ -53,12 +54,12 @@ type slot struct {
 
 // New returns a client for the lock table called table. It validates the
 // options and sends no request.
-func New(client resourcelock.StoreAPI, table string, opts ...Option) (*Client, error) {
+func New(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	store, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{
+	store, err := dynamodbstore.New(dynamodbstore.Config{
 		Client:           client,
 		Table:            table,
 		PartitionKey:     cfg.partitionKey,

@@ -19,6 +19,7 @@ import (
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Guarded writes (Lock.Guard) and fenced writes (FenceWith) against
@@ -179,7 +180,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			items[bad] = e.bump("acct", a.Owner(), seq+100, seq+1) // wrong expected seq
 			a.ft.Reset()
 			err := l.Guard(ctx, items...)
-			var ice *resourcelock.ItemConditionError
+			var ice *dynamodbstore.ItemConditionError
 			if !errors.As(err, &ice) || ice.Index != bad {
 				t.Fatalf("Guard with item %d's condition failing = %v, want an *ItemConditionError with Index %d", bad, err, bad)
 			}
@@ -201,7 +202,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		e := e.sub(t)
 		lockTable := aws.String(e.locks)
 		lockKey := map[string]types.AttributeValue{"key": fgS("g")}
-		many := make([]types.TransactWriteItem, resourcelock.MaxTransactItemsLimit)
+		many := make([]types.TransactWriteItem, dynamodbstore.MaxTransactItemsLimit)
 		for i := range many {
 			many[i] = e.put(fgItem(fmt.Sprintf("many-%d", i), a.Owner(), 1))
 		}
@@ -275,7 +276,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		defer h.Remove()
 		a.ft.Reset()
 		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
-		if !errors.Is(err, resourcelock.ErrTransactionConflict) || errors.Is(err, lock.ErrLost) {
+		if !errors.Is(err, dynamodbstore.ErrTransactionConflict) || errors.Is(err, lock.ErrLost) {
 			t.Fatalf("Guard that keeps conflicting = %v, want ErrTransactionConflict", err)
 		}
 		if n := a.ft.Count("TransactWriteItems"); n < 2 {
@@ -295,7 +296,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		defer h.Remove()
 		a.ft.Reset()
 		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
-		var ice *resourcelock.ItemConditionError
+		var ice *dynamodbstore.ItemConditionError
 		if !errors.As(err, &ice) || ice.Index != -1 || errors.Is(err, lock.ErrLost) {
 			t.Fatalf("Guard cancelled without reasons = %v, want an *ItemConditionError with Index -1", err)
 		}
@@ -379,7 +380,7 @@ func TestDynamoDBGuardCancelledByThrottlingIsNotTheCallersCondition(t *testing.T
 	if err == nil {
 		t.Fatal("a cancelled transaction reported success")
 	}
-	var ice *resourcelock.ItemConditionError
+	var ice *dynamodbstore.ItemConditionError
 	if errors.As(err, &ice) || errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("a transaction cancelled by ThrottlingError is reported as the caller's own condition failing: %v", err)
 	}
@@ -427,7 +428,7 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 					committed++
 				case errors.Is(err, lock.ErrLost), errors.Is(err, resourcelock.ErrGuardLost):
 					t.Errorf("a guarded write racing the lock's own heartbeats was taken for a lost lock: %v", err)
-				case errors.Is(err, resourcelock.ErrTransactionConflict):
+				case errors.Is(err, dynamodbstore.ErrTransactionConflict):
 					conflicts++ // allowed, nothing applied
 				default:
 					t.Errorf("guarded write: %v", err)
@@ -631,7 +632,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 // TestDynamoDBGuardRefusalOutlivesTheLocksEnd: a guarded write that passed
 // the lock's own checks and is refused by DynamoDB after the lock ended
 // locally meanwhile (its validity ran out, or its holder released it) must
-// still say that the server refused it: resourcelock.Guarder promises
+// still say that the server refused it: dynamodbstore.Guarder promises
 // ErrGuardLost, meaning nothing was applied, and Lock.Guard that the error
 // matches it. Lock.Guard instead returns the lock's earlier end (l.err):
 // an Expired *LostError without ErrGuardLost, or ErrReleased, which

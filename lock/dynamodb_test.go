@@ -29,6 +29,7 @@ import (
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Timing of the clients these tests build, unless a test overrides it. Both
@@ -744,7 +745,7 @@ func TestDynamoDBTTL(t *testing.T) {
 	t.Parallel()
 	raw := ddbtest.Client(t)
 	name := "lock-ttl-" + uuid.NewString()
-	if err := resourcelock.CreateTable(t.Context(), raw, name, resourcelock.TableOptions{TTLAttribute: "ttl", PollInterval: 20 * time.Millisecond}); err != nil {
+	if err := dynamodbstore.CreateTable(t.Context(), raw, name, dynamodbstore.TableOptions{TTLAttribute: "ttl", PollInterval: 20 * time.Millisecond}); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { ddbtest.DeleteTable(t, raw, name) })

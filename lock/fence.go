@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Token returns the lock's fencing token, or 0 when the client was made
@@ -40,9 +41,9 @@ func (l *Lock) Token() int64 {
 // resourcelock.ErrGuardLost) and nothing was applied; the lock is then
 // marked lost.
 //
-// Other errors: an *resourcelock.ItemConditionError when one of the
+// Other errors: an *dynamodbstore.ItemConditionError when one of the
 // caller's own conditions failed (nothing applied);
-// resourcelock.ErrTransactionConflict when concurrent writes kept
+// dynamodbstore.ErrTransactionConflict when concurrent writes kept
 // cancelling it (nothing applied; transient conflicts with the lock's own
 // heartbeats are retried first); an error matching ErrInvalidOption for
 // items refused before any request (one on the lock row itself, or too
@@ -59,7 +60,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		l.mu.Unlock()
 		return err
 	}
-	g, ok := l.c.store.(resourcelock.Guarder)
+	g, ok := l.c.store.(dynamodbstore.Guarder)
 	if !ok {
 		l.mu.Unlock()
 		return invalid("store", "the store cannot run guarded writes")
@@ -69,7 +70,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	started := l.c.clk.Now()
 	err := g.Guard(ctx, l.key, h, items)
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
-	l.c.cfg.metrics.GuardedWrite(resourcelock.GuardOutcome(err))
+	l.c.cfg.metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
 	switch {
 	case err == nil:
 		return nil

@@ -144,7 +144,13 @@ func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Recor
 // writeOptions returns the options of a write: the TTL when enabled (the
 // wall-clock time plus the lease plus the slack), and attributes.
 func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourcelock.WriteOptions {
-	o := resourcelock.WriteOptions{Attributes: attrs}
+	o := resourcelock.WriteOptions{}
+	if len(attrs) > 0 {
+		o.Attributes = make(map[string]any, len(attrs))
+		for name, v := range attrs {
+			o.Attributes[name] = v
+		}
+	}
 	if c.cfg.ttlSlack > 0 {
 		o.Expires = time.Now().Add(clockutil.Add(c.cfg.lease, c.cfg.ttlSlack))
 	}

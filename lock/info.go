@@ -45,10 +45,26 @@ func infoOf(it resourcelock.Item, err error) Info {
 		LeaseDuration: it.LeaseDuration,
 		Released:      it.Released,
 		Data:          it.Data,
-		Attributes:    it.Attributes,
+		Attributes:    attributeValues(it.Attributes),
 		Acquisitions:  it.LeaderTransitions,
 		Token:         it.FencingToken(),
 		RenewTime:     it.RenewTime,
 		Err:           err,
 	}
+}
+
+// attributeValues returns a row's application attributes as DynamoDB
+// values: the only kind this client writes (a store's other values are
+// left out).
+func attributeValues(attrs map[string]any) map[string]types.AttributeValue {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]types.AttributeValue, len(attrs))
+	for name, v := range attrs {
+		if av, ok := v.(types.AttributeValue); ok {
+			out[name] = av
+		}
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package lock
 import (
 	"bytes"
 	"context"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -115,7 +114,7 @@ func (l *Lock) Data() []byte {
 func (l *Lock) Attributes() map[string]types.AttributeValue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return maps.Clone(l.item.Attributes)
+	return attributeValues(l.item.Attributes)
 }
 
 // RVN returns the record version number of the lock's last confirmed

@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Client defaults.
@@ -103,7 +104,7 @@ func WithSortKeyAttribute(name string) Option { return func(c *config) { c.sortK
 // that DynamoDB eventually deletes rows of crashed owners. slack must be at
 // least MinTTLSlack: it must cover any skew between the writer's clock and
 // DynamoDB's, or TTL deletion could remove a live lock. The table's TTL must
-// be enabled on that attribute (resourcelock.CreateTable can do it).
+// be enabled on that attribute (dynamodbstore.CreateTable can do it).
 //
 // Do not use TTL on a table where AWS Java lock clients update rows in
 // place: they do not refresh the TTL attribute, so DynamoDB could delete a
@@ -118,14 +119,14 @@ func WithTTLAttribute(name string) Option { return func(c *config) { c.ttlAttrib
 // strictly greater than every token issued before for its key, also across
 // deleted rows and rows rewritten by other clients. Generations are kept in
 // fenceTable, a second table with partition key "key" of type S
-// (resourcelock.CreateTable makes one). An acquisition of a row that is new
+// (dynamodbstore.CreateTable makes one). An acquisition of a row that is new
 // to fencing costs two more requests; every later one none.
 func WithFencing(fenceTable string) Option {
 	return func(c *config) { c.fencing, c.fenceTable = true, fenceTable }
 }
 
 // WithMaxTransactItems sets the most items a TransactWriteItems may hold,
-// from 2 to resourcelock.MaxTransactItemsLimit (100, DynamoDB's limit),
+// from 2 to dynamodbstore.MaxTransactItemsLimit (100, DynamoDB's limit),
 // which bounds Lock.Guard to one less. The default is DynamoDB's limit;
 // lower it only for a server that allows fewer.
 func WithMaxTransactItems(n int) Option { return func(c *config) { c.maxTransact = n } }
@@ -154,8 +155,8 @@ func newConfig(opts []Option) (config, error) {
 		lease:        DefaultLeaseDuration,
 		heartbeat:    DefaultHeartbeatPeriod,
 		refresh:      DefaultRefreshPeriod,
-		partitionKey: resourcelock.DefaultPartitionKey,
-		ttlAttribute: resourcelock.DefaultTTLAttribute,
+		partitionKey: dynamodbstore.DefaultPartitionKey,
+		ttlAttribute: dynamodbstore.DefaultTTLAttribute,
 		concurrency:  DefaultHeartbeatConcurrency,
 		cacheSize:    DefaultObservationCacheSize,
 	}
@@ -213,8 +214,8 @@ func (c config) validate() error {
 		return invalid("WithObservationCacheSize", "observation cache size %d is not positive", c.cacheSize)
 	case c.maxTransact < 0 || c.maxTransact == 1:
 		return invalid("WithMaxTransactItems", "max transaction items %d leaves no room for a guarded write", c.maxTransact)
-	case c.maxTransact > resourcelock.MaxTransactItemsLimit:
-		return invalid("WithMaxTransactItems", "max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, resourcelock.MaxTransactItemsLimit)
+	case c.maxTransact > dynamodbstore.MaxTransactItemsLimit:
+		return invalid("WithMaxTransactItems", "max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, dynamodbstore.MaxTransactItemsLimit)
 	}
 	return nil
 }
@@ -369,7 +370,7 @@ func (c *Client) reserved(name string) bool {
 	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute:
 		return true
 	}
-	return slices.Contains(resourcelock.ReservedAttributes(), name)
+	return slices.Contains(dynamodbstore.ReservedAttributes(), name)
 }
 
 // ReleaseOption configures one Release.

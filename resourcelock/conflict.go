@@ -9,7 +9,7 @@ import (
 // matches ErrConflict.
 //
 // Current is the row as the failed condition found it, when the store
-// returned it: DynamoDBStore asks for it with every conditional write
+// returned it: dynamodbstore.Store asks for it with every conditional write
 // (ReturnValuesOnConditionCheckFailure ALL_OLD), and MemoryStore gives it
 // too. Current is nil when the row was missing, when the store returned no
 // item, or when the item returned could not be decoded; a caller that needs

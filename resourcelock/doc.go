@@ -2,13 +2,17 @@
 // record version number (RVN) they last wrote, for how long that write holds,
 // and whether the holder released it.
 //
-// Interface is the storage contract used by the election and lock packages.
-// DynamoDB implements it on an Amazon DynamoDB table whose items have the
-// layout of the AWS Java DynamoDB Lock Client, so Java and Go hosts can share
-// one table; it is the only code in dynalease that knows that layout. Memory
-// implements the same contract in process for unit tests, and the
-// resourcelocktest package holds a conformance suite that any implementation
-// can run.
+// Store is the storage contract of many leases, one per Key, written in the
+// library's own types; Interface is one lease of it seen by one holder, in
+// the shape of client-go's resource lock, and Lease is the one adapter from
+// a Store to an Interface. The package imports nothing of AWS: the store on
+// a DynamoDB table, whose items have the layout of the AWS Java DynamoDB
+// Lock Client so that Java and Go hosts share one table, is in the
+// subpackage dynamodbstore, the only code in dynalease that knows that
+// layout. MemoryStore implements the contract in process for unit tests,
+// and the resourcelocktest package holds the conformance suite every store
+// runs. Each store classifies its own errors: those waiting cannot fix
+// match ErrPermanent (see Permanent), throttling ErrThrottled.
 //
 // # The contract in one paragraph
 //

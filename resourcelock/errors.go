@@ -15,15 +15,6 @@ var ErrNotFound = errors.New("resourcelock: record not found")
 // landed; see the package documentation.
 var ErrConflict = errors.New("resourcelock: precondition failed")
 
-// ErrTableNotFound is returned when the lock table does not exist. The
-// error's text names the table.
-var ErrTableNotFound = errors.New("resourcelock: table not found")
-
-// ErrTableMismatch is returned by CreateTable when a table of that name
-// exists with a key schema, or a TTL attribute, other than the one asked
-// for.
-var ErrTableMismatch = errors.New("resourcelock: table exists with a different configuration")
-
 // ErrInvalidRecord is returned when a stored item cannot be read as a
 // record: a required attribute is missing, an attribute has the wrong type,
 // or a value is malformed. The error's text names the attribute.
@@ -35,12 +26,22 @@ var ErrInvalidRecord = errors.New("resourcelock: invalid record")
 // MaxDataBytes, a time outside the years 1 to 9999.
 var ErrInvalidArgument = errors.New("resourcelock: invalid argument")
 
-// ErrNoFencing is returned by Fence on a store configured without a fence
-// table.
-var ErrNoFencing = errors.New("resourcelock: no fence table configured")
+// ErrNoFencing is returned by Fence on a store configured without a place
+// to keep fencing generations (see Store.CanFence).
+var ErrNoFencing = errors.New("resourcelock: no fencing generations kept")
 
-// ConfigError names the field of DynamoDBConfig or DynamoDBStoreConfig
-// that failed validation. It matches ErrInvalidArgument.
+// ErrPermanent is matched by a store's errors that waiting cannot fix: the
+// store is missing, the request is malformed for it, or the caller may not
+// send it (dynamodbstore: a missing table, a key schema other than the
+// table's, access denied, credentials not recognised). See Permanent.
+var ErrPermanent = errors.New("resourcelock: waiting cannot fix this")
+
+// ErrThrottled is matched by a store's errors that refuse a request for
+// capacity: waiting fixes them. It is for metrics (RequestOutcome).
+var ErrThrottled = errors.New("resourcelock: throttled")
+
+// ConfigError names the field of a store's or a lease's configuration that
+// failed validation. It matches ErrInvalidArgument.
 type ConfigError struct {
 	Field  string
 	Reason string
@@ -52,7 +53,3 @@ func (e *ConfigError) Error() string {
 
 // Is makes every ConfigError match ErrInvalidArgument.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidArgument }
-
-func badConfig(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}

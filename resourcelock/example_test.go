@@ -2,40 +2,35 @@ package resourcelock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"time"
 
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// This example creates a lock table (with a TTL attribute) and a fence
-// table, and a lease on one of the lock table's rows. It needs AWS
-// credentials, so it is compiled but not run.
-func ExampleCreateTable() {
+// This example takes a lease in a MemoryStore (the store for unit tests;
+// dynamodbstore has the one on a DynamoDB table) and shows the contract:
+// every write names the RVN it expects, and a write whose expectation
+// fails changes nothing.
+func ExampleNewLease() {
 	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	if err := resourcelock.CreateTable(ctx, client, "locks", resourcelock.TableOptions{TTLAttribute: "ttl"}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := resourcelock.CreateTable(ctx, client, "locks-fences", resourcelock.TableOptions{}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	lease, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
-		Client: client, Table: "locks", FenceTable: "locks-fences",
-		Name: "scheduler", Identity: "host-1",
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(lease.Describe())
+	store := resourcelock.NewMemoryStore()
+	a, _ := resourcelock.NewLease(store, resourcelock.Key{Partition: "scheduler"}, "host-a")
+	b, _ := resourcelock.NewLease(store, resourcelock.Key{Partition: "scheduler"}, "host-b")
+
+	rec, err := a.Create(ctx, resourcelock.Record{RVN: "rvn-1", LeaseDuration: 15 * time.Second})
+	fmt.Println(rec.HolderIdentity, rec.RVN, err)
+
+	_, err = b.Create(ctx, resourcelock.Record{RVN: "rvn-2", LeaseDuration: 15 * time.Second})
+	fmt.Println(errors.Is(err, resourcelock.ErrConflict))
+
+	// A takeover conditioned on the RVN b saw, after watching it unchanged
+	// for the holder's lease.
+	rec, err = b.Update(ctx, resourcelock.Precondition{RVN: "rvn-1"}, resourcelock.Record{RVN: "rvn-3", LeaseDuration: 15 * time.Second})
+	fmt.Println(rec.HolderIdentity, rec.RVN, rec.LeaderTransitions, err)
+	// Output:
+	// host-a rvn-1 <nil>
+	// true
+	// host-b rvn-3 2 <nil>
 }

@@ -2,8 +2,7 @@ package resourcelock
 
 import (
 	"context"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"errors"
 )
 
 // Interface is the storage contract behind a single named lease.
@@ -62,9 +61,16 @@ type Fencer interface {
 	Fence(ctx context.Context, acquisitionID string) (Record, error)
 }
 
-// LeaseGuarder is implemented by leases that can commit a caller's writes
-// in one transaction with a check that the lease is still held; see
-// Guarder.
-type LeaseGuarder interface {
-	Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error
+// Holding names one acquisition of a lease: the row must still name Owner,
+// carry AcquisitionID and not be released. A write a store conditions on
+// it (a guarded write) lands only while that acquisition holds the lease.
+type Holding struct {
+	Owner         string
+	AcquisitionID string
 }
+
+// ErrGuardLost is returned by a write conditioned on a Holding when the
+// row no longer shows that acquisition: another owner holds it, it was
+// released or deleted, or a new acquisition replaced it. Nothing of the
+// write was applied.
+var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")

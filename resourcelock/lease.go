@@ -3,37 +3,23 @@ package resourcelock
 import (
 	"context"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Lease is the one lease at a key of a Store, seen by one holder: the
 // client-go-shaped Interface that election.New takes, over any Store. It
 // adds only the key and the holder's identity; each method is one call of
-// the store's, with the store's semantics for that key. NewDynamoDB and
-// MemoryStore.Lock return one; NewLease makes one over any other Store.
-//
-// It also implements Fencer (through Store.Fence) and LeaseGuarder (when
-// the store implements Guarder, as DynamoDBStore does; otherwise Guard
-// returns an error matching ErrInvalidArgument).
+// the store's, with the store's semantics for that key. NewLease makes one
+// over any Store (dynamodbstore.NewLease over a DynamoDB table). It also
+// implements Fencer, through Store.Fence.
 type Lease struct {
 	store    Store
 	key      Key
 	identity string
 }
 
-// DynamoDB is the name the lease over a DynamoDB table has always had in
-// this package; it is a Lease.
-type DynamoDB = Lease
-
-// Memory is the name the lease over a MemoryStore has always had in this
-// package; it is a Lease.
-type Memory = Lease
-
 var (
-	_ Interface    = (*Lease)(nil)
-	_ Fencer       = (*Lease)(nil)
-	_ LeaseGuarder = (*Lease)(nil)
+	_ Interface = (*Lease)(nil)
+	_ Fencer    = (*Lease)(nil)
 )
 
 // NewLease returns the lease at key of store, written as identity. It
@@ -45,7 +31,7 @@ func NewLease(store Store, key Key, identity string) (*Lease, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, err
 	}
-	if err := checkIdentity(identity); err != nil {
+	if err := CheckIdentity(identity); err != nil {
 		return nil, err
 	}
 	return &Lease{store: store, key: key, identity: identity}, nil
@@ -95,22 +81,9 @@ func (l *Lease) Fence(ctx context.Context, acquisitionID string) (Record, error)
 	return it.Record, err
 }
 
-// CanFence reports whether Fence can work: false for a DynamoDB table
-// without a fence table (DynamoDBConfig.FenceTable). election.New refuses
-// Fencing on a lease that cannot fence.
-func (l *Lease) CanFence() bool {
-	if f, ok := l.store.(interface{ CanFence() bool }); ok {
-		return f.CanFence()
-	}
-	return true
-}
+// CanFence reports whether Fence can work (see Store.CanFence).
+// election.New refuses Fencing on a lease that cannot fence.
+func (l *Lease) CanFence() bool { return l.store.CanFence() }
 
-// Guard commits items with a check that the lease is still held as h
-// says; see Guarder.
-func (l *Lease) Guard(ctx context.Context, h Holding, items []types.TransactWriteItem) error {
-	g, ok := l.store.(Guarder)
-	if !ok {
-		return fmt.Errorf("%w: %s cannot run guarded writes", ErrInvalidArgument, l.Describe())
-	}
-	return g.Guard(ctx, l.key, h, items)
-}
+// Store returns the store the lease is kept in.
+func (l *Lease) Store() Store { return l.store }

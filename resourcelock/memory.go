@@ -6,8 +6,6 @@ import (
 	"maps"
 	"sort"
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // MemoryStore holds leases in process. It gives the same answers as a
@@ -31,11 +29,11 @@ func NewMemoryStore() *MemoryStore {
 
 // Lock returns a lock on the record called name, writing as identity. It
 // panics if name or identity is invalid, as a test's setup mistake.
-func (s *MemoryStore) Lock(name, identity string) *Memory {
+func (s *MemoryStore) Lock(name, identity string) *Lease {
 	if err := checkName(name); err != nil {
 		panic(err)
 	}
-	if err := checkIdentity(identity); err != nil {
+	if err := CheckIdentity(identity); err != nil {
 		panic(err)
 	}
 	l, err := NewLease(s, Key{Partition: name}, identity)
@@ -88,6 +86,9 @@ func (s *MemoryStore) DeleteItem(key Key) {
 // Describe returns "memory".
 func (s *MemoryStore) Describe() string { return "memory" }
 
+// CanFence reports true: a MemoryStore keeps fencing generations.
+func (s *MemoryStore) CanFence() bool { return true }
+
 // Get returns the item at key, or ErrNotFound.
 func (s *MemoryStore) Get(ctx context.Context, key Key) (Item, error) {
 	if err := CheckKey(key); err != nil {
@@ -113,7 +114,7 @@ func (s *MemoryStore) Create(ctx context.Context, key Key, rec Record, opts Writ
 
 // Update stores rec at key when the row satisfies expect.
 func (s *MemoryStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
-	if err := checkPrecondition(expect); err != nil {
+	if err := CheckPrecondition(expect); err != nil {
 		return Item{}, err
 	}
 	return s.write(ctx, key, "update", rec, opts, func(cur Item, ok bool) bool {
@@ -126,7 +127,7 @@ func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if err := checkPrecondition(expect); err != nil {
+	if err := CheckPrecondition(expect); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -169,7 +170,7 @@ func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, 
 }
 
 // conflict returns the error of a failed condition on the row cur (ok
-// when there is one), carrying the row as DynamoDBStore does.
+// when there is one), carrying the row as dynamodbstore.Store does.
 func conflict(key Key, op string, cur Item, ok bool) error {
 	ce := &ConflictError{What: fmt.Sprintf("memory/%s: %s", key, op)}
 	if ok {
@@ -183,21 +184,14 @@ func matches(cur Record, expect Precondition) bool {
 	return cur.RVN == expect.RVN && (expect.Owner == "" || (cur.HolderIdentity == expect.Owner && !cur.Released))
 }
 
-// memorySchema is the key schema MemoryStore validates against: a
-// partition key only, with the default TTL attribute.
-var memorySchema = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
-
 func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {
 	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}
-	if err := checkIdentity(rec.HolderIdentity); err != nil {
+	if err := opts.Check(); err != nil {
 		return Item{}, err
 	}
-	if err := memorySchema.checkOptions(opts); err != nil {
-		return Item{}, err
-	}
-	rec, err := prepareWrite(rec.HolderIdentity, rec)
+	rec, err := PrepareWrite(rec)
 	if err != nil {
 		return Item{}, err
 	}
@@ -210,7 +204,7 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	if !admit(cur, ok) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
-	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: expiresSeconds(opts.Expires)}
+	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.ExpiresAt()}
 	next.LeaderTransitions = cur.LeaderTransitions
 	next.FenceGeneration = cur.FenceGeneration
 	next.AcquisitionID = cur.AcquisitionID
@@ -223,10 +217,37 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	}
 	for name, v := range opts.Attributes {
 		if next.Attributes == nil {
-			next.Attributes = map[string]types.AttributeValue{}
+			next.Attributes = map[string]any{}
 		}
 		next.Attributes[name] = v
 	}
 	s.items[key] = next
 	return cloneItem(next), nil
+}
+
+// Fence gives the row at key a new generation and restarts its counter.
+func (s *MemoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
+	if err := CheckKey(key); err != nil {
+		return Item{}, err
+	}
+	if holder == "" || acquisitionID == "" {
+		return Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.generations == nil {
+		s.generations = map[Key]int64{}
+	}
+	s.generations[key]++
+	cur, ok := s.items[key]
+	if !ok || cur.HolderIdentity != holder || cur.AcquisitionID != acquisitionID {
+		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, ErrConflict)
+	}
+	cur.FenceGeneration = s.generations[key]
+	cur.LeaderTransitions = 2
+	s.items[key] = cur
+	return cloneItem(cur), nil
 }

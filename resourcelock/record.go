@@ -20,9 +20,11 @@ const (
 	MaxIdentityBytes = 1024
 )
 
-// maxLeaseDuration is the longest lease a record may carry: the largest
+// MaxLeaseDuration is the longest lease a record may carry: the largest
 // whole number of milliseconds that decodeRecord accepts.
-const maxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond
+// MaxLeaseDuration is the longest lease a record may carry (about 146
+// years): whole milliseconds that fit the stores' integer types.
+const MaxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond
 
 // Record is the state of one lease as stored.
 //
@@ -87,8 +89,8 @@ func (r Record) Equal(o Record) bool {
 // form, so what a write returns equals what a later Get returns.
 func normalized(rec Record) Record {
 	rec.LeaseDuration = roundUpToMillisecond(rec.LeaseDuration)
-	rec.AcquireTime = normalizeTime(rec.AcquireTime)
-	rec.RenewTime = normalizeTime(rec.RenewTime)
+	rec.AcquireTime = NormalizeTime(rec.AcquireTime)
+	rec.RenewTime = NormalizeTime(rec.RenewTime)
 	if len(rec.Data) == 0 {
 		rec.Data = nil
 	} else {
@@ -104,7 +106,9 @@ func roundUpToMillisecond(d time.Duration) time.Duration {
 	return d
 }
 
-func normalizeTime(t time.Time) time.Time {
+// NormalizeTime returns t as records keep it: UTC, millisecond precision,
+// no monotonic reading; the zero time stays zero.
+func NormalizeTime(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
@@ -137,8 +141,9 @@ func CheckKey(k Key) error {
 	return nil
 }
 
-// checkIdentity validates a holder identity before any request.
-func checkIdentity(id string) error {
+// CheckIdentity reports whether id can name a holder: 1 to
+// MaxIdentityBytes bytes. It returns an error matching ErrInvalidArgument.
+func CheckIdentity(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: identity is empty", ErrInvalidArgument)
 	}
@@ -161,11 +166,14 @@ func fillHolder(id string, rec Record) (Record, error) {
 	return rec, nil
 }
 
-// prepareWrite checks rec for a write by the lock with identity id and
-// returns it normalized, with the holder filled in.
-func prepareWrite(id string, rec Record) (Record, error) {
-	rec, err := fillHolder(id, rec)
-	if err != nil {
+// PrepareWrite checks a record before a store writes it and returns it
+// normalized: the holder, RVN, lease, data and times within the limits
+// (an error matching ErrInvalidArgument otherwise), the lease rounded up to
+// whole milliseconds, times in UTC at millisecond precision, empty data as
+// nil. Every store writes the normalized form, so that what a write
+// returns equals what a later read returns.
+func PrepareWrite(rec Record) (Record, error) {
+	if err := CheckIdentity(rec.HolderIdentity); err != nil {
 		return Record{}, err
 	}
 	if rec.RVN == "" {
@@ -174,24 +182,25 @@ func prepareWrite(id string, rec Record) (Record, error) {
 	if rec.LeaseDuration <= 0 {
 		return Record{}, fmt.Errorf("%w: lease duration %v is not positive", ErrInvalidArgument, rec.LeaseDuration)
 	}
-	if rec.LeaseDuration > maxLeaseDuration {
-		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", ErrInvalidArgument, rec.LeaseDuration, maxLeaseDuration)
+	if rec.LeaseDuration > MaxLeaseDuration {
+		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", ErrInvalidArgument, rec.LeaseDuration, MaxLeaseDuration)
 	}
 	if err := CheckData(rec.Data); err != nil {
 		return Record{}, err
 	}
-	if err := checkTime("acquire time", rec.AcquireTime); err != nil {
+	if err := CheckTime("acquire time", rec.AcquireTime); err != nil {
 		return Record{}, err
 	}
-	if err := checkTime("renew time", rec.RenewTime); err != nil {
+	if err := CheckTime("renew time", rec.RenewTime); err != nil {
 		return Record{}, err
 	}
 	return normalized(rec), nil
 }
 
-// checkTime refuses a time that cannot be stored as an RFC 3339 string,
-// which has a four-digit year: such a record could never be read back.
-func checkTime(what string, t time.Time) error {
+// CheckTime refuses a time that cannot be stored as an RFC 3339 string,
+// which has a four-digit year (such a record could never be read back),
+// with an error matching ErrInvalidArgument that names what it is.
+func CheckTime(what string, t time.Time) error {
 	if t.IsZero() {
 		return nil
 	}
@@ -201,8 +210,9 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// checkPrecondition validates a precondition before any request.
-func checkPrecondition(p Precondition) error {
+// CheckPrecondition reports whether p can condition a write: it names an
+// RVN. It returns an error matching ErrInvalidArgument.
+func CheckPrecondition(p Precondition) error {
 	if p.RVN == "" {
 		return fmt.Errorf("%w: precondition has no record version number", ErrInvalidArgument)
 	}

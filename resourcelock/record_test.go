@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
@@ -25,5 +26,53 @@ func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
 		case !tc.ok && !errors.Is(err, ErrInvalidArgument):
 			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
 		}
+	}
+}
+
+// testAcquire is a normalized time.
+var testAcquire = time.Date(2026, 11, 21, 12, 30, 45, 123_000_000, time.UTC)
+
+func TestNormalizeTime(t *testing.T) {
+	if got := NormalizeTime(time.Time{}); !got.IsZero() {
+		t.Errorf("zero time normalized to %v", got)
+	}
+	berlin := time.FixedZone("CET", 3600)
+	in := time.Date(2026, 11, 21, 13, 30, 45, 123_999_999, berlin)
+	got := NormalizeTime(in)
+	if got != testAcquire { // == also compares location and monotonic reading
+		t.Errorf("NormalizeTime(%v) = %v, want %v", in, got, testAcquire)
+	}
+	now := time.Now()
+	n := NormalizeTime(now)
+	if strings.Contains(n.String(), "m=") || n.Location() != time.UTC || n.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("NormalizeTime(%v) = %v, want UTC, millisecond precision, no monotonic reading", now, n)
+	}
+	if now.Sub(n) < 0 || now.Sub(n) >= time.Millisecond {
+		t.Errorf("NormalizeTime(%v) = %v, not truncated to the millisecond", now, n)
+	}
+}
+
+func TestNormalizedRecord(t *testing.T) {
+	data := []byte("abc")
+	in := Record{
+		RVN: "r", LeaseDuration: time.Millisecond + 1,
+		AcquireTime: time.Now(), RenewTime: time.Now().In(time.FixedZone("X", -7200)),
+		Data: data,
+	}
+	got := normalized(in)
+	if got.LeaseDuration != 2*time.Millisecond {
+		t.Errorf("lease %v, want 2ms", got.LeaseDuration)
+	}
+	for _, at := range []time.Time{got.AcquireTime, got.RenewTime} {
+		if at != NormalizeTime(at) {
+			t.Errorf("time %v not normalized", at)
+		}
+	}
+	data[0] = 'X'
+	if string(got.Data) != "abc" {
+		t.Errorf("normalized data shares memory with the input: %q", got.Data)
+	}
+	if got := normalized(Record{Data: []byte{}}); got.Data != nil {
+		t.Errorf("empty data normalized to %#v, want nil", got.Data)
 	}
 }

@@ -2,10 +2,9 @@ package resourcelock
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Key names one lease in a Store: the partition key value and, in a table
@@ -27,21 +26,24 @@ func (k Key) String() string {
 type Item struct {
 	Key Key
 	Record
-	// Attributes are the row's attributes other than its key, the record's
-	// and the TTL attribute: application attributes written with
-	// WriteOptions.Attributes, by this or another client.
-	Attributes map[string]types.AttributeValue
+	// Attributes are the row's application attributes: those written with
+	// WriteOptions.Attributes, by this or another client, and any other a
+	// store's rows carry besides its key, record and TTL. Their values are
+	// the store's own (dynamodbstore: types.AttributeValue).
+	Attributes map[string]any
 	// Expires is the row's TTL (whole seconds), zero when it has none.
 	Expires time.Time
 }
 
 // WriteOptions are the parts of a write that go beyond the Record.
 type WriteOptions struct {
-	// Attributes are set on the row along with the record. Their names may
-	// not be those of the key, the record or the TTL attribute. Attributes
-	// the row already has and this write does not name are left as they
-	// are.
-	Attributes map[string]types.AttributeValue
+	// Attributes are set on the row along with the record. Names must not
+	// be empty, values not nil, and each store refuses the names and value
+	// types it cannot store (dynamodbstore: its key, record and TTL
+	// attribute names, and values other than types.AttributeValue).
+	// Attributes the row already has and this write does not name are left
+	// as they are.
+	Attributes map[string]any
 	// KeepData leaves the row's data as it is instead of writing
 	// rec.Data; a row created by the write then has no data.
 	KeepData bool
@@ -88,9 +90,33 @@ type Store interface {
 	// meanwhile and ErrNoFencing when the store keeps no generations. It
 	// may send two requests.
 	Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error)
+	// CanFence reports whether Fence can give generations: false for a
+	// store configured without a place to keep them (ErrNoFencing).
+	CanFence() bool
 	// Describe returns a short human-readable name of the store.
 	Describe() string
 }
+
+// Check reports whether the options can be written by any store: no
+// attribute with an empty name or a nil value, a TTL (when set) in the
+// years 1970 to 9999. It returns an error matching ErrInvalidArgument.
+func (o WriteOptions) Check() error {
+	for name, v := range o.Attributes {
+		if name == "" || v == nil {
+			return fmt.Errorf("%w: attribute %q has an empty name or no value", ErrInvalidArgument, name)
+		}
+	}
+	if !o.Expires.IsZero() {
+		if y := o.Expires.Year(); y < 1970 || y > 9999 {
+			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
+		}
+	}
+	return nil
+}
+
+// ExpiresAt returns Expires rounded up to whole seconds, as stores keep it;
+// the zero time when unset.
+func (o WriteOptions) ExpiresAt() time.Time { return expiresSeconds(o.Expires) }
 
 // cloneItem returns a deep-enough copy of it for handing out.
 func cloneItem(it Item) Item {

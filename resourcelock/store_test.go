@@ -1,14 +1,8 @@
 package resourcelock_test
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -18,61 +12,4 @@ func TestMemoryStoreConformance(t *testing.T) {
 	resourcelocktest.RunStoreConformance(t, func(*testing.T) resourcelock.Store {
 		return resourcelock.NewMemoryStore()
 	})
-}
-
-// Every subtest gets a table of its own: Scan must see only its rows.
-// DynamoDB Local creates a table in a few milliseconds.
-func TestDynamoDBStoreConformance(t *testing.T) {
-	t.Parallel()
-	c := ddbtest.Client(t)
-	resourcelocktest.RunStoreConformance(t, func(t *testing.T) resourcelock.Store {
-		s, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{
-			Client: c,
-			Table:  ddbtest.NewTable(t, c, ddbtest.TableSpec{}),
-		})
-		if err != nil {
-			t.Fatalf("NewDynamoDBStore: %v", err)
-		}
-		return s
-	})
-}
-
-// Both stores of this package return the row a failed condition found, so
-// a writer settles the write without reading; the conformance suite only
-// checks that a row, when returned, is the right one.
-func TestDynamoDBAndMemoryStoresReturnTheRowOnConflict(t *testing.T) {
-	t.Parallel()
-	c := ddbtest.Client(t)
-	stores := map[string]func(t *testing.T) resourcelock.Store{
-		"memory": func(*testing.T) resourcelock.Store { return resourcelock.NewMemoryStore() },
-		"DynamoDB": func(t *testing.T) resourcelock.Store {
-			s, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{Client: c, Table: ddbtest.NewTable(t, c, ddbtest.TableSpec{})})
-			if err != nil {
-				t.Fatalf("NewDynamoDBStore: %v", err)
-			}
-			return s
-		},
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
-			s := newStore(t)
-			ctx := context.Background()
-			k := resourcelock.Key{Partition: "conflict"}
-			first, err := s.Create(ctx, k, resourcelock.Record{HolderIdentity: "a", RVN: uuid.NewString(), LeaseDuration: time.Minute}, resourcelock.WriteOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = s.Create(ctx, k, resourcelock.Record{HolderIdentity: "b", RVN: uuid.NewString(), LeaseDuration: time.Minute}, resourcelock.WriteOptions{})
-			if !errors.Is(err, resourcelock.ErrConflict) {
-				t.Fatalf("Create while held: %v, want ErrConflict", err)
-			}
-			got, ok := resourcelock.CurrentItem(err)
-			if !ok {
-				t.Fatalf("Create while held: %v carries no row", err)
-			}
-			if got.RVN != first.RVN || got.HolderIdentity != "a" || got.AcquisitionID != first.AcquisitionID {
-				t.Errorf("the row carried = %+v, want %+v", got.Record, first.Record)
-			}
-		})
-	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
 	"github.com/dynalease/dynalease/metrics"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func newElect(c *common) *cobra.Command {
@@ -70,11 +70,11 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		host, _ := os.Hostname()
 		owner = host + "-" + uuid.NewString()
 	}
-	lcfg := resourcelock.DynamoDBConfig{Client: db, Table: c.table, Name: name, Identity: owner}
+	lcfg := dynamodbstore.LeaseConfig{Client: db, Table: c.table, Name: name, Identity: owner}
 	if !c.noFencing {
 		lcfg.FenceTable = c.fences()
 	}
-	lease, err := resourcelock.NewDynamoDB(lcfg)
+	lease, err := dynamodbstore.NewLease(lcfg)
 	if err != nil {
 		return exit(exitUsage, err)
 	}

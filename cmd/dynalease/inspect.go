@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // lockJSON is a lock row for scripts.
@@ -156,15 +157,15 @@ right key schema, and fails (exit 69) on a table of another schema.`,
 			if err != nil {
 				return err
 			}
-			opts := resourcelock.TableOptions{}
+			opts := dynamodbstore.TableOptions{}
 			if ttl {
-				opts.TTLAttribute = resourcelock.DefaultTTLAttribute
+				opts.TTLAttribute = dynamodbstore.DefaultTTLAttribute
 			}
-			if err := resourcelock.CreateTable(ctx, db, c.table, opts); err != nil {
+			if err := dynamodbstore.CreateTable(ctx, db, c.table, opts); err != nil {
 				return classify(err)
 			}
 			if !c.noFencing {
-				if err := resourcelock.CreateTable(ctx, db, c.fences(), resourcelock.TableOptions{}); err != nil {
+				if err := dynamodbstore.CreateTable(ctx, db, c.fences(), dynamodbstore.TableOptions{}); err != nil {
 					return classify(err)
 				}
 			}

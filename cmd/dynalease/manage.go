@@ -14,15 +14,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // store returns the table as a resourcelock.Store.
-func (c *common) store(ctx context.Context) (*resourcelock.DynamoDBStore, error) {
+func (c *common) store(ctx context.Context) (*dynamodbstore.Store, error) {
 	db, err := c.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{Client: db, Table: c.table, RequestTimeout: c.requestTimeout})
+	s, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout})
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // recorder records "dynamodb:Action on table" for every request.
@@ -210,7 +210,7 @@ func TestDynamoDBElectionPolicy(t *testing.T) {
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{})
 	started := make(chan struct{}, 1)
 	newElector := func(id string) *election.Elector {
-		lease, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: c, Table: table, Name: "leader", Identity: id})
+		lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "leader", Identity: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +334,7 @@ func TestDynamoDBTTLPolicy(t *testing.T) {
 	t.Parallel()
 	r := &recorder{seen: map[string]bool{}}
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{})
-	if err := resourcelock.CreateTable(t.Context(), client(t, r), table, resourcelock.TableOptions{TTLAttribute: resourcelock.DefaultTTLAttribute}); err != nil {
+	if err := dynamodbstore.CreateTable(t.Context(), client(t, r), table, dynamodbstore.TableOptions{TTLAttribute: dynamodbstore.DefaultTTLAttribute}); err != nil {
 		t.Fatal(err)
 	}
 	check(t, "ttl.json", r, map[string]string{table: "LockTable"})
@@ -348,7 +348,7 @@ func TestDynamoDBCreateTablesPolicy(t *testing.T) {
 	locks, fences := "iam-locks-"+suffix, "iam-fences-"+suffix
 	for _, name := range []string{locks, fences} {
 		t.Cleanup(func() { ddbtest.DeleteTable(t, ddbtest.Client(t), name) })
-		if err := resourcelock.CreateTable(t.Context(), c, name, resourcelock.TableOptions{TTLAttribute: resourcelock.DefaultTTLAttribute}); err != nil {
+		if err := dynamodbstore.CreateTable(t.Context(), c, name, dynamodbstore.TableOptions{TTLAttribute: dynamodbstore.DefaultTTLAttribute}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {
@@ -88,7 +88,7 @@ func demo(ctx context.Context, out io.Writer, s settings, prefix string, keep bo
 
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := resourcelock.CreateTable(tctx, db, t.Locks, resourcelock.TableOptions{}); err != nil {
+	if err := dynamodbstore.CreateTable(tctx, db, t.Locks, dynamodbstore.TableOptions{}); err != nil {
 		return false, err
 	}
 	created := []string{t.Locks}

@@ -67,7 +67,7 @@ import (
 
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {
@@ -132,7 +132,7 @@ func demo(ctx context.Context, out io.Writer, s settings, prefix string, keep bo
 		}
 	}()
 	for _, name := range []string{t.Locks, t.Fence} {
-		if err := resourcelock.CreateTable(tctx, db, name, resourcelock.TableOptions{}); err != nil {
+		if err := dynamodbstore.CreateTable(tctx, db, name, dynamodbstore.TableOptions{}); err != nil {
 			return false, err
 		}
 		created = append(created, name)

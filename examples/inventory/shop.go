@@ -48,7 +48,7 @@ type settings struct {
 
 // tables names the lock table, the fence table that keeps the fencing
 // generations of the locks (both keyed by the string attribute "key", made
-// by resourcelock.CreateTable), and the stock table (keyed by the string
+// by dynamodbstore.CreateTable), and the stock table (keyed by the string
 // attribute "id").
 type tables struct {
 	Locks string

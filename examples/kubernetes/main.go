@@ -39,7 +39,7 @@ import (
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/health"
 	"github.com/dynalease/dynalease/metrics/prommetrics"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {
@@ -66,7 +66,7 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 		return err
 	}
 	if createTable {
-		if err := resourcelock.CreateTable(ctx, db, table, resourcelock.TableOptions{}); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, db, table, dynamodbstore.TableOptions{}); err != nil {
 			return err
 		}
 	}
@@ -74,7 +74,7 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: db, Table: table, Name: name, Identity: id})
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: db, Table: table, Name: name, Identity: id})
 	if err != nil {
 		return err
 	}

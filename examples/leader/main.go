@@ -46,7 +46,7 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // workPeriod is how often the leader's stand-in work prints a tick.
@@ -105,13 +105,13 @@ func run(ctx context.Context, out *printer, o options) error {
 	}
 	if o.createTable {
 		tctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := resourcelock.CreateTable(tctx, client, o.table, resourcelock.TableOptions{})
+		err := dynamodbstore.CreateTable(tctx, client, o.table, dynamodbstore.TableOptions{})
 		cancel()
 		if err != nil {
 			return err
 		}
 	}
-	lock, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 		Client:   client,
 		Table:    o.table,
 		Name:     o.name,

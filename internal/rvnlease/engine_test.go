@@ -3,6 +3,7 @@ package rvnlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -278,9 +279,10 @@ func TestLateConfirmationIsRenewedAtOnce(t *testing.T) {
 func TestPermanentErrorsEndTheRound(t *testing.T) {
 	e := newEngine(t)
 	e.mem.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease}})
-	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Err: resourcelock.ErrTableNotFound})
-	if _, err := e.acq.Round(context.Background()); !errors.Is(err, resourcelock.ErrTableNotFound) {
-		t.Fatalf("Round = %v, want ErrTableNotFound", err)
+	gone := fmt.Errorf("the store is gone: %w", resourcelock.ErrPermanent)
+	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Err: gone})
+	if _, err := e.acq.Round(context.Background()); !errors.Is(err, gone) {
+		t.Fatalf("Round = %v, want the permanent error", err)
 	}
 	e.fs.Inject(rlt.OpGet, 1, rlt.Fault{Err: resourcelock.ErrInvalidRecord})
 	e.acq.Obs = Observation{Known: true, RVN: "r1", Lease: lease, SeenAt: e.fc.Now()}

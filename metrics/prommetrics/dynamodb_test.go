@@ -16,7 +16,7 @@ import (
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics/prommetrics"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // value returns the value of the metric family name with labels, from the
@@ -69,10 +69,10 @@ func stealRow(t *testing.T, c *dynamodb.Client, table, key string) {
 	if _, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{
 		TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{
-			resourcelock.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key},
-			"ownerName":                      &types.AttributeValueMemberS{Value: "java-host"},
-			"recordVersionNumber":            &types.AttributeValueMemberS{Value: "stolen"},
-			"leaseDuration":                  &types.AttributeValueMemberS{Value: "60000"},
+			dynamodbstore.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key},
+			"ownerName":                       &types.AttributeValueMemberS{Value: "java-host"},
+			"recordVersionNumber":             &types.AttributeValueMemberS{Value: "stolen"},
+			"leaseDuration":                   &types.AttributeValueMemberS{Value: "60000"},
 		},
 	}); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: raw, Table: table, Name: "leader", Identity: "a"})
+	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: raw, Table: table, Name: "leader", Identity: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

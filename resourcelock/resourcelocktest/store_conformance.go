@@ -17,13 +17,15 @@ import (
 
 // RunStoreConformance runs the resourcelock.Store contract tests as subtests
 // of t, calling newStore once per subtest for a store on a fresh, empty
-// table without a sort key, whose key attribute is
-// resourcelock.DefaultPartitionKey and whose TTL attribute is
-// resourcelock.DefaultTTLAttribute. Scan must see only that subtest's rows.
+// table without a sort key, that keeps TTLs. Scan must see only that
+// subtest's rows. reserved are the attribute names the store refuses in
+// WriteOptions.Attributes (its own key, record and TTL attributes) besides
+// the empty name; application attribute values are DynamoDB's
+// types.AttributeValue, which every store must keep as given.
 // The contract is that of resourcelock.Interface, per key, plus Remove, Scan
 // and WriteOptions; see resourcelock.Store. Some subtests call the store from
 // several goroutines at once.
-func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store) {
+func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store, reserved ...string) {
 	tests := []struct {
 		name string
 		run  func(*testing.T, resourcelock.Store)
@@ -45,7 +47,7 @@ func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.
 		{"ScanPartition", testStoreScanPartition},
 		{"ScanStopsOnError", testStoreScanStops},
 		{"Attributes", testStoreAttributes},
-		{"ReservedAttributes", testStoreReservedAttributes},
+		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, reserved) }},
 		{"KeepData", testStoreKeepData},
 		{"OnlyIfExists", testStoreOnlyIfExists},
 		{"Expires", testStoreExpires},

@@ -63,7 +63,7 @@ func fillStoreRows(t *testing.T, s resourcelock.Store, n int) map[resourcelock.K
 		k := resourcelock.Key{Partition: fmt.Sprintf("row-%02d", i)}
 		var opts resourcelock.WriteOptions
 		if i%3 == 0 {
-			opts.Attributes = map[string]types.AttributeValue{"index": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}
+			opts.Attributes = map[string]any{"index": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}
 		}
 		if i%4 == 0 {
 			opts.Expires = expires

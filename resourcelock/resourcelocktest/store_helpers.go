@@ -60,7 +60,7 @@ func sameStoreItem(a, b resourcelock.Item) bool {
 		sameAttributeValues(a.Attributes, b.Attributes)
 }
 
-func sameAttributeValues(a, b map[string]types.AttributeValue) bool {
+func sameAttributeValues(a, b map[string]any) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -99,7 +99,7 @@ func formatStoreItem(it resourcelock.Item) string {
 	return b.String()
 }
 
-func formatAttributeValue(v types.AttributeValue) string {
+func formatAttributeValue(v any) string {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return fmt.Sprintf("S(%q)", v.Value)

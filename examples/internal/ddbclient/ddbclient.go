@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // EndpointEnv names the environment variable that points the examples at
@@ -58,7 +58,7 @@ func New(ctx context.Context) (*dynamodb.Client, error) {
 // CreateTable creates an on-demand table whose only key is the string
 // partition key partitionKey, and waits until it is ACTIVE.
 func CreateTable(ctx context.Context, c *dynamodb.Client, table, partitionKey string) error {
-	return resourcelock.CreateTable(ctx, c, table, resourcelock.TableOptions{PartitionKey: partitionKey})
+	return dynamodbstore.CreateTable(ctx, c, table, dynamodbstore.TableOptions{PartitionKey: partitionKey})
 }
 
 // DeleteTable deletes table; a table that no longer exists is no error.

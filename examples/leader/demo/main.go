@@ -38,7 +38,7 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // The candidates' durations, passed on their command lines.
@@ -181,7 +181,7 @@ func (d *demo) run(ctx context.Context) error {
 	name := "demo-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	d.say("DynamoDB Local at %s; table %s, lease %s", endpoint, table, name)
 	tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	err = resourcelock.CreateTable(tctx, client, table, resourcelock.TableOptions{})
+	err = dynamodbstore.CreateTable(tctx, client, table, dynamodbstore.TableOptions{})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("creating the table: %w", orCause(ctx, err))

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // prober measures the round trip to DynamoDB Local with the two kinds of
@@ -19,7 +20,7 @@ import (
 // a conditional write, here one that always fails its condition (on a
 // scratch item, so it never touches the lease).
 type prober struct {
-	read, write *resourcelock.DynamoDB
+	read, write *resourcelock.Lease
 
 	mu   sync.Mutex
 	rtts []time.Duration
@@ -27,15 +28,15 @@ type prober struct {
 }
 
 func newProber(client *dynamodb.Client, name string) (*prober, error) {
-	cfg := resourcelock.DynamoDBConfig{
+	cfg := dynamodbstore.LeaseConfig{
 		Client: client, Table: table, Name: name, Identity: "demo-probe", RequestTimeout: time.Second,
 	}
-	read, err := resourcelock.NewDynamoDB(cfg)
+	read, err := dynamodbstore.NewLease(cfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Name = name + "-probe"
-	write, err := resourcelock.NewDynamoDB(cfg)
+	write, err := dynamodbstore.NewLease(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package resourcelock_test
+package dynamodbstore_test
 
 import (
 	"context"
@@ -20,21 +20,22 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-// storeTable is one test's table with a DynamoDBStore on it, and a client
+// storeTable is one test's table with a dynamodbstore.Store on it, and a client
 // that counts requests.
 type storeTable struct {
 	c     *dynamodb.Client
 	table string
 	spec  ddbtest.TableSpec
 	ft    *faulthttp.Transport
-	store *resourcelock.DynamoDBStore // sends through ft
+	store *dynamodbstore.Store // sends through ft
 }
 
 // newStoreTable creates a table of spec and a store on it configured for
 // spec, edited by edit.
-func newStoreTable(t *testing.T, spec ddbtest.TableSpec, edit ...func(*resourcelock.DynamoDBStoreConfig)) *storeTable {
+func newStoreTable(t *testing.T, spec ddbtest.TableSpec, edit ...func(*dynamodbstore.Config)) *storeTable {
 	t.Helper()
 	c := ddbtest.Client(t)
 	if spec.PartitionKey == "" {
@@ -43,13 +44,13 @@ func newStoreTable(t *testing.T, spec ddbtest.TableSpec, edit ...func(*resourcel
 	st := &storeTable{c: c, table: ddbtest.NewTable(t, c, spec), spec: spec, ft: faulthttp.New(nil)}
 	t.Cleanup(st.ft.CloseIdleConnections)
 	counted := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = st.ft }, quickRetries(3, 10*time.Millisecond))
-	cfg := resourcelock.DynamoDBStoreConfig{Client: counted, Table: st.table, PartitionKey: spec.PartitionKey, SortKey: spec.SortKey}
+	cfg := dynamodbstore.Config{Client: counted, Table: st.table, PartitionKey: spec.PartitionKey, SortKey: spec.SortKey}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	s, err := resourcelock.NewDynamoDBStore(cfg)
+	s, err := dynamodbstore.New(cfg)
 	if err != nil {
-		t.Fatalf("NewDynamoDBStore: %v", err)
+		t.Fatalf("dynamodbstore.New: %v", err)
 	}
 	st.store = s
 	return st
@@ -99,7 +100,11 @@ func (st *storeTable) create(t *testing.T, k resourcelock.Key, holder, data stri
 
 func sameItem(a, b resourcelock.Item) bool {
 	return a.Key == b.Key && a.Record.Equal(b.Record) && a.Expires.Equal(b.Expires) &&
-		len(a.Attributes) == len(b.Attributes) && maps.EqualFunc(a.Attributes, b.Attributes, avEqual)
+		len(a.Attributes) == len(b.Attributes) && maps.EqualFunc(a.Attributes, b.Attributes, func(x, y any) bool {
+		xv, xok := x.(types.AttributeValue)
+		yv, yok := y.(types.AttributeValue)
+		return xok && yok && avEqual(xv, yv)
+	})
 }
 
 // scanned is what one Scan passed to fn.
@@ -290,7 +295,7 @@ func TestDynamoDBStoreScanInvalidRows(t *testing.T) {
 		k := resourcelock.Key{Partition: "g", Sort: fmt.Sprintf("valid-%d", i)}
 		valid[k] = st.create(t, k, "a", "", resourcelock.WriteOptions{})
 	}
-	good := resourcelock.GoldenJavaItems(t)[resourcelock.GoldenHeld]
+	good := dynamodbstore.GoldenJavaItems(t)[dynamodbstore.GoldenHeld]
 	without := func(attr string) map[string]types.AttributeValue {
 		m := maps.Clone(good)
 		delete(m, attr)
@@ -367,12 +372,12 @@ func TestDynamoDBStoreTTLAttribute(t *testing.T) {
 	wantSecs := strconv.FormatInt(at.Unix()+1, 10)
 
 	for _, tc := range []struct{ name, attr, config string }{
-		{"default", resourcelock.DefaultTTLAttribute, ""},
+		{"default", dynamodbstore.DefaultTTLAttribute, ""},
 		{"custom", "expiresAt", "expiresAt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			st := newStoreTable(t, ddbtest.TableSpec{}, func(c *resourcelock.DynamoDBStoreConfig) { c.TTLAttribute = tc.config })
+			st := newStoreTable(t, ddbtest.TableSpec{}, func(c *dynamodbstore.Config) { c.TTLAttribute = tc.config })
 			ctx := testCtx(t)
 			k := resourcelock.Key{Partition: uuid.NewString()}
 			it := st.create(t, k, "a", "", resourcelock.WriteOptions{Expires: expires})
@@ -414,7 +419,7 @@ func TestDynamoDBStoreTTLAttribute(t *testing.T) {
 
 			// The TTL attribute is not an application attribute.
 			_, err = st.store.Create(ctx, resourcelock.Key{Partition: uuid.NewString()}, r, resourcelock.WriteOptions{
-				Attributes: map[string]types.AttributeValue{tc.attr: &types.AttributeValueMemberN{Value: "1"}},
+				Attributes: map[string]any{tc.attr: &types.AttributeValueMemberN{Value: "1"}},
 			})
 			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
 				t.Fatalf("Create with attribute %s: %v, want ErrInvalidArgument", tc.attr, err)
@@ -429,12 +434,12 @@ func TestDynamoDBStoreTakeoverRemovesForeignTTL(t *testing.T) {
 	t.Parallel()
 	st := newStoreTable(t, ddbtest.TableSpec{})
 	ctx := testCtx(t)
-	golden := resourcelock.GoldenJavaItems(t)
+	golden := dynamodbstore.GoldenJavaItems(t)
 	soon := time.Now().Add(time.Minute).Truncate(time.Second)
 	ttl := &types.AttributeValueMemberN{Value: strconv.FormatInt(soon.Unix(), 10)}
 
 	held := resourcelock.Key{Partition: uuid.NewString()}
-	item := maps.Clone(golden[resourcelock.GoldenHeld])
+	item := maps.Clone(golden[dynamodbstore.GoldenHeld])
 	item["ttl"] = ttl
 	st.putRaw(t, held, item)
 	cur, err := st.store.Get(ctx, held)
@@ -456,7 +461,7 @@ func TestDynamoDBStoreTakeoverRemovesForeignTTL(t *testing.T) {
 	}
 
 	rel := resourcelock.Key{Partition: uuid.NewString()}
-	item = maps.Clone(golden[resourcelock.GoldenReleasedKept])
+	item = maps.Clone(golden[dynamodbstore.GoldenReleasedKept])
 	item["ttl"] = ttl
 	st.putRaw(t, rel, item)
 	if _, err := st.store.Create(ctx, rel, r, resourcelock.WriteOptions{KeepData: true}); err != nil {
@@ -519,7 +524,7 @@ func TestDynamoDBStoreRequestsPerOperation(t *testing.T) {
 
 func TestDynamoDBStoreMissingTable(t *testing.T) {
 	t.Parallel()
-	s, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{Client: ddbtest.Client(t), Table: "no-such-table-" + uuid.NewString()})
+	s, err := dynamodbstore.New(dynamodbstore.Config{Client: ddbtest.Client(t), Table: "no-such-table-" + uuid.NewString()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +532,7 @@ func TestDynamoDBStoreMissingTable(t *testing.T) {
 	k := resourcelock.Key{Partition: "p"}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrTableNotFound) || !strings.Contains(err.Error(), s.Table()) {
+		if !errors.Is(err, dynamodbstore.ErrTableNotFound) || !strings.Contains(err.Error(), s.Table()) {
 			t.Errorf("%s on a missing table: %v, want ErrTableNotFound naming it", what, err)
 		}
 	}
@@ -579,11 +584,11 @@ func (c *countingStore) Query(context.Context, *dynamodb.QueryInput, ...func(*dy
 // refused before any request.
 func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	api := &countingStore{}
-	plain, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{Client: api, Table: "locks"})
+	plain, err := dynamodbstore.New(dynamodbstore.Config{Client: api, Table: "locks"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sorted, err := resourcelock.NewDynamoDBStore(resourcelock.DynamoDBStoreConfig{
+	sorted, err := dynamodbstore.New(dynamodbstore.Config{
 		Client: api, Table: "locks", PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt",
 	})
 	if err != nil {
@@ -600,7 +605,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
 		}
 	}
-	each := func(what string, s *resourcelock.DynamoDBStore, k resourcelock.Key, opts resourcelock.WriteOptions) {
+	each := func(what string, s *dynamodbstore.Store, k resourcelock.Key, opts resourcelock.WriteOptions) {
 		t.Helper()
 		_, err := s.Create(ctx, k, r, opts)
 		wantInvalid("Create with "+what, err)
@@ -619,7 +624,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	each("a partition over 2048 bytes", sorted, resourcelock.Key{Partition: strings.Repeat("p", 2049), Sort: "s"}, none)
 	for _, attr := range []string{"lockGroup", "lockName", "expiresAt", "ownerName", "data", "isReleased", "leaderTransitions"} {
 		each("attribute "+attr, sorted, resourcelock.Key{Partition: "p", Sort: "s"}, resourcelock.WriteOptions{
-			Attributes: map[string]types.AttributeValue{attr: &types.AttributeValueMemberS{Value: "x"}},
+			Attributes: map[string]any{attr: &types.AttributeValueMemberS{Value: "x"}},
 		})
 	}
 	each("a TTL before 1970", plain, resourcelock.Key{Partition: "p"}, resourcelock.WriteOptions{Expires: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)})
@@ -631,7 +636,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	// The counter counts, and the attribute names reserved follow the
 	// table's configuration: "key" and "ttl" are the sorted table's own
 	// to use.
-	app := resourcelock.WriteOptions{Attributes: map[string]types.AttributeValue{
+	app := resourcelock.WriteOptions{Attributes: map[string]any{
 		"key": &types.AttributeValueMemberS{Value: "x"}, "ttl": &types.AttributeValueMemberN{Value: "1"},
 	}}
 	if _, err := sorted.Create(ctx, resourcelock.Key{Partition: "p", Sort: "s"}, r, app); !errors.Is(err, errNoServer) {
@@ -648,62 +653,62 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 // Runs without DynamoDB.
 func TestNewDynamoDBStoreValidation(t *testing.T) {
 	api := &countingStore{}
-	valid := func() resourcelock.DynamoDBStoreConfig {
-		return resourcelock.DynamoDBStoreConfig{Client: api, Table: "locks"}
+	valid := func() dynamodbstore.Config {
+		return dynamodbstore.Config{Client: api, Table: "locks"}
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*resourcelock.DynamoDBStoreConfig)
+		edit func(*dynamodbstore.Config)
 	}{
-		{"nil client", func(c *resourcelock.DynamoDBStoreConfig) { c.Client = nil }},
-		{"empty table", func(c *resourcelock.DynamoDBStoreConfig) { c.Table = "" }},
-		{"negative RequestTimeout", func(c *resourcelock.DynamoDBStoreConfig) { c.RequestTimeout = -time.Nanosecond }},
-		{"reserved partition key", func(c *resourcelock.DynamoDBStoreConfig) { c.PartitionKey = "ownerName" }},
-		{"reserved sort key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey = "data" }},
-		{"sort key equals partition key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey = "key" }},
-		{"reserved TTL attribute", func(c *resourcelock.DynamoDBStoreConfig) { c.TTLAttribute = "recordVersionNumber" }},
-		{"TTL attribute is the partition key", func(c *resourcelock.DynamoDBStoreConfig) { c.TTLAttribute = "key" }},
-		{"TTL attribute is the custom partition key", func(c *resourcelock.DynamoDBStoreConfig) {
+		{"nil client", func(c *dynamodbstore.Config) { c.Client = nil }},
+		{"empty table", func(c *dynamodbstore.Config) { c.Table = "" }},
+		{"negative RequestTimeout", func(c *dynamodbstore.Config) { c.RequestTimeout = -time.Nanosecond }},
+		{"reserved partition key", func(c *dynamodbstore.Config) { c.PartitionKey = "ownerName" }},
+		{"reserved sort key", func(c *dynamodbstore.Config) { c.SortKey = "data" }},
+		{"sort key equals partition key", func(c *dynamodbstore.Config) { c.SortKey = "key" }},
+		{"reserved TTL attribute", func(c *dynamodbstore.Config) { c.TTLAttribute = "recordVersionNumber" }},
+		{"TTL attribute is the partition key", func(c *dynamodbstore.Config) { c.TTLAttribute = "key" }},
+		{"TTL attribute is the custom partition key", func(c *dynamodbstore.Config) {
 			c.PartitionKey, c.TTLAttribute = "pk", "pk"
 		}},
-		{"TTL attribute is the sort key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey, c.TTLAttribute = "sk", "sk" }},
-		{"default TTL attribute as sort key", func(c *resourcelock.DynamoDBStoreConfig) { c.SortKey = "ttl" }},
-		{"MaxTransactItems without room for an item", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 1 }},
-		{"MaxTransactItems above DynamoDB's limit", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 101 }},
+		{"TTL attribute is the sort key", func(c *dynamodbstore.Config) { c.SortKey, c.TTLAttribute = "sk", "sk" }},
+		{"default TTL attribute as sort key", func(c *dynamodbstore.Config) { c.SortKey = "ttl" }},
+		{"MaxTransactItems without room for an item", func(c *dynamodbstore.Config) { c.MaxTransactItems = 1 }},
+		{"MaxTransactItems above DynamoDB's limit", func(c *dynamodbstore.Config) { c.MaxTransactItems = 101 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			s, err := resourcelock.NewDynamoDBStore(cfg)
+			s, err := dynamodbstore.New(cfg)
 			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Fatalf("NewDynamoDBStore = %v, %v; want ErrInvalidArgument", s, err)
+				t.Fatalf("dynamodbstore.New = %v, %v; want ErrInvalidArgument", s, err)
 			}
 			if s != nil {
-				t.Errorf("NewDynamoDBStore returned a store with its error")
+				t.Errorf("dynamodbstore.New returned a store with its error")
 			}
 		})
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*resourcelock.DynamoDBStoreConfig)
+		edit func(*dynamodbstore.Config)
 	}{
-		{"minimal", func(*resourcelock.DynamoDBStoreConfig) {}},
-		{"custom keys and TTL", func(c *resourcelock.DynamoDBStoreConfig) {
+		{"minimal", func(*dynamodbstore.Config) {}},
+		{"custom keys and TTL", func(c *dynamodbstore.Config) {
 			c.PartitionKey, c.SortKey, c.TTLAttribute = "lockGroup", "lockName", "expiresAt"
 		}},
-		{"sort key named ttl with another TTL attribute", func(c *resourcelock.DynamoDBStoreConfig) {
+		{"sort key named ttl with another TTL attribute", func(c *dynamodbstore.Config) {
 			c.SortKey, c.TTLAttribute = "ttl", "expiresAt"
 		}},
-		{"request timeout", func(c *resourcelock.DynamoDBStoreConfig) { c.RequestTimeout = time.Millisecond }},
-		{"MaxTransactItems at its bounds", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 2 }},
-		{"MaxTransactItems at DynamoDB's limit", func(c *resourcelock.DynamoDBStoreConfig) { c.MaxTransactItems = 100 }},
+		{"request timeout", func(c *dynamodbstore.Config) { c.RequestTimeout = time.Millisecond }},
+		{"MaxTransactItems at its bounds", func(c *dynamodbstore.Config) { c.MaxTransactItems = 2 }},
+		{"MaxTransactItems at DynamoDB's limit", func(c *dynamodbstore.Config) { c.MaxTransactItems = 100 }},
 	} {
 		t.Run("valid "+tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			s, err := resourcelock.NewDynamoDBStore(cfg)
+			s, err := dynamodbstore.New(cfg)
 			if err != nil {
-				t.Fatalf("NewDynamoDBStore: %v", err)
+				t.Fatalf("dynamodbstore.New: %v", err)
 			}
 			if s.Table() != "locks" || s.Describe() != "dynamodb:locks" {
 				t.Errorf("Table() = %q, Describe() = %q; want locks and dynamodb:locks", s.Table(), s.Describe())
@@ -711,6 +716,6 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 		})
 	}
 	if sent := api.sent(); len(sent) != 0 {
-		t.Fatalf("NewDynamoDBStore sent %v, want nothing", sent)
+		t.Fatalf("dynamodbstore.New sent %v, want nothing", sent)
 	}
 }

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Microbenchmarks of the item codec and of the store's request paths
@@ -16,7 +18,7 @@ import (
 var (
 	benchKeys = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
 	benchTime = time.Date(2026, 11, 21, 12, 30, 45, 123_000_000, time.UTC)
-	benchRec  = Record{
+	benchRec  = resourcelock.Record{
 		HolderIdentity:    "host-a.example-5f0c9a2e-3d1b-4c55-9d7e-0a1b2c3d4e5f",
 		RVN:               "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a",
 		LeaseDuration:     20 * time.Second,
@@ -54,8 +56,8 @@ func BenchmarkCodecEncodeRenewal(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e := newExpression()
-		_ = writeItemUpdate(e, benchKeys, benchRec, false, WriteOptions{})
-		_ = benchKeys.updateCondition(e, Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity})
+		_ = writeItemUpdate(e, benchKeys, benchRec, false, resourcelock.WriteOptions{})
+		_ = benchKeys.updateCondition(e, resourcelock.Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity})
 	}
 }
 
@@ -65,7 +67,7 @@ func BenchmarkCodecEncodeAcquire(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e := newExpression()
-		_ = writeItemUpdate(e, benchKeys, benchRec, true, WriteOptions{})
+		_ = writeItemUpdate(e, benchKeys, benchRec, true, resourcelock.WriteOptions{})
 		_ = benchKeys.createCondition(e)
 	}
 }
@@ -119,8 +121,8 @@ func (a benchAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb
 	return &dynamodb.QueryOutput{}, nil
 }
 
-func benchStore(b *testing.B) *DynamoDBStore {
-	s, err := NewDynamoDBStore(DynamoDBStoreConfig{Client: benchAPI{item: benchItem("customer-42")}, Table: "locks"})
+func benchStore(b *testing.B) *Store {
+	s, err := New(Config{Client: benchAPI{item: benchItem("customer-42")}, Table: "locks"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,11 +135,11 @@ func benchStore(b *testing.B) *DynamoDBStore {
 func BenchmarkDynamoDBStoreUpdate(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	key := Key{Partition: "customer-42"}
-	expect := Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity}
+	key := resourcelock.Key{Partition: "customer-42"}
+	expect := resourcelock.Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Update(ctx, key, expect, benchRec, WriteOptions{}); err != nil {
+		if _, err := s.Update(ctx, key, expect, benchRec, resourcelock.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -148,7 +150,7 @@ func BenchmarkDynamoDBStoreUpdate(b *testing.B) {
 func BenchmarkDynamoDBStoreGet(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	key := Key{Partition: "customer-42"}
+	key := resourcelock.Key{Partition: "customer-42"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Get(ctx, key); err != nil {
@@ -159,10 +161,10 @@ func BenchmarkDynamoDBStoreGet(b *testing.B) {
 
 // BenchmarkMemoryStoreUpdate is a holder's renewal on the in-memory store.
 func BenchmarkMemoryStoreUpdate(b *testing.B) {
-	m := NewMemoryStore()
+	m := resourcelock.NewMemoryStore()
 	ctx := context.Background()
-	key := Key{Partition: "customer-42"}
-	it, err := m.Create(ctx, key, benchRec, WriteOptions{})
+	key := resourcelock.Key{Partition: "customer-42"}
+	it, err := m.Create(ctx, key, benchRec, resourcelock.WriteOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,10 +173,10 @@ func BenchmarkMemoryStoreUpdate(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		expect := Precondition{RVN: it.RVN, Owner: rec.HolderIdentity}
+		expect := resourcelock.Precondition{RVN: it.RVN, Owner: rec.HolderIdentity}
 		i++
 		rec.RVN = rvns[i%2]
-		if it, err = m.Update(ctx, key, expect, rec, WriteOptions{}); err != nil {
+		if it, err = m.Update(ctx, key, expect, rec, resourcelock.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

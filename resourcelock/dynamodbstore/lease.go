@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -6,16 +6,18 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// DynamoDBConfig configures a DynamoDB lock.
-type DynamoDBConfig struct {
+// LeaseConfig configures one lease on a DynamoDB table.
+type LeaseConfig struct {
 	// Client sends the requests. Required.
 	Client ItemAPI
 	// Table is the lock table's name. Required.
 	Table string
 	// Name is the lock's name: the partition key value of its item.
-	// Required; at most MaxNameBytes bytes.
+	// Required; at most resourcelock.MaxNameBytes bytes.
 	Name string
 	// Identity is the holder identity written into records. Required; it
 	// must be unique among the processes that compete for the lock.
@@ -38,21 +40,22 @@ type DynamoDBConfig struct {
 	// callers.
 	RequestTimeout time.Duration
 	// FenceTable names the table of fencing generations; see
-	// DynamoDBStoreConfig.FenceTable. Empty disables Fence.
+	// Config.FenceTable. Empty disables Fence.
 	FenceTable string
-	// MaxTransactItems bounds guarded writes; see DynamoDBStoreConfig.
+	// MaxTransactItems bounds guarded writes; see Config.
 	MaxTransactItems int
-	// OnGuardConflict: see DynamoDBStoreConfig.
+	// OnGuardConflict: see Config.
 	OnGuardConflict func()
 }
 
-// NewDynamoDB returns a lock on the item cfg names. It validates cfg and
-// sends no request.
-func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
+// NewLease returns the lease on the item cfg names, for election.New and
+// other users of resourcelock.Interface. It validates cfg and sends no
+// request.
+func NewLease(cfg LeaseConfig) (*resourcelock.Lease, error) {
 	if cfg.Client == nil {
 		return nil, badConfig("Client", "is nil")
 	}
-	store, err := NewDynamoDBStore(DynamoDBStoreConfig{
+	store, err := New(Config{
 		Client:           itemOnly{cfg.Client},
 		Table:            cfg.Table,
 		PartitionKey:     cfg.PartitionKey,
@@ -66,22 +69,24 @@ func NewDynamoDB(cfg DynamoDBConfig) (*DynamoDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkIdentity(cfg.Identity); err != nil {
-		return nil, err
-	}
 	if cfg.SortKey == "" && cfg.SortKeyValue != "" {
 		return nil, badConfig("SortKeyValue", "is set but SortKey is not")
 	}
-	key := Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
+	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
 	if err := store.keys.checkKey(key); err != nil {
 		return nil, err
 	}
-	return &DynamoDB{store: store, key: key, identity: cfg.Identity}, nil
+	return resourcelock.NewLease(store, key, cfg.Identity)
 }
 
 // CanFence reports whether Fence can work: whether a FenceTable is
 // configured.
-func (d *DynamoDBStore) CanFence() bool { return d.fenceTable != "" }
+func (d *Store) CanFence() bool { return d.fenceTable != "" }
+
+// badConfig returns the error of a configuration field.
+func badConfig(field, format string, args ...any) error {
+	return &resourcelock.ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
 
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
 // and updates one item (and runs guarded writes when the client can).
@@ -90,19 +95,19 @@ type itemOnly struct{ ItemAPI }
 func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	t, ok := i.ItemAPI.(TransactAPI)
 	if !ok {
-		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
 	}
 	return t.TransactWriteItems(ctx, in, optFns...)
 }
 
 func (itemOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
 }
 
 func (itemOnly) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
 }
 
 func (itemOnly) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
 }

@@ -1,4 +1,4 @@
-package resourcelock_test
+package dynamodbstore_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // wantTTL checks that table has TTL enabled on attr.
@@ -38,8 +39,8 @@ func TestCreateTableTTL(t *testing.T) {
 
 	t.Run("new table", func(t *testing.T) {
 		table := tableName(t, c)
-		opts := resourcelock.TableOptions{TTLAttribute: "ttl", PollInterval: 10 * time.Millisecond}
-		if err := resourcelock.CreateTable(testCtx(t), c, table, opts); err != nil {
+		opts := dynamodbstore.TableOptions{TTLAttribute: "ttl", PollInterval: 10 * time.Millisecond}
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		wantTTL(t, c, table, "ttl")
@@ -47,7 +48,7 @@ func TestCreateTableTTL(t *testing.T) {
 		// Again: TTL is on already, so it is not asked for (DynamoDB
 		// would refuse it).
 		ft.Reset()
-		if err := resourcelock.CreateTable(testCtx(t), counted, table, opts); err != nil {
+		if err := dynamodbstore.CreateTable(testCtx(t), counted, table, opts); err != nil {
 			t.Fatalf("CreateTable again: %v", err)
 		}
 		if n := ft.Count("UpdateTimeToLive"); n != 0 {
@@ -57,8 +58,8 @@ func TestCreateTableTTL(t *testing.T) {
 		// TTL on another attribute is a mismatch; nothing changes.
 		other := opts
 		other.TTLAttribute = "expiresAt"
-		err := resourcelock.CreateTable(testCtx(t), c, table, other)
-		if !errors.Is(err, resourcelock.ErrTableMismatch) || !strings.Contains(err.Error(), `"ttl"`) ||
+		err := dynamodbstore.CreateTable(testCtx(t), c, table, other)
+		if !errors.Is(err, dynamodbstore.ErrTableMismatch) || !strings.Contains(err.Error(), `"ttl"`) ||
 			!strings.Contains(err.Error(), `"expiresAt"`) || !strings.Contains(err.Error(), table) {
 			t.Errorf("CreateTable with TTL on expiresAt over TTL on ttl: %v, want ErrTableMismatch naming both and the table", err)
 		}
@@ -66,7 +67,7 @@ func TestCreateTableTTL(t *testing.T) {
 
 		// Without TTLAttribute the TTL setting is left alone.
 		ft.Reset()
-		if err := resourcelock.CreateTable(testCtx(t), counted, table, resourcelock.TableOptions{}); err != nil {
+		if err := dynamodbstore.CreateTable(testCtx(t), counted, table, dynamodbstore.TableOptions{}); err != nil {
 			t.Fatalf("CreateTable without TTLAttribute: %v", err)
 		}
 		if n := ft.Count("DescribeTimeToLive") + ft.Count("UpdateTimeToLive"); n != 0 {
@@ -78,16 +79,16 @@ func TestCreateTableTTL(t *testing.T) {
 	t.Run("existing table", func(t *testing.T) {
 		spec := ddbtest.TableSpec{PartitionKey: "lockGroup", SortKey: "lockName"}
 		table := ddbtest.NewTable(t, c, spec)
-		opts := resourcelock.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt"}
-		if err := resourcelock.CreateTable(testCtx(t), c, table, opts); err != nil {
+		opts := dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt"}
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable on an existing table without TTL: %v", err)
 		}
 		wantTTL(t, c, table, "expiresAt")
 
 		// A key mismatch is found before TTL is looked at.
 		ft.Reset()
-		err := resourcelock.CreateTable(testCtx(t), counted, table, resourcelock.TableOptions{TTLAttribute: "expiresAt"})
-		if !errors.Is(err, resourcelock.ErrTableMismatch) {
+		err := dynamodbstore.CreateTable(testCtx(t), counted, table, dynamodbstore.TableOptions{TTLAttribute: "expiresAt"})
+		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
 			t.Fatalf("CreateTable with another key: %v, want ErrTableMismatch", err)
 		}
 		if n := ft.Count("DescribeTimeToLive") + ft.Count("UpdateTimeToLive"); n != 0 {
@@ -99,14 +100,14 @@ func TestCreateTableTTL(t *testing.T) {
 // Runs without DynamoDB.
 func TestCreateTableTTLInvalidOptions(t *testing.T) {
 	fake := &fakeTables{}
-	for what, opts := range map[string]resourcelock.TableOptions{
+	for what, opts := range map[string]dynamodbstore.TableOptions{
 		"reserved TTL attribute ownerName":     {TTLAttribute: "ownerName"},
 		"reserved TTL attribute leaseDuration": {TTLAttribute: "leaseDuration"},
 		"TTL on the partition key":             {TTLAttribute: "key"},
 		"TTL on a custom partition key":        {PartitionKey: "pk", TTLAttribute: "pk"},
 		"TTL on the sort key":                  {SortKey: "sk", TTLAttribute: "sk"},
 	} {
-		err := resourcelock.CreateTable(context.Background(), fake, "t", opts)
+		err := dynamodbstore.CreateTable(context.Background(), fake, "t", opts)
 		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
 			t.Errorf("CreateTable with %s: %v, want ErrInvalidArgument", what, err)
 		}
@@ -160,13 +161,13 @@ func TestCreateTableTTLSteps(t *testing.T) {
 		{
 			name:    "enabled on another attribute",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{enabled("expiresAt")}},
-			wantErr: resourcelock.ErrTableMismatch, updates: 0, describes: 1,
+			wantErr: dynamodbstore.ErrTableMismatch, updates: 0, describes: 1,
 			mention: []string{`"ttl"`, `"expiresAt"`, `"t"`},
 		},
 		{
 			name:    "being enabled on another attribute",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{{status: types.TimeToLiveStatusEnabling, attr: "expiresAt"}}},
-			wantErr: resourcelock.ErrTableMismatch, updates: 0, describes: 1,
+			wantErr: dynamodbstore.ErrTableMismatch, updates: 0, describes: 1,
 			mention: []string{`"ttl"`, `"expiresAt"`},
 		},
 		{
@@ -179,7 +180,7 @@ func TestCreateTableTTLSteps(t *testing.T) {
 			name: "enabled meanwhile by someone else on another attribute",
 			fake: &fakeTables{describes: active, updateTTLErr: boom,
 				ttls: []ttlAnswer{{status: types.TimeToLiveStatusDisabled}, enabled("expiresAt")}},
-			wantErr: resourcelock.ErrTableMismatch, updates: 1, describes: 2,
+			wantErr: dynamodbstore.ErrTableMismatch, updates: 1, describes: 2,
 		},
 		{
 			name:    "update fails",
@@ -200,12 +201,12 @@ func TestCreateTableTTLSteps(t *testing.T) {
 		{
 			name:    "table gone",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{{err: &types.ResourceNotFoundException{Message: aws.String("gone")}}}},
-			wantErr: resourcelock.ErrTableNotFound, updates: 0, describes: 1,
+			wantErr: dynamodbstore.ErrTableNotFound, updates: 0, describes: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := resourcelock.TableOptions{TTLAttribute: "ttl", PollInterval: time.Millisecond}
-			err := resourcelock.CreateTable(ctx, tc.fake, "t", opts)
+			opts := dynamodbstore.TableOptions{TTLAttribute: "ttl", PollInterval: time.Millisecond}
+			err := dynamodbstore.CreateTable(ctx, tc.fake, "t", opts)
 			if tc.wantErr == nil && err != nil {
 				t.Fatalf("CreateTable: %v", err)
 			}
@@ -236,7 +237,7 @@ func TestCreateTableTTLSteps(t *testing.T) {
 
 	t.Run("no TTLAttribute", func(t *testing.T) {
 		fake := &fakeTables{describes: active, ttls: []ttlAnswer{enabled("other")}}
-		if err := resourcelock.CreateTable(ctx, fake, "t", resourcelock.TableOptions{}); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", dynamodbstore.TableOptions{}); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		if d, u := fake.ttlCounts(); d+u != 0 {

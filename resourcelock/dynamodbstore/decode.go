@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"fmt"
@@ -6,35 +6,37 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // decodeRecord reads a lock item. Items written by the AWS Java DynamoDB
 // Lock Client decode too; attributes of dynalease's own are optional. A
 // missing required attribute, a wrong type or a malformed value is an error
-// wrapping ErrInvalidRecord that names the attribute.
-func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
-	var rec Record
+// wrapping resourcelock.ErrInvalidRecord that names the attribute.
+func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, error) {
+	var rec resourcelock.Record
 	var err error
 	if rec.HolderIdentity, err = requiredString(item, attrOwner); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	if rec.RVN, err = requiredString(item, attrRVN); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	lease, err := requiredString(item, attrLease)
 	if err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
-	if perr != nil || ms <= 0 || ms > maxLeaseDuration.Milliseconds() {
-		return Record{}, fmt.Errorf("%w: %s %q is not a positive number of milliseconds", ErrInvalidRecord, attrLease, lease)
+	if perr != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
+		return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not a positive number of milliseconds", resourcelock.ErrInvalidRecord, attrLease, lease)
 	}
 	rec.LeaseDuration = time.Duration(ms) * time.Millisecond
 
 	if v, ok := item[attrData]; ok {
 		b, ok := v.(*types.AttributeValueMemberB)
 		if !ok {
-			return Record{}, wrongType(attrData, "B", v)
+			return resourcelock.Record{}, wrongType(attrData, "B", v)
 		}
 		if len(b.Value) > 0 {
 			rec.Data = b.Value
@@ -43,7 +45,7 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 	if v, ok := item[attrReleased]; ok {
 		str, ok := v.(*types.AttributeValueMemberS)
 		if !ok {
-			return Record{}, wrongType(attrReleased, "S", v)
+			return resourcelock.Record{}, wrongType(attrReleased, "S", v)
 		}
 		// The Java client's condition for a released lock is equality with
 		// "1"; any other value does not count as released there, nor here.
@@ -52,33 +54,33 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 	if v, ok := item[attrTransitions]; ok {
 		n, ok := v.(*types.AttributeValueMemberN)
 		if !ok {
-			return Record{}, wrongType(attrTransitions, "N", v)
+			return resourcelock.Record{}, wrongType(attrTransitions, "N", v)
 		}
 		if rec.LeaderTransitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrTransitions, n.Value)
+			return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not an integer", resourcelock.ErrInvalidRecord, attrTransitions, n.Value)
 		}
 	}
 	if v, ok := item[attrGeneration]; ok {
 		n, ok := v.(*types.AttributeValueMemberN)
 		if !ok {
-			return Record{}, wrongType(attrGeneration, "N", v)
+			return resourcelock.Record{}, wrongType(attrGeneration, "N", v)
 		}
 		if rec.FenceGeneration, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return Record{}, fmt.Errorf("%w: %s %q is not an integer", ErrInvalidRecord, attrGeneration, n.Value)
+			return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not an integer", resourcelock.ErrInvalidRecord, attrGeneration, n.Value)
 		}
 	}
 	if v, ok := item[attrAcquisition]; ok {
 		str, ok := v.(*types.AttributeValueMemberS)
 		if !ok {
-			return Record{}, wrongType(attrAcquisition, "S", v)
+			return resourcelock.Record{}, wrongType(attrAcquisition, "S", v)
 		}
 		rec.AcquisitionID = str.Value
 	}
 	if rec.AcquireTime, err = optionalTime(item, attrAcquireTime); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	if rec.RenewTime, err = optionalTime(item, attrRenewTime); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	return rec, nil
 }
@@ -86,8 +88,8 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 // decodeItem reads a whole row: its key, its record, its TTL and the
 // application attributes. The key is filled in even when the record cannot
 // be decoded.
-func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error) {
-	var it Item
+func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourcelock.Item, error) {
+	var it resourcelock.Item
 	if v, ok := item[k.partitionKey].(*types.AttributeValueMemberS); ok {
 		it.Key.Partition = v.Value
 	}
@@ -104,7 +106,7 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error
 			continue
 		}
 		if it.Attributes == nil {
-			it.Attributes = map[string]types.AttributeValue{}
+			it.Attributes = map[string]any{}
 		}
 		it.Attributes[name] = v
 	}
@@ -115,7 +117,7 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error
 		}
 		secs, err := strconv.ParseFloat(n.Value, 64)
 		if err != nil {
-			return it, fmt.Errorf("%w: %s %q is not a number", ErrInvalidRecord, k.ttl, n.Value)
+			return it, fmt.Errorf("%w: %s %q is not a number", resourcelock.ErrInvalidRecord, k.ttl, n.Value)
 		}
 		it.Expires = time.Unix(int64(secs), 0).UTC()
 	}
@@ -125,14 +127,14 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (Item, error
 func requiredString(item map[string]types.AttributeValue, attr string) (string, error) {
 	v, ok := item[attr]
 	if !ok {
-		return "", fmt.Errorf("%w: attribute %s is missing", ErrInvalidRecord, attr)
+		return "", fmt.Errorf("%w: attribute %s is missing", resourcelock.ErrInvalidRecord, attr)
 	}
 	str, ok := v.(*types.AttributeValueMemberS)
 	if !ok {
 		return "", wrongType(attr, "S", v)
 	}
 	if str.Value == "" {
-		return "", fmt.Errorf("%w: attribute %s is empty", ErrInvalidRecord, attr)
+		return "", fmt.Errorf("%w: attribute %s is empty", resourcelock.ErrInvalidRecord, attr)
 	}
 	return str.Value, nil
 }
@@ -150,16 +152,16 @@ func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time,
 	if err == nil {
 		// Writes refuse the year 0 (checkTime): a row that carries it
 		// could not be renewed or taken over by a write that keeps it.
-		err = checkTime(attr, t)
+		err = resourcelock.CheckTime(attr, t)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time within the years 1 to 9999", ErrInvalidRecord, attr, str.Value)
+		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time within the years 1 to 9999", resourcelock.ErrInvalidRecord, attr, str.Value)
 	}
-	return normalizeTime(t), nil
+	return resourcelock.NormalizeTime(t), nil
 }
 
 func wrongType(attr, want string, v types.AttributeValue) error {
-	return fmt.Errorf("%w: attribute %s has type %s, want %s", ErrInvalidRecord, attr, typeName(v), want)
+	return fmt.Errorf("%w: attribute %s has type %s, want %s", resourcelock.ErrInvalidRecord, attr, typeName(v), want)
 }
 
 // typeName returns DynamoDB's name for the type of v.

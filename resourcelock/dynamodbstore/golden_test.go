@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"encoding/base64"

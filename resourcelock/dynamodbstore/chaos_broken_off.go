@@ -1,6 +1,6 @@
 //go:build !dynalease_chaos_broken_guard
 
-package resourcelock
+package dynamodbstore
 
 // chaosBrokenGuard is true only in the deliberately broken build (tag
 // dynalease_chaos_broken_guard) with which make chaos proves that its

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // MaxTransactItemsLimit is Amazon DynamoDB's limit on the actions of one
@@ -20,7 +21,7 @@ import (
 const MaxTransactItemsLimit = 100
 
 // DefaultMaxTransactItems is the most items one TransactWriteItems may hold
-// when DynamoDBStoreConfig.MaxTransactItems is zero: DynamoDB's own limit,
+// when Config.MaxTransactItems is zero: DynamoDB's own limit,
 // so a guarded write carries up to 99 of the caller's items besides the
 // check of the lock row.
 const DefaultMaxTransactItems = MaxTransactItemsLimit
@@ -29,53 +30,40 @@ const DefaultMaxTransactItems = MaxTransactItemsLimit
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
 const guardRetries = 4
 
-// ErrGuardLost is returned by Guard when the lock row no longer shows the
-// acquisition the write was guarded by: another owner holds it, it was
-// released or deleted, or a new acquisition replaced it. Nothing of the
-// write was applied.
-var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")
-
 // ErrTransactionConflict is returned by Guard when the transaction kept
 // being cancelled by conflicting concurrent writes. Nothing was applied.
-var ErrTransactionConflict = errors.New("resourcelock: guarded write cancelled by concurrent writes")
+var ErrTransactionConflict = errors.New("dynamodbstore: guarded write cancelled by concurrent writes")
 
 // ItemConditionError reports that the condition of one of the caller's
 // items failed (its Index in the caller's list, or -1 when the server gave
 // no reasons and the lock row was found intact). Nothing was applied. It
-// matches ErrConflict.
+// matches resourcelock.ErrConflict.
 type ItemConditionError struct {
 	Index int
 }
 
 func (e *ItemConditionError) Error() string {
 	if e.Index < 0 {
-		return "resourcelock: guarded write: a condition of the caller's items failed"
+		return "dynamodbstore: guarded write: a condition of the caller's items failed"
 	}
-	return fmt.Sprintf("resourcelock: guarded write: the condition of item %d failed", e.Index)
+	return fmt.Sprintf("dynamodbstore: guarded write: the condition of item %d failed", e.Index)
 }
 
-// Is makes an ItemConditionError match ErrConflict.
-func (e *ItemConditionError) Is(target error) bool { return target == ErrConflict }
-
-// Holding names the acquisition a guarded write requires: the row must
-// still name Owner, carry AcquisitionID and not be released.
-type Holding struct {
-	Owner         string
-	AcquisitionID string
-}
+// Is makes an ItemConditionError match resourcelock.ErrConflict.
+func (e *ItemConditionError) Is(target error) bool { return target == resourcelock.ErrConflict }
 
 // Guarder is implemented by stores that can commit a caller's writes in
 // one transaction with a check that a lock is still held.
 type Guarder interface {
 	// Guard commits items, all or nothing, together with a check that the
-	// row at key still shows h. It returns ErrGuardLost when the check
+	// row at key still shows h. It returns resourcelock.ErrGuardLost when the check
 	// fails, an *ItemConditionError when one of the items' own conditions
 	// fails, ErrTransactionConflict when concurrent writes kept cancelling
-	// it, an error wrapping ErrInvalidArgument for items it refuses before
+	// it, an error wrapping resourcelock.ErrInvalidArgument for items it refuses before
 	// any request (too many, or one on the lock row itself), and otherwise
 	// the request's error, after which the outcome is unknown unless the
 	// caller reads its items back.
-	Guard(ctx context.Context, key Key, h Holding, items []types.TransactWriteItem) error
+	Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
 }
 
 // TransactAPI is the part of the DynamoDB client that Guard uses.
@@ -84,14 +72,14 @@ type TransactAPI interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-var _ Guarder = (*DynamoDBStore)(nil)
+var _ Guarder = (*Store)(nil)
 
 // Guard commits items with a ConditionCheck on the lock row in one
 // TransactWriteItems.
-func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []types.TransactWriteItem) error {
+func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
-		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", ErrInvalidArgument)
+		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
 	}
 	if err := d.checkGuarded(key, h, items); err != nil {
 		return err
@@ -134,7 +122,7 @@ func (d *DynamoDBStore) Guard(ctx context.Context, key Key, h Holding, items []t
 		}
 		switch verdict, index := classifyCancel(tce.CancellationReasons); verdict {
 		case cancelLost:
-			return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+			return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
 		case cancelItem:
 			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - 1})
 		case cancelConflict:
@@ -202,50 +190,50 @@ func reasonCodes(reasons []types.CancellationReason) string {
 
 // classifyByReading decides, from the lock row, what cancelled a
 // transaction whose reasons were not given.
-func (d *DynamoDBStore) classifyByReading(ctx context.Context, key Key, h Holding, txErr error) error {
+func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, txErr error) error {
 	it, err := d.Get(ctx, key)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+	case errors.Is(err, resourcelock.ErrNotFound):
+		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
 	case err != nil:
 		return fmt.Errorf("%s: guarded write cancelled (%w); reading the lock to tell why failed: %w", d.describeKey(key), txErr, err)
 	case it.HolderIdentity != h.Owner || it.AcquisitionID != h.AcquisitionID || it.Released:
-		return fmt.Errorf("%s: %w", d.describeKey(key), ErrGuardLost)
+		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
 	}
 	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), &ItemConditionError{Index: -1}, txErr)
 }
 
 // checkGuarded refuses, before any request, a guarded write that could
 // never be right.
-func (d *DynamoDBStore) checkGuarded(key Key, h Holding, items []types.TransactWriteItem) error {
+func (d *Store) checkGuarded(key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}
 	if h.Owner == "" || h.AcquisitionID == "" {
-		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", ErrInvalidArgument)
+		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", resourcelock.ErrInvalidArgument)
 	}
 	if len(items) == 0 {
-		return fmt.Errorf("%w: guarded write with no items", ErrInvalidArgument)
+		return fmt.Errorf("%w: guarded write with no items", resourcelock.ErrInvalidArgument)
 	}
 	if max := d.maxItems - 1; len(items) > max {
 		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the lock check (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
-			ErrInvalidArgument, len(items), max, d.maxItems, MaxTransactItemsLimit)
+			resourcelock.ErrInvalidArgument, len(items), max, d.maxItems, MaxTransactItemsLimit)
 	}
 	lockKey := d.keys.itemKey(key.Partition, key.Sort)
 	for i, it := range items {
 		table, itemKey, err := d.target(it)
 		if err != nil {
-			return fmt.Errorf("%w: item %d: %v", ErrInvalidArgument, i, err)
+			return fmt.Errorf("%w: item %d: %v", resourcelock.ErrInvalidArgument, i, err)
 		}
 		if table == d.table && sameKey(itemKey, lockKey, d.keys) {
-			return fmt.Errorf("%w: item %d writes the lock row itself", ErrInvalidArgument, i)
+			return fmt.Errorf("%w: item %d writes the lock row itself", resourcelock.ErrInvalidArgument, i)
 		}
 	}
 	return nil
 }
 
 // target returns the table and key an item addresses.
-func (d *DynamoDBStore) target(it types.TransactWriteItem) (string, map[string]types.AttributeValue, error) {
+func (d *Store) target(it types.TransactWriteItem) (string, map[string]types.AttributeValue, error) {
 	n := 0
 	var table *string
 	var key map[string]types.AttributeValue

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 var (
@@ -26,7 +28,7 @@ func bv(v string) types.AttributeValue { return &types.AttributeValueMemberB{Val
 
 func TestDecodeGoldenJavaItems(t *testing.T) {
 	items := GoldenJavaItems(t)
-	want := map[string]Record{
+	want := map[string]resourcelock.Record{
 		GoldenHeld: {
 			HolderIdentity: goldenHeldOwner,
 			RVN:            "eaada884-0b78-4ed5-9fa1-e3d90b113f0f",
@@ -85,7 +87,7 @@ func TestDecodeValidItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Record{
+	want := resourcelock.Record{
 		HolderIdentity:    "me",
 		RVN:               "rvn-1",
 		LeaseDuration:     1500 * time.Millisecond,
@@ -141,8 +143,8 @@ func TestDecodeInvalidItems(t *testing.T) {
 			item := validItem()
 			tc.edit(item)
 			rec, err := decodeRecord(item)
-			if !errors.Is(err, ErrInvalidRecord) {
-				t.Fatalf("decodeRecord = %+v, %v; want ErrInvalidRecord", rec, err)
+			if !errors.Is(err, resourcelock.ErrInvalidRecord) {
+				t.Fatalf("decodeRecord = %+v, %v; want resourcelock.ErrInvalidRecord", rec, err)
 			}
 			if !strings.Contains(err.Error(), tc.attr) {
 				t.Fatalf("error %q does not name attribute %s", err, tc.attr)
@@ -380,7 +382,7 @@ func evalCondition(t *testing.T, item map[string]types.AttributeValue, e *expres
 }
 
 // build returns the expressions Create (expect == nil) or Update sends.
-func build(keys keySchema, rec Record, expect *Precondition) (e *expression, upd, cond string) {
+func build(keys keySchema, rec resourcelock.Record, expect *resourcelock.Precondition) (e *expression, upd, cond string) {
 	e = newExpression()
 	if expect == nil {
 		upd = writeUpdate(e, rec, true)
@@ -401,13 +403,13 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 		"dynalease full":  validItem(),
 		"dynalease freed": func() map[string]types.AttributeValue { m := validItem(); m[attrReleased] = sv("1"); return m }(),
 	}
-	full := Record{RVN: "new-rvn", LeaseDuration: 2*time.Second + time.Nanosecond, AcquireTime: testAcquire.Add(time.Microsecond), RenewTime: testRenew, Data: []byte("new")}
-	bare := Record{RVN: "new-rvn", LeaseDuration: time.Second}
+	full := resourcelock.Record{RVN: "new-rvn", LeaseDuration: 2*time.Second + time.Nanosecond, AcquireTime: testAcquire.Add(time.Microsecond), RenewTime: testRenew, Data: []byte("new")}
+	bare := resourcelock.Record{RVN: "new-rvn", LeaseDuration: time.Second}
 	released := full
 	released.Released = true
 	released.Data = nil
-	records := map[string]Record{"full": full, "bare": bare, "released": released}
-	expects := map[string]*Precondition{
+	records := map[string]resourcelock.Record{"full": full, "bare": bare, "released": released}
+	expects := map[string]*resourcelock.Precondition{
 		"create":   nil,
 		"takeover": {RVN: "old"},
 		"renewal":  {RVN: "old", Owner: "me"},
@@ -419,7 +421,7 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 			for ename, expect := range expects {
 				for _, ks := range keys {
 					t.Run(pname+"/"+rname+"/"+ename+"/"+ks.partitionKey, func(t *testing.T) {
-						want, err := prepareWrite("me", rec)
+						want, err := prepareAs("me", rec)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -463,7 +465,7 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 
 // checkJavaTypes checks the attribute types of a written item against the
 // Java client's layout and ours.
-func checkJavaTypes(t *testing.T, item map[string]types.AttributeValue, rec Record) {
+func checkJavaTypes(t *testing.T, item map[string]types.AttributeValue, rec resourcelock.Record) {
 	t.Helper()
 	want := map[string]types.AttributeValue{
 		attrOwner: sv(rec.HolderIdentity),
@@ -519,7 +521,7 @@ func TestCreateCondition(t *testing.T) {
 		"ours released":        {myReleased, true},
 		"isReleased not \"1\"": {notOne, false},
 	} {
-		rec, _ := prepareWrite("me", Record{RVN: "r", LeaseDuration: time.Second})
+		rec, _ := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: time.Second})
 		e, _, cond := build(keySchema{partitionKey: "key"}, rec, nil)
 		if got := evalCondition(t, tc.item, e, cond); got != tc.want {
 			t.Errorf("%s: create condition %q admits = %v, want %v", name, cond, got, tc.want)
@@ -532,23 +534,23 @@ func TestUpdateCondition(t *testing.T) {
 	heldRVN := "eaada884-0b78-4ed5-9fa1-e3d90b113f0f"
 	for name, tc := range map[string]struct {
 		item   map[string]types.AttributeValue
-		expect Precondition
+		expect resourcelock.Precondition
 		want   bool
 	}{
-		"takeover on the RVN":          {held, Precondition{RVN: heldRVN}, true},
-		"takeover on another RVN":      {held, Precondition{RVN: "other"}, false},
-		"takeover of an absent record": {map[string]types.AttributeValue{}, Precondition{RVN: heldRVN}, false},
-		"renewal by the owner":         {held, Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, true},
-		"renewal naming another owner": {held, Precondition{RVN: heldRVN, Owner: "someone"}, false},
-		"renewal on another RVN":       {held, Precondition{RVN: "other", Owner: goldenHeldOwner}, false},
+		"takeover on the RVN":          {held, resourcelock.Precondition{RVN: heldRVN}, true},
+		"takeover on another RVN":      {held, resourcelock.Precondition{RVN: "other"}, false},
+		"takeover of an absent record": {map[string]types.AttributeValue{}, resourcelock.Precondition{RVN: heldRVN}, false},
+		"renewal by the owner":         {held, resourcelock.Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, true},
+		"renewal naming another owner": {held, resourcelock.Precondition{RVN: heldRVN, Owner: "someone"}, false},
+		"renewal on another RVN":       {held, resourcelock.Precondition{RVN: "other", Owner: goldenHeldOwner}, false},
 		"renewal of a row marked released behind the holder's back": {
 			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
-			Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, false},
+			resourcelock.Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, false},
 		"takeover of a released row on its RVN": {
 			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
-			Precondition{RVN: heldRVN}, true},
+			resourcelock.Precondition{RVN: heldRVN}, true},
 	} {
-		rec, _ := prepareWrite("me", Record{RVN: "r", LeaseDuration: time.Second})
+		rec, _ := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: time.Second})
 		e, upd, cond := build(keySchema{partitionKey: "key"}, rec, &tc.expect)
 		checkPlaceholders(t, e, upd, cond)
 		if got := evalCondition(t, tc.item, e, cond); got != tc.want {
@@ -557,26 +559,29 @@ func TestUpdateCondition(t *testing.T) {
 	}
 }
 
+// prepareAs prepares rec for a write by holder id.
+func prepareAs(id string, rec resourcelock.Record) (resourcelock.Record, error) {
+	rec.HolderIdentity = id
+	return resourcelock.PrepareWrite(rec)
+}
+
 func TestLeaseRoundsUpToMillisecond(t *testing.T) {
 	for in, want := range map[time.Duration]time.Duration{
-		0:                                  0,
-		time.Nanosecond:                    time.Millisecond,
-		time.Millisecond - 1:               time.Millisecond,
-		time.Millisecond:                   time.Millisecond,
-		time.Millisecond + 1:               2 * time.Millisecond,
-		1500 * time.Microsecond:            2 * time.Millisecond,
-		time.Hour + time.Nanosecond:        time.Hour + time.Millisecond,
-		6 * time.Second:                    6 * time.Second,
-		maxLeaseDuration:                   maxLeaseDuration,
-		maxLeaseDuration - time.Nanosecond: maxLeaseDuration,
+		0:                             0,
+		time.Nanosecond:               time.Millisecond,
+		time.Millisecond - 1:          time.Millisecond,
+		time.Millisecond:              time.Millisecond,
+		time.Millisecond + 1:          2 * time.Millisecond,
+		1500 * time.Microsecond:       2 * time.Millisecond,
+		time.Hour + time.Nanosecond:   time.Hour + time.Millisecond,
+		6 * time.Second:               6 * time.Second,
+		resourcelock.MaxLeaseDuration: resourcelock.MaxLeaseDuration,
+		resourcelock.MaxLeaseDuration - time.Nanosecond: resourcelock.MaxLeaseDuration,
 	} {
-		if got := roundUpToMillisecond(in); got != want {
-			t.Errorf("roundUpToMillisecond(%v) = %v, want %v", in, got, want)
-		}
 		if in <= 0 {
 			continue
 		}
-		rec, err := prepareWrite("me", Record{RVN: "r", LeaseDuration: in})
+		rec, err := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: in})
 		if err != nil {
 			t.Fatalf("prepareWrite lease %v: %v", in, err)
 		}
@@ -597,7 +602,7 @@ func TestLeaseRoundsUpToMillisecond(t *testing.T) {
 func TestAcceptedWritesAreReadable(t *testing.T) {
 	leases := []time.Duration{
 		time.Nanosecond, time.Hour, 100 * 365 * 24 * time.Hour,
-		maxLeaseDuration, maxLeaseDuration + 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
+		resourcelock.MaxLeaseDuration, resourcelock.MaxLeaseDuration + 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
 	}
 	times := []time.Time{
 		{}, testAcquire,
@@ -608,12 +613,12 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Unix(1<<40, 0),
 	}
-	check := func(t *testing.T, in Record) {
+	check := func(t *testing.T, in resourcelock.Record) {
 		t.Helper()
-		rec, err := prepareWrite("me", in)
+		rec, err := prepareAs("me", in)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidArgument) {
-				t.Errorf("prepareWrite(%+v) = %v, want nil or ErrInvalidArgument", in, err)
+			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
+				t.Errorf("prepareAs(%+v) = %v, want nil or resourcelock.ErrInvalidArgument", in, err)
 			}
 			return
 		}
@@ -629,63 +634,18 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 		}
 	}
 	for _, lease := range leases {
-		check(t, Record{RVN: "r", LeaseDuration: lease})
+		check(t, resourcelock.Record{RVN: "r", LeaseDuration: lease})
 	}
 	for _, at := range times {
-		check(t, Record{RVN: "r", LeaseDuration: time.Second, AcquireTime: at, RenewTime: at})
+		check(t, resourcelock.Record{RVN: "r", LeaseDuration: time.Second, AcquireTime: at, RenewTime: at})
 	}
 	// The limits themselves are accepted.
-	if _, err := prepareWrite("me", Record{RVN: "r", LeaseDuration: maxLeaseDuration}); err != nil {
-		t.Errorf("lease of maxLeaseDuration refused: %v", err)
+	if _, err := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: resourcelock.MaxLeaseDuration}); err != nil {
+		t.Errorf("lease of resourcelock.MaxLeaseDuration refused: %v", err)
 	}
 	if _, err := decodeRecord(map[string]types.AttributeValue{
-		attrOwner: sv("me"), attrRVN: sv("r"), attrLease: sv(strconv.FormatInt(maxLeaseDuration.Milliseconds(), 10)),
+		attrOwner: sv("me"), attrRVN: sv("r"), attrLease: sv(strconv.FormatInt(resourcelock.MaxLeaseDuration.Milliseconds(), 10)),
 	}); err != nil {
-		t.Errorf("lease of maxLeaseDuration unreadable: %v", err)
-	}
-}
-
-func TestNormalizeTime(t *testing.T) {
-	if got := normalizeTime(time.Time{}); !got.IsZero() {
-		t.Errorf("zero time normalized to %v", got)
-	}
-	berlin := time.FixedZone("CET", 3600)
-	in := time.Date(2026, 11, 21, 13, 30, 45, 123_999_999, berlin)
-	got := normalizeTime(in)
-	if got != testAcquire { // == also compares location and monotonic reading
-		t.Errorf("normalizeTime(%v) = %v, want %v", in, got, testAcquire)
-	}
-	now := time.Now()
-	n := normalizeTime(now)
-	if strings.Contains(n.String(), "m=") || n.Location() != time.UTC || n.Nanosecond()%int(time.Millisecond) != 0 {
-		t.Errorf("normalizeTime(%v) = %v, want UTC, millisecond precision, no monotonic reading", now, n)
-	}
-	if now.Sub(n) < 0 || now.Sub(n) >= time.Millisecond {
-		t.Errorf("normalizeTime(%v) = %v, not truncated to the millisecond", now, n)
-	}
-}
-
-func TestNormalizedRecord(t *testing.T) {
-	data := []byte("abc")
-	in := Record{
-		RVN: "r", LeaseDuration: time.Millisecond + 1,
-		AcquireTime: time.Now(), RenewTime: time.Now().In(time.FixedZone("X", -7200)),
-		Data: data,
-	}
-	got := normalized(in)
-	if got.LeaseDuration != 2*time.Millisecond {
-		t.Errorf("lease %v, want 2ms", got.LeaseDuration)
-	}
-	for _, at := range []time.Time{got.AcquireTime, got.RenewTime} {
-		if at != normalizeTime(at) {
-			t.Errorf("time %v not normalized", at)
-		}
-	}
-	data[0] = 'X'
-	if string(got.Data) != "abc" {
-		t.Errorf("normalized data shares memory with the input: %q", got.Data)
-	}
-	if got := normalized(Record{Data: []byte{}}); got.Data != nil {
-		t.Errorf("empty data normalized to %#v, want nil", got.Data)
+		t.Errorf("lease of resourcelock.MaxLeaseDuration unreadable: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build dynalease_chaos_broken_guard
 
-package resourcelock
+package dynamodbstore
 
 // chaosBrokenGuard: this build is deliberately broken (see
 // chaos_broken_off.go). Never ship it.

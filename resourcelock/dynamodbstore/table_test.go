@@ -1,4 +1,4 @@
-package resourcelock_test
+package dynamodbstore_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // tableName returns a unique table name that is deleted when t ends.
@@ -79,38 +80,38 @@ func billingMode(desc *types.TableDescription) types.BillingMode {
 func TestCreateTable(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
-	fast := resourcelock.TableOptions{PollInterval: 10 * time.Millisecond}
+	fast := dynamodbstore.TableOptions{PollInterval: 10 * time.Millisecond}
 
 	t.Run("on-demand", func(t *testing.T) {
 		t.Parallel()
 		table := tableName(t, c)
-		if err := resourcelock.CreateTable(testCtx(t), c, table, fast); err != nil {
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, fast); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		desc := describe(t, c, table)
 		if desc.TableStatus != types.TableStatusActive {
 			t.Errorf("status %s after CreateTable, want ACTIVE", desc.TableStatus)
 		}
-		wantKeys(t, desc, resourcelock.DefaultPartitionKey, "")
+		wantKeys(t, desc, dynamodbstore.DefaultPartitionKey, "")
 		if m := billingMode(desc); m != types.BillingModePayPerRequest {
 			t.Errorf("billing mode %q, want %s", m, types.BillingModePayPerRequest)
 		}
 
-		if err := resourcelock.CreateTable(testCtx(t), c, table, fast); err != nil {
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, fast); err != nil {
 			t.Fatalf("CreateTable on the existing table: %v", err)
 		}
-		for what, opts := range map[string]resourcelock.TableOptions{
+		for what, opts := range map[string]dynamodbstore.TableOptions{
 			"with a sort key":            {SortKey: "sk"},
 			"with another partition key": {PartitionKey: "lockName"},
 		} {
-			err := resourcelock.CreateTable(testCtx(t), c, table, opts)
-			if !errors.Is(err, resourcelock.ErrTableMismatch) || !strings.Contains(err.Error(), table) {
+			err := dynamodbstore.CreateTable(testCtx(t), c, table, opts)
+			if !errors.Is(err, dynamodbstore.ErrTableMismatch) || !strings.Contains(err.Error(), table) {
 				t.Errorf("CreateTable %s on the existing table: %v, want ErrTableMismatch naming the table", what, err)
 			}
 		}
 
 		// The table holds locks.
-		l, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
+		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,20 +123,20 @@ func TestCreateTable(t *testing.T) {
 	t.Run("sort key", func(t *testing.T) {
 		t.Parallel()
 		table := tableName(t, c)
-		opts := resourcelock.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", PollInterval: 10 * time.Millisecond}
-		if err := resourcelock.CreateTable(testCtx(t), c, table, opts); err != nil {
+		opts := dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", PollInterval: 10 * time.Millisecond}
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		wantKeys(t, describe(t, c, table), "lockGroup", "lockName")
-		if err := resourcelock.CreateTable(testCtx(t), c, table, opts); err != nil {
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable again: %v", err)
 		}
-		err := resourcelock.CreateTable(testCtx(t), c, table, resourcelock.TableOptions{PartitionKey: "lockGroup"})
-		if !errors.Is(err, resourcelock.ErrTableMismatch) {
+		err := dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup"})
+		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
 			t.Errorf("CreateTable without the sort key on the existing table: %v, want ErrTableMismatch", err)
 		}
-		err = resourcelock.CreateTable(testCtx(t), c, table, resourcelock.TableOptions{PartitionKey: "lockGroup", SortKey: "other"})
-		if !errors.Is(err, resourcelock.ErrTableMismatch) {
+		err = dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "other"})
+		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
 			t.Errorf("CreateTable with another sort key on the existing table: %v, want ErrTableMismatch", err)
 		}
 	})
@@ -144,12 +145,12 @@ func TestCreateTable(t *testing.T) {
 		t.Parallel()
 		table := tableName(t, c)
 		opts := fast
-		opts.Provisioned = &resourcelock.Throughput{ReadCapacityUnits: 3, WriteCapacityUnits: 4}
-		if err := resourcelock.CreateTable(testCtx(t), c, table, opts); err != nil {
+		opts.Provisioned = &dynamodbstore.Throughput{ReadCapacityUnits: 3, WriteCapacityUnits: 4}
+		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		desc := describe(t, c, table)
-		wantKeys(t, desc, resourcelock.DefaultPartitionKey, "")
+		wantKeys(t, desc, dynamodbstore.DefaultPartitionKey, "")
 		pt := desc.ProvisionedThroughput
 		if pt == nil || aws.ToInt64(pt.ReadCapacityUnits) != 3 || aws.ToInt64(pt.WriteCapacityUnits) != 4 {
 			t.Errorf("provisioned throughput %+v, want 3 read and 4 write units", pt)
@@ -164,8 +165,8 @@ func TestCreateTable(t *testing.T) {
 	t.Run("existing table with a number key", func(t *testing.T) {
 		t.Parallel()
 		table := ddbtest.NewTable(t, c, ddbtest.TableSpec{PartitionKeyType: types.ScalarAttributeTypeN})
-		err := resourcelock.CreateTable(testCtx(t), c, table, fast)
-		if !errors.Is(err, resourcelock.ErrTableMismatch) {
+		err := dynamodbstore.CreateTable(testCtx(t), c, table, fast)
+		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
 			t.Errorf("CreateTable on a table keyed by a number: %v, want ErrTableMismatch", err)
 		}
 	})
@@ -294,17 +295,17 @@ func TestCreateTableInvalidOptions(t *testing.T) {
 	fake := &fakeTables{}
 	for what, tc := range map[string]struct {
 		table string
-		opts  resourcelock.TableOptions
+		opts  dynamodbstore.TableOptions
 	}{
-		"empty table name":         {"", resourcelock.TableOptions{}},
-		"reserved partition key":   {"t", resourcelock.TableOptions{PartitionKey: "ownerName"}},
-		"reserved sort key":        {"t", resourcelock.TableOptions{SortKey: "leaseDuration"}},
-		"sort key = partition key": {"t", resourcelock.TableOptions{SortKey: "key"}},
-		"zero read capacity":       {"t", resourcelock.TableOptions{Provisioned: &resourcelock.Throughput{WriteCapacityUnits: 1}}},
-		"negative write capacity": {"t", resourcelock.TableOptions{Provisioned: &resourcelock.Throughput{
+		"empty table name":         {"", dynamodbstore.TableOptions{}},
+		"reserved partition key":   {"t", dynamodbstore.TableOptions{PartitionKey: "ownerName"}},
+		"reserved sort key":        {"t", dynamodbstore.TableOptions{SortKey: "leaseDuration"}},
+		"sort key = partition key": {"t", dynamodbstore.TableOptions{SortKey: "key"}},
+		"zero read capacity":       {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{WriteCapacityUnits: 1}}},
+		"negative write capacity": {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{
 			ReadCapacityUnits: 1, WriteCapacityUnits: -1}}},
 	} {
-		err := resourcelock.CreateTable(context.Background(), fake, tc.table, tc.opts)
+		err := dynamodbstore.CreateTable(context.Background(), fake, tc.table, tc.opts)
 		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
 			t.Errorf("CreateTable with %s: %v, want ErrInvalidArgument", what, err)
 		}
@@ -316,12 +317,12 @@ func TestCreateTableInvalidOptions(t *testing.T) {
 
 // Runs without DynamoDB: the wait for ACTIVE, on a scripted table.
 func TestCreateTableWaitsForActive(t *testing.T) {
-	opts := resourcelock.TableOptions{PollInterval: time.Millisecond}
+	opts := dynamodbstore.TableOptions{PollInterval: time.Millisecond}
 	ctx := testCtx(t)
 
 	t.Run("new table", func(t *testing.T) {
 		fake := &fakeTables{describes: []describeAnswer{{}, {status: types.TableStatusCreating}, {status: types.TableStatusCreating}, {status: types.TableStatusActive}}}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		if c, d := fake.counts(); c != 1 || d != 4 {
@@ -335,7 +336,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 
 	t.Run("existing active table", func(t *testing.T) {
 		fake := &fakeTables{describes: []describeAnswer{{status: types.TableStatusActive}}}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		if c, d := fake.counts(); c != 0 || d != 1 {
@@ -348,7 +349,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 			describes: []describeAnswer{{}, {status: types.TableStatusCreating}, {status: types.TableStatusActive}},
 			createErr: &types.ResourceInUseException{Message: aws.String("Table already exists")},
 		}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
 	})
@@ -359,7 +360,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 				{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}}}},
 			createErr: &types.ResourceInUseException{Message: aws.String("Table already exists")},
 		}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); !errors.Is(err, resourcelock.ErrTableMismatch) {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); !errors.Is(err, dynamodbstore.ErrTableMismatch) {
 			t.Fatalf("CreateTable: %v, want ErrTableMismatch", err)
 		}
 	})
@@ -367,7 +368,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 	t.Run("create fails", func(t *testing.T) {
 		boom := errors.New("boom")
 		fake := &fakeTables{describes: []describeAnswer{{}}, createErr: boom}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); !errors.Is(err, boom) {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); !errors.Is(err, boom) {
 			t.Fatalf("CreateTable: %v, want the CreateTable error", err)
 		}
 	})
@@ -375,7 +376,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 	t.Run("describe fails", func(t *testing.T) {
 		boom := errors.New("boom")
 		fake := &fakeTables{describes: []describeAnswer{{status: types.TableStatusCreating}, {err: boom}}}
-		if err := resourcelock.CreateTable(ctx, fake, "t", opts); !errors.Is(err, boom) {
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); !errors.Is(err, boom) {
 			t.Fatalf("CreateTable: %v, want the DescribeTable error", err)
 		}
 	})
@@ -384,7 +385,7 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 		fake := &fakeTables{describes: []describeAnswer{{status: types.TableStatusCreating}}}
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		err := resourcelock.CreateTable(short, fake, "t", opts)
+		err := dynamodbstore.CreateTable(short, fake, "t", opts)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"t"`) {
 			t.Fatalf("CreateTable on a table that stays CREATING: %v, want context.DeadlineExceeded naming the table", err)
 		}

@@ -1,4 +1,4 @@
-package resourcelock_test
+package dynamodbstore_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -68,18 +69,18 @@ func newFixture(t *testing.T) *fixture {
 
 // lock returns a lock on the item name of f's table, sending through client
 // (f's clean client when nil).
-func (f *fixture) lock(t *testing.T, client resourcelock.ItemAPI, name, id string, edit ...func(*resourcelock.DynamoDBConfig)) *resourcelock.DynamoDB {
+func (f *fixture) lock(t *testing.T, client dynamodbstore.ItemAPI, name, id string, edit ...func(*dynamodbstore.LeaseConfig)) *resourcelock.Lease {
 	t.Helper()
 	if client == nil {
 		client = f.c
 	}
-	cfg := resourcelock.DynamoDBConfig{Client: client, Table: f.table, Name: name, Identity: id}
+	cfg := dynamodbstore.LeaseConfig{Client: client, Table: f.table, Name: name, Identity: id}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	l, err := resourcelock.NewDynamoDB(cfg)
+	l, err := dynamodbstore.NewLease(cfg)
 	if err != nil {
-		t.Fatalf("NewDynamoDB: %v", err)
+		t.Fatalf("dynamodbstore.NewLease: %v", err)
 	}
 	return l
 }
@@ -177,7 +178,7 @@ func TestDynamoDBConformance(t *testing.T) {
 		name := uuid.NewString()
 		return func(id string) resourcelock.Interface {
 			// Called from the suite's goroutines too, so no t.Fatal.
-			l, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: f.c, Table: f.table, Name: name, Identity: id})
+			l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: f.c, Table: f.table, Name: name, Identity: id})
 			if err != nil {
 				panic(err)
 			}
@@ -195,8 +196,8 @@ func TestDynamoDBConformanceSortKey(t *testing.T) {
 	spec := ddbtest.TableSpec{PartitionKey: "lockGroup", SortKey: "lockName"}
 	table := ddbtest.NewTable(t, c, spec)
 	group := "group-" + uuid.NewString()
-	newLock := func(name, id string) *resourcelock.DynamoDB {
-		l, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{
+	newLock := func(name, id string) *resourcelock.Lease {
+		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 			Client: c, Table: table, Name: group, Identity: id,
 			PartitionKey: spec.PartitionKey, SortKey: spec.SortKey, SortKeyValue: name,
 		})
@@ -242,10 +243,10 @@ const (
 func TestDynamoDBReadsJavaHeldItem(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	golden := resourcelock.GoldenJavaItems(t)
+	golden := dynamodbstore.GoldenJavaItems(t)
 	for _, tc := range []struct{ item, rvn string }{
-		{resourcelock.GoldenHeld, javaHeldRVN},
-		{resourcelock.GoldenHeartbeat, "ae65fc19-b58d-4380-a45f-7273036e9140"},
+		{dynamodbstore.GoldenHeld, javaHeldRVN},
+		{dynamodbstore.GoldenHeartbeat, "ae65fc19-b58d-4380-a45f-7273036e9140"},
 	} {
 		t.Run(tc.item, func(t *testing.T) {
 			name := uuid.NewString()
@@ -299,7 +300,7 @@ func TestDynamoDBTakesReleasedJavaRow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	name := uuid.NewString()
-	f.putRaw(t, name, resourcelock.GoldenJavaItems(t)[resourcelock.GoldenReleasedKept])
+	f.putRaw(t, name, dynamodbstore.GoldenJavaItems(t)[dynamodbstore.GoldenReleasedKept])
 	client, ft := f.faulty(t)
 	l := f.lock(t, client, name, "go-host")
 
@@ -338,7 +339,7 @@ func TestDynamoDBTakesOverJavaLock(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	name := uuid.NewString()
-	f.putRaw(t, name, resourcelock.GoldenJavaItems(t)[resourcelock.GoldenHeld])
+	f.putRaw(t, name, dynamodbstore.GoldenJavaItems(t)[dynamodbstore.GoldenHeld])
 	l := f.lock(t, nil, name, "go-host")
 
 	in := newRec(2500*time.Millisecond, "")
@@ -521,13 +522,13 @@ func TestDynamoDBMissingTable(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
 	table := "dynalease-missing-" + uuid.NewString()
-	l, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
+	l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(op string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrTableNotFound) {
+		if !errors.Is(err, dynamodbstore.ErrTableNotFound) {
 			t.Errorf("%s on a missing table: %v, want ErrTableNotFound", op, err)
 			return
 		}
@@ -579,62 +580,62 @@ func (c *countingAPI) count() int {
 // Runs without DynamoDB.
 func TestNewDynamoDBValidation(t *testing.T) {
 	api := &countingAPI{}
-	valid := func() resourcelock.DynamoDBConfig {
-		return resourcelock.DynamoDBConfig{Client: api, Table: "locks", Name: "lock", Identity: "me"}
+	valid := func() dynamodbstore.LeaseConfig {
+		return dynamodbstore.LeaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me"}
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*resourcelock.DynamoDBConfig)
+		edit func(*dynamodbstore.LeaseConfig)
 	}{
-		{"empty name", func(c *resourcelock.DynamoDBConfig) { c.Name = "" }},
-		{"name over 2048 bytes", func(c *resourcelock.DynamoDBConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes+1) }},
-		{"empty identity", func(c *resourcelock.DynamoDBConfig) { c.Identity = "" }},
-		{"identity too long", func(c *resourcelock.DynamoDBConfig) {
+		{"empty name", func(c *dynamodbstore.LeaseConfig) { c.Name = "" }},
+		{"name over 2048 bytes", func(c *dynamodbstore.LeaseConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes+1) }},
+		{"empty identity", func(c *dynamodbstore.LeaseConfig) { c.Identity = "" }},
+		{"identity too long", func(c *dynamodbstore.LeaseConfig) {
 			c.Identity = strings.Repeat("i", resourcelock.MaxIdentityBytes+1)
 		}},
-		{"nil client", func(c *resourcelock.DynamoDBConfig) { c.Client = nil }},
-		{"empty table", func(c *resourcelock.DynamoDBConfig) { c.Table = "" }},
-		{"reserved partition key ownerName", func(c *resourcelock.DynamoDBConfig) { c.PartitionKey = "ownerName" }},
-		{"reserved partition key recordVersionNumber", func(c *resourcelock.DynamoDBConfig) { c.PartitionKey = "recordVersionNumber" }},
-		{"reserved sort key isReleased", func(c *resourcelock.DynamoDBConfig) { c.SortKey, c.SortKeyValue = "isReleased", "s" }},
-		{"sort key equals partition key", func(c *resourcelock.DynamoDBConfig) { c.SortKey, c.SortKeyValue = "key", "s" }},
-		{"SortKeyValue without SortKey", func(c *resourcelock.DynamoDBConfig) { c.SortKeyValue = "s" }},
-		{"SortKey without value", func(c *resourcelock.DynamoDBConfig) { c.SortKey = "sk" }},
-		{"SortKeyValue over 1024 bytes", func(c *resourcelock.DynamoDBConfig) {
+		{"nil client", func(c *dynamodbstore.LeaseConfig) { c.Client = nil }},
+		{"empty table", func(c *dynamodbstore.LeaseConfig) { c.Table = "" }},
+		{"reserved partition key ownerName", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "ownerName" }},
+		{"reserved partition key recordVersionNumber", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "recordVersionNumber" }},
+		{"reserved sort key isReleased", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "isReleased", "s" }},
+		{"sort key equals partition key", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "key", "s" }},
+		{"SortKeyValue without SortKey", func(c *dynamodbstore.LeaseConfig) { c.SortKeyValue = "s" }},
+		{"SortKey without value", func(c *dynamodbstore.LeaseConfig) { c.SortKey = "sk" }},
+		{"SortKeyValue over 1024 bytes", func(c *dynamodbstore.LeaseConfig) {
 			c.SortKey, c.SortKeyValue = "sk", strings.Repeat("s", 1025)
 		}},
-		{"negative RequestTimeout", func(c *resourcelock.DynamoDBConfig) { c.RequestTimeout = -time.Second }},
+		{"negative RequestTimeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = -time.Second }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			l, err := resourcelock.NewDynamoDB(cfg)
+			l, err := dynamodbstore.NewLease(cfg)
 			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Fatalf("NewDynamoDB = %v, %v; want ErrInvalidArgument", l, err)
+				t.Fatalf("dynamodbstore.NewLease = %v, %v; want ErrInvalidArgument", l, err)
 			}
 			if l != nil {
-				t.Errorf("NewDynamoDB returned a lock with its error")
+				t.Errorf("dynamodbstore.NewLease returned a lock with its error")
 			}
 		})
 	}
 
 	for _, tc := range []struct {
 		name     string
-		edit     func(*resourcelock.DynamoDBConfig)
+		edit     func(*dynamodbstore.LeaseConfig)
 		describe string
 	}{
-		{"minimal", func(*resourcelock.DynamoDBConfig) {}, "dynamodb:locks/lock"},
-		{"name of 2048 bytes", func(c *resourcelock.DynamoDBConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes) }, ""},
-		{"custom partition key", func(c *resourcelock.DynamoDBConfig) { c.PartitionKey = "lockName" }, "dynamodb:locks/lock"},
-		{"sort key", func(c *resourcelock.DynamoDBConfig) { c.SortKey, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
-		{"request timeout", func(c *resourcelock.DynamoDBConfig) { c.RequestTimeout = time.Millisecond }, ""},
+		{"minimal", func(*dynamodbstore.LeaseConfig) {}, "dynamodb:locks/lock"},
+		{"name of 2048 bytes", func(c *dynamodbstore.LeaseConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes) }, ""},
+		{"custom partition key", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "lockName" }, "dynamodb:locks/lock"},
+		{"sort key", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
+		{"request timeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Millisecond }, ""},
 	} {
 		t.Run("valid "+tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			l, err := resourcelock.NewDynamoDB(cfg)
+			l, err := dynamodbstore.NewLease(cfg)
 			if err != nil {
-				t.Fatalf("NewDynamoDB: %v", err)
+				t.Fatalf("dynamodbstore.NewLease: %v", err)
 			}
 			if l.Identity() != cfg.Identity {
 				t.Errorf("Identity() = %q, want %q", l.Identity(), cfg.Identity)
@@ -645,14 +646,14 @@ func TestNewDynamoDBValidation(t *testing.T) {
 		})
 	}
 	if n := api.count(); n != 0 {
-		t.Fatalf("NewDynamoDB sent %d requests, want none", n)
+		t.Fatalf("dynamodbstore.NewLease sent %d requests, want none", n)
 	}
 }
 
 // Runs without DynamoDB: invalid writes are refused before any request.
 func TestDynamoDBInvalidWritesSendNothing(t *testing.T) {
 	api := &countingAPI{}
-	l, err := resourcelock.NewDynamoDB(resourcelock.DynamoDBConfig{Client: api, Table: "locks", Name: "lock", Identity: "me"})
+	l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +776,7 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 		bound = 10 * time.Second
 	)
 	f := newFixture(t)
-	withTimeout := func(c *resourcelock.DynamoDBConfig) { c.RequestTimeout = timeout }
+	withTimeout := func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = timeout }
 	timed := func(t *testing.T, what string, call func() error) {
 		t.Helper()
 		start := time.Now()
@@ -839,7 +840,7 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 		t.Parallel()
 		client, ft := f.faulty(t)
 		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
-		l := f.lock(t, client, uuid.NewString(), "me", func(c *resourcelock.DynamoDBConfig) { c.RequestTimeout = time.Minute })
+		l := f.lock(t, client, uuid.NewString(), "me", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Minute })
 		timed(t, "Get", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"sort"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Attribute names of a lock item. The first six are the AWS Java DynamoDB
@@ -82,14 +84,14 @@ func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 // of the record is set or removed explicitly, so a write leaves nothing of a
 // previous holder's item behind, whoever wrote it. An acquiring write also
 // counts the acquisition.
-func writeUpdate(e *expression, rec Record, acquiring bool) string {
-	return writeItemUpdate(e, keySchema{}, rec, acquiring, WriteOptions{})
+func writeUpdate(e *expression, rec resourcelock.Record, acquiring bool) string {
+	return writeItemUpdate(e, keySchema{}, rec, acquiring, resourcelock.WriteOptions{})
 }
 
 // writeItemUpdate is writeUpdate with write options: application
 // attributes, data kept as it is, and the TTL attribute (set, or removed so
 // that a TTL left by an earlier writer can never delete a live lease).
-func writeItemUpdate(e *expression, k keySchema, rec Record, acquiring bool, o WriteOptions) string {
+func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquiring bool, o resourcelock.WriteOptions) string {
 	var set, remove []string
 	assign := func(attr string, v types.AttributeValue) {
 		set = append(set, e.name(attr)+" = "+e.value(v))
@@ -105,13 +107,13 @@ func writeItemUpdate(e *expression, k keySchema, rec Record, acquiring bool, o W
 		remove = append(remove, e.name(attrData))
 	}
 	for _, name := range sortedNames(o.Attributes) {
-		assign(name, o.Attributes[name])
+		assign(name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
 	}
 	if k.ttl != "" {
 		if o.Expires.IsZero() {
 			remove = append(remove, e.name(k.ttl))
 		} else {
-			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(expiresSeconds(o.Expires).Unix(), 10)})
+			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.ExpiresAt().Unix(), 10)})
 		}
 	}
 	if rec.Released {
@@ -154,7 +156,7 @@ func (k keySchema) existingReleasedCondition(e *expression) string {
 }
 
 // updateCondition admits a write when the item exists and matches p.
-func (k keySchema) updateCondition(e *expression, p Precondition) string {
+func (k keySchema) updateCondition(e *expression, p resourcelock.Precondition) string {
 	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrRVN) + " = " + e.value(s(p.RVN))
 	if p.Owner != "" {
@@ -169,7 +171,7 @@ func (k keySchema) updateCondition(e *expression, p Precondition) string {
 
 // removeCondition admits a delete when the item exists and carries p's RVN
 // (and owner): unlike a holder's update, it may delete a released row.
-func (k keySchema) removeCondition(e *expression, p Precondition) string {
+func (k keySchema) removeCondition(e *expression, p resourcelock.Precondition) string {
 	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrRVN) + " = " + e.value(s(p.RVN))
 	if p.Owner != "" {
@@ -178,7 +180,7 @@ func (k keySchema) removeCondition(e *expression, p Precondition) string {
 	return c
 }
 
-func sortedNames(m map[string]types.AttributeValue) []string {
+func sortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)

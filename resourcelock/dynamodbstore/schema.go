@@ -1,9 +1,11 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
@@ -20,24 +22,24 @@ func (s keySchema) check() error {
 	for _, k := range []string{s.partitionKey, s.sortKey, s.ttl} {
 		for _, r := range reservedAttributes {
 			if k == r {
-				return fmt.Errorf("%w: key attribute name %q is reserved for lock data", ErrInvalidArgument, k)
+				return fmt.Errorf("%w: key attribute name %q is reserved for lock data", resourcelock.ErrInvalidArgument, k)
 			}
 		}
 	}
 	if s.partitionKey == "" {
-		return fmt.Errorf("%w: partition key attribute name is empty", ErrInvalidArgument)
+		return fmt.Errorf("%w: partition key attribute name is empty", resourcelock.ErrInvalidArgument)
 	}
 	if s.sortKey != "" && s.sortKey == s.partitionKey {
-		return fmt.Errorf("%w: sort key and partition key are both %q", ErrInvalidArgument, s.sortKey)
+		return fmt.Errorf("%w: sort key and partition key are both %q", resourcelock.ErrInvalidArgument, s.sortKey)
 	}
 	if s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey) {
-		return fmt.Errorf("%w: TTL attribute %q is a key attribute", ErrInvalidArgument, s.ttl)
+		return fmt.Errorf("%w: TTL attribute %q is a key attribute", resourcelock.ErrInvalidArgument, s.ttl)
 	}
 	return nil
 }
 
 // reserved reports whether attr is one of the table's own attributes,
-// which WriteOptions.Attributes may not name.
+// which resourcelock.WriteOptions.Attributes may not name.
 func (s keySchema) reserved(attr string) bool {
 	if attr == s.partitionKey || (attr != "" && (attr == s.sortKey || attr == s.ttl)) {
 		return true
@@ -51,39 +53,37 @@ func (s keySchema) reserved(attr string) bool {
 }
 
 // checkKey validates a key for this schema before any request.
-func (s keySchema) checkKey(k Key) error {
-	if err := CheckKey(k); err != nil {
+func (s keySchema) checkKey(k resourcelock.Key) error {
+	if err := resourcelock.CheckKey(k); err != nil {
 		return err
 	}
 	if s.sortKey == "" {
 		if k.Sort != "" {
-			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", ErrInvalidArgument, k)
+			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", resourcelock.ErrInvalidArgument, k)
 		}
 		return nil
 	}
 	if k.Sort == "" {
-		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", ErrInvalidArgument, k, s.sortKey)
+		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", resourcelock.ErrInvalidArgument, k, s.sortKey)
 	}
 	return nil
 }
 
 // checkOptions validates write options before any request.
-func (s keySchema) checkOptions(o WriteOptions) error {
+func (s keySchema) checkOptions(o resourcelock.WriteOptions) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
 	for name, v := range o.Attributes {
-		if name == "" || s.reserved(name) {
-			return fmt.Errorf("%w: attribute name %q is reserved or empty", ErrInvalidArgument, name)
+		if s.reserved(name) {
+			return fmt.Errorf("%w: attribute name %q is reserved", resourcelock.ErrInvalidArgument, name)
 		}
-		if v == nil {
-			return fmt.Errorf("%w: attribute %q has no value", ErrInvalidArgument, name)
+		if _, ok := v.(types.AttributeValue); !ok {
+			return fmt.Errorf("%w: attribute %q is a %T, not a types.AttributeValue", resourcelock.ErrInvalidArgument, name, v)
 		}
 	}
-	if !o.Expires.IsZero() {
-		if s.ttl == "" {
-			return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", ErrInvalidArgument)
-		}
-		if y := o.Expires.Year(); y < 1970 || y > 9999 {
-			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
-		}
+	if !o.Expires.IsZero() && s.ttl == "" {
+		return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", resourcelock.ErrInvalidArgument)
 	}
 	return nil
 }

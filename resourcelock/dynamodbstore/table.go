@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // TableAPI is the part of the DynamoDB client that CreateTable uses.
@@ -74,10 +75,10 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 	ttl := keys.ttl
 	keys.ttl = "" // the key schema DescribeTable shows has no TTL
 	if table == "" {
-		return fmt.Errorf("%w: table name is empty", ErrInvalidArgument)
+		return fmt.Errorf("%w: table name is empty", resourcelock.ErrInvalidArgument)
 	}
 	if p := opts.Provisioned; p != nil && (p.ReadCapacityUnits <= 0 || p.WriteCapacityUnits <= 0) {
-		return fmt.Errorf("%w: provisioned capacity %+v must be positive", ErrInvalidArgument, *p)
+		return fmt.Errorf("%w: provisioned capacity %+v must be positive", resourcelock.ErrInvalidArgument, *p)
 	}
 	clk := clockutil.OrReal(opts.Clock)
 	poll := opts.PollInterval

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own retries
@@ -24,7 +25,7 @@ type ItemAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// StoreAPI is the part of the DynamoDB client that a DynamoDBStore uses.
+// StoreAPI is the part of the DynamoDB client that a Store uses.
 // *dynamodb.Client satisfies it.
 type StoreAPI interface {
 	ItemAPI
@@ -33,8 +34,8 @@ type StoreAPI interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// DynamoDBStoreConfig configures a DynamoDBStore.
-type DynamoDBStoreConfig struct {
+// Config configures a Store.
+type Config struct {
 	// Client sends the requests. Required.
 	Client StoreAPI
 	// Table is the lock table's name. Required.
@@ -74,10 +75,10 @@ type DynamoDBStoreConfig struct {
 	FenceTable string
 }
 
-// DynamoDBStore is a Store on a DynamoDB lock table whose items have the
+// Store is a resourcelock.Store on a DynamoDB lock table whose items have the
 // layout of the AWS Java DynamoDB Lock Client. Get, Create, Update and
 // Remove each send exactly one request; Get and Scan read consistently.
-type DynamoDBStore struct {
+type Store struct {
 	client     StoreAPI
 	table      string
 	fenceTable string
@@ -88,12 +89,12 @@ type DynamoDBStore struct {
 	onConflict func() // called before each retry of a guarded write after a conflict
 }
 
-var _ Store = (*DynamoDBStore)(nil)
+var _ resourcelock.Store = (*Store)(nil)
 
-// NewDynamoDBStore validates cfg and returns a store. It sends no request.
-// An invalid cfg gives a *ConfigError naming the field (matching
-// ErrInvalidArgument).
-func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
+// New validates cfg and returns a store. It sends no request.
+// An invalid cfg gives a *resourcelock.ConfigError naming the field (matching
+// resourcelock.ErrInvalidArgument).
+func New(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
 		return nil, badConfig("Client", "is nil")
 	}
@@ -130,21 +131,23 @@ func NewDynamoDBStore(cfg DynamoDBStoreConfig) (*DynamoDBStore, error) {
 	case maxItems > MaxTransactItemsLimit:
 		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
-	return &DynamoDBStore{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict}, nil
+	return &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict}, nil
 }
 
 // Describe returns "dynamodb:TABLE".
-func (d *DynamoDBStore) Describe() string { return "dynamodb:" + d.table }
+func (d *Store) Describe() string { return "dynamodb:" + d.table }
 
 // Table returns the table's name.
-func (d *DynamoDBStore) Table() string { return d.table }
+func (d *Store) Table() string { return d.table }
 
-func (d *DynamoDBStore) describeKey(k Key) string { return d.Describe() + "/" + k.String() }
+func (d *Store) describeKey(k resourcelock.Key) string {
+	return d.Describe() + "/" + k.String()
+}
 
 // Get reads the row at key with a strongly consistent GetItem.
-func (d *DynamoDBStore) Get(ctx context.Context, key Key) (Item, error) {
+func (d *Store) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
 	if err := d.keys.checkKey(key); err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	ctx, cancel := d.bound(ctx)
 	defer cancel()
@@ -154,24 +157,24 @@ func (d *DynamoDBStore) Get(ctx context.Context, key Key) (Item, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return Item{}, d.wrap(key, "get", err)
+		return resourcelock.Item{}, d.wrap(key, "get", err)
 	}
 	if len(out.Item) == 0 {
-		return Item{}, fmt.Errorf("%s: %w", d.describeKey(key), ErrNotFound)
+		return resourcelock.Item{}, fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrNotFound)
 	}
 	it, err := d.keys.decodeItem(out.Item)
 	if err != nil {
-		return Item{}, fmt.Errorf("%s: %w", d.describeKey(key), err)
+		return resourcelock.Item{}, fmt.Errorf("%s: %w", d.describeKey(key), err)
 	}
 	return it, nil
 }
 
 // Create writes rec at key with one UpdateItem conditioned on the row being
 // missing (unless opts.OnlyIfExists) or released.
-func (d *DynamoDBStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
+func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
 	rec, err := d.prepare(key, rec, opts)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, true, opts)
@@ -187,13 +190,13 @@ func (d *DynamoDBStore) Create(ctx context.Context, key Key, rec Record, opts Wr
 }
 
 // Update writes rec at key with one UpdateItem conditioned on expect.
-func (d *DynamoDBStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
-	if err := checkPrecondition(expect); err != nil {
-		return Item{}, err
+func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	if err := resourcelock.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
 	}
 	rec, err := d.prepare(key, rec, opts)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.Owner == "", opts)
@@ -201,11 +204,11 @@ func (d *DynamoDBStore) Update(ctx context.Context, key Key, expect Precondition
 }
 
 // Remove deletes the row at key with one DeleteItem conditioned on expect.
-func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition) error {
+func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition) error {
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}
-	if err := checkPrecondition(expect); err != nil {
+	if err := resourcelock.CheckPrecondition(expect); err != nil {
 		return err
 	}
 	ctx, cancel := d.bound(ctx)
@@ -229,7 +232,7 @@ func (d *DynamoDBStore) Remove(ctx context.Context, key Key, expect Precondition
 
 // Scan reads every row with consistent, paginated Scan requests, or one
 // partition's rows with Query requests.
-func (d *DynamoDBStore) Scan(ctx context.Context, partition string, fn func(Item, error) error) error {
+func (d *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
 	var start map[string]types.AttributeValue
 	for {
 		items, next, err := d.page(ctx, partition, start)
@@ -252,7 +255,7 @@ func (d *DynamoDBStore) Scan(ctx context.Context, partition string, fn func(Item
 	}
 }
 
-func (d *DynamoDBStore) page(ctx context.Context, partition string, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, error) {
+func (d *Store) page(ctx context.Context, partition string, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, error) {
 	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	if partition == "" {
@@ -266,7 +269,7 @@ func (d *DynamoDBStore) page(ctx context.Context, partition string, start map[st
 		}
 		return out.Items, out.LastEvaluatedKey, nil
 	}
-	if err := checkName(partition); err != nil {
+	if err := resourcelock.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
 		return nil, nil, err
 	}
 	e := newExpression()
@@ -286,20 +289,17 @@ func (d *DynamoDBStore) page(ctx context.Context, partition string, start map[st
 }
 
 // prepare validates a write before any request.
-func (d *DynamoDBStore) prepare(key Key, rec Record, opts WriteOptions) (Record, error) {
+func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, error) {
 	if err := d.keys.checkKey(key); err != nil {
-		return Record{}, err
-	}
-	if err := checkIdentity(rec.HolderIdentity); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
 	if err := d.keys.checkOptions(opts); err != nil {
-		return Record{}, err
+		return resourcelock.Record{}, err
 	}
-	return prepareWrite(rec.HolderIdentity, rec)
+	return resourcelock.PrepareWrite(rec)
 }
 
-func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expression, update, condition string) (Item, error) {
+func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *expression, update, condition string) (resourcelock.Item, error) {
 	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -311,16 +311,16 @@ func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expre
 		ExpressionAttributeValues: e.values,
 		ReturnValues:              types.ReturnValueAllNew,
 		// A failed condition answers with the row it found, which settles
-		// the write without a second request (see ConflictError).
+		// the write without a second request (see resourcelock.ConflictError).
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
-		return Item{}, d.wrap(key, op, err)
+		return resourcelock.Item{}, d.wrap(key, op, err)
 	}
 	it, err := d.keys.decodeItem(out.Attributes)
 	if err != nil {
 		// The write landed; only its echo is unreadable.
-		return Item{}, fmt.Errorf("%s: %s landed but its result is unreadable: %w", d.describeKey(key), op, err)
+		return resourcelock.Item{}, fmt.Errorf("%s: %s landed but its result is unreadable: %w", d.describeKey(key), op, err)
 	}
 	return it, nil
 }
@@ -329,7 +329,7 @@ func (d *DynamoDBStore) update(ctx context.Context, key Key, op string, e *expre
 // deadline of its own. A caller that bounds its requests (the election and
 // lock packages do, from settings validated against the lease) owns the
 // timeout; the store never shortens or stacks another on it.
-func (d *DynamoDBStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (d *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
@@ -337,13 +337,13 @@ func (d *DynamoDBStore) bound(ctx context.Context) (context.Context, context.Can
 }
 
 // wrap classifies a DynamoDB error: a failed condition becomes a
-// *ConflictError (carrying the row the server returned, when it did and the
+// *resourcelock.ConflictError (carrying the row the server returned, when it did and the
 // row decodes), a missing table ErrTableNotFound; anything else keeps its
 // cause.
-func (d *DynamoDBStore) wrap(key Key, op string, err error) error {
+func (d *Store) wrap(key resourcelock.Key, op string, err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		ce := &ConflictError{What: fmt.Sprintf("%s: %s", d.describeKey(key), op), Err: err}
+		ce := &resourcelock.ConflictError{What: fmt.Sprintf("%s: %s", d.describeKey(key), op), Err: err}
 		if len(ccf.Item) > 0 {
 			if it, derr := d.keys.decodeItem(ccf.Item); derr == nil {
 				ce.Current = &it
@@ -352,14 +352,4 @@ func (d *DynamoDBStore) wrap(key Key, op string, err error) error {
 		return ce
 	}
 	return wrapTableError(d.table, fmt.Sprintf("%s: %s", d.describeKey(key), op), err)
-}
-
-// wrapTableError marks a missing-table error with ErrTableNotFound, keeping
-// the SDK's error as a second cause.
-func wrapTableError(table, what string, err error) error {
-	var rnf *types.ResourceNotFoundException
-	if errors.As(err, &rnf) {
-		return fmt.Errorf("%s: table %q: %w (%w)", what, table, ErrTableNotFound, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

@@ -1,4 +1,4 @@
-package resourcelock
+package dynamodbstore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Attributes of a fence table row.
@@ -18,7 +20,7 @@ const (
 
 // fenceKey is the fence table's key for a lock key: length-prefixed so
 // that no two lock keys share one.
-func fenceKey(k Key) string {
+func fenceKey(k resourcelock.Key) string {
 	return strconv.Itoa(len(k.Partition)) + ":" + k.Partition + k.Sort
 }
 
@@ -26,22 +28,22 @@ func fenceKey(k Key) string {
 // lock row (with the counter at 2), conditioned on holder and acquisition.
 // A bump whose row write fails is simply skipped: generations only need to
 // grow.
-func (d *DynamoDBStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
+func (d *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (resourcelock.Item, error) {
 	if d.fenceTable == "" {
-		return Item{}, fmt.Errorf("%s: %w", d.describeKey(key), ErrNoFencing)
+		return resourcelock.Item{}, fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrNoFencing)
 	}
 	if err := d.keys.checkKey(key); err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	if holder == "" || acquisitionID == "" {
-		return Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", ErrInvalidArgument)
+		return resourcelock.Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
 	}
 	gen, err := d.bumpGeneration(ctx, key)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	if gen > MaxFenceGeneration {
-		return Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(MaxFenceGeneration))
+	if gen > resourcelock.MaxFenceGeneration {
+		return resourcelock.Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(resourcelock.MaxFenceGeneration))
 	}
 	e := newExpression()
 	update := "SET " + e.name(attrGeneration) + " = " + e.value(&types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}) +
@@ -52,7 +54,7 @@ func (d *DynamoDBStore) Fence(ctx context.Context, key Key, holder, acquisitionI
 	return d.update(ctx, key, "fence", e, update, cond)
 }
 
-func (d *DynamoDBStore) bumpGeneration(ctx context.Context, key Key) (int64, error) {
+func (d *Store) bumpGeneration(ctx context.Context, key resourcelock.Key) (int64, error) {
 	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -75,31 +77,4 @@ func (d *DynamoDBStore) bumpGeneration(ctx context.Context, key Key) (int64, err
 		return 0, fmt.Errorf("%s: bump fencing generation: %q is not an integer", d.describeKey(key), n.Value)
 	}
 	return gen, nil
-}
-
-// Fence gives the row at key a new generation and restarts its counter.
-func (s *MemoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
-	if err := CheckKey(key); err != nil {
-		return Item{}, err
-	}
-	if holder == "" || acquisitionID == "" {
-		return Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", ErrInvalidArgument)
-	}
-	if err := ctx.Err(); err != nil {
-		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.generations == nil {
-		s.generations = map[Key]int64{}
-	}
-	s.generations[key]++
-	cur, ok := s.items[key]
-	if !ok || cur.HolderIdentity != holder || cur.AcquisitionID != acquisitionID {
-		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, ErrConflict)
-	}
-	cur.FenceGeneration = s.generations[key]
-	cur.LeaderTransitions = 2
-	s.items[key] = cur
-	return cloneItem(cur), nil
 }

@@ -147,8 +147,9 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 	e.cfg.Metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
-		t.end(fmt.Errorf("a guarded write found the record no longer ours: %w", err))
-		return fmt.Errorf("%w: %w", ErrLostLeadership, err)
+		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lock.Describe(), err)
+		t.end(lost)
+		return fmt.Errorf("%w: %w", ErrLostLeadership, lost)
 	}
 	return err
 }

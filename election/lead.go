@@ -39,6 +39,7 @@ import (
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e := r.e
 	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t.lease, t.hold = e.cfg.Lock.Describe(), r.hold
 	t.token = r.cur.FencingToken()
 	t.holding = resourcelock.Holding{Owner: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()
@@ -131,25 +132,16 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 				} else {
 					e.setLeader(w.Item.HolderIdentity)
 				}
-				t.end(lossCause(w))
+				lost := resourcelock.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing)
+				lost.Cause = w.Cause
+				t.end(lost)
 			default:
 				e.noteError(w.Err)
+				t.renewalFailed(w.Err)
 				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()).String(), "error", w.Err.Error())
 			}
 			renewTimer.Reset(started.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
 		}
-	}
-}
-
-// lossCause describes a record found not to be ours any more.
-func lossCause(w rvnlease.Written) error {
-	switch {
-	case w.Missing:
-		return errors.New("the record was deleted")
-	case w.Item.Released:
-		return errors.New("the record was released by someone else")
-	default:
-		return fmt.Errorf("the record was taken by %q", w.Item.HolderIdentity)
 	}
 }
 
@@ -167,14 +159,14 @@ func (r *run) lost(ctx context.Context, t *term) error {
 		// if still ours, is let go so that nobody waits a lease for it.
 		cause = fmt.Errorf("the term ended before the leader's work started: %w", cause)
 		e.log.Info("the term's validity passed before the leader's work could start; releasing the record", "severity", "warning")
-		if errors.Is(t.endCause(), errValidityPassed) {
+		if lost := (*resourcelock.LostError)(nil); errors.As(t.endCause(), &lost) && lost.Reason == resourcelock.Expired {
 			r.release(ctx)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %w", ErrLostLeadership, e.cfg.Lock.Describe(), cause)
+	return fmt.Errorf("%w: %w", ErrLostLeadership, cause)
 }
 
 // finish ends a term whose work has returned: nothing acts as leader any
@@ -191,7 +183,7 @@ func (r *run) finish(ctx context.Context, t *term) error {
 		// The validity ran out before the work returned (the work may
 		// have returned because of that) and the term's timer has not
 		// ended the term yet: that is a loss, not a voluntary end.
-		t.end(errValidityPassed)
+		t.endExpired()
 	}
 	if err := t.endCause(); err != ended {
 		// The term had been lost before the work returned.
@@ -225,7 +217,7 @@ func (r *run) release(ctx context.Context) {
 		e.log.Info("the record changed while the release was under way; it may have landed first")
 		e.forgetSelfAsLeader()
 	case w.Lost:
-		e.log.Info("not releasing the lease: it is no longer ours", "reason", lossCause(w).Error())
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", resourcelock.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing).Error())
 		e.forgetSelfAsLeader()
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())

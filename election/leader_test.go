@@ -113,15 +113,16 @@ func TestRenewalTimesOutAfterRequestTimeout(t *testing.T) {
 
 func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		put   func(h *harness)
-		cause string
+		name   string
+		put    func(h *harness)
+		reason resourcelock.LostReason
+		holder string
 	}{
-		{"taken", func(h *harness) { h.putForeign("b", "stolen") }, `taken by "b"`},
+		{"taken", func(h *harness) { h.putForeign("b", "stolen") }, resourcelock.Stolen, "b"},
 		{"released", func(h *harness) {
 			h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "x", LeaseDuration: lease, Released: true})
-		}, "released"},
-		{"deleted", func(h *harness) { h.store.Delete(lockName) }, "deleted"},
+		}, resourcelock.ReleasedElsewhere, "b"},
+		{"deleted", func(h *harness) { h.store.Delete(lockName) }, resourcelock.Deleted, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -132,8 +133,9 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			h.freeRun()
 			h.step(retry)
 			err := h.result()
-			if !errors.Is(err, ErrLostLeadership) || !strings.Contains(err.Error(), tc.cause) {
-				t.Fatalf("Run = %v, want ErrLostLeadership saying %q", err, tc.cause)
+			var lost *resourcelock.LostError
+			if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.Holder != tc.holder {
+				t.Fatalf("Run = %v, want ErrLostLeadership and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
 			}
 			h.wantOps(rlt.OpUpdate, rlt.OpGet)
 			h.wantEvents("stopped", "work returned")
@@ -166,8 +168,10 @@ func TestStepDownAfterRenewDeadlineOfFailedRenewals(t *testing.T) {
 	if h.e.IsLeader() {
 		t.Fatal("IsLeader true at RenewDeadline after the last confirmed send")
 	}
-	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
-		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	err := h.result()
+	var lost *resourcelock.LostError
+	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != resourcelock.Expired || !errors.Is(err, errReset) {
+		t.Fatalf("Run = %v, want ErrLostLeadership, an Expired LostError, and the renewals' failure", err)
 	}
 	h.wantEvents("stopped", "work returned")
 	if ctx.Err() == nil {

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ var errValidityPassed = errors.New("renew deadline passed without a confirmed re
 // without the election loop, and valid() compares with the clock directly,
 // so a stuck loop or a paused process cannot make the term look longer.
 type term struct {
+	lease   string // what is held, for its LostError
+	hold    *rvnlease.Holder
 	clk     clockutil.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
@@ -30,12 +33,13 @@ type term struct {
 
 	deadline *rvnlease.Deadline // the term's validity; see the invariant
 
-	mu     sync.Mutex
-	began  bool // OnStartedLeading was called: only then is OnStoppedLeading
-	ended  bool
-	cause  error
-	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the term ends
+	mu      sync.Mutex
+	lastErr error // the last renewal's failure, for an Expired loss
+	began   bool  // OnStartedLeading was called: only then is OnStoppedLeading
+	ended   bool
+	cause   error
+	cancel  context.CancelCauseFunc
+	done    chan struct{} // closed when the term ends
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 
@@ -69,9 +73,35 @@ func (t *term) expired() {
 		t.mu.Unlock()
 		return
 	}
-	t.endLocked(errValidityPassed)
+	t.endLocked(t.expiredLocked())
 	t.mu.Unlock()
 	t.stopped()
+}
+
+// expiredLocked returns the loss of a term whose validity passed: Expired,
+// with the last renewal's failure when there was one.
+func (t *term) expiredLocked() *resourcelock.LostError {
+	cause := errValidityPassed
+	if t.lastErr != nil {
+		cause = fmt.Errorf("%w (the last renewal: %w)", errValidityPassed, t.lastErr)
+	}
+	return &resourcelock.LostError{Lease: t.lease, Reason: resourcelock.Expired, Cause: cause}
+}
+
+// renewalFailed notes the failure of a renewal, for an Expired loss.
+func (t *term) renewalFailed(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = err
+}
+
+// endExpired ends the term as expired, unless it has ended already.
+func (t *term) endExpired() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended {
+		t.endLocked(t.expiredLocked())
+	}
 }
 
 // begin reports whether the leader's work may start: the term is still in

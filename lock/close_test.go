@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -51,9 +52,9 @@ func TestReleaseOfAnExpiredLockStillReleasesTheRow(t *testing.T) {
 	waitDone(t, l)
 	f.store.ResetCalls()
 	err := l.Release(context.Background())
-	var lost *LostError
-	if !errors.As(err, &lost) || lost.Reason != Expired {
-		t.Fatalf("Release = %v, want the Expired LostError", err)
+	var lost *resourcelock.LostError
+	if !errors.As(err, &lost) || lost.Reason != resourcelock.Expired {
+		t.Fatalf("Release = %v, want the resourcelock.Expired LostError", err)
 	}
 	if row := f.item("k"); !row.Released {
 		t.Fatalf("row %+v not released", row.Record)

@@ -281,11 +281,11 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		}
 		// lostTo overwrites the held row and checks that the holder finds
 		// out at its next heartbeat.
-		lostTo := func(next fgRowState, reason lock.LostReason, overwrite func()) {
+		lostTo := func(next fgRowState, reason resourcelock.LostReason, overwrite func()) {
 			t.Helper()
 			overwrite()
 			err := l.Heartbeat(ctx)
-			var lost *lock.LostError
+			var lost *resourcelock.LostError
 			if !errors.As(err, &lost) || lost.Reason != reason {
 				t.Fatalf("%s: heartbeat after the row was overwritten = %v, want a loss (%v)", what, err, reason)
 			}
@@ -315,14 +315,14 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			state = fgJavaReleased
 		case r < 23:
 			javaRVN = uuid.NewString()
-			lostTo(fgJavaHeld, lock.Stolen, func() {
+			lostTo(fgJavaHeld, resourcelock.Stolen, func() {
 				e.putRaw(e.locks, fgJavaRow(key, "java-host-h", javaRVN, time.Millisecond, false))
 			})
 		case r < 28:
 			javaRVN = uuid.NewString()
-			lostTo(fgJavaInPlace, lock.Stolen, func() { fgJavaTakeInPlace(t, e, key, "java-host-p", javaRVN) })
+			lostTo(fgJavaInPlace, resourcelock.Stolen, func() { fgJavaTakeInPlace(t, e, key, "java-host-p", javaRVN) })
 		case r < 32:
-			lostTo(fgHeldDeleted, lock.Deleted, func() { e.deleteLockRow(key) })
+			lostTo(fgHeldDeleted, resourcelock.Deleted, func() { e.deleteLockRow(key) })
 		default:
 			released()
 		}

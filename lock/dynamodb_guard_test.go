@@ -608,8 +608,8 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	if !errors.Is(err, lock.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
 		t.Fatalf("A's guarded write after B took over = %v, want ErrLost and ErrGuardLost", err)
 	}
-	var lost *lock.LostError
-	if !errors.As(err, &lost) || lost.Reason != lock.Stolen || lost.Holder != b.Owner() {
+	var lost *resourcelock.LostError
+	if !errors.As(err, &lost) || lost.Reason != resourcelock.Stolen || lost.Holder != b.Owner() {
 		t.Errorf("A's loss is %v, want stolen by %s", err, b.Owner())
 	}
 	a.wantTransactions(t, "A's guarded write", 1) // refused by the server, not by A's own clock
@@ -635,7 +635,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 // still say that the server refused it: dynamodbstore.Guarder promises
 // ErrGuardLost, meaning nothing was applied, and Lock.Guard that the error
 // matches it. Lock.Guard instead returns the lock's earlier end (l.err):
-// an Expired *LostError without ErrGuardLost, or ErrReleased, which
+// an resourcelock.Expired *resourcelock.LostError without ErrGuardLost, or ErrReleased, which
 // matches neither ErrLost nor ErrGuardLost nor ErrNotHeld.
 func TestDynamoDBGuardRefusalOutlivesTheLocksEnd(t *testing.T) {
 	e := newFGEnv(t)

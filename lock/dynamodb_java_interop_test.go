@@ -22,6 +22,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // goldenJava are the items of the golden file java-lock-client-items.json,
@@ -516,8 +517,8 @@ func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 	case <-time.After(testHeartbeat + slack):
 		t.Fatal("the theft was not found by the next heartbeat")
 	}
-	if lost := lostError(t, l.Err()); lost.Reason != lock.Stolen || lost.Holder != "java-thief" {
-		t.Errorf("Err = %v, want Stolen by java-thief", lost)
+	if lost := lostError(t, l.Err()); lost.Reason != resourcelock.Stolen || lost.Holder != "java-thief" {
+		t.Errorf("Err = %v, want resourcelock.Stolen by java-thief", lost)
 	}
 	if got := str(e.item("k"), "ownerName"); got != "java-thief" {
 		t.Errorf("row owner %q after our loss; our heartbeat or release overwrote the Java holder", got)

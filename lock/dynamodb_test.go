@@ -238,12 +238,12 @@ func ended(l *lock.Lock) bool {
 	}
 }
 
-// lostError returns err as a *lock.LostError, failing the test if it is not.
-func lostError(t *testing.T, err error) *lock.LostError {
+// lostError returns err as a *resourcelock.LostError, failing the test if it is not.
+func lostError(t *testing.T, err error) *resourcelock.LostError {
 	t.Helper()
-	var lost *lock.LostError
+	var lost *resourcelock.LostError
 	if !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) {
-		t.Fatalf("error %v (%T) is not a *lock.LostError matching ErrLost", err, err)
+		t.Fatalf("error %v (%T) is not a *resourcelock.LostError matching ErrLost", err, err)
 	}
 	return lost
 }

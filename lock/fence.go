@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -80,14 +79,9 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request
 		// was in flight.
-		it, missing, rerr := l.readBack(context.WithoutCancel(ctx))
+		lost := l.hold.Lost(context.WithoutCancel(ctx), l.key.String(), err)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		lost := l.lostTo(it, missing)
-		if rerr != nil {
-			lost = &LostError{Key: l.key.String(), Reason: Stolen}
-		}
-		lost.Cause = err
 		l.loseLocked(lost)
 		return lost
 	}
@@ -160,15 +154,4 @@ func (f Fence) Merge(names map[string]string, values map[string]types.AttributeV
 		values[k] = v
 	}
 	return names, values
-}
-
-// readBack reads the lock's row; missing reports that there is none.
-func (l *Lock) readBack(ctx context.Context) (resourcelock.Item, bool, error) {
-	rctx, cancel := clockutil.WithTimeout(ctx, l.c.clk, l.c.cfg.requestTimeout)
-	defer cancel()
-	it, err := l.c.store.Get(rctx, l.key)
-	if errors.Is(err, resourcelock.ErrNotFound) {
-		return resourcelock.Item{}, true, nil
-	}
-	return it, false, err
 }

@@ -18,7 +18,7 @@ import (
 
 // Heartbeat renews the lock now, with a fresh RVN, conditioned on this
 // owner and the lock's current RVN; it can also replace or delete the
-// lock's data. It returns nil once the renewal is confirmed, a *LostError
+// lock's data. It returns nil once the renewal is confirmed, a *resourcelock.LostError
 // when the lock turns out lost, ErrNotHeld after Release, and otherwise the
 // error of a renewal that could not be confirmed (the lock stays held until
 // its validity runs out, unless a later heartbeat is confirmed).
@@ -95,7 +95,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&LostError{Key: l.key.String(), Reason: Expired, Cause: l.lastErr})
+		l.loseLocked(&resourcelock.LostError{Lease: l.key.String(), Reason: resourcelock.Expired, Cause: l.lastErr})
 	}
 	switch {
 	case !l.ended:
@@ -109,17 +109,8 @@ func (l *Lock) heldLocked() error {
 
 // lostTo describes the loss of the lock to the row it, found missing when
 // missing.
-func (l *Lock) lostTo(it resourcelock.Item, missing bool) *LostError {
-	e := &LostError{Key: l.key.String()}
-	switch {
-	case missing:
-		e.Reason = Deleted
-	case it.Released:
-		e.Reason, e.Holder = ReleasedElsewhere, it.HolderIdentity
-	default:
-		e.Reason, e.Holder = Stolen, it.HolderIdentity
-	}
-	return e
+func (l *Lock) lostTo(it resourcelock.Item, missing bool) *resourcelock.LostError {
+	return resourcelock.LostTo(l.key.String(), it, missing)
 }
 
 // record returns the record of a new write by this client over cur: a

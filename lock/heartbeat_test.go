@@ -75,9 +75,9 @@ func TestLostWhenNoHeartbeatIsConfirmed(t *testing.T) {
 		t.Fatal("IsHeld true at ValidUntil")
 	}
 	waitDone(t, l)
-	var lost *LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
-		t.Fatalf("Err = %v, want Expired caused by the heartbeat error", l.Err())
+	var lost *resourcelock.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != resourcelock.Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
+		t.Fatalf("Err = %v, want resourcelock.Expired caused by the heartbeat error", l.Err())
 	}
 	<-ctx.Done()
 	if !errors.Is(context.Cause(ctx), ErrLost) {
@@ -92,18 +92,18 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(f *fixture)
-		reason LostReason
+		reason resourcelock.LostReason
 	}{
-		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, Stolen},
+		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, resourcelock.Stolen},
 		{"released elsewhere", func(f *fixture) {
 			f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
-		}, ReleasedElsewhere},
-		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, Deleted},
+		}, resourcelock.ReleasedElsewhere},
+		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, resourcelock.Deleted},
 		{"force-released keeping the RVN", func(f *fixture) {
 			it := f.item("k")
 			it.Released = true
 			f.mem.PutItem(it)
-		}, ReleasedElsewhere},
+		}, resourcelock.ReleasedElsewhere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -114,11 +114,11 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 			f.waitIdle("heartbeat")
 			f.wantOps(rlt.OpUpdate, rlt.OpGet)
 			waitDone(t, l)
-			var lost *LostError
+			var lost *resourcelock.LostError
 			if !errors.As(l.Err(), &lost) || lost.Reason != tc.reason {
 				t.Fatalf("Err = %v, want %v", l.Err(), tc.reason)
 			}
-			if tc.reason == Stolen && lost.Holder != "thief" {
+			if tc.reason == resourcelock.Stolen && lost.Holder != "thief" {
 				t.Fatalf("holder %q", lost.Holder)
 			}
 			if l.IsHeld() {
@@ -205,8 +205,8 @@ func TestWithoutBackgroundHeartbeatsTheLockRunsOut(t *testing.T) {
 	l := f.acquire("k")
 	f.fc.Step(validity)
 	waitDone(t, l)
-	var lost *LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != Expired || lost.Cause != nil {
+	var lost *resourcelock.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != resourcelock.Expired || lost.Cause != nil {
 		t.Fatalf("Err = %v", l.Err())
 	}
 	f.wantOps(rlt.OpCreate)

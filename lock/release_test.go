@@ -63,9 +63,9 @@ func TestReleaseOfALockLostMeanwhileTouchesNothing(t *testing.T) {
 	l := f.acquire("k")
 	f.putForeign("k", "thief", "x", lease) // taken over behind our back
 	err := l.Release(context.Background())
-	var lost *LostError
-	if !errors.As(err, &lost) || lost.Reason != Stolen || lost.Holder != "thief" {
-		t.Fatalf("Release = %v, want Stolen by thief", err)
+	var lost *resourcelock.LostError
+	if !errors.As(err, &lost) || lost.Reason != resourcelock.Stolen || lost.Holder != "thief" {
+		t.Fatalf("Release = %v, want resourcelock.Stolen by thief", err)
 	}
 	if it := f.item("k"); it.HolderIdentity != "thief" || it.Released || it.RVN != "x" {
 		t.Fatalf("someone else's row was changed: %+v", it)

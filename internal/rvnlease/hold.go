@@ -118,6 +118,32 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item, remove fu
 	}
 }
 
+// Lost reads the row after a write conditioned on this holder's holding
+// was refused (resourcelock.ErrGuardLost: the server saw the row no longer
+// show the acquisition) and returns the loss the row shows, with cause.
+// When the read fails too, the server's verdict stands: Stolen. Unlike
+// the holder's other methods it touches none of the holder's writes in
+// doubt, so it may run beside a renewal.
+func (h *Holder) Lost(ctx context.Context, lease string, cause error) *resourcelock.LostError {
+	cfg := h.w.cfg
+	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	start := cfg.Clock.Now()
+	it, err := h.w.port.Get(rctx)
+	cancel()
+	missing := errors.Is(err, resourcelock.ErrNotFound)
+	if missing {
+		cfg.observe("get", start, nil) // an answer: there is no row
+	} else {
+		cfg.observe("get", start, err)
+	}
+	lost := &resourcelock.LostError{Lease: lease, Reason: resourcelock.Stolen}
+	if err == nil || missing {
+		lost = resourcelock.LostTo(lease, it, missing)
+	}
+	lost.Cause = cause
+	return lost
+}
+
 // ReleaseDone reports whether a release written over cur (marking it
 // released, or deleting it) is done as far as anyone can tell: it landed;
 // or the row is gone; or its answer was lost (a timeout, a reset, a 5xx:

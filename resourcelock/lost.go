@@ -1,0 +1,89 @@
+package resourcelock
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrLost is matched by every *LostError: a hold (a lock, a term of
+// leadership) that ended without its holder asking.
+var ErrLost = errors.New("resourcelock: lost")
+
+// LostReason says how a hold was lost.
+type LostReason int
+
+const (
+	// Expired: no renewal was confirmed before the hold's validity ran
+	// out. Cause tells why the renewals failed, typically because the
+	// store could not be reached. The row may still name the holder.
+	Expired LostReason = iota + 1
+	// Stolen: the row was found written by another owner.
+	Stolen
+	// ReleasedElsewhere: the row was found marked released by a write the
+	// holder did not make.
+	ReleasedElsewhere
+	// Deleted: the row was found missing.
+	Deleted
+)
+
+func (r LostReason) String() string {
+	switch r {
+	case Expired:
+		return "expired"
+	case Stolen:
+		return "stolen"
+	case ReleasedElsewhere:
+		return "released elsewhere"
+	case Deleted:
+		return "deleted"
+	}
+	return fmt.Sprintf("LostReason(%d)", int(r))
+}
+
+// LostError describes a lost hold, the same for a lock and for a term of
+// leadership. Only Expired can be caused by an outage of the store;
+// Stolen, ReleasedElsewhere and Deleted were seen in the row.
+type LostError struct {
+	// Lease names what was held: a lock's key, an election's lease.
+	Lease  string
+	Reason LostReason
+	// Holder is the owner the row named when it was found Stolen or
+	// ReleasedElsewhere (the owner that released it).
+	Holder string
+	// Cause is the last error of a renewal, when there was one, or the
+	// error of the write that found the row changed.
+	Cause error
+}
+
+func (e *LostError) Error() string {
+	msg := fmt.Sprintf("%q lost: %s", e.Lease, e.Reason)
+	if e.Holder != "" {
+		msg += fmt.Sprintf(" by %q", e.Holder)
+	}
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Is makes every LostError match ErrLost.
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+
+// Unwrap returns the cause.
+func (e *LostError) Unwrap() error { return e.Cause }
+
+// LostTo returns the loss of the hold on lease to the row it (missing
+// when there is none) found in place of the holder's own: Deleted,
+// ReleasedElsewhere or Stolen.
+func LostTo(lease string, it Item, missing bool) *LostError {
+	e := &LostError{Lease: lease}
+	switch {
+	case missing:
+		e.Reason = Deleted
+	case it.Released:
+		e.Reason, e.Holder = ReleasedElsewhere, it.HolderIdentity
+	default:
+		e.Reason, e.Holder = Stolen, it.HolderIdentity
+	}
+	return e
+}

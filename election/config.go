@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -127,7 +128,7 @@ const (
 // this smallest margin). A margin below RetryPeriod is accepted with a warning:
 // it leaves the leader's work very little time to stop.
 func MinLeaseMargin(renewDeadline time.Duration) time.Duration {
-	return max(renewDeadline/100, time.Millisecond)
+	return rvnlease.MinMargin(renewDeadline)
 }
 
 // termValidity is how long after the send time of its last confirmed write

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -236,7 +237,7 @@ const (
 // margin is the room for clock-rate drift between hosts (about 0.01% on
 // real machines) and for the holder's work to stop.
 func MinSafetyMargin(lease time.Duration) time.Duration {
-	return max(lease/100, time.Millisecond)
+	return rvnlease.MinMargin(lease)
 }
 
 // validity is how long after a confirmed write's send time a lock counts

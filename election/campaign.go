@@ -37,29 +37,27 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		}
 		switch res.Outcome {
 		case rvnlease.Ours:
-			r.confirm(res.Item, res.Sent)
-			validUntil := res.Sent.Add(e.cfg.termValidity())
-			err := r.fence(ctx)
+			if e.cfg.Fencing {
+				// A row that cannot be fenced is released by the engine,
+				// so healthy candidates need not wait a lease for it.
+				res, err = r.acq.Fence(ctx, res)
+			}
 			if err == nil {
+				r.confirm(res.Item, res.Sent)
 				e.noteError(nil)
 				e.setLeader(e.identity)
-				return validUntil, nil
+				return res.Sent.Add(e.cfg.termValidity()), nil
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				r.release(ctx) // acquired but never led: let it go at once
 				return time.Time{}, ctxErr
 			}
 			e.noteError(err)
 			if resourcelock.Permanent(err) || errors.Is(err, resourcelock.ErrNoFencing) {
 				e.log.Error(err, "cannot give the lease a fencing token; waiting cannot fix this")
-				r.release(ctx)
 				return time.Time{}, fmt.Errorf("election: %w", err)
 			}
-			// Holding the record without a token: let it go, so healthy
-			// candidates need not wait a lease, and try again after a
-			// poll's wait.
-			e.log.Error(err, "could not give the acquired lease a fencing token; releasing it")
-			r.release(ctx)
+			// Try again after a poll's wait.
+			e.log.Error(err, "could not give the acquired lease a fencing token; released it")
 			if err := e.sleep(ctx, clockutil.Jittered(e.cfg.RetryPeriod)); err != nil {
 				return time.Time{}, err
 			}
@@ -87,26 +85,6 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-}
-
-// fence gives a freshly acquired record a fencing generation when the
-// elector uses fencing and the record needs one.
-func (r *run) fence(ctx context.Context) error {
-	e := r.e
-	if !e.cfg.Fencing || !r.cur.NeedsFence() {
-		return nil
-	}
-	fencer := e.cfg.Lock.(resourcelock.Fencer) // checked by New
-	started := e.clk.Now()
-	rctx, cancel := clockutil.WithTimeout(ctx, e.clk, e.cfg.RequestTimeout)
-	rec, err := fencer.Fence(rctx, r.cur.AcquisitionID)
-	cancel()
-	e.observeRequest("fence", err, e.clk.Since(started))
-	if err != nil {
-		return fmt.Errorf("giving the acquired lease a fencing token: %w", err)
-	}
-	r.cur.Record = rec
-	return nil
 }
 
 // carried is what one Run's campaign leaves to the next Run of the same

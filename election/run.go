@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,5 +79,16 @@ func (p lockPort) Create(ctx context.Context, rec resourcelock.Record) (resource
 
 func (p lockPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
 	rec, err := p.l.Update(ctx, expect, rec)
+	return resourcelock.Item{Record: rec}, err
+}
+
+// Fence fences through the lock's Fencer (New checks that it has one when
+// Config.Fencing).
+func (p lockPort) Fence(ctx context.Context, _, acquisitionID string) (resourcelock.Item, error) {
+	f, ok := p.l.(resourcelock.Fencer)
+	if !ok {
+		return resourcelock.Item{}, fmt.Errorf("%w: %s cannot fence", resourcelock.ErrNoFencing, p.l.Describe())
+	}
+	rec, err := f.Fence(ctx, acquisitionID)
 	return resourcelock.Item{Record: rec}, err
 }

@@ -135,13 +135,12 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 			return nil, fmt.Errorf("lock %q: %w", at.key, err)
 		}
 		if res.Outcome == rvnlease.Ours {
-			it := res.Item
-			if c.cfg.fencing && it.NeedsFence() {
-				if it, err = at.fence(ctx, it, res.Sent); err != nil {
-					return nil, err
+			if c.cfg.fencing {
+				if res, err = at.acq.Fence(ctx, res); err != nil {
+					return nil, fmt.Errorf("lock %q: %w", at.key, err)
 				}
 			}
-			return newLock(c, at.key, at.slot, at.cfg, it, res.Sent), nil
+			return newLock(c, at.key, at.slot, at.cfg, res.Item, res.Sent), nil
 		}
 		obs := at.acq.Obs
 		now := c.clk.Now()
@@ -304,24 +303,4 @@ func (at *acquireCall) newRecord(cur resourcelock.Item) resourcelock.Record {
 	rec := at.c.record(cur, false)
 	rec.Data = at.cfg.data
 	return rec
-}
-
-// fence gives a freshly acquired row a fencing generation. If that fails,
-// the row is released (conditioned on this acquisition) so that nobody
-// waits a lease for a lock that was never handed out.
-func (at *acquireCall) fence(ctx context.Context, it resourcelock.Item, sent time.Time) (resourcelock.Item, error) {
-	c := at.c
-	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
-	started := c.clk.Now()
-	fenced, err := c.store.Fence(rctx, at.key, c.cfg.owner, it.AcquisitionID)
-	cancel()
-	c.observeRequest("fence", err, c.clk.Since(started))
-	if err == nil {
-		return fenced, nil
-	}
-	l := newLock(c, at.key, at.slot, at.cfg, it, sent)
-	if rerr := l.release(context.WithoutCancel(ctx), releaseConfig{}); rerr != nil && !errors.Is(rerr, ErrLost) {
-		c.log.Info("releasing a lock whose fencing failed did not succeed; it will run out", "key", at.key.String(), "error", rerr.Error())
-	}
-	return resourcelock.Item{}, fmt.Errorf("lock %q: acquired but could not be given a fencing token: %w", at.key, err)
 }

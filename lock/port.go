@@ -63,6 +63,10 @@ func (p acquirePort) Update(ctx context.Context, expect resourcelock.Preconditio
 	return p.c.store.Update(ctx, p.key, expect, rec, p.options())
 }
 
+func (p acquirePort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
+	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
+}
+
 // holdPort is one key of the client's store as its holder writes it:
 // heartbeats and releases, with the record's own data.
 type holdPort struct {
@@ -80,4 +84,8 @@ func (p holdPort) Create(ctx context.Context, rec resourcelock.Record) (resource
 
 func (p holdPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
 	return p.c.store.Update(ctx, p.key, expect, rec, p.c.writeOptions(nil))
+}
+
+func (p holdPort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
+	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
 }

@@ -175,6 +175,41 @@ func (a *Acquirer) observe(ans answer) {
 	a.Obs.Observe(ans.item.Record, ans.missing, ans.returned)
 }
 
+// Fence gives the row of a round that came back Ours a fencing generation
+// when it needs one (resourcelock.Record.NeedsFence), and returns the
+// result with the fenced row. If fencing fails the row is released at once
+// (a write conditioned on this owner and its RVN, best effort, within one
+// request timeout even when ctx has ended), so that nobody waits a lease
+// for a lock that was never handed out, and the fence's error is returned:
+// what to do then (give up, or try again after a poll) is the caller's.
+func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
+	cfg := a.w.cfg
+	if !res.Item.NeedsFence() {
+		return res, nil
+	}
+	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	start := cfg.Clock.Now()
+	fenced, err := a.w.port.Fence(rctx, cfg.Owner, res.Item.AcquisitionID)
+	cancel()
+	cfg.observe("fence", start, err)
+	if err == nil {
+		res.Item = fenced
+		return res, nil
+	}
+	rec := a.newRecord(res.Item)
+	rec.Released = true
+	expect := resourcelock.Precondition{RVN: res.Item.RVN, Owner: cfg.Owner}
+	rctx, cancel = clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	start = cfg.Clock.Now()
+	_, rerr := a.w.port.Update(rctx, expect, rec)
+	cancel()
+	cfg.observe("update", start, rerr)
+	if rerr != nil {
+		cfg.Log.Info("releasing a row whose fencing failed did not succeed; it will run out", "error", rerr.Error())
+	}
+	return Result{}, fmt.Errorf("acquired but could not be given a fencing token: %w", err)
+}
+
 // TakeoverDue reports whether the watched lease may be taken over now and
 // no takeover of its RVN has been tried yet. A lease that ran out while a
 // read was under way (or while the process stalled after it) is taken over

@@ -38,6 +38,10 @@ func (p storePort) Update(ctx context.Context, expect resourcelock.Precondition,
 	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{})
 }
 
+func (p storePort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
+	return p.s.Fence(ctx, key, holder, acquisitionID)
+}
+
 // engine is an acquirer and a holder named "me" over one faulty in-memory
 // row, on a fake clock. Rounds run in the test's goroutine: nothing races
 // the clock.

@@ -19,6 +19,9 @@ type Port interface {
 	Get(ctx context.Context) (resourcelock.Item, error)
 	Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error)
 	Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error)
+	// Fence gives the row, held by holder under acquisitionID, a new
+	// fencing generation; see resourcelock.Store.Fence.
+	Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error)
 }
 
 // Config holds what the engine needs to know of the lease and its caller.
@@ -41,7 +44,8 @@ type Config struct {
 	// Log receives the engine's debug lines.
 	Log logr.Logger
 	// Observe, when set, is told of every request the engine sends: op
-	// ("get", "create", "update" or "remove"), its error and its latency.
+	// ("get", "create", "update", "remove" or "fence"), its error and its
+	// latency.
 	Observe func(op string, err error, d time.Duration)
 }
 

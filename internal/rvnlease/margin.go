@@ -1,0 +1,14 @@
+package rvnlease
+
+import "time"
+
+// MinMargin is the smallest room the library leaves between how long a
+// holder counts its validity and how long others wait on its unchanged
+// RVN: 1% of d (the validity of a term, the lease of a lock), and at
+// least one millisecond. The safety argument needs lease > validity ·
+// (1+ρ)² for a clock-rate drift ρ between hosts; 1% leaves room for ρ up
+// to √1.01 − 1 ≈ 0.49%, fifty times what real clocks drift (about 1e-4).
+// election.MinLeaseMargin and lock.MinSafetyMargin are this.
+func MinMargin(d time.Duration) time.Duration {
+	return max(d/100, time.Millisecond)
+}

@@ -38,6 +38,7 @@ type runConfig struct {
 	lockMargin time.Duration // 0: the lock client's default
 	actions    []string      // the nemesis's repertoire; all when empty
 	drift      float64       // ρ: the drift action runs a clock at 1+ρ or 1/(1+ρ)
+	broken     string        // a deliberately broken variant for every worker (broken.go), or ""
 	quiet      bool          // no progress lines
 }
 
@@ -61,6 +62,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
 	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lock lease, when zero)")
 	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
+	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term) to show the checker catches it")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
 			if !knownAction(a) {
@@ -136,6 +138,9 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	}
 	if cfg.drift == 0 {
 		cfg.drift = DocumentedDrift
+	}
+	if err := checkBroken(cfg.broken); err != nil {
+		return nil, err
 	}
 	if cfg.dir == "" {
 		d, err := os.MkdirTemp("", "dynalease-chaos-")
@@ -231,7 +236,7 @@ func (c *controller) start(slot int, id string) error {
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
-		"-rate-file", in.rateFile)
+		"-rate-file", in.rateFile, "-broken", c.cfg.broken)
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

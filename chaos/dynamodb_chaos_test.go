@@ -1,7 +1,8 @@
 package main
 
 // The short chaos run of make test, and the proof that its checker can
-// fail: the same run against two deliberately broken builds.
+// fail: the same run with deliberately broken variants (broken.go) and
+// with drift beyond the margins.
 
 import (
 	"os"
@@ -14,15 +15,11 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 )
 
-// buildChaos builds this command, with the given build tags, for the
-// worker processes.
-func buildChaos(t *testing.T, tags string) string {
+// buildChaos builds this command for the worker processes.
+func buildChaos(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "chaos")
 	args := []string{"build", "-o", bin}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
 	cmd := exec.Command("go", append(args, ".")...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -57,7 +54,7 @@ func runChaos(t *testing.T, bin string, cfg runConfig) *Report {
 // seed), and no safety check may fail. The full run is make chaos.
 func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	t.Parallel()
-	r := runChaos(t, buildChaos(t, ""), runConfig{duration: 60 * time.Second, seed: 20261125})
+	r := runChaos(t, buildChaos(t), runConfig{duration: 60 * time.Second, seed: 20261125})
 	if !r.Safe() {
 		t.Errorf("%d safety violations (the table above lists them)", len(r.Violations))
 	}
@@ -75,13 +72,13 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	}
 }
 
-// TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow runs the build whose lock
+// TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow runs the variant whose lock
 // check admits any row: a write held past its holder's lease must then be
 // committed after the next holder's, and the checker must say so.
 func TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow(t *testing.T) {
 	t.Parallel()
-	r := runChaos(t, buildChaos(t, "dynalease_chaos_broken_guard"),
-		runConfig{duration: 25 * time.Second, seed: 2, actions: []string{"pause-write"}})
+	r := runChaos(t, buildChaos(t),
+		runConfig{duration: 25 * time.Second, seed: 2, broken: brokenGuard, actions: []string{"pause-write"}})
 	if r.count("stale") == 0 {
 		t.Error("the checker found no stale write committed by a build whose guard admits any row")
 	}
@@ -96,7 +93,7 @@ func TestDynamoDBChaosCatchesAGuardThatAdmitsAnyRow(t *testing.T) {
 // checker must say so.
 func TestDynamoDBChaosCatchesDriftBeyondTheMargin(t *testing.T) {
 	t.Parallel()
-	bin := buildChaos(t, "")
+	bin := buildChaos(t)
 	minimal := runConfig{lease: 2 * time.Second, renew: 1980 * time.Millisecond, retry: 200 * time.Millisecond,
 		lockMargin: 20 * time.Millisecond, actions: []string{"drift", "partition", "stop-leader"}}
 	within := minimal
@@ -111,13 +108,13 @@ func TestDynamoDBChaosCatchesDriftBeyondTheMargin(t *testing.T) {
 	}
 }
 
-// TestDynamoDBChaosCatchesATermLongerThanRenewDeadline runs the build whose
-// leader keeps its term for RenewDeadline + LeaseDuration: a stopped leader
-// then still believes it leads after another took over.
-func TestDynamoDBChaosCatchesATermLongerThanRenewDeadline(t *testing.T) {
+// TestDynamoDBChaosCatchesATermLongerThanTheLeaseOthersWait runs the
+// variant whose leaders advertise a lease of half their renew deadline: a
+// stopped leader then still believes it leads after another took over.
+func TestDynamoDBChaosCatchesATermLongerThanTheLeaseOthersWait(t *testing.T) {
 	t.Parallel()
-	r := runChaos(t, buildChaos(t, "dynalease_chaos_broken_term"),
-		runConfig{duration: 25 * time.Second, seed: 3, actions: []string{"stop-leader"}})
+	r := runChaos(t, buildChaos(t),
+		runConfig{duration: 25 * time.Second, seed: 3, broken: brokenTerm, actions: []string{"stop-leader"}})
 	if r.count("overlap") == 0 {
 		t.Error("the checker found no overlapping leadership in a build whose terms outlive RenewDeadline")
 	}

@@ -91,7 +91,7 @@ func (r *Report) print(w io.Writer) {
 	row("3. acknowledged writes lost, refused writes applied, writes applied twice", r.count("writes"))
 	row("   guarded writes: acknowledged / refused / unknown (applied, not applied)",
 		fmt.Sprintf("%d / %d / %d (%d, %d)", r.Acked, r.Refused, r.UnknownApplied+r.UnknownNotApplied, r.UnknownApplied, r.UnknownNotApplied))
-	row("4. terms without a token, or tokens not rising", r.count("tokens"))
+	row("4. terms without a token, or tokens that fall", r.count("tokens"))
 	row("   terms / lock holds / belief samples / committed writes", fmt.Sprintf("%d / %d / %d / %d", r.Terms, r.Holds, r.Samples, r.Committed))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)

@@ -39,6 +39,7 @@ type workerConfig struct {
 	pauseFor                       time.Duration
 	seed                           uint64
 	rateFile                       string
+	broken                         string // a deliberately broken variant (broken.go), or ""
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -58,6 +59,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.pauseFor, "pause-for", 3*time.Second, "how long SIGUSR1 holds the next guarded write before it leaves")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
 	fs.StringVar(&c.rateFile, "rate-file", "", "file holding the rate of this worker's clock, read on SIGUSR2")
+	fs.StringVar(&c.broken, "broken", "", "a deliberately broken variant: guard or term (make test proves the checker catches each)")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -92,6 +94,9 @@ func runWorker(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkBroken(cfg.broken); err != nil {
+		return err
+	}
 	log, err := openEventLog(cfg.events)
 	if err != nil {
 		return err
@@ -106,6 +111,10 @@ func runWorker(args []string) error {
 		HTTPClient:   &http.Client{Transport: &pausingTransport{w: w, next: http.DefaultTransport}},
 		// DynamoDB Local sends no checksum on error responses; emulator only.
 		DisableValidateResponseChecksum: true,
+	}, func(o *dynamodb.Options) {
+		if cfg.broken == brokenGuard {
+			admitAnyLockCheck(cfg.locks)(o)
+		}
 	})
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -188,9 +197,7 @@ func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // elect stands for the election until ctx ends.
 func (w *worker) elect(ctx context.Context) error {
-	rl, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-		Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,
-	})
+	rl, err := w.electionLease()
 	if err != nil {
 		return err
 	}

@@ -132,14 +132,8 @@ func MinLeaseMargin(renewDeadline time.Duration) time.Duration {
 }
 
 // termValidity is how long after the send time of its last confirmed write
-// a term stays in force: RenewDeadline. (Only the deliberately broken build
-// that make chaos uses to prove its checker can fail makes it longer.)
-func (c Config) termValidity() time.Duration {
-	if chaosBrokenTerm {
-		return c.RenewDeadline + c.LeaseDuration
-	}
-	return c.RenewDeadline
-}
+// a term stays in force: RenewDeadline.
+func (c Config) termValidity() time.Duration { return c.RenewDeadline }
 
 // withDefaults returns c with zero durations replaced by the defaults.
 func (c Config) withDefaults() Config {

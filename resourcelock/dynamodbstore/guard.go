@@ -88,13 +88,6 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.
 	cond := e.name(attrOwner) + " = " + e.value(s(h.Owner)) + " AND " +
 		e.name(attrAcquisition) + " = " + e.value(s(h.AcquisitionID)) + " AND (attribute_not_exists(" +
 		e.name(attrReleased) + ") OR " + e.name(attrReleased) + " <> " + e.value(s(releasedValue)) + ")"
-	if chaosBrokenGuard {
-		// The deliberately broken build that make chaos uses to prove its
-		// checker can fail: a lock check that admits any row.
-		e = newExpression()
-		cond = "attribute_exists(" + e.name(attrOwner) + ") OR attribute_not_exists(" + e.name(attrOwner) + ")"
-		e.values = nil
-	}
 	all := append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
 		TableName:                 aws.String(d.table),
 		Key:                       d.keys.itemKey(key.Partition, key.Sort),

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+)
+
+// The deliberately broken variants with which make test proves that the
+// checker can fail. They are wrappers around the library, here in chaos/,
+// not builds of it: the library holds no broken code.
+const (
+	// brokenGuard rewrites the lock check of every guarded write (the
+	// ConditionCheck on the lock table) into one that admits any row: a
+	// write held past its holder's lease then commits after the next
+	// holder's.
+	brokenGuard = "guard"
+	// brokenTerm makes the leader advertise in the record a lease half its
+	// renew deadline: waiters take over while it still believes it leads
+	// for the whole renew deadline, as a leader whose term outlived the
+	// lease others wait would.
+	brokenTerm = "term"
+)
+
+// admitAnyLockCheck is a client option that rewrites the lock check of
+// every TransactWriteItems (the ConditionCheck on table) to admit any row.
+func admitAnyLockCheck(table string) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("ChaosBrokenGuard",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if tw, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
+						for _, it := range tw.TransactItems {
+							if c := it.ConditionCheck; c != nil && aws.ToString(c.TableName) == table {
+								c.ConditionExpression = aws.String("attribute_exists(#chaos) OR attribute_not_exists(#chaos)")
+								c.ExpressionAttributeNames = map[string]string{"#chaos": "ownerName"}
+								c.ExpressionAttributeValues = nil
+							}
+						}
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}
+
+// shortLeaseStore writes every record with an advertised lease of lease
+// instead of its own (see brokenTerm). Its other methods, Guard included,
+// are the store's.
+type shortLeaseStore struct {
+	*dynamodbstore.Store
+	lease time.Duration
+}
+
+func (s shortLeaseStore) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	rec.LeaseDuration = s.lease
+	return s.Store.Create(ctx, key, rec, opts)
+}
+
+func (s shortLeaseStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	rec.LeaseDuration = s.lease
+	return s.Store.Update(ctx, key, expect, rec, opts)
+}
+
+// electionLease returns the worker's lease on the election record: the
+// library's, or under brokenTerm one that advertises half the renew
+// deadline.
+func (w *worker) electionLease() (*resourcelock.Lease, error) {
+	if w.cfg.broken != brokenTerm {
+		return dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
+			Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,
+		})
+	}
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: w.ddb, Table: w.cfg.locks, FenceTable: w.cfg.fences})
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.NewLease(shortLeaseStore{Store: store, lease: w.cfg.renew / 2}, resourcelock.Key{Partition: "leader"}, w.cfg.id)
+}
+
+// checkBroken refuses an unknown variant.
+func checkBroken(v string) error {
+	switch v {
+	case "", brokenGuard, brokenTerm:
+		return nil
+	}
+	return fmt.Errorf("unknown broken variant %q (want %q or %q)", v, brokenGuard, brokenTerm)
+}

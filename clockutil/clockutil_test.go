@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +52,7 @@ func waitForWaiters(t *testing.T, fc *clocktesting.FakeClock) {
 func TestSleepWaitsForTheFakeClock(t *testing.T) {
 	fc := clocktesting.NewFakeClock(epoch)
 	done := make(chan error, 1)
-	go func() { done <- Sleep(context.Background(), fc, time.Second) }()
+	go func() { done <- Sleep(context.Background(), fc, time.Second, "test") }()
 	waitForWaiters(t, fc)
 	fc.Step(999 * time.Millisecond)
 	select {
@@ -72,8 +71,12 @@ func TestSleepWaitsForTheFakeClock(t *testing.T) {
 // the reading of the time and the arming of the timer.
 type armingStaller struct {
 	*clocktesting.FakeClock
-	stall time.Duration
+	stall   time.Duration
+	blocked *bool
 }
+
+// Blocking records that a wait blocked (see Watcher).
+func (c armingStaller) Blocking(string) { *c.blocked = true }
 
 func (c armingStaller) NewTimer(d time.Duration) clock.Timer {
 	c.FakeClock.Step(c.stall)
@@ -81,14 +84,14 @@ func (c armingStaller) NewTimer(d time.Duration) clock.Timer {
 }
 
 func TestSleepDoesNotWaitAgainWhenTheClockPassedItsEndWhileArming(t *testing.T) {
-	c := armingStaller{FakeClock: clocktesting.NewFakeClock(epoch), stall: time.Second}
 	blocked := false
+	c := armingStaller{FakeClock: clocktesting.NewFakeClock(epoch), stall: time.Second, blocked: &blocked}
 	done := make(chan error, 1)
-	go func() { done <- SleepObserved(context.Background(), c, time.Second, func() { blocked = true }) }()
+	go func() { done <- Sleep(context.Background(), c, time.Second, "test") }()
 	select {
 	case err := <-done:
 		if err != nil || blocked {
-			t.Fatalf("SleepObserved = %v (blocked %v), want nil without blocking", err, blocked)
+			t.Fatalf("Sleep = %v (blocked %v), want nil without blocking", err, blocked)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Sleep waited a second time for a wait whose end the clock had passed")
@@ -99,61 +102,14 @@ func TestSleepReturnsOnCancel(t *testing.T) {
 	fc := clocktesting.NewFakeClock(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Sleep(ctx, fc, time.Hour) }()
+	go func() { done <- Sleep(ctx, fc, time.Hour, "test") }()
 	waitForWaiters(t, fc)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Sleep = %v, want context.Canceled", err)
 	}
-	if err := Sleep(ctx, fc, 0); !errors.Is(err, context.Canceled) {
+	if err := Sleep(ctx, fc, 0, "test"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Sleep(0) on a done context = %v, want context.Canceled", err)
-	}
-}
-
-func TestEveryRunsOnPeriodAndStops(t *testing.T) {
-	fc := clocktesting.NewFakeClock(epoch)
-	ctx, cancel := context.WithCancel(context.Background())
-	var calls atomic.Int32
-	done := make(chan error, 1)
-	go func() {
-		done <- Every(ctx, fc, time.Second, false, func(context.Context) { calls.Add(1) })
-	}()
-	for want := int32(1); want <= 3; want++ {
-		waitForWaiters(t, fc)
-		if got := calls.Load(); got != want {
-			t.Fatalf("after %d periods: %d calls, want %d", want-1, got, want)
-		}
-		fc.Step(time.Second)
-	}
-	waitForWaiters(t, fc)
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Every = %v, want context.Canceled", err)
-	}
-	if got := calls.Load(); got != 4 {
-		t.Fatalf("calls = %d, want 4", got)
-	}
-}
-
-func TestEveryJitterWaitsAtLeastThePeriod(t *testing.T) {
-	fc := clocktesting.NewFakeClock(epoch)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var calls atomic.Int32
-	go Every(ctx, fc, time.Second, true, func(context.Context) { calls.Add(1) })
-	waitForWaiters(t, fc)
-	fc.Step(time.Second - time.Nanosecond)
-	time.Sleep(20 * time.Millisecond)
-	if got := calls.Load(); got != 1 {
-		t.Fatalf("calls before one period = %d, want 1", got)
-	}
-	fc.Step(MaxJittered(time.Second))
-	deadline := time.Now().Add(5 * time.Second)
-	for calls.Load() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("no second call after the longest jittered period")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

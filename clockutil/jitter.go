@@ -1,7 +1,6 @@
 package clockutil
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -54,26 +53,4 @@ func Add(ds ...time.Duration) time.Duration {
 		}
 	}
 	return sum
-}
-
-// Every calls f, then waits and calls it again, until ctx is done. The wait
-// after each call is Jittered(period) when jitter is true and period
-// otherwise; it is measured from the end of the previous call, so a slow f
-// delays the next call rather than piling calls up. Every returns ctx's error
-// when ctx ends; f is never called after that, but a call already running is
-// not interrupted except through ctx.
-func Every(ctx context.Context, c Clock, period time.Duration, jitter bool, f func(context.Context)) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		f(ctx)
-		wait := period
-		if jitter {
-			wait = Jittered(period)
-		}
-		if err := Sleep(ctx, c, wait); err != nil {
-			return err
-		}
-	}
 }

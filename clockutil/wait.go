@@ -5,21 +5,30 @@ import (
 	"time"
 )
 
-// Sleep waits for d on c, or until ctx is done. It returns nil after the full
-// wait and ctx's error when ctx ended first. A non-positive d returns at once
-// (with ctx's error if ctx is already done), and so does a wait whose end the
-// clock passed while its timer was being set (a stall, or a fake clock
-// stepped meanwhile): the timer would otherwise count d again from the later
-// time.
-func Sleep(ctx context.Context, c Clock, d time.Duration) error {
-	return SleepObserved(ctx, c, d, nil)
+// Watcher is implemented by a clock that wants to know when a loop of the
+// library is about to block on it, its timers set: a test's fake clock,
+// which can then be stepped without racing the code it drives (the
+// library's own tests use one). loop names the loop ("election",
+// "acquire", "heartbeat"). The real clock does not implement it.
+type Watcher interface {
+	Blocking(loop string)
 }
 
-// SleepObserved is Sleep that calls blocking, when not nil, once the timer
-// is set and just before it blocks. Tests use it to step a fake clock only
-// when the code under test is truly waiting on it; blocking is not called
-// when Sleep returns without waiting.
-func SleepObserved(ctx context.Context, c Clock, d time.Duration, blocking func()) error {
+// Blocking tells c, when it is a Watcher, that loop is about to block on it.
+func Blocking(c Clock, loop string) {
+	if w, ok := c.(Watcher); ok {
+		w.Blocking(loop)
+	}
+}
+
+// Sleep waits for d on c, or until ctx is done, for the loop named loop
+// (see Watcher). It returns nil after the full wait and ctx's error when
+// ctx ended first. A non-positive d returns at once (with ctx's error if
+// ctx is already done), and so does a wait whose end the clock passed
+// while its timer was being set (a stall, or a fake clock stepped
+// meanwhile): the timer would otherwise count d again from the later time.
+// A Watcher clock is told only of waits that block.
+func Sleep(ctx context.Context, c Clock, d time.Duration, loop string) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -29,19 +38,11 @@ func SleepObserved(ctx context.Context, c Clock, d time.Duration, blocking func(
 	if !c.Now().Before(wake) {
 		return ctx.Err()
 	}
-	if blocking != nil {
-		blocking()
-	}
+	Blocking(c, loop)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C():
 		return nil
 	}
-}
-
-// SleepUntil waits until c reads at least deadline, or until ctx is done.
-// It returns nil once deadline is reached and ctx's error otherwise.
-func SleepUntil(ctx context.Context, c Clock, deadline time.Time) error {
-	return Sleep(ctx, c, deadline.Sub(c.Now()))
 }

@@ -38,22 +38,11 @@ type Elector struct {
 	// only Run touches it, and Runs do not overlap.
 	carried carried
 
-	// testIdle, set only by this package's tests, is called each time the
-	// election loop is about to block waiting on the clock, after its
-	// timers are set, so a test can step a fake clock without racing.
-	testIdle func()
-}
-
-// idle marks the election loop as about to block on its timers.
-func (e *Elector) idle() {
-	if e.testIdle != nil {
-		e.testIdle()
-	}
 }
 
 // sleep waits for d on the clock, or until ctx is done.
 func (e *Elector) sleep(ctx context.Context, d time.Duration) error {
-	return clockutil.SleepObserved(ctx, e.clk, d, e.idle)
+	return clockutil.Sleep(ctx, e.clk, d, "election")
 }
 
 // New validates cfg and returns an Elector. Zero durations take the

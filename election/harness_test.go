@@ -10,6 +10,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/clocktest"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -84,7 +85,14 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 		LeaseDuration: lease,
 		RenewDeadline: deadline,
 		RetryPeriod:   retry,
-		Clock:         fc,
+		// The loop tells the clock when it blocks on it: the test steps
+		// the clock only then.
+		Clock: &clocktest.Clock{FakeClock: fc, OnBlock: func(string) {
+			select {
+			case h.idle <- struct{}{}:
+			case <-h.free:
+			}
+		}},
 		Callbacks: Callbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				h.events <- "started"
@@ -123,12 +131,6 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
-	}
-	e.testIdle = func() {
-		select {
-		case h.idle <- struct{}{}:
-		case <-h.free:
-		}
 	}
 	h.e = e
 	t.Cleanup(h.stop)

@@ -86,7 +86,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	}
 
 	for {
-		e.idle()
+		clockutil.Blocking(e.clk, "election")
 		select {
 		case <-t.done:
 			return r.lost(ctx, t)

@@ -293,7 +293,7 @@ func (at *acquireCall) extendDeadline(obs rvnlease.Observation) {
 }
 
 func (at *acquireCall) sleep(ctx context.Context, d time.Duration) error {
-	return clockutil.SleepObserved(ctx, at.c.clk, d, func() { at.c.idle("acquire") })
+	return clockutil.Sleep(ctx, at.c.clk, d, "acquire")
 }
 
 // newRecord returns the record of an acquiring write, or of the renewal of

@@ -37,10 +37,6 @@ type Client struct {
 	// calls still waiting end then.
 	closing     context.Context
 	closeAcquis context.CancelCauseFunc
-
-	// testIdle, set only by this package's tests, is called when a loop of
-	// the client is about to block on the clock: "acquire" or "heartbeat".
-	testIdle func(loop string)
 }
 
 // slot is this client's claim on one key: taken by an Acquire while it
@@ -115,12 +111,6 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 
 // Owner returns the owner name this client writes into its locks.
 func (c *Client) Owner() string { return c.cfg.owner }
-
-func (c *Client) idle(loop string) {
-	if c.testIdle != nil {
-		c.testIdle(loop)
-	}
-}
 
 // claim takes this client's slot on key, waiting while another Acquire of
 // this client works on it or holds it. It returns the held lock instead

@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/clocktest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -50,17 +51,19 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	// carry no row, so that every failure is settled by a read; tests of
 	// the one-request path call f.store.HideConflictRows(false).
 	f.store.HideConflictRows(true)
-	all := append([]Option{WithClock(f.fc), WithOwnerName(ownerName), WithLeaseDuration(lease),
-		WithHeartbeatPeriod(period), WithRefreshPeriod(refresh)}, opts...)
-	c, err := NewFromStore(f.store, all...)
-	if err != nil {
-		t.Fatalf("NewFromStore: %v", err)
-	}
-	c.testIdle = func(loop string) {
+	// The client's loops tell the clock when they block on it: the test
+	// steps the clock only then.
+	watched := &clocktest.Clock{FakeClock: f.fc, OnBlock: func(loop string) {
 		select {
 		case f.idle <- loop:
 		case <-f.free:
 		}
+	}}
+	all := append([]Option{WithClock(watched), WithOwnerName(ownerName), WithLeaseDuration(lease),
+		WithHeartbeatPeriod(period), WithRefreshPeriod(refresh)}, opts...)
+	c, err := NewFromStore(f.store, all...)
+	if err != nil {
+		t.Fatalf("NewFromStore: %v", err)
 	}
 	f.c = c
 	t.Cleanup(func() {

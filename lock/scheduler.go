@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
 )
 
 // scheduler runs the background heartbeats of a client's locks: one
@@ -26,7 +28,7 @@ type scheduler struct {
 	mu       sync.Mutex
 	queue    dueQueue
 	inflight int
-	version  int // counts changes to the queue, for the test hook
+	version  int // counts changes to the queue: a Watcher clock hears of each blocking once per state
 
 	wake chan struct{}
 	work chan *Lock
@@ -60,7 +62,7 @@ func (s *scheduler) start() {
 //
 // The lock is queued before the goroutines start, so the dispatcher's first
 // pass already sees it: it never reports itself idle on an empty queue
-// while the first lock is being added (the tests' idle hook relies on it).
+// while the first lock is being added (a Watcher clock relies on it).
 func (s *scheduler) add(l *Lock) {
 	l.mu.Lock()
 	sent := l.sent
@@ -102,7 +104,7 @@ func (s *scheduler) dispatch() {
 	idle := func(version int) {
 		if version != idleAt {
 			idleAt = version
-			s.c.idle("heartbeat")
+			clockutil.Blocking(s.c.clk, "heartbeat")
 		}
 	}
 	for {

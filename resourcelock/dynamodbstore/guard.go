@@ -99,7 +99,7 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.
 	var err error
 	for try := 0; try < guardRetries; try++ {
 		if try > 0 {
-			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond); werr != nil {
+			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "guard"); werr != nil {
 				return werr
 			}
 		}

@@ -108,7 +108,7 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 			}
 			return enableTTL(ctx, client, table, ttl)
 		}
-		if err := clockutil.Sleep(ctx, clk, poll); err != nil {
+		if err := clockutil.Sleep(ctx, clk, poll, "create-table"); err != nil {
 			return fmt.Errorf("resourcelock: waiting for table %q to become active (status %s): %w", table, desc.TableStatus, err)
 		}
 		desc, err = describeTable(ctx, client, table)

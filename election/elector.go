@@ -37,7 +37,6 @@ type Elector struct {
 	// carried is what a Run that gave up campaigning leaves to the next:
 	// only Run touches it, and Runs do not overlap.
 	carried carried
-
 }
 
 // sleep waits for d on the clock, or until ctx is done.

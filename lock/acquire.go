@@ -27,7 +27,7 @@ import (
 // fail while nothing is learned give up after the same budget.
 //
 // An Acquire of a key this client already holds waits in process for that
-// lock's release (or, with Reentrant, returns it with its hold count
+// lock's release (or, with WithReentrant, returns it with its hold count
 // raised).
 func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquire(ctx, key, opts, false)

@@ -193,8 +193,8 @@ func TestObservationCacheIsBounded(t *testing.T) {
 func TestFailIfLocked(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "other", "r1", lease)
-	if _, err := f.c.Acquire(context.Background(), "k", FailIfLocked()); !errors.Is(err, ErrLocked) {
-		t.Fatalf("Acquire with FailIfLocked = %v", err)
+	if _, err := f.c.Acquire(context.Background(), "k", WithFailIfLocked()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Acquire with WithFailIfLocked = %v", err)
 	}
 	f.wantOps(rlt.OpCreate, rlt.OpGet)
 }
@@ -278,7 +278,7 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 		},
 		"empty partition for list": func() error { _, err := f.c.ListByPartition(context.Background(), ""); return err },
 		"long sort key": func() error {
-			_, err := f.c.Acquire(context.Background(), "k", WithSortKey(string(long[:resourcelock.MaxSortKeyBytes+1])))
+			_, err := f.c.Acquire(context.Background(), "k", WithSortKeyValue(string(long[:resourcelock.MaxSortKeyBytes+1])))
 			return err
 		},
 	}

@@ -271,8 +271,8 @@ func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 	if _, err := tryer.TryAcquire(ctx, "customer-7"); !errors.Is(err, lock.ErrLocked) {
 		t.Fatalf("TryAcquire of a held Java lock = %v, want ErrLocked", err)
 	}
-	if _, err := tryer.Acquire(ctx, "customer-7", lock.FailIfLocked()); !errors.Is(err, lock.ErrLocked) {
-		t.Fatalf("Acquire with FailIfLocked of a held Java lock = %v, want ErrLocked", err)
+	if _, err := tryer.Acquire(ctx, "customer-7", lock.WithFailIfLocked()); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("Acquire with WithFailIfLocked of a held Java lock = %v, want ErrLocked", err)
 	}
 	if d := time.Since(start); d > slack {
 		t.Errorf("TryAcquire and FailIfLocked took %v", d)

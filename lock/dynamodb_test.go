@@ -145,7 +145,7 @@ func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 		lock.WithRequestTimeout(testTimeout),
 	}
 	if e.pk != ddbtest.DefaultPartitionKey {
-		all = append(all, lock.WithPartitionKey(e.pk))
+		all = append(all, lock.WithPartitionKeyAttribute(e.pk))
 	}
 	if e.sk != "" {
 		all = append(all, lock.WithSortKeyAttribute(e.sk))
@@ -582,11 +582,11 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	ctx := t.Context()
 
 	if _, err := c.Acquire(ctx, "p1"); !errors.Is(err, lock.ErrInvalidOption) {
-		t.Fatalf("Acquire without WithSortKey on a sort-key table = %v, want ErrInvalidOption", err)
+		t.Fatalf("Acquire without WithSortKeyValue on a sort-key table = %v, want ErrInvalidOption", err)
 	}
-	l1a := mustAcquire(t, c, "p1", lock.WithSortKey("a"))
-	l1b := mustAcquire(t, c, "p1", lock.WithSortKey("b"))
-	l2a := mustAcquire(t, c, "p2", lock.WithSortKey("a"))
+	l1a := mustAcquire(t, c, "p1", lock.WithSortKeyValue("a"))
+	l1b := mustAcquire(t, c, "p1", lock.WithSortKeyValue("b"))
+	l2a := mustAcquire(t, c, "p2", lock.WithSortKeyValue("a"))
 	if l1a.Key() != "p1" || l1a.SortKey() != "a" {
 		t.Errorf("lock key %q/%q, want p1/a", l1a.Key(), l1a.SortKey())
 	}
@@ -615,20 +615,20 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	if err != nil || len(all) != 3 {
 		t.Errorf("List = %d rows (%v), want 3", len(all), err)
 	}
-	info, err := c.Get(ctx, "p2", lock.WithSortKey("a"))
+	info, err := c.Get(ctx, "p2", lock.WithSortKeyValue("a"))
 	if err != nil || info.RVN != l2a.RVN() || info.SortKey != "a" {
 		t.Errorf("Get(p2/a) = %+v, %v", info, err)
 	}
 
 	// Rows of one partition are separate locks.
 	other := e.newClient(lock.WithHeartbeatPeriod(0))
-	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKey("a")); !errors.Is(err, lock.ErrLocked) {
+	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKeyValue("a")); !errors.Is(err, lock.ErrLocked) {
 		t.Errorf("TryAcquire(p1/a) held by another client = %v, want ErrLocked", err)
 	}
-	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKey("b")); err != nil {
+	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKeyValue("b")); err != nil {
 		t.Errorf("TryAcquire(p1/b), released: %v", err)
 	}
-	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKey("c")); err != nil {
+	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKeyValue("c")); err != nil {
 		t.Errorf("TryAcquire(p1/c), missing: %v", err)
 	}
 	if str(e.sortedItem("p1", "a"), "ownerName") != c.Owner() {

@@ -7,7 +7,7 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// ErrLocked is returned by TryAcquire, and by Acquire with FailIfLocked,
+// ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
 // when someone else holds the lock; and by Acquire when the lock was still
 // held at the end of its wait.
 var ErrLocked = errors.New("lock: held by another owner")

@@ -147,3 +147,21 @@ func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourceloc
 	}
 	return o
 }
+
+// HeartbeatOption configures one Lock.Heartbeat.
+type HeartbeatOption func(*heartbeatConfig)
+
+type heartbeatConfig struct {
+	data    []byte
+	setData bool
+}
+
+// HeartbeatWithData replaces the lock's data with this heartbeat.
+func HeartbeatWithData(data []byte) HeartbeatOption {
+	return func(h *heartbeatConfig) { h.data, h.setData = data, true }
+}
+
+// HeartbeatDeleteData removes the lock's data with this heartbeat.
+func HeartbeatDeleteData() HeartbeatOption {
+	return func(h *heartbeatConfig) { h.data, h.setData = nil, true }
+}

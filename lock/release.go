@@ -154,3 +154,21 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 		return fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, w.Err)
 	}
 }
+
+// ReleaseOption configures one Release.
+type ReleaseOption func(*releaseConfig)
+
+type releaseConfig struct {
+	data    []byte
+	setData bool
+	delete  *bool
+}
+
+// ReleaseWithData stores data in the row as it is released (kept rows
+// only).
+func ReleaseWithData(data []byte) ReleaseOption {
+	return func(r *releaseConfig) { r.data, r.setData = data, true }
+}
+
+// ReleaseDelete overrides the acquisition's WithDeleteOnRelease.
+func ReleaseDelete(del bool) ReleaseOption { return func(r *releaseConfig) { r.delete = &del } }

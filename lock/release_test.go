@@ -134,8 +134,8 @@ func TestReleaseRacingAHeartbeat(t *testing.T) {
 
 func TestReentrantAcquireRaisesTheHoldCount(t *testing.T) {
 	f := newFixture(t)
-	l := f.acquire("k", Reentrant())
-	again, err := f.c.Acquire(context.Background(), "k", Reentrant())
+	l := f.acquire("k", WithReentrant())
+	again, err := f.c.Acquire(context.Background(), "k", WithReentrant())
 	if err != nil || again != l {
 		t.Fatalf("reentrant Acquire = %v, %v; want the same lock", again, err)
 	}
@@ -171,16 +171,16 @@ func TestNonReentrantAcquireWaitsInProcess(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the waiter never acquired")
 	}
-	// A reentrant request of a lock taken without Reentrant also waits.
-	if _, err := f.c.Acquire(context.Background(), "k", Reentrant(), FailIfLocked()); !errors.Is(err, ErrLocked) {
+	// A reentrant request of a lock taken without WithReentrant also waits.
+	if _, err := f.c.Acquire(context.Background(), "k", WithReentrant(), WithFailIfLocked()); !errors.Is(err, ErrLocked) {
 		t.Fatalf("reentrant Acquire of a non-reentrant lock = %v, want ErrLocked", err)
 	}
 }
 
 func TestCloseReleasesEverything(t *testing.T) {
 	f := newFixture(t)
-	a := f.acquire("a", Reentrant())
-	if _, err := f.c.Acquire(context.Background(), "a", Reentrant()); err != nil {
+	a := f.acquire("a", WithReentrant())
+	if _, err := f.c.Acquire(context.Background(), "a", WithReentrant()); err != nil {
 		t.Fatal(err)
 	}
 	b := f.acquire("b", WithDeleteOnRelease())
@@ -305,7 +305,7 @@ func TestCloseAndReleaseReturnByTheDeadline(t *testing.T) {
 func TestReentrantAcquireDuringTheFinalReleaseWaits(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
-	l := f.acquire("k", Reentrant())
+	l := f.acquire("k", WithReentrant())
 	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
 	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
 	f.store.OnCall(func(op rlt.Op) { entered <- op })
@@ -314,7 +314,7 @@ func TestReentrantAcquireDuringTheFinalReleaseWaits(t *testing.T) {
 	<-entered // the release write is under way
 	got := make(chan *Lock, 1)
 	go func() {
-		again, err := f.c.Acquire(context.Background(), "k", Reentrant())
+		again, err := f.c.Acquire(context.Background(), "k", WithReentrant())
 		if err != nil {
 			t.Errorf("Acquire: %v", err)
 		}

@@ -248,7 +248,7 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	l, err := c.Acquire(ctx, "k", lock.WithSortKey("a"))
+	l, err := c.Acquire(ctx, "k", lock.WithSortKeyValue("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,14 +258,14 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err = c.Acquire(ctx, "k", lock.WithSortKey("b"), lock.WithDeleteOnRelease())
+	l, err = c.Acquire(ctx, "k", lock.WithSortKeyValue("b"), lock.WithDeleteOnRelease())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Get(ctx, "k", lock.WithSortKey("a")); err != nil {
+	if _, err := c.Get(ctx, "k", lock.WithSortKeyValue("a")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.List(ctx); err != nil {

@@ -1,0 +1,141 @@
+package lock
+
+import (
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+)
+
+// AcquireOption configures one Acquire or TryAcquire.
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	sortKey         string
+	data            []byte
+	replaceData     bool
+	deleteOnRelease bool
+	onlyIfExists    bool
+	attributes      map[string]types.AttributeValue
+	failIfLocked    bool
+	reentrant       bool
+	monitor         *sessionMonitor
+	refresh         time.Duration
+	additionalWait  time.Duration
+}
+
+type sessionMonitor struct {
+	safeTime time.Duration
+	callback func()
+}
+
+// WithSortKeyValue sets the lock's sort key value, for tables with a sort key.
+func WithSortKeyValue(value string) AcquireOption { return func(a *acquireConfig) { a.sortKey = value } }
+
+// WithData stores data with the lock when it is acquired.
+func WithData(data []byte) AcquireOption { return func(a *acquireConfig) { a.data = data } }
+
+// WithReplaceData(false) keeps the data already stored in the row instead
+// of writing WithData's (default true: the acquisition writes its data, or
+// removes the row's when it has none).
+func WithReplaceData(replace bool) AcquireOption {
+	return func(a *acquireConfig) { a.replaceData = replace }
+}
+
+// WithDeleteOnRelease makes Release delete the row instead of marking it
+// released.
+func WithDeleteOnRelease() AcquireOption { return func(a *acquireConfig) { a.deleteOnRelease = true } }
+
+// WithAcquireOnlyIfExists makes the acquisition fail with an error matching
+// resourcelock.ErrNotFound when the row does not exist, instead of
+// creating it.
+func WithAcquireOnlyIfExists() AcquireOption { return func(a *acquireConfig) { a.onlyIfExists = true } }
+
+// WithAttributes stores additional attributes in the row. Their names may
+// not be the table's key, TTL or lock attributes. Attributes of an earlier
+// holder that this acquisition does not name stay in the row.
+func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
+	return func(a *acquireConfig) { a.attributes = attrs }
+}
+
+// WithFailIfLocked makes Acquire return ErrLocked at once when another owner
+// holds the lock, instead of waiting.
+func WithFailIfLocked() AcquireOption { return func(a *acquireConfig) { a.failIfLocked = true } }
+
+// WithReentrant lets this acquisition return a lock this client already holds
+// on the same key (itself acquired with WithReentrant), raising its hold count;
+// it is released when Release has been called as often. Without it, an
+// Acquire of a key this client holds waits for that lock's release, in
+// process. Go has no thread identity: reentrancy is a promise by the
+// caller that the holders are one logical owner.
+func WithReentrant() AcquireOption { return func(a *acquireConfig) { a.reentrant = true } }
+
+// WithSessionMonitor calls callback once, in its own goroutine, if the
+// time since the lock's last confirmed write passes safeTime: the lock is
+// in danger of being lost. safeTime must exceed the heartbeat period and
+// stay below the lock's validity (lease − safety margin).
+func WithSessionMonitor(safeTime time.Duration, callback func()) AcquireOption {
+	return func(a *acquireConfig) { a.monitor = &sessionMonitor{safeTime: safeTime, callback: callback} }
+}
+
+// WithRefreshPeriodFor sets how often this Acquire polls a held lock.
+func WithRefreshPeriodFor(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.refresh = d }
+}
+
+// WithAdditionalWait makes Acquire wait this much longer than the holder's
+// lease before giving up with ErrLocked (default 0: a lock that is still
+// held, and renewed, after one full lease of its holder is not granted).
+func WithAdditionalWait(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.additionalWait = d }
+}
+
+func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig, resourcelock.Key, error) {
+	a := acquireConfig{replaceData: true, refresh: c.cfg.refresh}
+	for _, o := range opts {
+		o(&a)
+	}
+	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
+	if err := resourcelock.CheckKey(k); err != nil {
+		return a, k, &OptionError{Option: "key", Err: err} // the limits are resourcelock's
+	}
+	switch {
+	case c.cfg.sortKey != "" && a.sortKey == "":
+		return a, k, invalid("WithSortKeyValue", "the table has sort key %q; use WithSortKeyValue", c.cfg.sortKey)
+	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
+		return a, k, invalid("WithSortKeyValue", "WithSortKeyValue given but the table has no sort key attribute (WithSortKeyAttribute)")
+	case resourcelock.CheckData(a.data) != nil:
+		return a, k, checkData(a.data)
+	case a.refresh < MinRefreshPeriod:
+		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, MinRefreshPeriod)
+	case a.additionalWait < 0:
+		return a, k, invalid("WithAdditionalWait", "additional wait %v is negative", a.additionalWait)
+	}
+	for name, v := range a.attributes {
+		if c.reserved(name) || v == nil {
+			return a, k, invalid("WithAttributes", "attribute %q is reserved or has no value", name)
+		}
+	}
+	if m := a.monitor; m != nil {
+		if m.callback == nil {
+			return a, k, invalid("WithSessionMonitor", "session monitor has no callback")
+		}
+		if m.safeTime <= c.cfg.heartbeat || m.safeTime >= c.cfg.validity() {
+			return a, k, invalid("WithSessionMonitor", "session monitor safe time %v must lie in (heartbeat period %v, lease − margin %v)",
+				m.safeTime, c.cfg.heartbeat, c.cfg.validity())
+		}
+	}
+	return a, k, nil
+}
+
+// reserved reports whether an additional attribute name is the table's.
+func (c *Client) reserved(name string) bool {
+	switch name {
+	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute:
+		return true
+	}
+	return slices.Contains(dynamodbstore.ReservedAttributes(), name)
+}

@@ -9,7 +9,6 @@ import (
 
 // Runs without DynamoDB.
 func TestMemoryStoreConformance(t *testing.T) {
-	resourcelocktest.RunStoreConformance(t, func(*testing.T) resourcelock.Store {
-		return resourcelock.NewMemoryStore()
-	})
+	newStore := func(*testing.T) resourcelock.Store { return resourcelock.NewMemoryStore() }
+	resourcelocktest.RunStoreConformance(t, resourcelocktest.StoreSuite{New: newStore, NewWithSortKey: newStore})
 }

@@ -19,16 +19,32 @@ import (
 func TestDynamoDBStoreConformance(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
-	resourcelocktest.RunStoreConformance(t, func(t *testing.T) resourcelock.Store {
-		s, err := dynamodbstore.New(dynamodbstore.Config{
-			Client: c,
-			Table:  ddbtest.NewTable(t, c, ddbtest.TableSpec{}),
-		})
-		if err != nil {
-			t.Fatalf("New: %v", err)
+	newStore := func(spec ddbtest.TableSpec, sortKey string) func(t *testing.T) resourcelock.Store {
+		return func(t *testing.T) resourcelock.Store {
+			s, err := dynamodbstore.New(dynamodbstore.Config{
+				Client:     c,
+				Table:      ddbtest.NewTable(t, c, spec),
+				SortKey:    sortKey,
+				FenceTable: ddbtest.NewTable(t, c, ddbtest.TableSpec{}),
+			})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			return s
 		}
-		return s
-	}, append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKey, dynamodbstore.DefaultTTLAttribute)...)
+	}
+	resourcelocktest.RunStoreConformance(t, resourcelocktest.StoreSuite{
+		New:            newStore(ddbtest.TableSpec{}, ""),
+		NewWithSortKey: newStore(ddbtest.TableSpec{SortKey: "sk"}, "sk"),
+		NewUnreachable: func(t *testing.T) resourcelock.Store {
+			s, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: "no-such-table-" + uuid.NewString()})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			return s
+		},
+		Reserved: append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKey, dynamodbstore.DefaultTTLAttribute),
+	})
 }
 
 // Both stores of this package return the row a failed condition found, so

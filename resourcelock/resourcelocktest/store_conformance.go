@@ -15,17 +15,33 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// RunStoreConformance runs the resourcelock.Store contract tests as subtests
-// of t, calling newStore once per subtest for a store on a fresh, empty
-// table without a sort key, that keeps TTLs. Scan must see only that
-// subtest's rows. reserved are the attribute names the store refuses in
-// WriteOptions.Attributes (its own key, record and TTL attributes) besides
-// the empty name; application attribute values are DynamoDB's
-// types.AttributeValue, which every store must keep as given.
-// The contract is that of resourcelock.Interface, per key, plus Remove, Scan
-// and WriteOptions; see resourcelock.Store. Some subtests call the store from
-// several goroutines at once.
-func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store, reserved ...string) {
+// StoreSuite describes a store for RunStoreConformance.
+type StoreSuite struct {
+	// New returns a store on a fresh, empty table without a sort key,
+	// that keeps TTLs and fencing generations. Scan must see only that
+	// subtest's rows. Required.
+	New func(t *testing.T) resourcelock.Store
+	// Reserved are the attribute names the store refuses in
+	// WriteOptions.Attributes (its own key, record and TTL attributes)
+	// besides the empty name. Application attribute values are DynamoDB's
+	// types.AttributeValue, which every store must keep as given.
+	Reserved []string
+	// NewWithSortKey, when set, returns a store like New's on a table
+	// with a sort key; the sort key subtests run on it.
+	NewWithSortKey func(t *testing.T) resourcelock.Store
+	// NewUnreachable, when set, returns a store whose every request fails
+	// with an error waiting cannot fix (a missing table, say); the suite
+	// checks that the store classifies it (resourcelock.Permanent).
+	NewUnreachable func(t *testing.T) resourcelock.Store
+}
+
+// RunStoreConformance runs the resourcelock.Store contract tests as
+// subtests of t, calling suite.New once per subtest. The contract is that
+// of resourcelock.Interface, per key, plus Remove, Scan, Fence, context
+// cancellation and WriteOptions; see resourcelock.Store. Some subtests call
+// the store from several goroutines at once. Guarded writes are a
+// capability of some stores, not part of the contract, and are not run.
+func RunStoreConformance(t *testing.T, suite StoreSuite) {
 	tests := []struct {
 		name string
 		run  func(*testing.T, resourcelock.Store)
@@ -47,7 +63,7 @@ func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.
 		{"ScanPartition", testStoreScanPartition},
 		{"ScanStopsOnError", testStoreScanStops},
 		{"Attributes", testStoreAttributes},
-		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, reserved) }},
+		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, suite.Reserved) }},
 		{"KeepData", testStoreKeepData},
 		{"OnlyIfExists", testStoreOnlyIfExists},
 		{"Expires", testStoreExpires},
@@ -58,11 +74,20 @@ func RunStoreConformance(t *testing.T, newStore func(t *testing.T) resourcelock.
 		{"ConcurrentTakeoverHasOneWinner", testStoreConcurrentTakeover},
 		{"Describe", testStoreDescribe},
 		{"ConflictCarriesTheRowFound", testStoreConflictCurrent},
+		{"FenceTokensGrow", testStoreFence},
+		{"FenceRefusesAnotherAcquisition", testStoreFenceConflict},
+		{"CancelledContextWritesNothing", testStoreCancelled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.run(t, newStore(t))
+			tc.run(t, suite.New(t))
 		})
+	}
+	if suite.NewWithSortKey != nil {
+		t.Run("SortKeys", func(t *testing.T) { testStoreSortKeys(t, suite.NewWithSortKey(t)) })
+	}
+	if suite.NewUnreachable != nil {
+		t.Run("PermanentErrors", func(t *testing.T) { testStorePermanent(t, suite.NewUnreachable(t)) })
 	}
 }
 

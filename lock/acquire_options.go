@@ -33,7 +33,9 @@ type sessionMonitor struct {
 }
 
 // WithSortKeyValue sets the lock's sort key value, for tables with a sort key.
-func WithSortKeyValue(value string) AcquireOption { return func(a *acquireConfig) { a.sortKey = value } }
+func WithSortKeyValue(value string) AcquireOption {
+	return func(a *acquireConfig) { a.sortKey = value }
+}
 
 // WithData stores data with the lock when it is acquired.
 func WithData(data []byte) AcquireOption { return func(a *acquireConfig) { a.data = data } }

@@ -195,7 +195,7 @@ func (c Config) validate() error {
 		if !ok {
 			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
 		}
-		if fc, ok := f.(interface{ CanFence() bool }); ok && !fc.CanFence() {
+		if !f.CanFence() {
 			return bad("Fencing", "is set but Lock %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lock.Describe())
 		}
 	}

@@ -9,32 +9,27 @@ import (
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
-type fencingLock struct {
-	*rlt.Faulty
-	fencer resourcelock.Fencer
-	fences int
-}
-
-func (f *fencingLock) faulty() *rlt.Faulty { return f.Faulty }
-
-func (f *failingFence) faulty() *rlt.Faulty { return f.Faulty }
-
-func (f *fencingLock) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
-	f.fences++
-	return f.fencer.Fence(ctx, acquisitionID)
-}
-
+// withFencing turns fencing on: the harness's MemoryStore keeps fencing
+// generations, and the FaultyStore under the lease counts and can fail
+// each Fence (rlt.OpFence).
 func withFencing() harnessOption {
-	return func(h *harness, c *Config) {
-		mem := h.store.Lock(lockName, c.Lock.Identity())
-		c.Lock = &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}
-		c.Fencing = true
-	}
+	return func(_ *harness, c *Config) { c.Fencing = true }
+}
+
+// leadingFenced is leading() for a fencing elector: its first write
+// creates the record and fences it.
+func (h *harness) leadingFenced() {
+	h.t.Helper()
+	h.start()
+	h.waitIdle()
+	h.wantEvent("started")
+	h.wantOps(rlt.OpCreate, rlt.OpFence)
+	h.wantLeaders("a")
 }
 
 func TestTermTokensGrow(t *testing.T) {
 	h := newHarness(t, withFencing(), withReleaseOnCancel())
-	h.leading()
+	h.leadingFenced()
 	first := h.e.Token()
 	if first == 0 {
 		t.Fatal("no token with Fencing")
@@ -68,14 +63,17 @@ func TestTermTokensGrow(t *testing.T) {
 	if second := h.e.Token(); second <= first {
 		t.Fatalf("second term's token %x not above the first's %x", second, first)
 	}
-	if n := h.e.cfg.Lock.(*fencingLock).fences; n != 1 {
-		t.Fatalf("%d fences, want 1 (only the new row needed a generation)", n)
+	if n := h.lock.Count(rlt.OpFence); n != 0 {
+		t.Fatalf("%d fences in the second term, want none (only the new row needed a generation)", n)
 	}
 }
 
+// noFencer is a lock that cannot be fenced at all.
+type noFencer struct{ resourcelock.Interface }
+
 func TestFencingNeedsAFencer(t *testing.T) {
 	cfg := validConfig()
-	cfg.Lock = rlt.NewFaulty(cfg.Lock)
+	cfg.Lock = noFencer{cfg.Lock}
 	cfg.Fencing = true
 	var ce *ConfigError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
@@ -93,59 +91,33 @@ func TestGuardRefusedWhenNotLeading(t *testing.T) {
 	}
 }
 
-// failingFence makes the first n fences fail.
-type failingFence struct {
-	*fencingLock
-	fail int
-}
-
-func (f *failingFence) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
-	f.fences++
-	if f.fail > 0 {
-		f.fail--
-		return resourcelock.Record{}, errReset
-	}
-	return f.fencer.Fence(ctx, acquisitionID)
-}
-
 // TestFailedFencingWaitsAPollBeforeTryingAgain takes a lease over (so the
 // candidate's last observation is an expired foreign lease) and then fails
 // to fence it twice: each failure releases the record at once, so healthy
 // candidates need not wait a lease, and is followed by a poll's wait, not
 // an immediate retry against the failing fence table.
 func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
-	var ff *failingFence
-	h := newHarness(t, func(h *harness, c *Config) {
-		mem := h.store.Lock(lockName, c.Lock.Identity())
-		ff = &failingFence{fencingLock: &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}, fail: 2}
-		c.Lock = ff
-		c.Fencing = true
-	})
+	h := newHarness(t, withFencing())
+	h.lock.Inject(rlt.OpFence, 2, rlt.Fault{Err: errReset})
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
 	h.wantOps(rlt.OpCreate, rlt.OpGet)
-	for ff.fences == 0 {
+	for h.lock.Count(rlt.OpFence) == 0 {
 		h.stepIdle(maxPoll)
 	}
 	h.lock.ResetCalls()
-	if ff.fences != 1 {
-		t.Fatalf("%d fences in the takeover round, want 1", ff.fences)
-	}
 	if rec, _ := h.store.Record(lockName); !rec.Released || rec.HolderIdentity != "a" {
 		t.Fatalf("after a failed fence the record is %+v, want released by a", rec)
 	}
 	if err, _ := h.e.LastError(); !errors.Is(err, errReset) {
 		t.Fatalf("LastError = %v, want the fence's error", err)
 	}
-	h.stepIdle(maxPoll) // create, fence fails again, release, wait
-	h.wantOps(rlt.OpCreate, rlt.OpUpdate)
-	if ff.fences != 2 {
-		t.Fatalf("%d fences after the second round, want 2 (one per round)", ff.fences)
-	}
+	h.stepIdle(maxPoll) // create, fence fails again, release, wait: one fence per round
+	h.wantOps(rlt.OpCreate, rlt.OpFence, rlt.OpUpdate)
 	h.noEvent()
 	h.stepIdle(maxPoll) // create, fence succeeds, lead
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(rlt.OpCreate, rlt.OpFence)
 	h.wantEvent("started")
 	if h.e.Token() == 0 {
 		t.Fatal("no token after fencing succeeded")
@@ -155,32 +127,21 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 	}
 }
 
-// hangingFence blocks every Fence until its context ends.
-type hangingFence struct {
-	*fencingLock
-	entered chan struct{}
-}
-
-func (f *hangingFence) Fence(ctx context.Context, _ string) (resourcelock.Record, error) {
-	f.entered <- struct{}{}
-	<-ctx.Done()
-	return resourcelock.Record{}, ctx.Err()
-}
-
 // A Run cancelled while it fences the record it just acquired never led:
 // it releases the record at once rather than leave it to run out (found
 // in review; bug 12's orphan, after fencing).
 func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
-	hf := &hangingFence{entered: make(chan struct{}, 1)}
-	h := newHarness(t, func(h *harness, c *Config) {
-		mem := h.store.Lock(lockName, c.Lock.Identity())
-		hf.fencingLock = &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem}
-		c.Lock = hf
-		c.Fencing = true
-	})
+	h := newHarness(t, withFencing())
+	entered := make(chan rlt.Op, 10)
+	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	h.lock.Inject(rlt.OpFence, 1, rlt.Fault{Block: make(chan struct{})}) // until its context ends
 	h.freeRun()
 	h.start()
-	<-hf.entered
+	for op := range entered {
+		if op == rlt.OpFence {
+			break
+		}
+	}
 	h.cancel()
 	if err := h.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
@@ -191,21 +152,6 @@ func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
 	h.noEvent()
 }
 
-// pausingFence stands for a process paused while its fencing request was
-// under way: Fence calls pause (which the test uses to move the clock) and
-// then answers as the fence would have.
-type pausingFence struct {
-	*fencingLock
-	pause func()
-}
-
-func (f *pausingFence) faulty() *rlt.Faulty { return f.Faulty }
-
-func (f *pausingFence) Fence(ctx context.Context, acquisitionID string) (resourcelock.Record, error) {
-	f.pause()
-	return f.fencingLock.Fence(context.WithoutCancel(ctx), acquisitionID)
-}
-
 // Review issue, bug 1: a candidate that won, and was then paused past its
 // term's validity before the term started (here inside the fencing
 // request), never starts the leader's work: OnStartedLeading is not called
@@ -213,12 +159,8 @@ func (f *pausingFence) Fence(ctx context.Context, acquisitionID string) (resourc
 // lost leadership, and the record is released so that nobody waits a lease
 // for it.
 func TestATermThatEndedBeforeItStartedNeverRunsTheWork(t *testing.T) {
-	h := newHarness(t, func(hh *harness, c *Config) {
-		mem := hh.store.Lock(lockName, c.Lock.Identity())
-		c.Lock = &pausingFence{fencingLock: &fencingLock{Faulty: rlt.NewFaulty(mem), fencer: mem},
-			pause: func() { hh.step(lease) }}
-		c.Fencing = true
-	})
+	h := newHarness(t, withFencing())
+	h.lock.Inject(rlt.OpFence, 1, rlt.Fault{Stall: func() { h.step(lease) }})
 	h.freeRun()
 	h.start()
 	err := h.result()

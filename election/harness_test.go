@@ -29,13 +29,13 @@ const (
 
 var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// harness runs one Elector on a fake clock over a Memory lock wrapped in
-// resourcelocktest.Faulty, and records its callbacks.
+// harness runs one Elector on a fake clock over a lease of a MemoryStore
+// wrapped in resourcelocktest.FaultyStore, and records its callbacks.
 type harness struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
 	store *resourcelock.MemoryStore
-	lock  *resourcelocktest.Faulty
+	lock  *resourcelocktest.FaultyStore // the store under the elector's lease
 	e     *Elector
 
 	idle    chan struct{} // one value each time the loop blocks on the clock
@@ -80,8 +80,17 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 		ctxs:    make(chan context.Context, 10),
 		atStop:  make(chan resourcelock.Record, 10),
 	}
+	h.lock = resourcelocktest.NewFaultyStore(store)
+	// Tests here are written for stores whose failed conditions carry no
+	// row, so that every failure is settled by a read (the engine's own
+	// tests cover the one-request path).
+	h.lock.HideConflictRows(true)
+	lk, err := resourcelock.NewLease(h.lock, resourcelock.Key{Partition: lockName}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{
-		Lock:          resourcelocktest.NewFaulty(store.Lock(lockName, "a")),
+		Lock:          lk,
 		LeaseDuration: lease,
 		RenewDeadline: deadline,
 		RetryPeriod:   retry,
@@ -113,20 +122,6 @@ func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktestin
 	}
 	for _, o := range opts {
 		o(h, &cfg)
-	}
-	switch l := cfg.Lock.(type) {
-	case *resourcelocktest.Faulty:
-		h.lock = l
-	case interface {
-		faulty() *resourcelocktest.Faulty
-	}:
-		h.lock = l.faulty()
-	}
-	if h.lock != nil {
-		// Tests here are written for stores whose failed conditions carry
-		// no row, so that every failure is settled by a read (the engine's
-		// own tests cover the one-request path).
-		h.lock.HideConflictRows(true)
 	}
 	e, err := New(cfg)
 	if err != nil {

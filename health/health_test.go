@@ -44,10 +44,14 @@ func TestHandlerNamesEveryFailingCheck(t *testing.T) {
 // live: restarting it would not help, and liveness never depends on
 // leading.
 func TestElectorThatCannotReachItsRecordIsLiveButNotReady(t *testing.T) {
-	lock := rlt.NewFaulty(resourcelock.NewMemoryStore().Lock("leader", "a"))
+	store := rlt.NewFaultyStore(resourcelock.NewMemoryStore())
 	reset := errors.New("connection reset")
-	lock.Inject(rlt.OpCreate, -1, rlt.Fault{Err: reset})
-	lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: reset})
+	store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: reset})
+	store.Inject(rlt.OpGet, -1, rlt.Fault{Err: reset})
+	lock, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "leader"}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := election.New(election.Config{
 		Lock:          lock,
 		LeaseDuration: 2 * time.Second,

@@ -56,9 +56,11 @@ type Precondition struct {
 
 // Fencer is implemented by leases that can be given fencing tokens; see
 // Store.Fence. Fence gives the record, held by this lock's identity under
-// acquisitionID, a new fencing generation.
+// acquisitionID, a new fencing generation; CanFence reports whether it can
+// (see Store.CanFence).
 type Fencer interface {
 	Fence(ctx context.Context, acquisitionID string) (Record, error)
+	CanFence() bool
 }
 
 // Holding names one acquisition of a lease: the row must still name Owner,

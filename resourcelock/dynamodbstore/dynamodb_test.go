@@ -22,7 +22,6 @@ import (
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // DynamoDB operation names as faulthttp counts them.
@@ -171,25 +170,8 @@ func wantAbsent(t *testing.T, item map[string]types.AttributeValue, attrs ...str
 	}
 }
 
-func TestDynamoDBConformance(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	resourcelocktest.RunConformance(t, func(t *testing.T) func(string) resourcelock.Interface {
-		name := uuid.NewString()
-		return func(id string) resourcelock.Interface {
-			// Called from the suite's goroutines too, so no t.Fatal.
-			l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: f.c, Table: f.table, Name: name, Identity: id})
-			if err != nil {
-				panic(err)
-			}
-			return l
-		}
-	})
-}
-
-// The same suite on a table with a sort key. All locks share one partition
-// key value and differ by sort key value, so a lock that ignored its sort
-// key would see the other tests' records.
+// On a table with a sort key, leases that share one partition key value
+// and differ by sort key value are items of their own.
 func TestDynamoDBConformanceSortKey(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
@@ -206,11 +188,6 @@ func TestDynamoDBConformanceSortKey(t *testing.T) {
 		}
 		return l
 	}
-	resourcelocktest.RunConformance(t, func(t *testing.T) func(string) resourcelock.Interface {
-		name := uuid.NewString()
-		return func(id string) resourcelock.Interface { return newLock(name, id) }
-	})
-
 	t.Run("ItemKeyedBySortKey", func(t *testing.T) {
 		name := uuid.NewString()
 		l := newLock(name, "a")

@@ -8,10 +8,10 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Op names a method of resourcelock.Interface that sends a request.
+// Op names a method of resourcelock.Store that sends a request.
 type Op string
 
-// The operations Faulty counts and can fail.
+// The operations FaultyStore counts and can fail.
 const (
 	OpGet    Op = "Get"
 	OpCreate Op = "Create"
@@ -29,25 +29,28 @@ type Fault struct {
 	// call's context is done, like an implementation that ignores its
 	// context. The call then proceeds as if Block had closed normally.
 	IgnoreCancel bool
-	// Land applies the call to the wrapped lock (after Block) even though
+	// Land applies the call to the wrapped store (after Block) even though
 	// the caller then sees Err: the write landed but its answer was lost.
 	Land bool
 	// Err, when non-nil, is returned to the caller instead of the wrapped
-	// lock's answer. Without Land the call is not applied.
+	// store's answer. Without Land the call is not applied.
 	Err error
+	// Stall, when set (and Err is not), is called once the call has been
+	// answered, before the answer returns: the caller was paused there
+	// (SIGSTOP, a long garbage collection). The answer is returned
+	// whatever the caller's context did meanwhile.
+	Stall func()
 }
 
-// Call records one call seen by Faulty.
+// Call records one call seen by a FaultyStore.
 type Call struct {
 	Op  Op
 	Err error // what the caller got
 }
 
-// Faulty wraps a resourcelock.Interface, records every call and applies
-// injected faults. It is safe for concurrent use.
-type Faulty struct {
-	inner resourcelock.Interface
-
+// faults records the calls of a FaultyStore and the faults injected for
+// them. It is safe for concurrent use.
+type faults struct {
 	mu     sync.Mutex
 	faults map[Op][]queued
 	calls  []Call
@@ -60,17 +63,10 @@ type queued struct {
 	left  int // calls left; negative means every call
 }
 
-var _ resourcelock.Interface = (*Faulty)(nil)
-
-// NewFaulty wraps inner.
-func NewFaulty(inner resourcelock.Interface) *Faulty {
-	return &Faulty{inner: inner, faults: map[Op][]queued{}}
-}
-
 // Inject makes the next n calls of op suffer fault, after any faults queued
 // earlier for op are used up. n < 0 applies it to every later call until
 // Clear.
-func (f *Faulty) Inject(op Op, n int, fault Fault) {
+func (f *faults) Inject(op Op, n int, fault Fault) {
 	if n == 0 {
 		return
 	}
@@ -83,14 +79,14 @@ func (f *Faulty) Inject(op Op, n int, fault Fault) {
 // (resourcelock.ConflictError.Current nil), as a store that does not
 // return one: the caller must then read the row to settle its write. The
 // engine's read fallback is tested this way.
-func (f *Faulty) HideConflictRows(hide bool) {
+func (f *faults) HideConflictRows(hide bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hide = hide
 }
 
 // Clear removes every queued fault.
-func (f *Faulty) Clear() {
+func (f *faults) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults = map[Op][]queued{}
@@ -98,21 +94,21 @@ func (f *Faulty) Clear() {
 
 // OnCall sets a function called at the start of every call, before any
 // fault applies. It must not call Faulty's methods that take its lock.
-func (f *Faulty) OnCall(fn func(Op)) {
+func (f *faults) OnCall(fn func(Op)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.onCall = fn
 }
 
 // Calls returns the calls completed so far, in order of completion.
-func (f *Faulty) Calls() []Call {
+func (f *faults) Calls() []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Call(nil), f.calls...)
 }
 
 // Count returns how many calls of op have completed.
-func (f *Faulty) Count(op Op) int {
+func (f *faults) Count(op Op) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
@@ -125,38 +121,13 @@ func (f *Faulty) Count(op Op) int {
 }
 
 // ResetCalls forgets the calls recorded so far.
-func (f *Faulty) ResetCalls() {
+func (f *faults) ResetCalls() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = nil
 }
 
-// Identity returns the wrapped lock's identity.
-func (f *Faulty) Identity() string { return f.inner.Identity() }
-
-// Describe returns the wrapped lock's description.
-func (f *Faulty) Describe() string { return "faulty " + f.inner.Describe() }
-
-// Get reads through the wrapped lock, subject to faults for OpGet.
-func (f *Faulty) Get(ctx context.Context) (resourcelock.Record, error) {
-	return f.do(ctx, OpGet, func() (resourcelock.Record, error) { return f.inner.Get(ctx) })
-}
-
-// Create writes through the wrapped lock, subject to faults for OpCreate.
-func (f *Faulty) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Record, error) {
-	return f.do(ctx, OpCreate, func() (resourcelock.Record, error) {
-		return f.inner.Create(context.WithoutCancel(ctx), rec)
-	})
-}
-
-// Update writes through the wrapped lock, subject to faults for OpUpdate.
-func (f *Faulty) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Record, error) {
-	return f.do(ctx, OpUpdate, func() (resourcelock.Record, error) {
-		return f.inner.Update(context.WithoutCancel(ctx), expect, rec)
-	})
-}
-
-func (f *Faulty) next(op Op) (Fault, func(Op)) {
+func (f *faults) next(op Op) (Fault, func(Op)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := f.faults[op]
@@ -173,7 +144,7 @@ func (f *Faulty) next(op Op) (Fault, func(Op)) {
 	return fault, f.onCall
 }
 
-func (f *Faulty) do(ctx context.Context, op Op, apply func() (resourcelock.Record, error)) (rec resourcelock.Record, err error) {
+func (f *faults) do(ctx context.Context, op Op, apply func() (resourcelock.Record, error)) (rec resourcelock.Record, err error) {
 	fault, onCall := f.next(op)
 	if onCall != nil {
 		onCall(op)
@@ -203,7 +174,11 @@ func (f *Faulty) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 		if err := ctx.Err(); err != nil {
 			return resourcelock.Record{}, err
 		}
-		return apply()
+		rec, err := apply()
+		if fault.Stall != nil {
+			fault.Stall()
+		}
+		return rec, err
 	}
 	if fault.Land {
 		apply()

@@ -12,20 +12,21 @@ const (
 	OpScan   Op = "Scan"
 )
 
-// FaultyStore wraps a resourcelock.Store as Faulty wraps an Interface:
-// it records every call and applies injected faults, per operation. A
-// fault injected for an operation applies to the next calls of it on any
-// key. It is safe for concurrent use.
+// FaultyStore wraps a resourcelock.Store: it records every call and
+// applies injected faults, per operation. A fault injected for an
+// operation applies to the next calls of it on any key. Over it,
+// resourcelock.NewLease gives a faulty Interface. It is safe for
+// concurrent use.
 type FaultyStore struct {
-	Faulty // the bookkeeping; its Interface methods are not used
-	inner  resourcelock.Store
+	faults
+	inner resourcelock.Store
 }
 
 var _ resourcelock.Store = (*FaultyStore)(nil)
 
 // NewFaultyStore wraps inner.
 func NewFaultyStore(inner resourcelock.Store) *FaultyStore {
-	return &FaultyStore{Faulty: Faulty{faults: map[Op][]queued{}}, inner: inner}
+	return &FaultyStore{faults: faults{faults: map[Op][]queued{}}, inner: inner}
 }
 
 // Describe returns the wrapped store's description.
@@ -106,10 +107,5 @@ func (f *FaultyStore) Fence(ctx context.Context, key resourcelock.Key, holder, a
 	return it, nil
 }
 
-// CanFence forwards the wrapped store's CanFence, true when it has none.
-func (f *FaultyStore) CanFence() bool {
-	if c, ok := f.inner.(interface{ CanFence() bool }); ok {
-		return c.CanFence()
-	}
-	return true
-}
+// CanFence forwards the wrapped store's CanFence.
+func (f *FaultyStore) CanFence() bool { return f.inner.CanFence() }

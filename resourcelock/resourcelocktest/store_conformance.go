@@ -38,7 +38,9 @@ type StoreSuite struct {
 // RunStoreConformance runs the resourcelock.Store contract tests as
 // subtests of t, calling suite.New once per subtest. The contract is that
 // of resourcelock.Interface, per key, plus Remove, Scan, Fence, context
-// cancellation and WriteOptions; see resourcelock.Store. Some subtests call
+// cancellation and WriteOptions; see resourcelock.Store. The subtests
+// under "Lease" check the Interface that resourcelock.Lease gives over the
+// store. Some subtests call
 // the store from several goroutines at once. Guarded writes are a
 // capability of some stores, not part of the contract, and are not run.
 func RunStoreConformance(t *testing.T, suite StoreSuite) {
@@ -83,8 +85,10 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 			tc.run(t, suite.New(t))
 		})
 	}
+	t.Run("Lease", func(t *testing.T) { runLeaseConformance(t, suite.New, false) })
 	if suite.NewWithSortKey != nil {
 		t.Run("SortKeys", func(t *testing.T) { testStoreSortKeys(t, suite.NewWithSortKey(t)) })
+		t.Run("LeaseWithSortKey", func(t *testing.T) { runLeaseConformance(t, suite.NewWithSortKey, true) })
 	}
 	if suite.NewUnreachable != nil {
 		t.Run("PermanentErrors", func(t *testing.T) { testStorePermanent(t, suite.NewUnreachable(t)) })

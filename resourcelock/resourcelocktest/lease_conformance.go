@@ -14,14 +14,25 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Factory returns, for each call, a function that makes locks on one fresh
-// record shared by all locks it makes, each writing as the identity given.
-// The record must not exist when the factory returns.
-type Factory func(t *testing.T) func(identity string) resourcelock.Interface
-
-// RunConformance runs the resourcelock contract tests as subtests of t,
-// using newLocks to obtain fresh records.
-func RunConformance(t *testing.T, newLocks Factory) {
+// runLeaseConformance runs the tests of resourcelock.Interface, as the
+// Lease adapter gives it over store, as subtests of t: each on leases of a
+// fresh key of store (sortKey: with a sort key value), one per identity.
+func runLeaseConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store, sortKey bool) {
+	newLocks := func(t *testing.T) func(string) resourcelock.Interface {
+		store := newStore(t)
+		key := resourcelock.Key{Partition: uuid.NewString()}
+		if sortKey {
+			key = resourcelock.Key{Partition: "group", Sort: uuid.NewString()}
+		}
+		return func(id string) resourcelock.Interface {
+			// Called from the suite's goroutines too, so no t.Fatal.
+			l, err := resourcelock.NewLease(store, key, id)
+			if err != nil {
+				panic(err)
+			}
+			return l
+		}
+	}
 	tests := []struct {
 		name string
 		run  func(*testing.T, func(string) resourcelock.Interface)

@@ -17,7 +17,7 @@ import (
 // "bench" of store.
 func benchElector(b *testing.B, store *resourcelock.MemoryStore, identity string) *Elector {
 	e, err := New(Config{
-		Lock: store.Lock("bench", identity),
+		Lock: mustLease(store, "bench", identity),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
 			OnStoppedLeading: func() {},

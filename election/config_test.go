@@ -16,7 +16,7 @@ import (
 
 func validConfig() Config {
 	return Config{
-		Lock: resourcelock.NewMemoryStore().Lock("x", "a"),
+		Lock: mustLease(resourcelock.NewMemoryStore(), "x", "a"),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(context.Context) {},
 			OnStoppedLeading: func() {},

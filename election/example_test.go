@@ -14,9 +14,14 @@ import (
 // the store the code is the same.
 func Example_memory() {
 	store := resourcelock.NewMemoryStore()
+	lease, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "scheduler"}, "replica-a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := election.New(election.Config{
-		Lock:          store.Lock("scheduler", "replica-a"),
+		Lock:          lease,
 		LeaseDuration: 300 * time.Millisecond,
 		RenewDeadline: 200 * time.Millisecond,
 		RetryPeriod:   50 * time.Millisecond,

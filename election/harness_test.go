@@ -350,3 +350,12 @@ func summarize(ops []resourcelocktest.Op) string {
 	}
 	return fmt.Sprintf("%d calls, the last 20 %v", len(ops), ops[len(ops)-20:])
 }
+
+// mustLease returns the lease called name of store, written as identity.
+func mustLease(store resourcelock.Store, name, identity string) *resourcelock.Lease {
+	l, err := resourcelock.NewLease(store, resourcelock.Key{Partition: name}, identity)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}

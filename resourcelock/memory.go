@@ -27,22 +27,6 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{items: map[Key]Item{}}
 }
 
-// Lock returns a lock on the record called name, writing as identity. It
-// panics if name or identity is invalid, as a test's setup mistake.
-func (s *MemoryStore) Lock(name, identity string) *Lease {
-	if err := checkName(name); err != nil {
-		panic(err)
-	}
-	if err := CheckIdentity(identity); err != nil {
-		panic(err)
-	}
-	l, err := NewLease(s, Key{Partition: name}, identity)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
-
 // Record returns the record called name as stored, and whether there is
 // one. It is for tests that inspect the store directly.
 func (s *MemoryStore) Record(name string) (Record, bool) {

@@ -3,8 +3,8 @@
 // that the core packages depend on no metrics library. Package prommetrics
 // implements it with Prometheus' client_golang.
 //
-// A Recorder is set per Elector (election.Config.Metrics) and per lock
-// Client (lock.WithMetrics); there is no global state. Its methods are
+// An Election is set per Elector (election.Config.Metrics) and a Locks per
+// lock Client (lock.WithMetrics); there is no global state. Its methods are
 // called from the library's loops and request paths: they must be safe for
 // concurrent use, must not block, and should be cheap. Labels stay
 // bounded: an election's name or a lock client's name, an operation, an
@@ -78,7 +78,7 @@ type Locks interface {
 	Heartbeat(outcome Outcome, d time.Duration)
 }
 
-// Nop is a Recorder that records nothing: the default.
+// Nop is an Election and a Locks that records nothing: the default.
 type Nop struct{}
 
 var (

@@ -188,3 +188,33 @@ func TestJitterAndAddSaturateInsteadOfWrapping(t *testing.T) {
 		}
 	}
 }
+
+func TestSpreadStaysBelowThePeriod(t *testing.T) {
+	const d = 100 * time.Millisecond
+	sawBelow := false
+	for i := 0; i < 10000; i++ {
+		s := Spread(d)
+		if s > d || s < d-time.Duration(JitterFactor*float64(d)) {
+			t.Fatalf("Spread(%v) = %v, outside [%v, %v]", d, s, d-time.Duration(JitterFactor*float64(d)), d)
+		}
+		sawBelow = sawBelow || s < d
+	}
+	if !sawBelow {
+		t.Fatal("Spread never shortened the period")
+	}
+	if Spread(0) != 0 || Spread(-time.Second) != -time.Second {
+		t.Fatal("non-positive durations must be returned unchanged")
+	}
+}
+
+func TestTimerUntilReportsADueTimeThatPassedWhileArming(t *testing.T) {
+	c := armingStaller{FakeClock: clocktesting.NewFakeClock(epoch), stall: time.Second, blocked: new(bool)}
+	if _, passed := TimerUntil(c, epoch.Add(time.Second)); !passed {
+		t.Fatal("a due time the clock reached while arming was not reported passed")
+	}
+	if tm, passed := TimerUntil(c, c.Now().Add(time.Hour)); passed {
+		t.Fatal("a due time an hour ahead reported passed")
+	} else {
+		tm.Stop()
+	}
+}

@@ -22,6 +22,16 @@ func Jittered(d time.Duration) time.Duration {
 	return Add(d, time.Duration(rand.Float64()*JitterFactor*float64(d)))
 }
 
+// Spread returns a duration chosen uniformly in [(1−JitterFactor)·d, d]:
+// jitter that only shortens, for a period that must not be exceeded (a
+// heartbeat's). A non-positive d is returned unchanged.
+func Spread(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d - time.Duration(rand.Float64()*JitterFactor*float64(d))
+}
+
 // MaxJittered returns the longest duration Jittered(d) can return:
 // (1+JitterFactor)·d, or the largest duration when that overflows.
 func MaxJittered(d time.Duration) time.Duration {

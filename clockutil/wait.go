@@ -3,6 +3,8 @@ package clockutil
 import (
 	"context"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Watcher is implemented by a clock that wants to know when a loop of the
@@ -32,12 +34,11 @@ func Sleep(ctx context.Context, c Clock, d time.Duration, loop string) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	wake := c.Now().Add(d)
-	t := c.NewTimer(d)
-	defer t.Stop()
-	if !c.Now().Before(wake) {
+	t, passed := TimerUntil(c, c.Now().Add(d))
+	if passed {
 		return ctx.Err()
 	}
+	defer t.Stop()
 	Blocking(c, loop)
 	select {
 	case <-ctx.Done():
@@ -45,4 +46,18 @@ func Sleep(ctx context.Context, c Clock, d time.Duration, loop string) error {
 	case <-t.C():
 		return nil
 	}
+}
+
+// TimerUntil returns a timer on c that fires at due, or passed true (and a
+// stopped timer) when the clock has reached due by the time the timer is
+// set: a stall, or a fake clock stepped meanwhile. Without that check the
+// timer would count the whole wait again from the later time. Every timed
+// wait of the library arms its timer through it.
+func TimerUntil(c Clock, due time.Time) (t clock.Timer, passed bool) {
+	t = c.NewTimer(due.Sub(c.Now()))
+	if !c.Now().Before(due) {
+		t.Stop()
+		return t, true
+	}
+	return t, false
 }

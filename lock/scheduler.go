@@ -3,7 +3,6 @@ package lock
 import (
 	"container/heap"
 	"context"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -67,8 +66,7 @@ func (s *scheduler) add(l *Lock) {
 	l.mu.Lock()
 	sent := l.sent
 	l.mu.Unlock()
-	spread := time.Duration(rand.Float64() * 0.2 * float64(s.period))
-	s.push(l, sent.Add(s.period-spread))
+	s.push(l, sent.Add(clockutil.Spread(s.period)))
 	s.start()
 }
 
@@ -135,9 +133,8 @@ func (s *scheduler) dispatch() {
 		if d := next.due.Sub(s.c.clk.Now()); d > 0 {
 			quiet, version := s.inflight == 0, s.version
 			s.mu.Unlock()
-			t := s.c.clk.NewTimer(d)
-			if !s.c.clk.Now().Before(next.due) {
-				t.Stop() // the clock passed the due time while the timer was set
+			t, passed := clockutil.TimerUntil(s.c.clk, next.due)
+			if passed {
 				continue
 			}
 			if quiet {

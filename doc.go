@@ -19,6 +19,10 @@
 //   - cmd/dynalease: the command that runs a program only while it holds
 //     a lock or leads.
 //
+// This package holds the one thing both election and lock return: the
+// loss of a hold (LostError, ErrLost), stolen, expired, released elsewhere
+// or deleted.
+//
 // Leases are record-version-number (RVN) leases: no host ever compares its
 // wall clock with another's. See the election package for the safety
 // argument and, above all, for what a lease does not guarantee.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -208,7 +209,7 @@ func (e *Elector) LastError() (err error, since time.Time) {
 
 // observeRequest reports one request to the lock to the metrics.
 func (e *Elector) observeRequest(op string, err error, d time.Duration) {
-	e.cfg.Metrics.Request(op, resourcelock.RequestOutcome(err), d)
+	e.cfg.Metrics.Request(op, metrics.RequestOutcome(err), d)
 }
 
 // noteError records the outcome of a round: err nil clears the last error.

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
@@ -132,7 +133,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 				} else {
 					e.setLeader(w.Item.HolderIdentity)
 				}
-				lost := resourcelock.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing)
+				lost := dynalease.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing)
 				lost.Cause = w.Cause
 				t.end(lost)
 			default:
@@ -159,7 +160,7 @@ func (r *run) lost(ctx context.Context, t *term) error {
 		// if still ours, is let go so that nobody waits a lease for it.
 		cause = fmt.Errorf("the term ended before the leader's work started: %w", cause)
 		e.log.Info("the term's validity passed before the leader's work could start; releasing the record", "severity", "warning")
-		if lost := (*resourcelock.LostError)(nil); errors.As(t.endCause(), &lost) && lost.Reason == resourcelock.Expired {
+		if lost := (*dynalease.LostError)(nil); errors.As(t.endCause(), &lost) && lost.Reason == dynalease.Expired {
 			r.release(ctx)
 		}
 	}
@@ -217,7 +218,7 @@ func (r *run) release(ctx context.Context) {
 		e.log.Info("the record changed while the release was under way; it may have landed first")
 		e.forgetSelfAsLeader()
 	case w.Lost:
-		e.log.Info("not releasing the lease: it is no longer ours", "reason", resourcelock.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing).Error())
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", dynalease.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing).Error())
 		e.forgetSelfAsLeader()
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
@@ -115,14 +116,14 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		put    func(h *harness)
-		reason resourcelock.LostReason
+		reason dynalease.LostReason
 		holder string
 	}{
-		{"taken", func(h *harness) { h.putForeign("b", "stolen") }, resourcelock.Stolen, "b"},
+		{"taken", func(h *harness) { h.putForeign("b", "stolen") }, dynalease.Stolen, "b"},
 		{"released", func(h *harness) {
 			h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "x", LeaseDuration: lease, Released: true})
-		}, resourcelock.ReleasedElsewhere, "b"},
-		{"deleted", func(h *harness) { h.store.Delete(lockName) }, resourcelock.Deleted, ""},
+		}, dynalease.ReleasedElsewhere, "b"},
+		{"deleted", func(h *harness) { h.store.Delete(lockName) }, dynalease.Deleted, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -133,7 +134,7 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			h.freeRun()
 			h.step(retry)
 			err := h.result()
-			var lost *resourcelock.LostError
+			var lost *dynalease.LostError
 			if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.Holder != tc.holder {
 				t.Fatalf("Run = %v, want ErrLostLeadership and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
 			}
@@ -169,8 +170,8 @@ func TestStepDownAfterRenewDeadlineOfFailedRenewals(t *testing.T) {
 		t.Fatal("IsLeader true at RenewDeadline after the last confirmed send")
 	}
 	err := h.result()
-	var lost *resourcelock.LostError
-	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != resourcelock.Expired || !errors.Is(err, errReset) {
+	var lost *dynalease.LostError
+	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired || !errors.Is(err, errReset) {
 		t.Fatalf("Run = %v, want ErrLostLeadership, an Expired LostError, and the renewals' failure", err)
 	}
 	h.wantEvents("stopped", "work returned")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -80,12 +81,12 @@ func (t *term) expired() {
 
 // expiredLocked returns the loss of a term whose validity passed: Expired,
 // with the last renewal's failure when there was one.
-func (t *term) expiredLocked() *resourcelock.LostError {
+func (t *term) expiredLocked() *dynalease.LostError {
 	cause := errValidityPassed
 	if t.lastErr != nil {
 		cause = fmt.Errorf("%w (the last renewal: %w)", errValidityPassed, t.lastErr)
 	}
-	return &resourcelock.LostError{Lease: t.lease, Reason: resourcelock.Expired, Cause: cause}
+	return &dynalease.LostError{Lease: t.lease, Reason: dynalease.Expired, Cause: cause}
 }
 
 // renewalFailed notes the failure of a renewal, for an Expired loss.

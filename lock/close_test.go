@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -52,9 +52,9 @@ func TestReleaseOfAnExpiredLockStillReleasesTheRow(t *testing.T) {
 	waitDone(t, l)
 	f.store.ResetCalls()
 	err := l.Release(context.Background())
-	var lost *resourcelock.LostError
-	if !errors.As(err, &lost) || lost.Reason != resourcelock.Expired {
-		t.Fatalf("Release = %v, want the resourcelock.Expired LostError", err)
+	var lost *dynalease.LostError
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
+		t.Fatalf("Release = %v, want the dynalease.Expired LostError", err)
 	}
 	if row := f.item("k"); !row.Released {
 		t.Fatalf("row %+v not released", row.Record)

@@ -2,7 +2,7 @@ package lock_test
 
 // Lost answers and outages against the real server: a write that landed
 // while its answer was lost must be recognised by reading the row back,
-// and an outage must end a lock as resourcelock.Expired, never as resourcelock.Stolen.
+// and an outage must end a lock as dynalease.Expired, never as dynalease.Stolen.
 
 import (
 	"strings"
@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // dropOnce makes the next request of op land but lose its answer; the SDK
@@ -205,8 +205,8 @@ func TestDynamoDBThrottlingLongerThanTheValidityExpires(t *testing.T) {
 		t.Errorf("ValidUntil %v into the outage: a throttled heartbeat extended the lock", w.lastValid.Sub(start))
 	}
 	lost := lostError(t, l.Err())
-	if lost.Reason != resourcelock.Expired || lost.Holder != "" || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "Throttling") {
-		t.Errorf("Err = %v (reason %v, holder %q), want resourcelock.Expired caused by throttling", lost, lost.Reason, lost.Holder)
+	if lost.Reason != dynalease.Expired || lost.Holder != "" || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "Throttling") {
+		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Expired caused by throttling", lost, lost.Reason, lost.Holder)
 	}
 	// The row still names the owner: nobody stole it.
 	if it := e.item("k"); str(it, "ownerName") != c.Owner() {
@@ -236,8 +236,8 @@ func TestDynamoDBLockWithoutHeartbeatsEndsAtItsValidity(t *testing.T) {
 	if l.IsHeld() {
 		t.Error("IsHeld after the validity")
 	}
-	if lost := lostError(t, l.Err()); lost.Reason != resourcelock.Expired || lost.Cause != nil {
-		t.Errorf("Err = %v, want resourcelock.Expired without a cause", lost)
+	if lost := lostError(t, l.Err()); lost.Reason != dynalease.Expired || lost.Cause != nil {
+		t.Errorf("Err = %v, want dynalease.Expired without a cause", lost)
 	}
 	c.wantCounts(t, "an unrenewed lock", map[string]int{"UpdateItem": 1})
 }

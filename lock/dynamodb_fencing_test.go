@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -281,11 +282,11 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		}
 		// lostTo overwrites the held row and checks that the holder finds
 		// out at its next heartbeat.
-		lostTo := func(next fgRowState, reason resourcelock.LostReason, overwrite func()) {
+		lostTo := func(next fgRowState, reason dynalease.LostReason, overwrite func()) {
 			t.Helper()
 			overwrite()
 			err := l.Heartbeat(ctx)
-			var lost *resourcelock.LostError
+			var lost *dynalease.LostError
 			if !errors.As(err, &lost) || lost.Reason != reason {
 				t.Fatalf("%s: heartbeat after the row was overwritten = %v, want a loss (%v)", what, err, reason)
 			}
@@ -315,14 +316,14 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			state = fgJavaReleased
 		case r < 23:
 			javaRVN = uuid.NewString()
-			lostTo(fgJavaHeld, resourcelock.Stolen, func() {
+			lostTo(fgJavaHeld, dynalease.Stolen, func() {
 				e.putRaw(e.locks, fgJavaRow(key, "java-host-h", javaRVN, time.Millisecond, false))
 			})
 		case r < 28:
 			javaRVN = uuid.NewString()
-			lostTo(fgJavaInPlace, resourcelock.Stolen, func() { fgJavaTakeInPlace(t, e, key, "java-host-p", javaRVN) })
+			lostTo(fgJavaInPlace, dynalease.Stolen, func() { fgJavaTakeInPlace(t, e, key, "java-host-p", javaRVN) })
 		case r < 32:
-			lostTo(fgHeldDeleted, resourcelock.Deleted, func() { e.deleteLockRow(key) })
+			lostTo(fgHeldDeleted, dynalease.Deleted, func() { e.deleteLockRow(key) })
 		default:
 			released()
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -608,8 +609,8 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	if !errors.Is(err, lock.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
 		t.Fatalf("A's guarded write after B took over = %v, want ErrLost and ErrGuardLost", err)
 	}
-	var lost *resourcelock.LostError
-	if !errors.As(err, &lost) || lost.Reason != resourcelock.Stolen || lost.Holder != b.Owner() {
+	var lost *dynalease.LostError
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.Holder != b.Owner() {
 		t.Errorf("A's loss is %v, want stolen by %s", err, b.Owner())
 	}
 	a.wantTransactions(t, "A's guarded write", 1) // refused by the server, not by A's own clock
@@ -635,7 +636,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 // still say that the server refused it: dynamodbstore.Guarder promises
 // ErrGuardLost, meaning nothing was applied, and Lock.Guard that the error
 // matches it. Lock.Guard instead returns the lock's earlier end (l.err):
-// an resourcelock.Expired *resourcelock.LostError without ErrGuardLost, or ErrReleased, which
+// an dynalease.Expired *dynalease.LostError without ErrGuardLost, or ErrReleased, which
 // matches neither ErrLost nor ErrGuardLost nor ErrNotHeld.
 func TestDynamoDBGuardRefusalOutlivesTheLocksEnd(t *testing.T) {
 	e := newFGEnv(t)

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // goldenJava are the items of the golden file java-lock-client-items.json,
@@ -517,8 +517,8 @@ func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 	case <-time.After(testHeartbeat + slack):
 		t.Fatal("the theft was not found by the next heartbeat")
 	}
-	if lost := lostError(t, l.Err()); lost.Reason != resourcelock.Stolen || lost.Holder != "java-thief" {
-		t.Errorf("Err = %v, want resourcelock.Stolen by java-thief", lost)
+	if lost := lostError(t, l.Err()); lost.Reason != dynalease.Stolen || lost.Holder != "java-thief" {
+		t.Errorf("Err = %v, want dynalease.Stolen by java-thief", lost)
 	}
 	if got := str(e.item("k"), "ownerName"); got != "java-thief" {
 		t.Errorf("row owner %q after our loss; our heartbeat or release overwrote the Java holder", got)

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
@@ -238,12 +239,12 @@ func ended(l *lock.Lock) bool {
 	}
 }
 
-// lostError returns err as a *resourcelock.LostError, failing the test if it is not.
-func lostError(t *testing.T, err error) *resourcelock.LostError {
+// lostError returns err as a *dynalease.LostError, failing the test if it is not.
+func lostError(t *testing.T, err error) *dynalease.LostError {
 	t.Helper()
-	var lost *resourcelock.LostError
+	var lost *dynalease.LostError
 	if !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) {
-		t.Fatalf("error %v (%T) is not a *resourcelock.LostError matching ErrLost", err, err)
+		t.Fatalf("error %v (%T) is not a *dynalease.LostError matching ErrLost", err, err)
 	}
 	return lost
 }

@@ -16,10 +16,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 type acquired struct {
@@ -163,22 +163,22 @@ func TestDynamoDBCrashedHolderIsTakenOverOnlyAfterItsLockEnded(t *testing.T) {
 		t.Errorf("first lock ended %v after its validity", w.doneAt.Sub(w.lastValid))
 	}
 	lost := lostError(t, l1.Err())
-	if lost.Reason != resourcelock.Expired || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "UpdateItem") {
-		t.Errorf("first lock's Err = %v (reason %v, cause %v), want resourcelock.Expired with the failed UpdateItem as cause", lost, lost.Reason, lost.Cause)
+	if lost.Reason != dynalease.Expired || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "UpdateItem") {
+		t.Errorf("first lock's Err = %v (reason %v, cause %v), want dynalease.Expired with the failed UpdateItem as cause", lost, lost.Reason, lost.Cause)
 	}
 	if l1.IsHeld() || !l1.ValidUntil().IsZero() {
 		t.Error("the ended lock still looks held")
 	}
 
 	// Back from the "crash", the first client changes nothing: its lock stays
-	// ended (resourcelock.Expired), its heartbeat sends nothing, and its release sends
+	// ended (dynalease.Expired), its heartbeat sends nothing, and its release sends
 	// one write conditioned on its own RVN, which the server refuses (the
 	// row is the second client's now).
 	silence.Remove()
 	before := first.ft.Count("UpdateItem") + first.ft.Count("DeleteItem")
 	err := l1.Heartbeat(ctx)
-	if lost := lostError(t, err); lost.Reason != resourcelock.Expired {
-		t.Errorf("Heartbeat of the expired lock = %v, want resourcelock.Expired", err)
+	if lost := lostError(t, err); lost.Reason != dynalease.Expired {
+		t.Errorf("Heartbeat of the expired lock = %v, want dynalease.Expired", err)
 	}
 	if err := l1.Release(ctx); err == nil {
 		t.Error("Release of the expired lock succeeded")
@@ -196,7 +196,7 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	// A long lease keeps the first lock valid through the whole theft, so
-	// that the outcome is resourcelock.Stolen, not resourcelock.Expired, however slow the machine.
+	// that the outcome is dynalease.Stolen, not dynalease.Expired, however slow the machine.
 	const longLease = 20 * time.Second
 	first := e.newTimedClient(lock.WithLeaseDuration(longLease))
 	second := e.newTimedClient()
@@ -235,13 +235,13 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 		t.Fatalf("loss found at %v, after the lock's validity (%v): the test's timing did not work out", detected.Sub(silenced), validUntil.Sub(silenced))
 	}
 	lost := lostError(t, l1.Err())
-	if lost.Reason != resourcelock.Stolen || lost.Holder != second.Owner() {
-		t.Errorf("Err = %v (reason %v, holder %q), want resourcelock.Stolen by %q", lost, lost.Reason, lost.Holder, second.Owner())
+	if lost.Reason != dynalease.Stolen || lost.Holder != second.Owner() {
+		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Stolen by %q", lost, lost.Reason, lost.Holder, second.Owner())
 	}
 	if l1.IsHeld() {
 		t.Error("the stolen lock still looks held")
 	}
-	if err := l1.Release(ctx); !errors.As(err, new(*resourcelock.LostError)) {
+	if err := l1.Release(ctx); !errors.As(err, new(*dynalease.LostError)) {
 		t.Errorf("Release of the stolen lock = %v, want its LostError", err)
 	}
 	time.Sleep(testHeartbeat)
@@ -342,8 +342,8 @@ func TestDynamoDBLossIsClassifiedByWhatTheRowShows(t *testing.T) {
 	e.put(javaItem("released", "java-host", uuid.NewString(), testLease, nil, true))
 	for _, tc := range []struct {
 		l    *lock.Lock
-		want resourcelock.LostReason
-	}{{deleted, resourcelock.Deleted}, {released, resourcelock.ReleasedElsewhere}} {
+		want dynalease.LostReason
+	}{{deleted, dynalease.Deleted}, {released, dynalease.ReleasedElsewhere}} {
 		select {
 		case <-tc.l.Done():
 		case <-time.After(testHeartbeat + slack):

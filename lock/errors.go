@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease"
 )
 
 // ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
@@ -14,12 +14,12 @@ var ErrLocked = errors.New("lock: held by another owner")
 
 // ErrNotHeld is returned by Release and Heartbeat on a lock that this
 // client no longer holds because it was released. A lock lost to someone
-// else returns its *resourcelock.LostError instead.
+// else returns its *dynalease.LostError instead.
 var ErrNotHeld = errors.New("lock: not held")
 
-// ErrLost is matched by every *resourcelock.LostError: the value of
-// resourcelock.ErrLost, for callers of this package.
-var ErrLost = resourcelock.ErrLost
+// ErrLost is matched by every *dynalease.LostError: the value of
+// dynalease.ErrLost, for callers of this package.
+var ErrLost = dynalease.ErrLost
 
 // ErrReleased is what Lock.Err returns after the lock's own Release.
 var ErrReleased = errors.New("lock: released by its holder")

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 
@@ -18,7 +19,7 @@ import (
 
 // Heartbeat renews the lock now, with a fresh RVN, conditioned on this
 // owner and the lock's current RVN; it can also replace or delete the
-// lock's data. It returns nil once the renewal is confirmed, a *resourcelock.LostError
+// lock's data. It returns nil once the renewal is confirmed, a *dynalease.LostError
 // when the lock turns out lost, ErrNotHeld after Release, and otherwise the
 // error of a renewal that could not be confirmed (the lock stays held until
 // its validity runs out, unless a later heartbeat is confirmed).
@@ -95,7 +96,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&resourcelock.LostError{Lease: l.key.String(), Reason: resourcelock.Expired, Cause: l.lastErr})
+		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
 	}
 	switch {
 	case !l.ended:
@@ -109,8 +110,8 @@ func (l *Lock) heldLocked() error {
 
 // lostTo describes the loss of the lock to the row it, found missing when
 // missing.
-func (l *Lock) lostTo(it resourcelock.Item, missing bool) *resourcelock.LostError {
-	return resourcelock.LostTo(l.key.String(), it, missing)
+func (l *Lock) lostTo(it resourcelock.Item, missing bool) *dynalease.LostError {
+	return dynalease.LostTo(l.key.String(), it, missing)
 }
 
 // record returns the record of a new write by this client over cur: a

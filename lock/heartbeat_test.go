@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -75,9 +76,9 @@ func TestLostWhenNoHeartbeatIsConfirmed(t *testing.T) {
 		t.Fatal("IsHeld true at ValidUntil")
 	}
 	waitDone(t, l)
-	var lost *resourcelock.LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != resourcelock.Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
-		t.Fatalf("Err = %v, want resourcelock.Expired caused by the heartbeat error", l.Err())
+	var lost *dynalease.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
+		t.Fatalf("Err = %v, want dynalease.Expired caused by the heartbeat error", l.Err())
 	}
 	<-ctx.Done()
 	if !errors.Is(context.Cause(ctx), ErrLost) {
@@ -92,18 +93,18 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(f *fixture)
-		reason resourcelock.LostReason
+		reason dynalease.LostReason
 	}{
-		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, resourcelock.Stolen},
+		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, dynalease.Stolen},
 		{"released elsewhere", func(f *fixture) {
 			f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
-		}, resourcelock.ReleasedElsewhere},
-		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, resourcelock.Deleted},
+		}, dynalease.ReleasedElsewhere},
+		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, dynalease.Deleted},
 		{"force-released keeping the RVN", func(f *fixture) {
 			it := f.item("k")
 			it.Released = true
 			f.mem.PutItem(it)
-		}, resourcelock.ReleasedElsewhere},
+		}, dynalease.ReleasedElsewhere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -114,11 +115,11 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 			f.waitIdle("heartbeat")
 			f.wantOps(rlt.OpUpdate, rlt.OpGet)
 			waitDone(t, l)
-			var lost *resourcelock.LostError
+			var lost *dynalease.LostError
 			if !errors.As(l.Err(), &lost) || lost.Reason != tc.reason {
 				t.Fatalf("Err = %v, want %v", l.Err(), tc.reason)
 			}
-			if tc.reason == resourcelock.Stolen && lost.Holder != "thief" {
+			if tc.reason == dynalease.Stolen && lost.Holder != "thief" {
 				t.Fatalf("holder %q", lost.Holder)
 			}
 			if l.IsHeld() {
@@ -205,8 +206,8 @@ func TestWithoutBackgroundHeartbeatsTheLockRunsOut(t *testing.T) {
 	l := f.acquire("k")
 	f.fc.Step(validity)
 	waitDone(t, l)
-	var lost *resourcelock.LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != resourcelock.Expired || lost.Cause != nil {
+	var lost *dynalease.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired || lost.Cause != nil {
 		t.Fatalf("Err = %v", l.Err())
 	}
 	f.wantOps(rlt.OpCreate)

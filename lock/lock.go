@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/utils/clock"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -42,9 +43,9 @@ type Lock struct {
 	item        resourcelock.Item  // as last confirmed
 	sent        time.Time          // send time of the last confirmed write
 	deadline    *rvnlease.Deadline // the lock's validity; see the invariant
-	lastErr     error              // the last failure of a heartbeat, for resourcelock.Expired
+	lastErr     error              // the last failure of a heartbeat, for dynalease.Expired
 	ended       bool
-	err         error // why it ended: ErrReleased or a *resourcelock.LostError
+	err         error // why it ended: ErrReleased or a *dynalease.LostError
 	releaseSent bool  // a release of the row was sent after the lock expired
 	monitorT    clock.Timer
 	monitorRan  bool
@@ -155,7 +156,7 @@ func (l *Lock) IsHeld() bool {
 func (l *Lock) Done() <-chan struct{} { return l.done }
 
 // Err returns nil while the lock is held, ErrReleased after its Release,
-// and a *resourcelock.LostError (matching ErrLost) after it was lost.
+// and a *dynalease.LostError (matching ErrLost) after it was lost.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,7 +195,7 @@ func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&resourcelock.LostError{Lease: l.key.String(), Reason: resourcelock.Expired, Cause: l.lastErr})
+		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
 	}
 }
 
@@ -220,7 +221,7 @@ func (l *Lock) checkMonitor() {
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&resourcelock.LostError{Lease: l.key.String(), Reason: resourcelock.Expired, Cause: l.lastErr})
+		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
 	}
 	if !sent.Before(l.sent) {
 		l.item = it
@@ -245,7 +246,7 @@ func (l *Lock) countAcquired(wait time.Duration) {
 	defer l.mu.Unlock()
 	l.handedOut = true
 	l.c.cfg.metrics.Acquired(wait)
-	if le, ok := l.err.(*resourcelock.LostError); ok {
+	if le, ok := l.err.(*dynalease.LostError); ok {
 		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 }
@@ -263,7 +264,7 @@ func (l *Lock) loseLocked(err error) {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
-	if le, ok := err.(*resourcelock.LostError); ok && l.handedOut {
+	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
 		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -135,19 +135,19 @@ func TestReleaseAfterALateHeartbeatIsConditionedOnTheRowItWrote(t *testing.T) {
 	<-entered
 	f.store.OnCall(nil)
 	f.fc.Step(validity) // the answer is late: the lock's validity passes meanwhile
-	var lost *resourcelock.LostError
-	if err := <-beat; !errors.As(err, &lost) || lost.Reason != resourcelock.Expired {
-		t.Fatalf("late heartbeat = %v, want resourcelock.Expired", err)
+	var lost *dynalease.LostError
+	if err := <-beat; !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
+		t.Fatalf("late heartbeat = %v, want dynalease.Expired", err)
 	}
 	close(block)
-	if err := l.Release(context.Background()); !errors.As(err, &lost) || lost.Reason != resourcelock.Expired {
-		t.Fatalf("Release = %v, want the resourcelock.Expired LostError", err)
+	if err := l.Release(context.Background()); !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
+		t.Fatalf("Release = %v, want the dynalease.Expired LostError", err)
 	}
 	if row := f.item("k"); !row.Released {
 		t.Fatalf("row %+v left held after the release of the expired lock", row.Record)
 	}
-	if !errors.As(l.Err(), &lost) || lost.Reason != resourcelock.Expired {
-		t.Fatalf("Err = %v, want resourcelock.Expired still", l.Err())
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired {
+		t.Fatalf("Err = %v, want dynalease.Expired still", l.Err())
 	}
 }
 
@@ -163,8 +163,8 @@ func TestReleaseWhoseAnswerWasLostAfterAForcedReleaseReportsIt(t *testing.T) {
 	f.mem.PutItem(row)
 	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
 	err := l.Release(context.Background())
-	var lost *resourcelock.LostError
-	if !errors.As(err, &lost) || lost.Reason != resourcelock.ReleasedElsewhere {
-		t.Fatalf("Release = %v, want resourcelock.ReleasedElsewhere", err)
+	var lost *dynalease.LostError
+	if !errors.As(err, &lost) || lost.Reason != dynalease.ReleasedElsewhere {
+		t.Fatalf("Release = %v, want dynalease.ReleasedElsewhere", err)
 	}
 }

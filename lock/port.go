@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -32,7 +33,7 @@ func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
 
 // observeRequest reports one request to the store to the metrics.
 func (c *Client) observeRequest(op string, err error, d time.Duration) {
-	c.cfg.metrics.Request(op, resourcelock.RequestOutcome(err), d)
+	c.cfg.metrics.Request(op, metrics.RequestOutcome(err), d)
 }
 
 // acquirePort is one key of the client's store as an Acquire writes it:

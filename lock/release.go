@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -16,13 +17,13 @@ import (
 // or deleted with WithDeleteOnRelease, by a write conditioned on this owner
 // and the lock's RVN, so nobody else's lock is ever touched.
 //
-// It returns ErrNotHeld for a lock already released, the *resourcelock.LostError of a
+// It returns ErrNotHeld for a lock already released, the *dynalease.LostError of a
 // lock lost before (including one found taken over while releasing), and
 // the error of a release write that could not be confirmed: the row then
 // runs out on its own after a lease. A lock that was lost only because its
-// validity passed (resourcelock.Expired) is still released in the row, best effort, so
+// validity passed (dynalease.Expired) is still released in the row, best effort, so
 // that others need not wait a lease for it; Release then returns its
-// *resourcelock.LostError all the same.
+// *dynalease.LostError all the same.
 //
 // The write is still sent when ctx has been cancelled (a deferred Release
 // at shutdown releases), but Release returns by ctx's deadline, if it has
@@ -97,8 +98,8 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 // validity passed (err, from heldLocked) and no release has been sent for
 // it yet; it counts the release as sent.
 func (l *Lock) expiredUnreleasedLocked(err error) bool {
-	var lost *resourcelock.LostError
-	if !errors.As(err, &lost) || lost.Reason != resourcelock.Expired || l.releaseSent {
+	var lost *dynalease.LostError
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Expired || l.releaseSent {
 		return false
 	}
 	l.releaseSent = true
@@ -132,7 +133,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 }
 
 // afterRelease classifies what a release over cur found (see
-// rvnlease.Written.ReleaseDone): done, the lock lost before (a *resourcelock.LostError,
+// rvnlease.Written.ReleaseDone): done, the lock lost before (a *dynalease.LostError,
 // which Err returns from then on unless the lock had already been lost),
 // or a write that did not land.
 func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
@@ -145,7 +146,7 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 	case w.Lost:
 		lost := l.lostTo(w.Item, w.Missing)
 		l.mu.Lock()
-		if _, already := l.err.(*resourcelock.LostError); !already {
+		if _, already := l.err.(*dynalease.LostError); !already {
 			l.err = lost
 		}
 		l.mu.Unlock()

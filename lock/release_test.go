@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -63,9 +64,9 @@ func TestReleaseOfALockLostMeanwhileTouchesNothing(t *testing.T) {
 	l := f.acquire("k")
 	f.putForeign("k", "thief", "x", lease) // taken over behind our back
 	err := l.Release(context.Background())
-	var lost *resourcelock.LostError
-	if !errors.As(err, &lost) || lost.Reason != resourcelock.Stolen || lost.Holder != "thief" {
-		t.Fatalf("Release = %v, want resourcelock.Stolen by thief", err)
+	var lost *dynalease.LostError
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" {
+		t.Fatalf("Release = %v, want dynalease.Stolen by thief", err)
 	}
 	if it := f.item("k"); it.HolderIdentity != "thief" || it.Released || it.RVN != "x" {
 		t.Fatalf("someone else's row was changed: %+v", it)

@@ -5,44 +5,51 @@ import (
 	"fmt"
 )
 
-// ConflictError is the error of a write whose condition did not hold. It
-// matches ErrConflict.
-//
-// Current is the row as the failed condition found it, when the store
-// returned it: dynamodbstore.Store asks for it with every conditional write
-// (ReturnValuesOnConditionCheckFailure ALL_OLD), and MemoryStore gives it
-// too. Current is nil when the row was missing, when the store returned no
-// item, or when the item returned could not be decoded; a caller that needs
-// the row then reads it. Current says nothing about what happens to the row
-// afterwards.
-type ConflictError struct {
-	// What names the store, key and operation, for the message.
-	What string
-	// Current is the row the condition was checked against, or nil.
-	Current *Item
-	// Err is the store's own error, when there is one.
-	Err error
+// Conflict returns the error of a write whose condition did not hold: it
+// matches ErrConflict, names what (the store, key and operation) and wraps
+// cause, the store's own error, when there is one. current is the row as
+// the failed condition found it, when the store has it (dynamodbstore asks
+// for it with every conditional write, and MemoryStore gives it too);
+// CurrentItem returns it. Give nil when the row was missing or the store
+// returned none: a caller that needs the row then reads it.
+func Conflict(what string, current *Item, cause error) error {
+	return &conflictError{what: what, current: current, err: cause}
 }
-
-func (e *ConflictError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("%s: %v", e.What, ErrConflict)
-	}
-	return fmt.Sprintf("%s: %v (%v)", e.What, ErrConflict, e.Err)
-}
-
-// Is makes a ConflictError match ErrConflict.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
-// Unwrap returns the store's own error.
-func (e *ConflictError) Unwrap() error { return e.Err }
 
 // CurrentItem returns the row that a failed conditional write found, when
-// err is a ConflictError that carries one.
+// err is a Conflict that carries one. It says nothing about what happens to
+// the row afterwards.
 func CurrentItem(err error) (Item, bool) {
-	var ce *ConflictError
-	if !errors.As(err, &ce) || ce.Current == nil {
+	var ce *conflictError
+	if !errors.As(err, &ce) || ce.current == nil {
 		return Item{}, false
 	}
-	return cloneItem(*ce.Current), true
+	return cloneItem(*ce.current), true
+}
+
+type conflictError struct {
+	what    string
+	current *Item
+	err     error
+}
+
+func (e *conflictError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("%s: %v", e.what, ErrConflict)
+	}
+	return fmt.Sprintf("%s: %v (%v)", e.what, ErrConflict, e.err)
+}
+
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+
+func (e *conflictError) Unwrap() error { return e.err }
+
+// WithoutCurrent returns err with the row of a Conflict left out (as a
+// store that returns no row would answer), and err itself otherwise.
+func WithoutCurrent(err error) error {
+	var ce *conflictError
+	if !errors.As(err, &ce) || ce.current == nil {
+		return err
+	}
+	return &conflictError{what: ce.what, err: ce.err}
 }

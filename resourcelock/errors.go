@@ -2,7 +2,6 @@ package resourcelock
 
 import (
 	"errors"
-	"fmt"
 )
 
 // ErrNotFound is returned by Get when the table holds no record for the lock.
@@ -39,17 +38,3 @@ var ErrPermanent = errors.New("resourcelock: waiting cannot fix this")
 // ErrThrottled is matched by a store's errors that refuse a request for
 // capacity: waiting fixes them. It is for metrics (RequestOutcome).
 var ErrThrottled = errors.New("resourcelock: throttled")
-
-// ConfigError names the field of a store's or a lease's configuration that
-// failed validation. It matches ErrInvalidArgument.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s %s", ErrInvalidArgument, e.Field, e.Reason)
-}
-
-// Is makes every ConfigError match ErrInvalidArgument.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidArgument }

@@ -31,7 +31,7 @@ func NewLease(store Store, key Key, identity string) (*Lease, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, err
 	}
-	if err := CheckIdentity(identity); err != nil {
+	if err := checkIdentity(identity); err != nil {
 		return nil, err
 	}
 	return &Lease{store: store, key: key, identity: identity}, nil

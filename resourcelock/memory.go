@@ -156,12 +156,12 @@ func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, 
 // conflict returns the error of a failed condition on the row cur (ok
 // when there is one), carrying the row as dynamodbstore.Store does.
 func conflict(key Key, op string, cur Item, ok bool) error {
-	ce := &ConflictError{What: fmt.Sprintf("memory/%s: %s", key, op)}
+	var current *Item
 	if ok {
 		c := cloneItem(cur)
-		ce.Current = &c
+		current = &c
 	}
-	return ce
+	return Conflict(fmt.Sprintf("memory/%s: %s", key, op), current, nil)
 }
 
 func matches(cur Record, expect Precondition) bool {

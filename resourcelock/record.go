@@ -141,9 +141,9 @@ func CheckKey(k Key) error {
 	return nil
 }
 
-// CheckIdentity reports whether id can name a holder: 1 to
+// checkIdentity reports whether id can name a holder: 1 to
 // MaxIdentityBytes bytes. It returns an error matching ErrInvalidArgument.
-func CheckIdentity(id string) error {
+func checkIdentity(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: identity is empty", ErrInvalidArgument)
 	}
@@ -173,7 +173,7 @@ func fillHolder(id string, rec Record) (Record, error) {
 // nil. Every store writes the normalized form, so that what a write
 // returns equals what a later read returns.
 func PrepareWrite(rec Record) (Record, error) {
-	if err := CheckIdentity(rec.HolderIdentity); err != nil {
+	if err := checkIdentity(rec.HolderIdentity); err != nil {
 		return Record{}, err
 	}
 	if rec.RVN == "" {

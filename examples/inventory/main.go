@@ -65,9 +65,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -257,7 +257,7 @@ func printPaused(out io.Writer, p pausedResult) {
 
 // errorKind names the kind of a refused write's error.
 func errorKind(err error) string {
-	var lost *resourcelock.LostError
+	var lost *dynalease.LostError
 	switch {
 	case errors.As(err, &lost):
 		return "lost lock, " + lost.Reason.String()

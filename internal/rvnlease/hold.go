@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -124,7 +125,7 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item, remove fu
 // When the read fails too, the server's verdict stands: Stolen. Unlike
 // the holder's other methods it touches none of the holder's writes in
 // doubt, so it may run beside a renewal.
-func (h *Holder) Lost(ctx context.Context, lease string, cause error) *resourcelock.LostError {
+func (h *Holder) Lost(ctx context.Context, lease string, cause error) *dynalease.LostError {
 	cfg := h.w.cfg
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
@@ -136,9 +137,9 @@ func (h *Holder) Lost(ctx context.Context, lease string, cause error) *resourcel
 	} else {
 		cfg.observe("get", start, err)
 	}
-	lost := &resourcelock.LostError{Lease: lease, Reason: resourcelock.Stolen}
+	lost := &dynalease.LostError{Lease: lease, Reason: dynalease.Stolen}
 	if err == nil || missing {
-		lost = resourcelock.LostTo(lease, it, missing)
+		lost = dynalease.LostTo(lease, it, missing)
 	}
 	lost.Cause = cause
 	return lost

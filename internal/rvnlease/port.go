@@ -12,7 +12,7 @@ import (
 
 // Port is the storage of the one lease the engine works on, with the
 // semantics of resourcelock.Store's methods for one key. A failed
-// condition should return a *resourcelock.ConflictError carrying the row
+// condition should return a resourcelock.Conflict carrying the row
 // it found, when the store has it: the engine then settles the write
 // without reading.
 type Port interface {

@@ -85,3 +85,17 @@ func GuardOutcome(err error) string {
 		return "error"
 	}
 }
+
+// ConfigError names the field of Config or LeaseConfig that failed
+// validation. It matches resourcelock.ErrInvalidArgument.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s %s", resourcelock.ErrInvalidArgument, e.Field, e.Reason)
+}
+
+// Is makes every ConfigError match resourcelock.ErrInvalidArgument.
+func (e *ConfigError) Is(target error) bool { return target == resourcelock.ErrInvalidArgument }

@@ -85,7 +85,7 @@ func (d *Store) CanFence() bool { return d.fenceTable != "" }
 
 // badConfig returns the error of a configuration field.
 func badConfig(field, format string, args ...any) error {
-	return &resourcelock.ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets

@@ -92,7 +92,7 @@ type Store struct {
 var _ resourcelock.Store = (*Store)(nil)
 
 // New validates cfg and returns a store. It sends no request.
-// An invalid cfg gives a *resourcelock.ConfigError naming the field (matching
+// An invalid cfg gives a *ConfigError naming the field (matching
 // resourcelock.ErrInvalidArgument).
 func New(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
@@ -311,7 +311,7 @@ func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *
 		ExpressionAttributeValues: e.values,
 		ReturnValues:              types.ReturnValueAllNew,
 		// A failed condition answers with the row it found, which settles
-		// the write without a second request (see resourcelock.ConflictError).
+		// the write without a second request (see resourcelock.Conflict).
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
@@ -337,19 +337,19 @@ func (d *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // wrap classifies a DynamoDB error: a failed condition becomes a
-// *resourcelock.ConflictError (carrying the row the server returned, when it did and the
+// resourcelock.Conflict (carrying the row the server returned, when it did and the
 // row decodes), a missing table ErrTableNotFound; anything else keeps its
 // cause.
 func (d *Store) wrap(key resourcelock.Key, op string, err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		ce := &resourcelock.ConflictError{What: fmt.Sprintf("%s: %s", d.describeKey(key), op), Err: err}
+		var current *resourcelock.Item
 		if len(ccf.Item) > 0 {
 			if it, derr := d.keys.decodeItem(ccf.Item); derr == nil {
-				ce.Current = &it
+				current = &it
 			}
 		}
-		return ce
+		return resourcelock.Conflict(fmt.Sprintf("%s: %s", d.describeKey(key), op), current, err)
 	}
 	return wrapTableError(d.table, fmt.Sprintf("%s: %s", d.describeKey(key), op), err)
 }

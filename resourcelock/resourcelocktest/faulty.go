@@ -2,7 +2,6 @@ package resourcelocktest
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -76,7 +75,7 @@ func (f *faults) Inject(op Op, n int, fault Fault) {
 }
 
 // HideConflictRows makes every failed condition carry no row
-// (resourcelock.ConflictError.Current nil), as a store that does not
+// (resourcelock.CurrentItem finds none), as a store that does not
 // return one: the caller must then read the row to settle its write. The
 // engine's read fallback is tested this way.
 func (f *faults) HideConflictRows(hide bool) {
@@ -151,9 +150,8 @@ func (f *faults) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 	}
 	defer func() {
 		f.mu.Lock()
-		var ce *resourcelock.ConflictError
-		if f.hide && errors.As(err, &ce) && ce.Current != nil {
-			err = &resourcelock.ConflictError{What: ce.What, Err: ce.Err}
+		if f.hide {
+			err = resourcelock.WithoutCurrent(err)
 		}
 		f.calls = append(f.calls, Call{Op: op, Err: err})
 		f.mu.Unlock()

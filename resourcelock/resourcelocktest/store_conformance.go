@@ -427,8 +427,8 @@ func testStoreConcurrentTakeover(t *testing.T, s resourcelock.Store) {
 }
 
 // testStoreConflictCurrent checks what a failed condition reports of the
-// row: a store need not return it (resourcelock.ConflictError.Current may
-// be nil), but one that does returns the row as it was, and none for a
+// row: a store need not return it (resourcelock.CurrentItem may
+// find none), but one that does returns the row as it was, and none for a
 // missing row.
 func testStoreConflictCurrent(t *testing.T, s resourcelock.Store) {
 	k := storeKey("conflict-current")

@@ -1,13 +1,15 @@
-package resourcelock
+package dynalease
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // ErrLost is matched by every *LostError: a hold (a lock, a term of
 // leadership) that ended without its holder asking.
-var ErrLost = errors.New("resourcelock: lost")
+var ErrLost = errors.New("dynalease: lost")
 
 // LostReason says how a hold was lost.
 type LostReason int
@@ -75,7 +77,7 @@ func (e *LostError) Unwrap() error { return e.Cause }
 // LostTo returns the loss of the hold on lease to the row it (missing
 // when there is none) found in place of the holder's own: Deleted,
 // ReleasedElsewhere or Stolen.
-func LostTo(lease string, it Item, missing bool) *LostError {
+func LostTo(lease string, it resourcelock.Item, missing bool) *LostError {
 	e := &LostError{Lease: lease}
 	switch {
 	case missing:

@@ -493,3 +493,25 @@ func TestAcquireGivesUpWhenTheTableStopsAnsweringAfterARelease(t *testing.T) {
 	}
 	t.Fatalf("still retrying after %v (budget %v)", f.now().Sub(epoch), holderLease+2*time.Second)
 }
+
+// Client.Get takes the sort key value and refuses the options that only
+// an acquisition uses, rather than ignore them.
+func TestGetRefusesAcquisitionOptions(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	f.acquire("k")
+	if _, err := f.c.Get(context.Background(), "k"); err != nil {
+		t.Fatalf("Get = %v", err)
+	}
+	for name, opt := range map[string]AcquireOption{
+		"WithData":            WithData([]byte("x")),
+		"WithDeleteOnRelease": WithDeleteOnRelease(),
+		"WithReentrant":       WithReentrant(),
+		"WithAdditionalWait":  WithAdditionalWait(time.Second),
+	} {
+		var oe *OptionError
+		if _, err := f.c.Get(context.Background(), "k", opt); !errors.As(err, &oe) || oe.Option != "Get" {
+			t.Errorf("Get with %s = %v, want an OptionError naming Get", name, err)
+		}
+	}
+}

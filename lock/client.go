@@ -157,12 +157,18 @@ func (c *Client) unclaim(k resourcelock.Key, s *slot) {
 }
 
 // Get reads the lock on key without taking it. The result cannot release
-// or heartbeat anybody's lock. It returns an error matching
-// resourcelock.ErrNotFound when there is no row.
+// or heartbeat anybody's lock. Of the acquire options it takes only
+// WithSortKeyValue, and refuses the others (an error matching
+// ErrInvalidOption). It returns an error matching resourcelock.ErrNotFound
+// when there is no row.
 func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (Info, error) {
-	_, k, err := c.acquireConfig(key, opts)
+	a, k, err := c.acquireConfig(key, opts)
 	if err != nil {
 		return Info{}, err
+	}
+	if a.data != nil || !a.replaceData || a.deleteOnRelease || a.onlyIfExists || a.attributes != nil || a.failIfLocked ||
+		a.reentrant || a.monitor != nil || a.refresh != c.cfg.refresh || a.additionalWait != 0 {
+		return Info{}, invalid("Get", "Get takes WithSortKeyValue only; the other options are an acquisition's")
 	}
 	started := c.clk.Now()
 	it, err := c.store.Get(ctx, k)

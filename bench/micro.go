@@ -29,7 +29,7 @@ type microResult struct {
 	Output     string           `json:"failed_output,omitempty"`
 }
 
-var microPackages = []string{"./resourcelock/", "./lock/", "./election/"}
+var microPackages = []string{"./resourcelock/dynamodbstore/", "./lock/", "./election/"}
 
 // rowMicro is row 7: the Go microbenchmarks, run by go test in a
 // subprocess while DynamoDB Local is idle.

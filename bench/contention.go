@@ -73,8 +73,7 @@ func (b *bench) rowContention(ctx context.Context) error {
 	key := "contended-" + b.runID
 	lcs := make([]*lock.Client, nc)
 	for i := range lcs {
-		lc, err := lock.New(c, table, lock.WithOwnerName(fmt.Sprintf("client-%02d-%s", i, b.runID)),
-			lock.WithLeaseDuration(contLease), lock.WithRefreshPeriod(contRefresh), lock.WithHeartbeatPeriod(contHeartbeat))
+		lc, err := lock.New(lock.Config{Client: c, Table: table, Owner: fmt.Sprintf("client-%02d-%s", i, b.runID), LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat})
 		if err != nil {
 			return err
 		}

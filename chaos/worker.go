@@ -244,15 +244,7 @@ func (w *worker) lockLoop(ctx context.Context) error {
 	if margin == 0 {
 		margin = w.cfg.lockLease / 10 // the client's default
 	}
-	c, err := lock.New(w.ddb, w.cfg.locks,
-		lock.WithOwnerName(w.cfg.id),
-		lock.WithClock(w.clk),
-		lock.WithLeaseDuration(w.cfg.lockLease),
-		lock.WithSafetyMargin(margin),
-		lock.WithHeartbeatPeriod(w.cfg.lockLease/6),
-		lock.WithRequestTimeout(w.cfg.lockLease/4),
-		lock.WithRefreshPeriod(w.cfg.retry),
-		lock.WithFencing(w.cfg.fences))
+	c, err := lock.New(lock.Config{Client: w.ddb, Table: w.cfg.locks, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, FenceTable: w.cfg.fences})
 	if err != nil {
 		return err
 	}

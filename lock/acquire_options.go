@@ -108,7 +108,7 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	case c.cfg.sortKey != "" && a.sortKey == "":
 		return a, k, invalid("WithSortKeyValue", "the table has sort key %q; use WithSortKeyValue", c.cfg.sortKey)
 	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
-		return a, k, invalid("WithSortKeyValue", "WithSortKeyValue given but the table has no sort key attribute (WithSortKeyAttribute)")
+		return a, k, invalid("WithSortKeyValue", "WithSortKeyValue given but the table has no sort key attribute (Config.SortKeyAttribute)")
 	case resourcelock.CheckData(a.data) != nil:
 		return a, k, checkData(a.data)
 	case a.refresh < MinRefreshPeriod:

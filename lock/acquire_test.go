@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -296,52 +296,72 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 	f.wantOps()
 }
 
-func TestClientOptionValidation(t *testing.T) {
+func TestClientConfigValidation(t *testing.T) {
 	store := resourcelock.NewMemoryStore()
-	for name, opts := range map[string][]Option{
-		"heartbeat not below lease":   {WithLeaseDuration(10 * time.Second), WithHeartbeatPeriod(10 * time.Second)},
-		"heartbeat above half":        {WithLeaseDuration(10 * time.Second), WithHeartbeatPeriod(4 * time.Second), WithRequestTimeout(time.Second)},
-		"negative heartbeat":          {WithHeartbeatPeriod(-time.Second)},
-		"zero lease":                  {WithLeaseDuration(-1)},
-		"margin at lease":             {WithSafetyMargin(DefaultLeaseDuration)},
-		"ttl slack under an hour":     {WithTTL(time.Minute)},
-		"zero concurrency":            {WithHeartbeatConcurrency(0)},
-		"non-positive refresh":        {WithRefreshPeriod(-time.Second)},
-		"owner name over 1 KiB":       {WithOwnerName(string(make([]byte, 2000)))},
-		"request timeout too long":    {WithRequestTimeout(time.Minute)},
-		"non-positive cache capacity": {WithObservationCacheSize(-1)},
-		"transaction without room":    {WithMaxTransactItems(1)},
-		"transaction above 100 items": {WithMaxTransactItems(101)},
+	const s = time.Second
+	for name, tc := range map[string]struct {
+		cfg   Config
+		field string
+	}{
+		"heartbeat not below lease":   {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 10 * s}, "HeartbeatPeriod"},
+		"heartbeat above half":        {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 4 * s, RequestTimeout: s}, "HeartbeatPeriod"},
+		"negative heartbeat":          {Config{HeartbeatPeriod: -s}, "HeartbeatPeriod"},
+		"negative lease":              {Config{LeaseDuration: -1}, "LeaseDuration"},
+		"margin at lease":             {Config{SafetyMargin: DefaultLeaseDuration}, "SafetyMargin"},
+		"ttl slack under an hour":     {Config{TTL: time.Minute}, "TTL"},
+		"negative concurrency":        {Config{HeartbeatConcurrency: -1}, "HeartbeatConcurrency"},
+		"negative refresh":            {Config{RefreshPeriod: -s}, "RefreshPeriod"},
+		"owner name over 1 KiB":       {Config{Owner: string(make([]byte, 2000))}, "Owner"},
+		"request timeout too long":    {Config{RequestTimeout: time.Minute}, "RequestTimeout"},
+		"negative cache capacity":     {Config{ObservationCacheSize: -1}, "ObservationCacheSize"},
+		"transaction without room":    {Config{MaxTransactItems: 1}, "MaxTransactItems"},
+		"transaction above 100 items": {Config{MaxTransactItems: 101}, "MaxTransactItems"},
 		// Bug 9 of the engine issue: a margin with no room for drift.
-		"margin of 1 ns":           {WithSafetyMargin(time.Nanosecond)},
-		"margin below 1% of lease": {WithLeaseDuration(10 * time.Second), WithSafetyMargin(99 * time.Millisecond)},
+		"margin of 1 ns":           {Config{SafetyMargin: time.Nanosecond}, "SafetyMargin"},
+		"margin below 1% of lease": {Config{LeaseDuration: 10 * s, SafetyMargin: 99 * time.Millisecond}, "SafetyMargin"},
 		// Bug 11: floors for a network store.
-		"refresh of 1 ns":           {WithRefreshPeriod(time.Nanosecond)},
-		"heartbeat below the floor": {WithHeartbeatPeriod(MinHeartbeatPeriod - 1)},
-		"request timeout of 1 ns":   {WithRequestTimeout(time.Nanosecond)},
-		// Review issue, bug 5: sums that overflowed passed.
-		"request timeout of for ever": {WithRequestTimeout(math.MaxInt64)},
-		"heartbeat of for ever":       {WithHeartbeatPeriod(math.MaxInt64)},
-		"both near for ever":          {WithHeartbeatPeriod(math.MaxInt64 / 2), WithRequestTimeout(math.MaxInt64/2 + 1)},
+		"refresh of 1 ns":           {Config{RefreshPeriod: time.Nanosecond}, "RefreshPeriod"},
+		"heartbeat below the floor": {Config{HeartbeatPeriod: MinHeartbeatPeriod - 1}, "HeartbeatPeriod"},
+		"request timeout of 1 ns":   {Config{RequestTimeout: time.Nanosecond}, "RequestTimeout"},
+		// Review issue, bug 5: sums that overflowed passed; each field the
+		// sum rule refuses is named, the one that alone breaks it first.
+		"request timeout of for ever": {Config{RequestTimeout: math.MaxInt64}, "RequestTimeout"},
+		"heartbeat of for ever":       {Config{HeartbeatPeriod: math.MaxInt64}, "HeartbeatPeriod"},
+		"both near for ever":          {Config{HeartbeatPeriod: math.MaxInt64 / 2, RequestTimeout: math.MaxInt64/2 + 1}, "RequestTimeout"},
+		// A Config names one store.
+		"no store":            {Config{}, "Client"},
+		"store and client":    {Config{Client: &dynamodb.Client{}}, "Store"},
+		"store and table":     {Config{Table: "locks"}, "Table"},
+		"store and fences":    {Config{Fencing: true, FenceTable: "fences"}, "FenceTable"},
+		"store and ttl name":  {Config{TTLAttribute: "expires"}, "TTLAttribute"},
+		"manual and periodic": {Config{ManualHeartbeats: true, HeartbeatPeriod: s}, "HeartbeatPeriod"},
 	} {
-		_, err := NewFromStore(store, opts...)
+		cfg := tc.cfg
+		if name != "no store" {
+			cfg.Store = store
+		}
+		_, err := New(cfg)
 		var oe *OptionError
-		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || !strings.HasPrefix(oe.Option, "With") {
-			t.Errorf("%s: %v, want an OptionError naming the option", name, err)
+		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != tc.field {
+			t.Errorf("%s: %v, want an OptionError naming %s", name, err, tc.field)
 		}
 	}
-	if _, err := NewFromStore(store, WithLeaseDuration(10*time.Second), WithHeartbeatPeriod(time.Second), WithSafetyMargin(MinSafetyMargin(10*time.Second))); err != nil {
+	if _, err := New(Config{Store: store, LeaseDuration: 10 * s, HeartbeatPeriod: s, SafetyMargin: MinSafetyMargin(10 * s)}); err != nil {
 		t.Errorf("the smallest margin allowed is refused: %v", err)
 	}
-	c, err := NewFromStore(store)
+	c, err := New(Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.cfg.lease != 20*time.Second || c.cfg.heartbeat != 5*time.Second || c.cfg.margin != 2*time.Second || c.Owner() == "" {
+	if c.cfg.lease != 20*s || c.cfg.heartbeat != 5*s || c.cfg.margin != 2*s || c.Owner() == "" {
 		t.Fatalf("defaults %+v", c.cfg)
 	}
-	if other, _ := NewFromStore(store); other.Owner() == c.Owner() {
+	if other, _ := New(Config{Store: store}); other.Owner() == c.Owner() {
 		t.Fatal("two clients got the same default owner name")
+	}
+	m, err := New(Config{Store: store, ManualHeartbeats: true})
+	if err != nil || m.cfg.heartbeat != 0 {
+		t.Fatalf("ManualHeartbeats: heartbeat %v, %v; want none", m.cfg.heartbeat, err)
 	}
 }
 
@@ -360,22 +380,6 @@ func TestARowNamingThisOwnerFromAnEarlierProcessIsWaitedOut(t *testing.T) {
 	f.putForeign("k", ownerName, "rvn-of-a-crashed-process", lease)
 	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryAcquire over our own name's row = %v, want ErrLocked", err)
-	}
-}
-
-// Review issue, bug 5: each option that the sum rule refuses is named, the
-// one that alone breaks it first.
-func TestOverlongTimeoutsNameTheirOption(t *testing.T) {
-	store := resourcelock.NewMemoryStore()
-	for want, opts := range map[string][]Option{
-		"WithRequestTimeout":  {WithRequestTimeout(math.MaxInt64)},
-		"WithHeartbeatPeriod": {WithHeartbeatPeriod(math.MaxInt64)},
-	} {
-		_, err := NewFromStore(store, opts...)
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != want {
-			t.Errorf("%s(max) = %v, want an OptionError naming %s", want, err, want)
-		}
 	}
 }
 

@@ -48,46 +48,43 @@ type slot struct {
 	lock *Lock // while held
 }
 
-// New returns a client for the lock table called table. It validates the
-// options and sends no request.
-func New(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client, error) {
-	cfg, err := newConfig(opts)
+// New returns a client as cfg says: on the lock table cfg.Table through
+// cfg.Client, or over cfg.Store. It validates cfg (an error matching
+// ErrInvalidOption names the field) and sends no request.
+func New(cfg Config) (*Client, error) {
+	c, err := cfg.resolve()
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.Store != nil && cfg.Client != nil:
+		return nil, invalid("Store", "is set, and so is Client: give one")
+	case cfg.Store != nil:
+		if field := cfg.tableField(); field != "" {
+			return nil, invalid(field, "is set, but Store decides it (set it in the store's own configuration)")
+		}
+		return newClient(cfg.Store, c, true), nil
+	case cfg.Client == nil:
+		return nil, invalid("Client", "is nil (or give Store)")
+	case cfg.Fencing && cfg.FenceTable == "":
+		return nil, invalid("FenceTable", "is empty, and Fencing on a DynamoDB table needs one")
 	}
 	store, err := dynamodbstore.New(dynamodbstore.Config{
-		Client:           client,
-		Table:            table,
-		PartitionKey:     cfg.partitionKey,
-		SortKey:          cfg.sortKey,
-		TTLAttribute:     cfg.ttlAttribute,
-		RequestTimeout:   cfg.requestTimeout,
-		FenceTable:       cfg.fenceTable,
-		Clock:            cfg.clock,
-		MaxTransactItems: cfg.maxTransact,
-		OnGuardConflict:  func() { cfg.metrics.GuardedWrite("conflict_retried") },
+		Client:           cfg.Client,
+		Table:            cfg.Table,
+		PartitionKey:     c.partitionKey,
+		SortKey:          c.sortKey,
+		TTLAttribute:     c.ttlAttribute,
+		RequestTimeout:   c.requestTimeout,
+		FenceTable:       c.fenceTable,
+		Clock:            c.clock,
+		MaxTransactItems: c.maxTransact,
+		OnGuardConflict:  func() { c.metrics.GuardedWrite("conflict_retried") },
 	})
 	if err != nil {
-		return nil, &OptionError{Option: "New", Err: err}
+		return nil, &OptionError{Option: "Table", Err: err}
 	}
-	return newClient(store, cfg, false), nil
-}
-
-// NewFromStore returns a client over any resourcelock.Store, such as a
-// resourcelock.MemoryStore in unit tests. The store's own configuration
-// decides key and TTL attribute names and where fencing generations are
-// kept; WithPartitionKey, WithSortKeyAttribute, WithTTLAttribute and
-// WithFencing's table name are ignored (WithFencing still turns fencing
-// on).
-func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
-	if store == nil {
-		return nil, invalid("store", "store is nil")
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newClient(store, cfg, true), nil
+	return newClient(store, c, false), nil
 }
 
 func newClient(store resourcelock.Store, cfg config, external bool) *Client {

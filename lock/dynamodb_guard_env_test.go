@@ -110,9 +110,9 @@ func (e *fgEnv) newClient(name string, opts ...lock.Option) *fgClient {
 		lock.WithRefreshPeriod(fgRefresh),
 		lock.WithRequestTimeout(fgTimeout),
 	}
-	lc, err := lock.New(sdk, e.locks, append(all, opts...)...)
+	lc, err := lock.NewOn(sdk, e.locks, append(all, opts...)...)
 	if err != nil {
-		t.Fatalf("lock.New(%s): %v", name, err)
+		t.Fatalf("lock.NewOn(%s): %v", name, err)
 	}
 	c.Client = lc
 	t.Cleanup(func() {

@@ -151,7 +151,7 @@ func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 	if e.sk != "" {
 		all = append(all, lock.WithSortKeyAttribute(e.sk))
 	}
-	lc, err := lock.New(sdk, e.table, append(all, opts...)...)
+	lc, err := lock.NewOn(sdk, e.table, append(all, opts...)...)
 	if err != nil {
 		t.Fatalf("lock.New: %v", err)
 	}

@@ -30,7 +30,7 @@ func TestDynamoDBUnfixableErrorsEndAcquireWithTheirCause(t *testing.T) {
 		{"another key schema", wrongSchema, resourcelock.Permanent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := lock.New(raw, tc.table, lock.WithLeaseDuration(time.Minute), lock.WithRequestTimeout(5*time.Second))
+			c, err := lock.NewOn(raw, tc.table, lock.WithLeaseDuration(time.Minute), lock.WithRequestTimeout(5*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +50,7 @@ func TestDynamoDBUnfixableErrorsEndAcquireWithTheirCause(t *testing.T) {
 // named a holder) with the last cause, not the caller's deadline.
 func TestDynamoDBUnreachableTableEndsAcquireAfterItsBudget(t *testing.T) {
 	t.Parallel()
-	c, err := lock.New(ddbtest.UnreachableClient(t), "locks", lock.WithLeaseDuration(time.Second),
+	c, err := lock.NewOn(ddbtest.UnreachableClient(t), "locks", lock.WithLeaseDuration(time.Second),
 		lock.WithHeartbeatPeriod(0), lock.WithRequestTimeout(200*time.Millisecond), lock.WithRefreshPeriod(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

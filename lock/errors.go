@@ -27,7 +27,8 @@ var ErrReleased = errors.New("lock: released by its holder")
 // ErrClosed is returned by the methods of a closed Client.
 var ErrClosed = errors.New("lock: client closed")
 
-// ErrInvalidOption is matched by every error a bad option or key causes;
+// ErrInvalidOption is matched by every error a bad Config field, option or
+// key causes;
 // such errors are returned before any request is sent.
 var ErrInvalidOption = errors.New("lock: invalid option")
 
@@ -35,8 +36,8 @@ var ErrInvalidOption = errors.New("lock: invalid option")
 // matches ErrInvalidOption, and also resourcelock.ErrInvalidArgument when
 // resourcelock refused the value (Err).
 type OptionError struct {
-	// Option names the option (WithLeaseDuration, …) or argument (key,
-	// store) that is invalid.
+	// Option names the Config field (LeaseDuration, …), the per-call
+	// option (WithAttributes, …) or the argument (key, …) that is invalid.
 	Option string
 	Reason string
 	// Err is resourcelock's error when it found the value invalid.

@@ -25,7 +25,10 @@ func ExampleLock_Guard() {
 		fmt.Println(err)
 		return
 	}
-	locks, err := lock.New(dynamodb.NewFromConfig(cfg), "locks", lock.WithFencing("locks-fences"))
+	locks, err := lock.New(lock.Config{
+		Client: dynamodb.NewFromConfig(cfg), Table: "locks",
+		Fencing: true, FenceTable: "locks-fences",
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

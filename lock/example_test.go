@@ -14,8 +14,8 @@ import (
 func Example() {
 	ctx := context.Background()
 	store := resourcelock.NewMemoryStore()
-	workerA, _ := lock.NewFromStore(store, lock.WithOwnerName("worker-a"))
-	workerB, _ := lock.NewFromStore(store, lock.WithOwnerName("worker-b"))
+	workerA, _ := lock.New(lock.Config{Store: store, Owner: "worker-a"})
+	workerB, _ := lock.New(lock.Config{Store: store, Owner: "worker-b"})
 	defer workerA.Close(ctx)
 	defer workerB.Close(ctx)
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Token returns the lock's fencing token, or 0 when the client was made
-// without WithFencing. Tokens of one key grow with every acquisition; a
+// without Config.Fencing. Tokens of one key grow with every acquisition; a
 // resource that remembers the largest token it has seen and refuses writes
 // carrying a smaller one cannot be written by a holder that lost its lock
 // while paused. Heartbeats do not change it.
@@ -52,7 +52,7 @@ func (l *Lock) Token() int64 {
 // Guard refuses at once, without a request, a lock that is already known
 // to be released or lost. It takes up to 99 items by default: DynamoDB
 // allows 100 actions per transaction, and one checks the lock row (see
-// WithMaxTransactItems).
+// Config.MaxTransactItems).
 func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
@@ -115,7 +115,7 @@ func FenceWith(attribute string, token int64) (Fence, error) {
 		return Fence{}, invalid("attribute", "fence attribute name is empty")
 	}
 	if token <= 0 {
-		return Fence{}, invalid("WithFencing", "fencing token %d: the client has no fencing (WithFencing)", token)
+		return Fence{}, invalid("Fencing", "fencing token %d: the client has no fencing (Config.Fencing)", token)
 	}
 	return Fence{
 		Condition: "(attribute_not_exists(#dynaleaseFence) OR #dynaleaseFence <= :dynaleaseToken)",

@@ -4,7 +4,7 @@
 // implements it with Prometheus' client_golang.
 //
 // An Election is set per Elector (election.Config.Metrics) and a Locks per
-// lock Client (lock.WithMetrics); there is no global state. Its methods are
+// lock Client (lock.Config.Metrics); there is no global state. Its methods are
 // called from the library's loops and request paths: they must be safe for
 // concurrent use, must not block, and should be cheap. Labels stay
 // bounded: an election's name or a lock client's name, an operation, an

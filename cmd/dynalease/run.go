@@ -61,20 +61,18 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 	if err != nil {
 		return nil, err
 	}
-	opts := []lock.Option{
-		lock.WithLeaseDuration(t.lease), lock.WithSafetyMargin(t.margin), lock.WithHeartbeatPeriod(t.heartbeat),
-		lock.WithRequestTimeout(t.requestTimeout), lock.WithLogger(log),
-	}
-	if c.owner != "" {
-		opts = append(opts, lock.WithOwnerName(c.owner))
+	cfg := lock.Config{
+		Client: db, Table: c.table, Owner: c.owner,
+		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
+		RequestTimeout: t.requestTimeout, Logger: log,
 	}
 	if m != nil {
-		opts = append(opts, lock.WithMetrics(m.metrics.Locks(name)))
+		cfg.Metrics = m.metrics.Locks(name)
 	}
 	if !c.noFencing {
-		opts = append(opts, lock.WithFencing(c.fences()))
+		cfg.Fencing, cfg.FenceTable = true, c.fences()
 	}
-	lc, err := lock.New(db, c.table, opts...)
+	lc, err := lock.New(cfg)
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

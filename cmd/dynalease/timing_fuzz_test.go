@@ -58,9 +58,10 @@ func FuzzRunTimes(f *testing.F) {
 		if rt.margin < g || rt.margin >= rt.lease/2 {
 			t.Fatalf("margin %v for grace %v and lease %v", rt.margin, g, rt.lease)
 		}
-		_, err = lock.NewFromStore(resourcelock.NewMemoryStore(),
-			lock.WithLeaseDuration(rt.lease), lock.WithSafetyMargin(rt.margin),
-			lock.WithHeartbeatPeriod(rt.heartbeat), lock.WithRequestTimeout(rt.requestTimeout))
+		_, err = lock.New(lock.Config{
+			Store: resourcelock.NewMemoryStore(), LeaseDuration: rt.lease, SafetyMargin: rt.margin,
+			HeartbeatPeriod: rt.heartbeat, RequestTimeout: rt.requestTimeout,
+		})
 		if err != nil {
 			t.Fatalf("run accepted %+v (lease %s heartbeat %s timeout %s grace %s) but the lock client refuses it: %v",
 				rt, lease, heartbeat, timeout, grace, err)
@@ -110,7 +111,7 @@ func FuzzLockName(f *testing.F) {
 	f.Add(string(make([]byte, resourcelock.MaxNameBytes+1)))
 	f.Add("\x00\xff--")
 	f.Fuzz(func(t *testing.T, name string) {
-		lc, err := lock.NewFromStore(resourcelock.NewMemoryStore(), lock.WithOwnerName("me"), lock.WithHeartbeatPeriod(0))
+		lc, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Owner: "me", ManualHeartbeats: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -243,7 +243,7 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	t.Parallel()
 	r := &recorder{seen: map[string]bool{}}
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{SortKey: "sortKey"})
-	c, err := lock.New(client(t, r), table, lock.WithSortKeyAttribute("sortKey"), lock.WithHeartbeatPeriod(0), lock.WithTTL(time.Hour))
+	c, err := lock.New(lock.Config{Client: client(t, r), Table: table, SortKeyAttribute: "sortKey", ManualHeartbeats: true, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +284,13 @@ func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
 	table := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
 	fences := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
 	app := ddbtest.NewTable(t, raw, ddbtest.TableSpec{PartitionKey: "id"})
-	c, err := lock.New(client(t, r), table, lock.WithFencing(fences), lock.WithHeartbeatPeriod(0))
+	c, err := lock.New(lock.Config{Client: client(t, r), Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	// Waiting for a lock another owner holds polls it (GetItem).
-	other, err := lock.New(client(t, r), table, lock.WithFencing(fences), lock.WithHeartbeatPeriod(0))
+	other, err := lock.New(lock.Config{Client: client(t, r), Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

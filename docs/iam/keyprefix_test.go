@@ -123,11 +123,11 @@ func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 			keys = append(keys, ks)
 		}))
 	})
-	lc, err := lock.New(c, table, lock.WithFencing(fences), lock.WithHeartbeatPeriod(0), lock.WithLeaseDuration(20*time.Second))
+	lc, err := lock.New(lock.Config{Client: c, Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true, LeaseDuration: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := lock.New(raw, table, lock.WithHeartbeatPeriod(0))
+	other, err := lock.New(lock.Config{Client: raw, Table: table, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,12 +134,7 @@ func run(ctx context.Context, db *dynamodb.Client, t tables, s settings) (report
 	// DynamoDB rather than queue inside one process.
 	clients := make([]*lock.Client, s.Workers)
 	for i := range clients {
-		c, err := lock.New(db, t.Locks,
-			lock.WithOwnerName(fmt.Sprintf("worker-%d-%s", i+1, s.RunID)),
-			lock.WithLeaseDuration(s.Lease),
-			lock.WithHeartbeatPeriod(s.Heartbeat),
-			lock.WithRefreshPeriod(s.Refresh),
-		)
+		c, err := lock.New(lock.Config{Client: db, Table: t.Locks, Owner: fmt.Sprintf("worker-%d-%s", i+1, s.RunID), LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
 		if err != nil {
 			return rep, err
 		}

@@ -42,7 +42,7 @@ import (
 // the others need to wait out the sleeper's lease (a full lease of
 // unchanged RVN, measured on their own clocks) and sell.
 //
-// Turning the sleeper's heartbeats off (WithHeartbeatPeriod(0)) with a
+// Turning the sleeper's heartbeats off (lock.Config.ManualHeartbeats) with a
 // real clock would not do: its lock would expire on its own clock during
 // the stall, and the check before the write would refuse it. That is the
 // common, easy case of a pause before the check, which a lease handles;
@@ -88,7 +88,7 @@ func runPaused(ctx context.Context, sh *shop, t tables, s settings, mode writeMo
 	heartbeat := s.PauseLease / 8
 	clk := newStallClock()
 	defer clk.stop()
-	sc, err := newLockClient(sh.db, t, res.Sleeper, s.PauseLease, heartbeat, s.Refresh, lock.WithClock(clk))
+	sc, err := newLockClientWith(lock.Config{Client: sh.db, Clock: clk}, t, res.Sleeper, s.PauseLease, heartbeat, s.Refresh)
 	if err != nil {
 		return res, err
 	}

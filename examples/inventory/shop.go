@@ -396,14 +396,17 @@ func runLocked(ctx context.Context, sh *shop, t tables, s settings, name string)
 // newLockClient returns a buyer's lock client. Every client has fencing,
 // so that every acquisition has a token for the fenced writes; it costs a
 // request to the fence table only when a row is new to fencing.
-func newLockClient(db *dynamodb.Client, t tables, owner string, lease, heartbeat, refresh time.Duration, opts ...lock.Option) (*lock.Client, error) {
-	return lock.New(db, t.Locks, append([]lock.Option{
-		lock.WithOwnerName(owner),
-		lock.WithLeaseDuration(lease),
-		lock.WithHeartbeatPeriod(heartbeat),
-		lock.WithRefreshPeriod(refresh),
-		lock.WithFencing(t.Fence),
-	}, opts...)...)
+func newLockClient(db *dynamodb.Client, t tables, owner string, lease, heartbeat, refresh time.Duration) (*lock.Client, error) {
+	return newLockClientWith(lock.Config{Client: db}, t, owner, lease, heartbeat, refresh)
+}
+
+// newLockClientWith is newLockClient with cfg's other fields (a clock,
+// say) kept.
+func newLockClientWith(cfg lock.Config, t tables, owner string, lease, heartbeat, refresh time.Duration) (*lock.Client, error) {
+	cfg.Table, cfg.Owner = t.Locks, owner
+	cfg.LeaseDuration, cfg.HeartbeatPeriod, cfg.RefreshPeriod = lease, heartbeat, refresh
+	cfg.Fencing, cfg.FenceTable = true, t.Fence
+	return lock.New(cfg)
 }
 
 // lockedBuyer returns a buyer that makes each purchase under the item's

@@ -94,8 +94,7 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := lock.New(client, table, lock.WithMetrics(m.Locks("orders")), lock.WithHeartbeatPeriod(0),
-		lock.WithLeaseDuration(time.Minute), lock.WithRequestTimeout(5*time.Second))
+	c, err := lock.New(lock.Config{Client: client, Table: table, Metrics: m.Locks("orders"), ManualHeartbeats: true, LeaseDuration: time.Minute, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package prommetrics reports dynalease's metrics to Prometheus with
 // client_golang. Create one Metrics per Registerer with New, then hand its
 // Election and Locks recorders to election.Config.Metrics and
-// lock.WithMetrics.
+// lock.Config.Metrics.
 //
 // Names and units follow Prometheus' conventions (base units, _total for
 // counters, _seconds for durations). Labels are bounded: an election's or a
@@ -147,7 +147,7 @@ func (m *Metrics) Election(name string) metrics.Election {
 }
 
 // Locks returns the recorder of the lock client called name, for
-// lock.WithMetrics.
+// lock.Config.Metrics.
 func (m *Metrics) Locks(name string) metrics.Locks {
 	m.held.WithLabelValues(name)
 	m.acquisitions.WithLabelValues(name)

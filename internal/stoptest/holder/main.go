@@ -97,11 +97,7 @@ func main() {
 	}, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true // DynamoDB Local only
 	})
-	lc, err := lock.New(client, *table,
-		lock.WithOwnerName(*owner),
-		lock.WithFencing(*fences),
-		lock.WithLeaseDuration(*lease),
-		lock.WithHeartbeatPeriod(*heartbeat))
+	lc, err := lock.New(lock.Config{Client: client, Table: *table, Owner: *owner, Fencing: true, FenceTable: *fences, LeaseDuration: *lease, HeartbeatPeriod: *heartbeat})
 	if err != nil {
 		fatal(err)
 	}

@@ -1,0 +1,292 @@
+package lock
+
+import (
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+)
+
+// Client defaults.
+const (
+	DefaultLeaseDuration   = 20 * time.Second
+	DefaultHeartbeatPeriod = 5 * time.Second
+	DefaultRefreshPeriod   = time.Second
+	// DefaultHeartbeatConcurrency bounds the heartbeats in flight at once.
+	DefaultHeartbeatConcurrency = 16
+	// DefaultObservationCacheSize bounds how many other owners' locks a
+	// Client remembers having seen (for TryAcquire of stale locks).
+	DefaultObservationCacheSize = 10000
+	// MinTTLSlack is the least Config.TTL New accepts: the TTL must
+	// outlast the lease by more than any plausible clock skew between
+	// hosts and DynamoDB.
+	MinTTLSlack = time.Hour
+)
+
+// Config configures a Client. New validates it, naming the field of a
+// bad value; zero values take the defaults. Client and Table, or Store,
+// are required.
+type Config struct {
+	// Client sends the requests to the lock table Table.
+	// *dynamodb.Client satisfies it.
+	Client dynamodbstore.StoreAPI
+	Table  string
+	// Store, instead of Client and Table, is any resourcelock.Store, such
+	// as a resourcelock.MemoryStore in unit tests. Its own configuration
+	// then decides the key and TTL attribute names and where fencing
+	// generations are kept: New refuses Table, PartitionKeyAttribute,
+	// SortKeyAttribute, TTLAttribute, FenceTable and MaxTransactItems
+	// with a Store.
+	Store resourcelock.Store
+
+	// Owner is the owner name written into every lock this client takes.
+	// It must be unique per process: two clients with one owner name can
+	// release and heartbeat each other's locks. The default is the host
+	// name plus a random UUID.
+	Owner string
+	// LeaseDuration is how long others wait on an unchanged lock of this
+	// client before taking it over (DefaultLeaseDuration).
+	LeaseDuration time.Duration
+	// HeartbeatPeriod is how often held locks are renewed in the background
+	// (DefaultHeartbeatPeriod), unless ManualHeartbeats.
+	HeartbeatPeriod time.Duration
+	// ManualHeartbeats turns background heartbeats off: locks then stay
+	// valid only as long as the caller heartbeats them (Lock.Heartbeat).
+	// HeartbeatPeriod must then be zero.
+	ManualHeartbeats bool
+	// SafetyMargin is how much earlier than the lease a held lock stops
+	// counting as valid (a tenth of the lease; at least MinSafetyMargin of
+	// it). It leaves room for the holder's work to stop and for clock-rate
+	// drift.
+	SafetyMargin time.Duration
+	// RequestTimeout bounds each request, the SDK's retries included. The
+	// default is 2 s, lowered when needed to fit the rule heartbeat period
+	// + request timeout ≤ (lease − safety margin) / 2.
+	RequestTimeout time.Duration
+	// RefreshPeriod is how often Acquire polls a held lock
+	// (DefaultRefreshPeriod, plus up to 20% jitter); an Acquire can
+	// override it (WithRefreshPeriodFor).
+	RefreshPeriod time.Duration
+
+	// PartitionKeyAttribute names the table's partition key attribute
+	// ("key", as in the AWS Java lock client).
+	PartitionKeyAttribute string
+	// SortKeyAttribute names the table's sort key attribute, for tables
+	// that have one; every Acquire then needs WithSortKeyValue.
+	SortKeyAttribute string
+	// TTL, when set, makes every write set the row's TTL attribute to the
+	// writer's wall-clock time plus the lease plus TTL, refreshed by
+	// heartbeats, so that DynamoDB eventually deletes rows of crashed
+	// owners. It must be at least MinTTLSlack: it must cover any skew
+	// between the writer's clock and DynamoDB's, or TTL deletion could
+	// remove a live lock. The table's TTL must be enabled on the attribute
+	// (dynamodbstore.CreateTable can do it). Do not use it on a table where
+	// AWS Java lock clients update rows in place: they do not refresh the
+	// TTL attribute, so DynamoDB could delete a lock a Java client holds.
+	TTL time.Duration
+	// TTLAttribute names the TTL attribute ("ttl"). Writes without TTL
+	// remove it.
+	TTLAttribute string
+	// Fencing gives every acquisition a fencing token (Lock.Token),
+	// strictly greater than every token issued before for its key, also
+	// across deleted rows and rows rewritten by other clients. Generations
+	// are kept in FenceTable (required with Client), a second table with
+	// partition key "key" of type S (dynamodbstore.CreateTable makes one).
+	// An acquisition of a row that is new to fencing costs two more
+	// requests; every later one none.
+	Fencing    bool
+	FenceTable string
+	// MaxTransactItems is the most items a TransactWriteItems may hold,
+	// from 2 to dynamodbstore.MaxTransactItemsLimit (100, DynamoDB's limit
+	// and the default), which bounds Lock.Guard to one less; lower it only
+	// for a server that allows fewer.
+	MaxTransactItems int
+
+	// HeartbeatConcurrency bounds the heartbeats in flight at once
+	// (DefaultHeartbeatConcurrency).
+	HeartbeatConcurrency int
+	// ObservationCacheSize bounds how many locks of other owners the client
+	// remembers having watched (DefaultObservationCacheSize); the oldest
+	// are forgotten first.
+	ObservationCacheSize int
+	// Clock times every wait; the real clock when nil.
+	Clock clockutil.Clock
+	// Logger receives structured logs; silent when unset.
+	Logger logr.Logger
+	// Metrics receives the client's reports (see package metrics and
+	// prommetrics); none when nil.
+	Metrics metrics.Locks
+}
+
+// tableField names the first field that configures a DynamoDB table and
+// is set, or returns "".
+func (cfg Config) tableField() string {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Table", cfg.Table != ""},
+		{"PartitionKeyAttribute", cfg.PartitionKeyAttribute != ""},
+		{"SortKeyAttribute", cfg.SortKeyAttribute != ""},
+		{"TTLAttribute", cfg.TTLAttribute != ""},
+		{"FenceTable", cfg.FenceTable != ""},
+		{"MaxTransactItems", cfg.MaxTransactItems != 0},
+	} {
+		if f.set {
+			return f.name
+		}
+	}
+	return ""
+}
+
+// config is a Config with its defaults filled in, as the client uses it.
+type config struct {
+	owner          string
+	lease          time.Duration
+	heartbeat      time.Duration // 0: no background heartbeats
+	margin         time.Duration
+	requestTimeout time.Duration
+	refresh        time.Duration
+	partitionKey   string
+	sortKey        string
+	ttlAttribute   string
+	ttlSlack       time.Duration
+	clock          clockutil.Clock
+	log            logr.Logger
+	metrics        metrics.Locks
+	concurrency    int
+	cacheSize      int
+	fencing        bool
+	fenceTable     string
+	maxTransact    int
+}
+
+// resolve fills in the defaults of cfg and validates it.
+func (cfg Config) resolve() (config, error) {
+	c := config{
+		owner: cfg.Owner, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
+		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, partitionKey: cfg.PartitionKeyAttribute,
+		sortKey: cfg.SortKeyAttribute, ttlAttribute: cfg.TTLAttribute, ttlSlack: cfg.TTL, clock: cfg.Clock,
+		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
+		fencing: cfg.Fencing, fenceTable: cfg.FenceTable, maxTransact: cfg.MaxTransactItems,
+	}
+	if c.lease == 0 {
+		c.lease = DefaultLeaseDuration
+	}
+	switch {
+	case cfg.ManualHeartbeats && cfg.HeartbeatPeriod != 0:
+		return c, invalid("HeartbeatPeriod", "is %v, and ManualHeartbeats is set: give one", cfg.HeartbeatPeriod)
+	case cfg.ManualHeartbeats:
+		c.heartbeat = 0
+	case c.heartbeat == 0:
+		c.heartbeat = DefaultHeartbeatPeriod
+	}
+	if c.refresh == 0 {
+		c.refresh = DefaultRefreshPeriod
+	}
+	if c.partitionKey == "" {
+		c.partitionKey = dynamodbstore.DefaultPartitionKey
+	}
+	if c.ttlAttribute == "" {
+		c.ttlAttribute = dynamodbstore.DefaultTTLAttribute
+	}
+	if c.concurrency == 0 {
+		c.concurrency = DefaultHeartbeatConcurrency
+	}
+	if c.cacheSize == 0 {
+		c.cacheSize = DefaultObservationCacheSize
+	}
+	if c.owner == "" {
+		host, _ := os.Hostname()
+		c.owner = host + "-" + uuid.NewString()
+	}
+	if c.margin == 0 {
+		c.margin = c.lease / 10
+	}
+	c.clock = clockutil.OrReal(c.clock)
+	if c.log.GetSink() == nil {
+		c.log = logr.Discard()
+	}
+	if c.metrics == nil {
+		c.metrics = metrics.Nop{}
+	}
+	if c.requestTimeout == 0 {
+		c.requestTimeout = 2 * time.Second
+		if room := (c.lease-c.margin)/2 - c.heartbeat; room > 0 && room < c.requestTimeout {
+			c.requestTimeout = room
+		}
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case len(c.owner) > resourcelock.MaxIdentityBytes:
+		return invalid("Owner", "owner name is %d bytes, over %d", len(c.owner), resourcelock.MaxIdentityBytes)
+	case c.lease <= 0:
+		return invalid("LeaseDuration", "lease duration %v is not positive", c.lease)
+	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < MinHeartbeatPeriod):
+		return invalid("HeartbeatPeriod", "heartbeat period %v must be at least %v (ManualHeartbeats turns them off)", c.heartbeat, MinHeartbeatPeriod)
+	case c.margin < MinSafetyMargin(c.lease) || c.margin >= c.lease:
+		return invalid("SafetyMargin", "safety margin %v must be at least %v (MinSafetyMargin) and below the lease %v", c.margin, MinSafetyMargin(c.lease), c.lease)
+	case c.requestTimeout < MinRequestTimeout:
+		return invalid("RequestTimeout", "request timeout %v is below %v", c.requestTimeout, MinRequestTimeout)
+	case c.requestTimeout > (c.lease-c.margin)/2:
+		return invalid("RequestTimeout", "request timeout %v must be at most (lease %v − margin %v) / 2 = %v, less the heartbeat period",
+			c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
+	case clockutil.Add(c.heartbeat, c.requestTimeout) > (c.lease-c.margin)/2:
+		return invalid("HeartbeatPeriod", "heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
+			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
+	case c.refresh < MinRefreshPeriod:
+		return invalid("RefreshPeriod", "refresh period %v is below %v", c.refresh, MinRefreshPeriod)
+	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < MinTTLSlack):
+		return invalid("TTL", "TTL slack %v must be at least %v", c.ttlSlack, MinTTLSlack)
+	case c.concurrency <= 0:
+		return invalid("HeartbeatConcurrency", "heartbeat concurrency %d is not positive", c.concurrency)
+	case c.cacheSize <= 0:
+		return invalid("ObservationCacheSize", "observation cache size %d is not positive", c.cacheSize)
+	case c.maxTransact < 0 || c.maxTransact == 1:
+		return invalid("MaxTransactItems", "max transaction items %d leaves no room for a guarded write", c.maxTransact)
+	case c.maxTransact > dynamodbstore.MaxTransactItemsLimit:
+		return invalid("MaxTransactItems", "max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, dynamodbstore.MaxTransactItemsLimit)
+	}
+	return nil
+}
+
+// Floors for a network store: New and Acquire refuse shorter periods and
+// timeouts. A request to DynamoDB takes milliseconds; polling, beating or
+// giving up faster only turns a failing store into a busy loop of errors.
+const (
+	MinRefreshPeriod   = 10 * time.Millisecond
+	MinHeartbeatPeriod = 10 * time.Millisecond
+	MinRequestTimeout  = 10 * time.Millisecond
+)
+
+// MinSafetyMargin returns the smallest safety margin New accepts for a
+// lease: 1% of it, and at least one millisecond. A holder counts its lock
+// as held until lease − margin after its last confirmed write was sent;
+// others take it over after a full lease on their own clocks, so the
+// margin is the room for clock-rate drift between hosts (about 0.01% on
+// real machines) and for the holder's work to stop.
+func MinSafetyMargin(lease time.Duration) time.Duration {
+	return rvnlease.MinMargin(lease)
+}
+
+// validity is how long after a confirmed write's send time a lock counts
+// as held.
+func (c config) validity() time.Duration { return c.lease - c.margin }
+
+// checkData translates resourcelock's data limit into an option error.
+func checkData(data []byte) error {
+	if err := resourcelock.CheckData(data); err != nil {
+		return &OptionError{Option: "WithData", Err: err} // the limit is resourcelock's
+	}
+	return nil
+}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // Microbenchmarks of the election's hot paths against the in-memory store
@@ -15,7 +15,7 @@ import (
 
 // benchElector returns an Elector with the given identity on the lease
 // "bench" of store.
-func benchElector(b *testing.B, store *resourcelock.MemoryStore, identity string) *Elector {
+func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity string) *Elector {
 	e, err := New(Config{
 		Lock: mustLease(store, "bench", identity),
 		Callbacks: Callbacks{
@@ -30,7 +30,7 @@ func benchElector(b *testing.B, store *resourcelock.MemoryStore, identity string
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.
-func benchLeader(b *testing.B, store *resourcelock.MemoryStore) *run {
+func benchLeader(b *testing.B, store *resourcelocktest.MemoryStore) *run {
 	r := newRun(benchElector(b, store, "leader"))
 	res, err := r.acq.Round(context.Background())
 	if err != nil || res.Outcome != rvnlease.Ours {
@@ -44,7 +44,7 @@ func benchLeader(b *testing.B, store *resourcelock.MemoryStore) *run {
 // record, the conditional write, the confirmation and the extension of the
 // term.
 func BenchmarkLeaderRenewal(b *testing.B) {
-	r := benchLeader(b, resourcelock.NewMemoryStore())
+	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
 	ctx := context.Background()
 	t := newTerm(ctx, e.clk, r.sent.Add(e.cfg.RenewDeadline), func() {})
@@ -65,7 +65,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 // BenchmarkCandidatePoll is one poll of a candidate while another leads:
 // the read, and the observation of the (unchanged) record.
 func BenchmarkCandidatePoll(b *testing.B) {
-	store := resourcelock.NewMemoryStore()
+	store := resourcelocktest.NewMemoryStore()
 	benchLeader(b, store)
 	r := newRun(benchElector(b, store, "candidate"))
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func BenchmarkCandidatePoll(b *testing.B) {
 
 // BenchmarkIsLeader is the leadership check callers make before acting.
 func BenchmarkIsLeader(b *testing.B) {
-	r := benchLeader(b, resourcelock.NewMemoryStore())
+	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
 	t := newTerm(context.Background(), e.clk, time.Now().Add(time.Hour), func() {})
 	defer t.end(context.Canceled)

@@ -40,12 +40,12 @@ func Example_memory() {
 		return
 	}
 	err = e.Run(ctx)
-	rec, _ := store.Record("scheduler")
 	fmt.Println("Run:", err)
-	fmt.Println("released:", rec.Released)
+	rec, err := lease.Get(context.Background())
+	fmt.Println("released:", rec.Released, err)
 	// Output:
 	// started leading
 	// stopped leading
 	// Run: context canceled
-	// released: true
+	// released: true <nil>
 }

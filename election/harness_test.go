@@ -34,7 +34,7 @@ var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 type harness struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
-	store *resourcelock.MemoryStore
+	store *resourcelocktest.MemoryStore
 	lock  *resourcelocktest.FaultyStore // the store under the elector's lease
 	e     *Elector
 
@@ -64,10 +64,10 @@ func withStubbornWork() harnessOption {
 }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
-	return newHarnessOn(t, resourcelock.NewMemoryStore(), clocktesting.NewFakeClock(epoch), opts...)
+	return newHarnessOn(t, resourcelocktest.NewMemoryStore(), clocktesting.NewFakeClock(epoch), opts...)
 }
 
-func newHarnessOn(t *testing.T, store *resourcelock.MemoryStore, fc *clocktesting.FakeClock, opts ...harnessOption) *harness {
+func newHarnessOn(t *testing.T, store *resourcelocktest.MemoryStore, fc *clocktesting.FakeClock, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,

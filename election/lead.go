@@ -13,6 +13,7 @@ import (
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // lead runs one term, from a confirmed acquisition valid until validUntil,
@@ -42,7 +43,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
 	t.lease, t.hold = e.cfg.Lock.Describe(), r.hold
 	t.token = r.cur.FencingToken()
-	t.holding = resourcelock.Holding{Owner: e.identity, AcquisitionID: r.cur.AcquisitionID}
+	t.holding = dynamodbstore.Holding{Owner: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // errValidityPassed is the cause of a term that ended because no renewal
@@ -30,7 +30,7 @@ type term struct {
 	clk     clockutil.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
-	holding resourcelock.Holding
+	holding dynamodbstore.Holding
 
 	deadline *rvnlease.Deadline // the term's validity; see the invariant
 

@@ -39,7 +39,7 @@ type Config struct {
 	Client dynamodbstore.StoreAPI
 	Table  string
 	// Store, instead of Client and Table, is any resourcelock.Store, such
-	// as a resourcelock.MemoryStore in unit tests. Its own configuration
+	// as resourcelock.NewMemoryStore() in unit tests. Its own configuration
 	// then decides the key and TTL attribute names and where fencing
 	// generations are kept: New refuses Table, PartitionKeyAttribute,
 	// SortKeyAttribute, TTLAttribute, FenceTable and MaxTransactItems

@@ -30,7 +30,7 @@ var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 type fixture struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
-	mem   *resourcelock.MemoryStore
+	mem   *rlt.MemoryStore
 	store *rlt.FaultyStore
 	c     *Client
 	idle  chan string
@@ -42,7 +42,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	f := &fixture{
 		t:    t,
 		fc:   clocktesting.NewFakeClock(epoch),
-		mem:  resourcelock.NewMemoryStore(),
+		mem:  rlt.NewMemoryStore(),
 		idle: make(chan string),
 		free: make(chan struct{}),
 	}

@@ -9,7 +9,7 @@ import (
 // matches ErrConflict, names what (the store, key and operation) and wraps
 // cause, the store's own error, when there is one. current is the row as
 // the failed condition found it, when the store has it (dynamodbstore asks
-// for it with every conditional write, and MemoryStore gives it too);
+// for it with every conditional write, and the memory store gives it too);
 // CurrentItem returns it. Give nil when the row was missing or the store
 // returned none: a caller that needs the row then reads it.
 func Conflict(what string, current *Item, cause error) error {

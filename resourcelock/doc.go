@@ -9,7 +9,7 @@
 // a DynamoDB table, whose items have the layout of the AWS Java DynamoDB
 // Lock Client so that Java and Go hosts share one table, is in the
 // subpackage dynamodbstore, the only code in dynalease that knows that
-// layout. MemoryStore implements the contract in process for unit tests,
+// layout. NewMemoryStore implements the contract in process for unit tests,
 // and the resourcelocktest package holds the conformance suite every store
 // runs. Each store classifies its own errors: those waiting cannot fix
 // match ErrPermanent (see Permanent), throttling ErrThrottled.

@@ -40,7 +40,7 @@ func FuzzRecordValidation(f *testing.F) {
 			}
 			return
 		}
-		got, err := PrepareWrite(rec)
+		got, err := prepareRecord(rec)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidArgument) {
 				t.Fatalf("refusal %v does not match ErrInvalidArgument", err)

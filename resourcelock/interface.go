@@ -63,16 +63,9 @@ type Fencer interface {
 	CanFence() bool
 }
 
-// Holding names one acquisition of a lease: the row must still name Owner,
-// carry AcquisitionID and not be released. A write a store conditions on
-// it (a guarded write) lands only while that acquisition holds the lease.
-type Holding struct {
-	Owner         string
-	AcquisitionID string
-}
-
-// ErrGuardLost is returned by a write conditioned on a Holding when the
-// row no longer shows that acquisition: another owner holds it, it was
+// ErrGuardLost is returned by a guarded write (one a store conditions on
+// an acquisition: the row's owner and acquisition ID, such as
+// dynamodbstore's Guard) when the row no longer shows that acquisition: another owner holds it, it was
 // released or deleted, or a new acquisition replaced it. Nothing of the
 // write was applied.
 var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")

@@ -8,73 +8,77 @@ import (
 	"sync"
 )
 
-// MemoryStore holds leases in process. It gives the same answers as a
-// DynamoDB table would, with no network, for unit tests of code built on
-// Store or Interface. Keys may carry sort key values or not; the store
-// does not enforce a schema. It does not delete rows when their TTL passes;
-// a test that wants a row deleted calls Delete or DeleteItem. The zero value is not
-// usable; call NewMemoryStore. A MemoryStore is safe for concurrent use.
-type MemoryStore struct {
+// memoryStore holds leases in process (see NewMemoryStore).
+type memoryStore struct {
 	mu          sync.Mutex
 	items       map[Key]Item
 	generations map[Key]int64 // fencing generations, kept across deletions
 }
 
-var _ Store = (*MemoryStore)(nil)
-
-// NewMemoryStore returns an empty store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{items: map[Key]Item{}}
+// NewMemoryStore returns an empty Store that holds leases in process. It
+// gives the same answers as a DynamoDB table would, with no network, for
+// unit tests of code built on Store or Interface (lock.Config.Store,
+// NewLease). Keys may carry sort key values or not; the store does not
+// enforce a schema. It keeps fencing generations. It does not delete rows
+// when their TTL passes, and it has no guarded writes (those are
+// DynamoDB transactions). It is safe for concurrent use.
+//
+// A test that must set up rows no client would write (a foreign or corrupt
+// row, a row deleted as TTL would) reaches them through
+// resourcelocktest.NewMemoryStore.
+func NewMemoryStore() Store {
+	return &memoryStore{items: map[Key]Item{}}
 }
 
+// The methods below, exported by name but not by type, are reached only
+// through resourcelocktest.MemoryStore: rows as stored, written and
+// deleted without any condition.
+
 // Record returns the record called name as stored, and whether there is
-// one. It is for tests that inspect the store directly.
-func (s *MemoryStore) Record(name string) (Record, bool) {
+// one.
+func (s *memoryStore) Record(name string) (Record, bool) {
 	it, ok := s.Item(Key{Partition: name})
 	return it.Record, ok
 }
 
 // Item returns the item at key as stored, and whether there is one.
-func (s *MemoryStore) Item(key Key) (Item, bool) {
+func (s *memoryStore) Item(key Key) (Item, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it, ok := s.items[key]
 	return cloneItem(it), ok
 }
 
-// Put stores rec as the record called name without any condition, as a
-// client other than dynalease might. It is for tests that set up foreign
-// or corrupt states.
-func (s *MemoryStore) Put(name string, rec Record) {
+// Put stores rec as the record called name without any condition.
+func (s *memoryStore) Put(name string, rec Record) {
 	s.PutItem(Item{Key: Key{Partition: name}, Record: rec})
 }
 
 // PutItem stores it without any condition, replacing the whole row.
-func (s *MemoryStore) PutItem(it Item) {
+func (s *memoryStore) PutItem(it Item) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.items[it.Key] = cloneItem(it)
 }
 
-// Delete removes the record called name, as DynamoDB's TTL or another
-// client might.
-func (s *MemoryStore) Delete(name string) { s.DeleteItem(Key{Partition: name}) }
+// Delete removes the record called name without any condition.
+func (s *memoryStore) Delete(name string) { s.DeleteItem(Key{Partition: name}) }
 
 // DeleteItem removes the row at key without any condition.
-func (s *MemoryStore) DeleteItem(key Key) {
+func (s *memoryStore) DeleteItem(key Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.items, key)
 }
 
 // Describe returns "memory".
-func (s *MemoryStore) Describe() string { return "memory" }
+func (s *memoryStore) Describe() string { return "memory" }
 
-// CanFence reports true: a MemoryStore keeps fencing generations.
-func (s *MemoryStore) CanFence() bool { return true }
+// CanFence reports true: the memory store keeps fencing generations.
+func (s *memoryStore) CanFence() bool { return true }
 
 // Get returns the item at key, or ErrNotFound.
-func (s *MemoryStore) Get(ctx context.Context, key Key) (Item, error) {
+func (s *memoryStore) Get(ctx context.Context, key Key) (Item, error) {
 	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}
@@ -90,14 +94,14 @@ func (s *MemoryStore) Get(ctx context.Context, key Key) (Item, error) {
 
 // Create stores rec at key when the row is missing (unless
 // opts.OnlyIfExists) or released.
-func (s *MemoryStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
+func (s *memoryStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
 	return s.write(ctx, key, "create", rec, opts, func(cur Item, ok bool) bool {
 		return (!ok && !opts.OnlyIfExists) || (ok && cur.Released)
 	}, true)
 }
 
 // Update stores rec at key when the row satisfies expect.
-func (s *MemoryStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
+func (s *memoryStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
 	if err := CheckPrecondition(expect); err != nil {
 		return Item{}, err
 	}
@@ -107,7 +111,7 @@ func (s *MemoryStore) Update(ctx context.Context, key Key, expect Precondition, 
 }
 
 // Remove deletes the row at key when it satisfies expect.
-func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) error {
+func (s *memoryStore) Remove(ctx context.Context, key Key, expect Precondition) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
@@ -129,7 +133,7 @@ func (s *MemoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 
 // Scan calls fn for each row (of one partition when partition is set), in
 // key order.
-func (s *MemoryStore) Scan(ctx context.Context, partition string, fn func(Item, error) error) error {
+func (s *memoryStore) Scan(ctx context.Context, partition string, fn func(Item, error) error) error {
 	s.mu.Lock()
 	var items []Item
 	for k, it := range s.items {
@@ -168,14 +172,8 @@ func matches(cur Record, expect Precondition) bool {
 	return cur.RVN == expect.RVN && (expect.Owner == "" || (cur.HolderIdentity == expect.Owner && !cur.Released))
 }
 
-func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {
-	if err := CheckKey(key); err != nil {
-		return Item{}, err
-	}
-	if err := opts.Check(); err != nil {
-		return Item{}, err
-	}
-	rec, err := PrepareWrite(rec)
+func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {
+	rec, opts, err := PrepareWrite(key, rec, opts)
 	if err != nil {
 		return Item{}, err
 	}
@@ -188,7 +186,7 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	if !admit(cur, ok) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
-	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.ExpiresAt()}
+	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires}
 	next.LeaderTransitions = cur.LeaderTransitions
 	next.FenceGeneration = cur.FenceGeneration
 	next.AcquisitionID = cur.AcquisitionID
@@ -210,7 +208,7 @@ func (s *MemoryStore) write(ctx context.Context, key Key, op string, rec Record,
 }
 
 // Fence gives the row at key a new generation and restarts its counter.
-func (s *MemoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
+func (s *memoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
 	if err := CheckKey(key); err != nil {
 		return Item{}, err
 	}

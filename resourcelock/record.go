@@ -89,8 +89,8 @@ func (r Record) Equal(o Record) bool {
 // form, so what a write returns equals what a later Get returns.
 func normalized(rec Record) Record {
 	rec.LeaseDuration = roundUpToMillisecond(rec.LeaseDuration)
-	rec.AcquireTime = NormalizeTime(rec.AcquireTime)
-	rec.RenewTime = NormalizeTime(rec.RenewTime)
+	rec.AcquireTime = normalizeTime(rec.AcquireTime)
+	rec.RenewTime = normalizeTime(rec.RenewTime)
 	if len(rec.Data) == 0 {
 		rec.Data = nil
 	} else {
@@ -106,9 +106,20 @@ func roundUpToMillisecond(d time.Duration) time.Duration {
 	return d
 }
 
-// NormalizeTime returns t as records keep it: UTC, millisecond precision,
-// no monotonic reading; the zero time stays zero.
-func NormalizeTime(t time.Time) time.Time {
+// StoredTime returns t as records keep it: UTC, millisecond precision, no
+// monotonic reading; the zero time stays zero. It refuses, with an error
+// matching ErrInvalidArgument that names what, a time that cannot be
+// stored as an RFC 3339 string, which has a four-digit year (such a record
+// could never be read back). Stores use it on the times they decode.
+func StoredTime(what string, t time.Time) (time.Time, error) {
+	if err := checkTime(what, t); err != nil {
+		return time.Time{}, err
+	}
+	return normalizeTime(t), nil
+}
+
+// normalizeTime returns t as records keep it (see StoredTime).
+func normalizeTime(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
@@ -166,13 +177,31 @@ func fillHolder(id string, rec Record) (Record, error) {
 	return rec, nil
 }
 
-// PrepareWrite checks a record before a store writes it and returns it
-// normalized: the holder, RVN, lease, data and times within the limits
-// (an error matching ErrInvalidArgument otherwise), the lease rounded up to
-// whole milliseconds, times in UTC at millisecond precision, empty data as
-// nil. Every store writes the normalized form, so that what a write
-// returns equals what a later read returns.
-func PrepareWrite(rec Record) (Record, error) {
+// PrepareWrite checks a write before a store sends it and returns its
+// record and options normalized. It refuses, with an error matching
+// ErrInvalidArgument, a key outside the limits (CheckKey), a record whose
+// holder, RVN, lease, data or times are, an attribute with an empty name or
+// no value, and a TTL outside the years 1970 to 9999. It rounds the lease
+// up to whole milliseconds, keeps times in UTC at millisecond precision,
+// stores empty data as nil and rounds the TTL up to whole seconds. Every
+// store writes the normalized form, so that what a write returns equals
+// what a later read returns. A store checks its own rules (its schema,
+// reserved attribute names, attribute value types) besides.
+func PrepareWrite(key Key, rec Record, opts WriteOptions) (Record, WriteOptions, error) {
+	if err := CheckKey(key); err != nil {
+		return Record{}, opts, err
+	}
+	if err := opts.check(); err != nil {
+		return Record{}, opts, err
+	}
+	opts.Expires = expiresSeconds(opts.Expires)
+	rec, err := prepareRecord(rec)
+	return rec, opts, err
+}
+
+// prepareRecord checks and normalizes the record of a write (see
+// PrepareWrite).
+func prepareRecord(rec Record) (Record, error) {
 	if err := checkIdentity(rec.HolderIdentity); err != nil {
 		return Record{}, err
 	}
@@ -188,19 +217,17 @@ func PrepareWrite(rec Record) (Record, error) {
 	if err := CheckData(rec.Data); err != nil {
 		return Record{}, err
 	}
-	if err := CheckTime("acquire time", rec.AcquireTime); err != nil {
+	if err := checkTime("acquire time", rec.AcquireTime); err != nil {
 		return Record{}, err
 	}
-	if err := CheckTime("renew time", rec.RenewTime); err != nil {
+	if err := checkTime("renew time", rec.RenewTime); err != nil {
 		return Record{}, err
 	}
 	return normalized(rec), nil
 }
 
-// CheckTime refuses a time that cannot be stored as an RFC 3339 string,
-// which has a four-digit year (such a record could never be read back),
-// with an error matching ErrInvalidArgument that names what it is.
-func CheckTime(what string, t time.Time) error {
+// checkTime refuses a time that cannot be stored (see StoredTime).
+func checkTime(what string, t time.Time) error {
 	if t.IsZero() {
 		return nil
 	}

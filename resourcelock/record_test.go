@@ -32,23 +32,23 @@ func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
 // testAcquire is a normalized time.
 var testAcquire = time.Date(2026, 11, 21, 12, 30, 45, 123_000_000, time.UTC)
 
-func TestNormalizeTime(t *testing.T) {
-	if got := NormalizeTime(time.Time{}); !got.IsZero() {
+func TestNormalizedTimes(t *testing.T) {
+	if got := normalizeTime(time.Time{}); !got.IsZero() {
 		t.Errorf("zero time normalized to %v", got)
 	}
 	berlin := time.FixedZone("CET", 3600)
 	in := time.Date(2026, 11, 21, 13, 30, 45, 123_999_999, berlin)
-	got := NormalizeTime(in)
+	got := normalizeTime(in)
 	if got != testAcquire { // == also compares location and monotonic reading
-		t.Errorf("NormalizeTime(%v) = %v, want %v", in, got, testAcquire)
+		t.Errorf("normalizeTime(%v) = %v, want %v", in, got, testAcquire)
 	}
 	now := time.Now()
-	n := NormalizeTime(now)
+	n := normalizeTime(now)
 	if strings.Contains(n.String(), "m=") || n.Location() != time.UTC || n.Nanosecond()%int(time.Millisecond) != 0 {
-		t.Errorf("NormalizeTime(%v) = %v, want UTC, millisecond precision, no monotonic reading", now, n)
+		t.Errorf("normalizeTime(%v) = %v, want UTC, millisecond precision, no monotonic reading", now, n)
 	}
 	if now.Sub(n) < 0 || now.Sub(n) >= time.Millisecond {
-		t.Errorf("NormalizeTime(%v) = %v, not truncated to the millisecond", now, n)
+		t.Errorf("normalizeTime(%v) = %v, not truncated to the millisecond", now, n)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestNormalizedRecord(t *testing.T) {
 		t.Errorf("lease %v, want 2ms", got.LeaseDuration)
 	}
 	for _, at := range []time.Time{got.AcquireTime, got.RenewTime} {
-		if at != NormalizeTime(at) {
+		if at != normalizeTime(at) {
 			t.Errorf("time %v not normalized", at)
 		}
 	}

@@ -97,10 +97,9 @@ type Store interface {
 	Describe() string
 }
 
-// Check reports whether the options can be written by any store: no
-// attribute with an empty name or a nil value, a TTL (when set) in the
-// years 1970 to 9999. It returns an error matching ErrInvalidArgument.
-func (o WriteOptions) Check() error {
+// check reports whether the options can be written by any store (see
+// PrepareWrite).
+func (o WriteOptions) check() error {
 	for name, v := range o.Attributes {
 		if name == "" || v == nil {
 			return fmt.Errorf("%w: attribute %q has an empty name or no value", ErrInvalidArgument, name)
@@ -113,10 +112,6 @@ func (o WriteOptions) Check() error {
 	}
 	return nil
 }
-
-// ExpiresAt returns Expires rounded up to whole seconds, as stores keep it;
-// the zero time when unset.
-func (o WriteOptions) ExpiresAt() time.Time { return expiresSeconds(o.Expires) }
 
 // cloneItem returns a deep-enough copy of it for handing out.
 func cloneItem(it Item) Item {

@@ -48,14 +48,14 @@ func (p storePort) Fence(ctx context.Context, holder, acquisitionID string) (res
 type engine struct {
 	t   *testing.T
 	fc  *clocktesting.FakeClock
-	mem *resourcelock.MemoryStore
+	mem *rlt.MemoryStore
 	fs  *rlt.FaultyStore
 	acq *Acquirer
 	hld *Holder
 }
 
 func newEngine(t *testing.T) *engine {
-	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: resourcelock.NewMemoryStore()}
+	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: rlt.NewMemoryStore()}
 	e.fs = rlt.NewFaultyStore(e.mem)
 	cfg := Config{Clock: e.fc, Owner: "me", RequestTimeout: time.Second, Validity: validity}
 	e.acq = NewAcquirer(&cfg, storePort{e.fs}, func(resourcelock.Item) resourcelock.Record { return e.record(false) })

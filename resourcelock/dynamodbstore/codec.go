@@ -113,7 +113,7 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 		if o.Expires.IsZero() {
 			remove = append(remove, e.name(k.ttl))
 		} else {
-			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.ExpiresAt().Unix(), 10)})
+			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)})
 		}
 	}
 	if rec.Released {

@@ -562,7 +562,8 @@ func TestUpdateCondition(t *testing.T) {
 // prepareAs prepares rec for a write by holder id.
 func prepareAs(id string, rec resourcelock.Record) (resourcelock.Record, error) {
 	rec.HolderIdentity = id
-	return resourcelock.PrepareWrite(rec)
+	rec, _, err := resourcelock.PrepareWrite(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{})
+	return rec, err
 }
 
 func TestLeaseRoundsUpToMillisecond(t *testing.T) {

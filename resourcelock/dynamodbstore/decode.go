@@ -150,14 +150,14 @@ func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time,
 	}
 	t, err := time.Parse(time.RFC3339Nano, str.Value)
 	if err == nil {
-		// Writes refuse the year 0 (checkTime): a row that carries it
-		// could not be renewed or taken over by a write that keeps it.
-		err = resourcelock.CheckTime(attr, t)
+		// Writes refuse the year 0: a row that carries it could not be
+		// renewed or taken over by a write that keeps it.
+		t, err = resourcelock.StoredTime(attr, t)
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time within the years 1 to 9999", resourcelock.ErrInvalidRecord, attr, str.Value)
 	}
-	return resourcelock.NormalizeTime(t), nil
+	return t, nil
 }
 
 func wrongType(attr, want string, v types.AttributeValue) error {

@@ -103,7 +103,7 @@ func FuzzDecodeItem(f *testing.F) {
 		// Whatever was read can be written back by its holder: renewals
 		// and takeovers carry the times and data they found.
 		if len(rec.Data) <= resourcelock.MaxDataBytes && len(rec.HolderIdentity) <= resourcelock.MaxIdentityBytes {
-			if _, err := resourcelock.PrepareWrite(rec); err != nil {
+			if _, _, err := resourcelock.PrepareWrite(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{}); err != nil {
 				t.Fatalf("a decoded record cannot be written back: %v (%+v)", err, rec)
 			}
 		}

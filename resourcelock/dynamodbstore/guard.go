@@ -52,6 +52,14 @@ func (e *ItemConditionError) Error() string {
 // Is makes an ItemConditionError match resourcelock.ErrConflict.
 func (e *ItemConditionError) Is(target error) bool { return target == resourcelock.ErrConflict }
 
+// Holding names one acquisition of a lease: the row must still name Owner,
+// carry AcquisitionID and not be released. A guarded write lands only while
+// that acquisition holds the lease.
+type Holding struct {
+	Owner         string
+	AcquisitionID string
+}
+
 // Guarder is implemented by stores that can commit a caller's writes in
 // one transaction with a check that a lock is still held.
 type Guarder interface {
@@ -63,7 +71,7 @@ type Guarder interface {
 	// any request (too many, or one on the lock row itself), and otherwise
 	// the request's error, after which the outcome is unknown unless the
 	// caller reads its items back.
-	Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
+	Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error
 }
 
 // TransactAPI is the part of the DynamoDB client that Guard uses.
@@ -76,7 +84,7 @@ var _ Guarder = (*Store)(nil)
 
 // Guard commits items with a ConditionCheck on the lock row in one
 // TransactWriteItems.
-func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
+func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
@@ -183,7 +191,7 @@ func reasonCodes(reasons []types.CancellationReason) string {
 
 // classifyByReading decides, from the lock row, what cancelled a
 // transaction whose reasons were not given.
-func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, txErr error) error {
+func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h Holding, txErr error) error {
 	it, err := d.Get(ctx, key)
 	switch {
 	case errors.Is(err, resourcelock.ErrNotFound):
@@ -198,7 +206,7 @@ func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h r
 
 // checkGuarded refuses, before any request, a guarded write that could
 // never be right.
-func (d *Store) checkGuarded(key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
+func (d *Store) checkGuarded(key resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}

@@ -69,11 +69,9 @@ func (s keySchema) checkKey(k resourcelock.Key) error {
 	return nil
 }
 
-// checkOptions validates write options before any request.
+// checkOptions validates write options, already checked by
+// resourcelock.PrepareWrite, against the schema before any request.
 func (s keySchema) checkOptions(o resourcelock.WriteOptions) error {
-	if err := o.Check(); err != nil {
-		return err
-	}
 	for name, v := range o.Attributes {
 		if s.reserved(name) {
 			return fmt.Errorf("%w: attribute name %q is reserved", resourcelock.ErrInvalidArgument, name)

@@ -172,7 +172,7 @@ func (d *Store) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Ite
 // Create writes rec at key with one UpdateItem conditioned on the row being
 // missing (unless opts.OnlyIfExists) or released.
 func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	rec, err := d.prepare(key, rec, opts)
+	rec, opts, err := d.prepare(key, rec, opts)
 	if err != nil {
 		return resourcelock.Item{}, err
 	}
@@ -194,7 +194,7 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	if err := resourcelock.CheckPrecondition(expect); err != nil {
 		return resourcelock.Item{}, err
 	}
-	rec, err := d.prepare(key, rec, opts)
+	rec, opts, err := d.prepare(key, rec, opts)
 	if err != nil {
 		return resourcelock.Item{}, err
 	}
@@ -288,15 +288,17 @@ func (d *Store) page(ctx context.Context, partition string, start map[string]typ
 	return out.Items, out.LastEvaluatedKey, nil
 }
 
-// prepare validates a write before any request.
-func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, error) {
+// prepare validates a write before any request and returns its record
+// and options as written (resourcelock.PrepareWrite).
+func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, resourcelock.WriteOptions, error) {
 	if err := d.keys.checkKey(key); err != nil {
-		return resourcelock.Record{}, err
+		return resourcelock.Record{}, opts, err
 	}
-	if err := d.keys.checkOptions(opts); err != nil {
-		return resourcelock.Record{}, err
+	rec, opts, err := resourcelock.PrepareWrite(key, rec, opts)
+	if err != nil {
+		return rec, opts, err
 	}
-	return resourcelock.PrepareWrite(rec)
+	return rec, opts, d.keys.checkOptions(opts)
 }
 
 func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *expression, update, condition string) (resourcelock.Item, error) {

@@ -1,11 +1,10 @@
 // Package resourcelocktest helps test code built on resourcelock.
 //
-// RunConformance checks that an implementation of resourcelock.Interface
-// keeps the contract the election package relies on, and
-// RunStoreConformance that a resourcelock.Store keeps the one the lock
-// package relies on; dynalease runs both against its in-memory stores and
-// DynamoDB Local, and users can run them against their own implementations.
-// Faulty and FaultyStore wrap any implementation to count requests and
-// inject failures, including writes that land while the caller sees an
-// error.
+// RunStoreConformance checks that an implementation of resourcelock.Store
+// keeps the contract the engine relies on, and that resourcelock.Lease over
+// it keeps the one of resourcelock.Interface; dynalease runs it against the
+// memory store and DynamoDB Local, and users can run it against their own
+// stores. FaultyStore wraps any store to count requests and inject
+// failures, including writes that land while the caller sees an error.
+// MemoryStore is the in-process store with its rows open to the test.
 package resourcelocktest

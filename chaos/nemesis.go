@@ -31,6 +31,7 @@ var allActions = []string{
 	"reset",       // close half the connections unanswered, for 2 leases
 	"latency",     // delay every request by 90% of the request timeout, for 2 leases
 	"drift",       // run a worker's clock (the leader's, or any) fast or slow by the drift ρ for 3 leases, while the next actions go on
+	"slow-cut",    // run the leader's clock slow by the drift ρ and black-hole its proxy, for 1.5 leases: the margin's worst case
 	"quiet",       // nothing, for a lease
 }
 
@@ -123,6 +124,15 @@ func (c *controller) act(ctx context.Context, a string) {
 		c.netFault(c.pick(ctx, 2), a, fault{Kind: faultLatency, Delay: timeout * 9 / 10}, 2*c.cfg.lease)
 	case "drift":
 		c.drift(c.pick(ctx, 2), 3*c.cfg.lease)
+	case "slow-cut":
+		// The leader believes its term longer than others wait, and
+		// cannot hear that they took over: only the margin keeps the
+		// belief inside the lease.
+		in := c.leader(ctx)
+		if c.setRate(in, 1/(1+c.cfg.drift), a) {
+			c.netFault(in, a, fault{Kind: faultBlackhole}, c.stopFor())
+			c.setRate(in, 1, a+"-heal")
+		}
 	case "quiet":
 		c.event(a, nil, "")
 		time.Sleep(c.cfg.lease)

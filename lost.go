@@ -19,7 +19,7 @@ const (
 	// out. Cause tells why the renewals failed, typically because the
 	// store could not be reached. The row may still name the holder.
 	Expired LostReason = iota + 1
-	// Stolen: the row was found written by another owner.
+	// Stolen: the row was found written by another holder.
 	Stolen
 	// ReleasedElsewhere: the row was found marked released by a write the
 	// holder did not make.
@@ -49,8 +49,9 @@ type LostError struct {
 	// Lease names what was held: a lock's key, an election's lease.
 	Lease  string
 	Reason LostReason
-	// Holder is the owner the row named when it was found Stolen or
-	// ReleasedElsewhere (the owner that released it).
+	// Holder is the holder identity (a lock client's owner name) the row
+	// named when it was found Stolen or ReleasedElsewhere (the one that
+	// released it).
 	Holder string
 	// Cause is the last error of a renewal, when there was one, or the
 	// error of the write that found the row changed.

@@ -13,7 +13,9 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Published defaults, used when the corresponding Config field is zero.
+// Published defaults, used when the corresponding Config field is zero:
+// client-go's leader election defaults (a lock client's lease is the AWS
+// Java lock client's 20 s instead, see lock.DefaultLeaseDuration).
 const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second

@@ -43,7 +43,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
 	t.lease, t.hold = e.cfg.Lock.Describe(), r.hold
 	t.token = r.cur.FencingToken()
-	t.holding = dynamodbstore.Holding{Owner: e.identity, AcquisitionID: r.cur.AcquisitionID}
+	t.holding = dynamodbstore.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

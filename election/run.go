@@ -31,7 +31,7 @@ func newRun(e *Elector) *run {
 	r := &run{e: e}
 	cfg := rvnlease.Config{
 		Clock:          e.clk,
-		Owner:          e.identity,
+		Identity:       e.identity,
 		RequestTimeout: e.cfg.RequestTimeout,
 		Validity:       e.cfg.termValidity(),
 		Log:            e.log,

@@ -14,7 +14,9 @@ import (
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-// Client defaults.
+// Client defaults: the AWS Java lock client's 20 s lease and 5 s
+// heartbeats (an Elector's lease is client-go's 15 s instead, see
+// election.DefaultLeaseDuration).
 const (
 	DefaultLeaseDuration   = 20 * time.Second
 	DefaultHeartbeatPeriod = 5 * time.Second
@@ -46,7 +48,9 @@ type Config struct {
 	// with a Store.
 	Store resourcelock.Store
 
-	// Owner is the owner name written into every lock this client takes.
+	// Owner is the owner name written into every lock this client takes:
+	// the holder identity of resourcelock and election, under the name the
+	// AWS Java lock client gives it (ownerName).
 	// It must be unique per process: two clients with one owner name can
 	// release and heartbeat each other's locks. The default is the host
 	// name plus a random UUID.

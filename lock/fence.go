@@ -64,7 +64,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		l.mu.Unlock()
 		return invalid("store", "the store cannot run guarded writes")
 	}
-	h := dynamodbstore.Holding{Owner: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
+	h := dynamodbstore.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
 	l.mu.Unlock()
 	started := l.c.clk.Now()
 	err := g.Guard(ctx, l.key, h, items)

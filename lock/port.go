@@ -22,7 +22,7 @@ func (c *Client) engineFor(onlyIfExists bool) *rvnlease.Config {
 func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
 	return &rvnlease.Config{
 		Clock:          c.clk,
-		Owner:          c.cfg.owner,
+		Identity:       c.cfg.owner,
 		RequestTimeout: c.cfg.requestTimeout,
 		Validity:       c.cfg.validity(),
 		OnlyIfExists:   onlyIfExists,

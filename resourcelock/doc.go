@@ -18,7 +18,7 @@
 //
 // Every write states what it expects to find, explicitly: Create expects no
 // record or a released one; Update expects a given RVN and, for the holder's
-// own writes, a given owner. The expectation is an argument, never state
+// own writes, a given holder identity. The expectation is an argument, never state
 // cached from an earlier Get, so reading the record (for a health check, or to
 // find out whether an ambiguous write landed) can never change what the next
 // write is conditioned on. A write whose expectation does not hold fails with

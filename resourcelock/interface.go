@@ -26,9 +26,10 @@ type Interface interface {
 	Create(ctx context.Context, rec Record) (Record, error)
 
 	// Update writes rec when the current record satisfies expect: it
-	// carries expect.RVN and, when expect.Owner is set, names expect.Owner
-	// as holder and is not marked released. An update with expect.Owner empty is a takeover and counts
-	// a new acquisition like Create; one with expect.Owner set is the
+	// carries expect.RVN and, when expect.HolderIdentity is set, names it
+	// as holder and is not marked released. An update with
+	// expect.HolderIdentity empty is a takeover and counts a new
+	// acquisition like Create; one with it set is the
 	// holder's own write (a renewal or a release) and leaves
 	// LeaderTransitions unchanged. It returns the record as stored, or an
 	// error wrapping ErrConflict when the precondition does not hold or
@@ -48,10 +49,10 @@ type Interface interface {
 type Precondition struct {
 	// RVN is the record version number the stored record must carry.
 	RVN string
-	// Owner, when set, is the holder identity the stored record must name.
+	// HolderIdentity, when set, is the holder identity the stored record must name.
 	// The holder sets it on its own writes (renewal, release); a takeover of
 	// a stale record leaves it empty, as the AWS Java lock client does.
-	Owner string
+	HolderIdentity string
 }
 
 // Fencer is implemented by leases that can be given fencing tokens; see
@@ -64,8 +65,8 @@ type Fencer interface {
 }
 
 // ErrGuardLost is returned by a guarded write (one a store conditions on
-// an acquisition: the row's owner and acquisition ID, such as
-// dynamodbstore's Guard) when the row no longer shows that acquisition: another owner holds it, it was
-// released or deleted, or a new acquisition replaced it. Nothing of the
-// write was applied.
+// an acquisition: the row's holder identity and acquisition ID, such as
+// dynamodbstore's Guard) when the row no longer shows that acquisition:
+// another holder has it, it was released or deleted, or a new acquisition
+// replaced it. Nothing of the write was applied.
 var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")

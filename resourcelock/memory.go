@@ -107,7 +107,7 @@ func (s *memoryStore) Update(ctx context.Context, key Key, expect Precondition, 
 	}
 	return s.write(ctx, key, "update", rec, opts, func(cur Item, ok bool) bool {
 		return ok && matches(cur.Record, expect)
-	}, expect.Owner == "")
+	}, expect.HolderIdentity == "")
 }
 
 // Remove deletes the row at key when it satisfies expect.
@@ -124,7 +124,7 @@ func (s *memoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !ok || cur.RVN != expect.RVN || (expect.Owner != "" && cur.HolderIdentity != expect.Owner) {
+	if !ok || cur.RVN != expect.RVN || (expect.HolderIdentity != "" && cur.HolderIdentity != expect.HolderIdentity) {
 		return conflict(key, "remove", cur, ok)
 	}
 	delete(s.items, key)
@@ -169,7 +169,7 @@ func conflict(key Key, op string, cur Item, ok bool) error {
 }
 
 func matches(cur Record, expect Precondition) bool {
-	return cur.RVN == expect.RVN && (expect.Owner == "" || (cur.HolderIdentity == expect.Owner && !cur.Released))
+	return cur.RVN == expect.RVN && (expect.HolderIdentity == "" || (cur.HolderIdentity == expect.HolderIdentity && !cur.Released))
 }
 
 func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record, opts WriteOptions, admit func(cur Item, ok bool) bool, acquiring bool) (Item, error) {

@@ -64,7 +64,7 @@ released by someone else at its next heartbeat. Refused without --force.`,
 			}
 			rec := it.Record
 			rec.RVN, rec.Released, rec.RenewTime = uuid.NewString(), true, time.Now()
-			if _, err := s.Update(ctx, key, resourcelock.Precondition{RVN: it.RVN, Owner: it.HolderIdentity}, rec, resourcelock.WriteOptions{KeepData: true}); err != nil {
+			if _, err := s.Update(ctx, key, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: it.HolderIdentity}, rec, resourcelock.WriteOptions{KeepData: true}); err != nil {
 				if errors.Is(err, resourcelock.ErrConflict) {
 					return exit(exitNotAcquired, fmt.Errorf("not released: the lock changed since it was read (renewed or taken); read it again"))
 				}

@@ -118,13 +118,13 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 }
 
 func (a *Acquirer) attempt(ctx context.Context) answer {
-	port, owner := a.w.port, a.w.cfg.Owner
+	port, owner := a.w.port, a.w.cfg.Identity
 	now := a.w.cfg.Clock.Now()
 	switch {
 	case a.late.RVN != "":
 		cur := a.late
 		rec := a.newRecord(cur)
-		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: owner}
+		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: owner}
 		ans := a.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
 		if !ans.landed && ans.err == nil {
 			a.late = resourcelock.Item{}
@@ -189,7 +189,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	}
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
-	fenced, err := a.w.port.Fence(rctx, cfg.Owner, res.Item.AcquisitionID)
+	fenced, err := a.w.port.Fence(rctx, cfg.Identity, res.Item.AcquisitionID)
 	cancel()
 	cfg.observe("fence", start, err)
 	if err == nil {
@@ -198,7 +198,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	}
 	rec := a.newRecord(res.Item)
 	rec.Released = true
-	expect := resourcelock.Precondition{RVN: res.Item.RVN, Owner: cfg.Owner}
+	expect := resourcelock.Precondition{RVN: res.Item.RVN, HolderIdentity: cfg.Identity}
 	rctx, cancel = clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	start = cfg.Clock.Now()
 	_, rerr := a.w.port.Update(rctx, expect, rec)
@@ -276,7 +276,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		// A row of ours confirmed after its validity, not renewed yet.
 		rec := a.newRecord(a.late)
 		rec.Released = true
-		expect := resourcelock.Precondition{RVN: a.late.RVN, Owner: cfg.Owner}
+		expect := resourcelock.Precondition{RVN: a.late.RVN, HolderIdentity: cfg.Identity}
 		start := cfg.Clock.Now()
 		_, err := a.w.port.Update(ctx, expect, rec)
 		cfg.observe("update", start, err)
@@ -291,7 +291,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		}
 		rec := a.newRecord(resourcelock.Item{})
 		rec.Released = true
-		expect := resourcelock.Precondition{RVN: at.rvn, Owner: cfg.Owner}
+		expect := resourcelock.Precondition{RVN: at.rvn, HolderIdentity: cfg.Identity}
 		start := cfg.Clock.Now()
 		_, err := a.w.port.Update(ctx, expect, rec)
 		cfg.observe("update", start, err)

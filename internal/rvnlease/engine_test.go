@@ -57,7 +57,7 @@ type engine struct {
 func newEngine(t *testing.T) *engine {
 	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: rlt.NewMemoryStore()}
 	e.fs = rlt.NewFaultyStore(e.mem)
-	cfg := Config{Clock: e.fc, Owner: "me", RequestTimeout: time.Second, Validity: validity}
+	cfg := Config{Clock: e.fc, Identity: "me", RequestTimeout: time.Second, Validity: validity}
 	e.acq = NewAcquirer(&cfg, storePort{e.fs}, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
 	e.hld = NewHolder(&cfg, storePort{e.fs})
 	return e

@@ -50,7 +50,7 @@ type Written struct {
 // Write writes rec over cur, conditioned on this holder's owner and cur's
 // RVN, and settles the answer.
 func (h *Holder) Write(ctx context.Context, cur resourcelock.Item, rec resourcelock.Record) Written {
-	expect := resourcelock.Precondition{RVN: cur.RVN, Owner: h.w.cfg.Owner}
+	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: h.w.cfg.Identity}
 	port := h.w.port
 	ans := h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
 	return h.written(ans, cur)
@@ -99,7 +99,7 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item, remove func(ctx context.Context, expect resourcelock.Precondition) error) Written {
 	cfg := h.w.cfg
 	for try := 1; ; try++ {
-		expect := resourcelock.Precondition{RVN: cur.RVN, Owner: cfg.Owner}
+		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
 		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 		start := cfg.Clock.Now()
 		err := remove(rctx, expect)
@@ -186,7 +186,7 @@ func (h *Holder) written(ans answer, cur resourcelock.Item) Written {
 		return Written{Landed: true, Item: ans.item, Sent: ans.sent}
 	case ans.err != nil:
 		return Written{Err: ans.err, Cause: ans.cause}
-	case !ans.missing && ans.item.RVN == cur.RVN && ans.item.HolderIdentity == h.w.cfg.Owner && !ans.item.Released:
+	case !ans.missing && ans.item.RVN == cur.RVN && ans.item.HolderIdentity == h.w.cfg.Identity && !ans.item.Released:
 		return Written{Err: fmt.Errorf("the write did not land (the row still carries %s): %w", cur.RVN, ans.cause), Cause: ans.cause}
 	default:
 		return Written{Lost: true, Item: ans.item, Missing: ans.missing, Cause: ans.cause}

@@ -29,8 +29,8 @@ type Port interface {
 type Config struct {
 	// Clock times every request and validity.
 	Clock clockutil.Clock
-	// Owner is the holder identity written into the caller's records.
-	Owner string
+	// Identity is the holder identity written into the caller's records.
+	Identity string
 	// RequestTimeout bounds each request, the SDK's retries included. The
 	// engine applies it, once; the store adds nothing to a context with a
 	// deadline.

@@ -57,7 +57,7 @@ func BenchmarkCodecEncodeRenewal(b *testing.B) {
 	for b.Loop() {
 		e := newExpression()
 		_ = writeItemUpdate(e, benchKeys, benchRec, false, resourcelock.WriteOptions{})
-		_ = benchKeys.updateCondition(e, resourcelock.Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity})
+		_ = benchKeys.updateCondition(e, resourcelock.Precondition{RVN: benchRec.RVN, HolderIdentity: benchRec.HolderIdentity})
 	}
 }
 
@@ -136,7 +136,7 @@ func BenchmarkDynamoDBStoreUpdate(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
 	key := resourcelock.Key{Partition: "customer-42"}
-	expect := resourcelock.Precondition{RVN: benchRec.RVN, Owner: benchRec.HolderIdentity}
+	expect := resourcelock.Precondition{RVN: benchRec.RVN, HolderIdentity: benchRec.HolderIdentity}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Update(ctx, key, expect, benchRec, resourcelock.WriteOptions{}); err != nil {
@@ -173,7 +173,7 @@ func BenchmarkMemoryStoreUpdate(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		expect := resourcelock.Precondition{RVN: it.RVN, Owner: rec.HolderIdentity}
+		expect := resourcelock.Precondition{RVN: it.RVN, HolderIdentity: rec.HolderIdentity}
 		i++
 		rec.RVN = rvns[i%2]
 		if it, err = m.Update(ctx, key, expect, rec, resourcelock.WriteOptions{}); err != nil {

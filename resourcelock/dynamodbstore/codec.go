@@ -159,23 +159,23 @@ func (k keySchema) existingReleasedCondition(e *expression) string {
 func (k keySchema) updateCondition(e *expression, p resourcelock.Precondition) string {
 	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrRVN) + " = " + e.value(s(p.RVN))
-	if p.Owner != "" {
+	if p.HolderIdentity != "" {
 		// A holder's own write also requires that nobody marked the row
 		// released behind its back (an operator's forced release keeps
 		// the RVN): that is a loss, not something to overwrite.
-		c += " AND " + e.name(attrOwner) + " = " + e.value(s(p.Owner)) +
+		c += " AND " + e.name(attrOwner) + " = " + e.value(s(p.HolderIdentity)) +
 			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
 	}
 	return c
 }
 
 // removeCondition admits a delete when the item exists and carries p's RVN
-// (and owner): unlike a holder's update, it may delete a released row.
+// (and holder identity): unlike a holder's update, it may delete a released row.
 func (k keySchema) removeCondition(e *expression, p resourcelock.Precondition) string {
 	c := "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
 		e.name(attrRVN) + " = " + e.value(s(p.RVN))
-	if p.Owner != "" {
-		c += " AND " + e.name(attrOwner) + " = " + e.value(s(p.Owner))
+	if p.HolderIdentity != "" {
+		c += " AND " + e.name(attrOwner) + " = " + e.value(s(p.HolderIdentity))
 	}
 	return c
 }

@@ -388,7 +388,7 @@ func build(keys keySchema, rec resourcelock.Record, expect *resourcelock.Precond
 		upd = writeUpdate(e, rec, true)
 		cond = keys.createCondition(e)
 	} else {
-		upd = writeUpdate(e, rec, expect.Owner == "")
+		upd = writeUpdate(e, rec, expect.HolderIdentity == "")
 		cond = keys.updateCondition(e, *expect)
 	}
 	return e, upd, cond
@@ -412,7 +412,7 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 	expects := map[string]*resourcelock.Precondition{
 		"create":   nil,
 		"takeover": {RVN: "old"},
-		"renewal":  {RVN: "old", Owner: "me"},
+		"renewal":  {RVN: "old", HolderIdentity: "me"},
 	}
 	keys := []keySchema{{partitionKey: "key"}, {partitionKey: "pk", sortKey: "sk"}}
 
@@ -429,7 +429,7 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 						checkPlaceholders(t, e, upd, cond)
 						got := applyUpdate(t, prior, e, upd)
 
-						acquiring := expect == nil || expect.Owner == ""
+						acquiring := expect == nil || expect.HolderIdentity == ""
 						var priorTransitions int64
 						if n, ok := prior[attrTransitions].(*types.AttributeValueMemberN); ok {
 							priorTransitions, _ = strconv.ParseInt(n.Value, 10, 64)
@@ -540,12 +540,12 @@ func TestUpdateCondition(t *testing.T) {
 		"takeover on the RVN":          {held, resourcelock.Precondition{RVN: heldRVN}, true},
 		"takeover on another RVN":      {held, resourcelock.Precondition{RVN: "other"}, false},
 		"takeover of an absent record": {map[string]types.AttributeValue{}, resourcelock.Precondition{RVN: heldRVN}, false},
-		"renewal by the owner":         {held, resourcelock.Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, true},
-		"renewal naming another owner": {held, resourcelock.Precondition{RVN: heldRVN, Owner: "someone"}, false},
-		"renewal on another RVN":       {held, resourcelock.Precondition{RVN: "other", Owner: goldenHeldOwner}, false},
+		"renewal by the owner":         {held, resourcelock.Precondition{RVN: heldRVN, HolderIdentity: goldenHeldOwner}, true},
+		"renewal naming another owner": {held, resourcelock.Precondition{RVN: heldRVN, HolderIdentity: "someone"}, false},
+		"renewal on another RVN":       {held, resourcelock.Precondition{RVN: "other", HolderIdentity: goldenHeldOwner}, false},
 		"renewal of a row marked released behind the holder's back": {
 			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
-			resourcelock.Precondition{RVN: heldRVN, Owner: goldenHeldOwner}, false},
+			resourcelock.Precondition{RVN: heldRVN, HolderIdentity: goldenHeldOwner}, false},
 		"takeover of a released row on its RVN": {
 			func() map[string]types.AttributeValue { m := maps.Clone(held); m[attrReleased] = sv("1"); return m }(),
 			resourcelock.Precondition{RVN: heldRVN}, true},

@@ -395,7 +395,7 @@ func TestDynamoDBStoreTTLAttribute(t *testing.T) {
 			// Every kind of write without Expires removes it.
 			r := newRec(time.Second, "")
 			r.HolderIdentity = "a"
-			it, err := st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, Owner: "a"}, r, resourcelock.WriteOptions{})
+			it, err := st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "a"}, r, resourcelock.WriteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -405,7 +405,7 @@ func TestDynamoDBStoreTTLAttribute(t *testing.T) {
 			}
 			r = newRec(time.Second, "")
 			r.HolderIdentity = "a"
-			it, err = st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, Owner: "a"}, r, resourcelock.WriteOptions{Expires: expires})
+			it, err = st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "a"}, r, resourcelock.WriteOptions{Expires: expires})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,7 +494,7 @@ func TestDynamoDBStoreRequestsPerOperation(t *testing.T) {
 	wantCounts(t, st.ft, "Get", map[string]int{opGetItem: 1})
 	r2 := newRec(time.Second, "")
 	r2.HolderIdentity = "a"
-	if it, err = st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, Owner: "a"}, r2, resourcelock.WriteOptions{}); err != nil {
+	if it, err = st.store.Update(ctx, k, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "a"}, r2, resourcelock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, st.ft, "Update", map[string]int{opUpdateItem: 1})
@@ -508,14 +508,14 @@ func TestDynamoDBStoreRequestsPerOperation(t *testing.T) {
 		t.Fatalf("Remove on a wrong RVN: %v, want ErrConflict", err)
 	}
 	wantCounts(t, st.ft, "Remove on a wrong RVN", map[string]int{"DeleteItem": 1})
-	if err := st.store.Remove(ctx, k, resourcelock.Precondition{RVN: it.RVN, Owner: "a"}); err != nil {
+	if err := st.store.Remove(ctx, k, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "a"}); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
 	wantCounts(t, st.ft, "Remove", map[string]int{"DeleteItem": 1})
 	if len(st.getRaw(t, k)) != 0 {
 		t.Fatal("Remove left the row")
 	}
-	err = st.store.Remove(ctx, k, resourcelock.Precondition{RVN: it.RVN, Owner: "a"})
+	err = st.store.Remove(ctx, k, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "a"})
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("Remove of a missing row: %v, want ErrConflict", err)
 	}
@@ -597,7 +597,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	ctx := context.Background()
 	r := newRec(time.Second, "")
 	r.HolderIdentity = "a"
-	p := resourcelock.Precondition{RVN: "r", Owner: "a"}
+	p := resourcelock.Precondition{RVN: "r", HolderIdentity: "a"}
 	none := resourcelock.WriteOptions{}
 	wantInvalid := func(what string, err error) {
 		t.Helper()

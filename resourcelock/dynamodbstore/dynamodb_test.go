@@ -406,7 +406,7 @@ func TestDynamoDBWritesJavaLayout(t *testing.T) {
 	// A release keeps the row with isReleased = "1".
 	rel := newRec(time.Second, "")
 	rel.Released = true
-	if _, err := l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "go-host"}, rel); err != nil {
+	if _, err := l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "go-host"}, rel); err != nil {
 		t.Fatal(err)
 	}
 	raw = f.getRaw(t, name)
@@ -522,7 +522,7 @@ func TestDynamoDBMissingTable(t *testing.T) {
 	check("Create", err)
 	_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: "x"}, newRec(time.Second, ""))
 	check("Update", err)
-	_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: "x", Owner: "me"}, newRec(time.Second, ""))
+	_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: "x", HolderIdentity: "me"}, newRec(time.Second, ""))
 	check("renewal", err)
 }
 
@@ -651,13 +651,13 @@ func TestDynamoDBInvalidWritesSendNothing(t *testing.T) {
 		if _, err := l.Create(context.Background(), rec); !errors.Is(err, resourcelock.ErrInvalidArgument) {
 			t.Errorf("Create with %s: %v, want ErrInvalidArgument", what, err)
 		}
-		for _, p := range []resourcelock.Precondition{{RVN: "r"}, {RVN: "r", Owner: "me"}} {
+		for _, p := range []resourcelock.Precondition{{RVN: "r"}, {RVN: "r", HolderIdentity: "me"}} {
 			if _, err := l.Update(context.Background(), p, rec); !errors.Is(err, resourcelock.ErrInvalidArgument) {
 				t.Errorf("Update %+v with %s: %v, want ErrInvalidArgument", p, what, err)
 			}
 		}
 	}
-	if _, err := l.Update(context.Background(), resourcelock.Precondition{Owner: "me"}, newRec(time.Second, "")); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+	if _, err := l.Update(context.Background(), resourcelock.Precondition{HolderIdentity: "me"}, newRec(time.Second, "")); !errors.Is(err, resourcelock.ErrInvalidArgument) {
 		t.Errorf("Update without precondition RVN: %v, want ErrInvalidArgument", err)
 	}
 	if n := api.count(); n != 0 {
@@ -712,7 +712,7 @@ func TestDynamoDBOneRequestPerOperation(t *testing.T) {
 	}
 	wantCounts(t, ft, "conflicting Create", upd)
 
-	renewed, err := a.Update(ctx, resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, newRec(time.Second, ""))
+	renewed, err := a.Update(ctx, resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, newRec(time.Second, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -726,7 +726,7 @@ func TestDynamoDBOneRequestPerOperation(t *testing.T) {
 
 	rel := newRec(time.Second, "")
 	rel.Released = true
-	if _, err := b.Update(ctx, resourcelock.Precondition{RVN: taken.RVN, Owner: "b"}, rel); err != nil {
+	if _, err := b.Update(ctx, resourcelock.Precondition{RVN: taken.RVN, HolderIdentity: "b"}, rel); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, ft, "release", upd)
@@ -808,7 +808,7 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 			t.Errorf("Get made %d attempts, want retries within the timeout", n)
 		}
 		timed(t, "Update", func() error {
-			_, err := l.Update(context.Background(), resourcelock.Precondition{RVN: "x", Owner: "me"}, newRec(time.Second, ""))
+			_, err := l.Update(context.Background(), resourcelock.Precondition{RVN: "x", HolderIdentity: "me"}, newRec(time.Second, ""))
 			return err
 		})
 	})
@@ -862,7 +862,7 @@ func TestDynamoDBAmbiguousWrites(t *testing.T) {
 		}
 		ft.Add(faulthttp.Rule{Op: opUpdateItem, Times: 1, Fault: faulthttp.DropResponse(faulthttp.DropRetryable)})
 		in := newRec(time.Second, "")
-		_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "me"}, in)
+		_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "me"}, in)
 		if !errors.Is(err, resourcelock.ErrConflict) {
 			t.Fatalf("renewal with a dropped, retried response: %v, want ErrConflict", err)
 		}
@@ -925,7 +925,7 @@ func TestDynamoDBThrottling(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft.Add(faulthttp.Rule{Op: opUpdateItem, Fault: faulthttp.Throttling()})
-	_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "me"}, newRec(time.Second, ""))
+	_, err = l.Update(testCtx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "me"}, newRec(time.Second, ""))
 	if errors.Is(err, resourcelock.ErrConflict) || !errors.As(err, &te) {
 		t.Fatalf("throttled renewal: %v, want a non-conflict *types.ThrottlingException", err)
 	}

@@ -52,12 +52,12 @@ func (e *ItemConditionError) Error() string {
 // Is makes an ItemConditionError match resourcelock.ErrConflict.
 func (e *ItemConditionError) Is(target error) bool { return target == resourcelock.ErrConflict }
 
-// Holding names one acquisition of a lease: the row must still name Owner,
-// carry AcquisitionID and not be released. A guarded write lands only while
-// that acquisition holds the lease.
+// Holding names one acquisition of a lease: the row must still name
+// HolderIdentity, carry AcquisitionID and not be released. A guarded write
+// lands only while that acquisition holds the lease.
 type Holding struct {
-	Owner         string
-	AcquisitionID string
+	HolderIdentity string
+	AcquisitionID  string
 }
 
 // Guarder is implemented by stores that can commit a caller's writes in
@@ -93,7 +93,7 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, item
 		return err
 	}
 	e := newExpression()
-	cond := e.name(attrOwner) + " = " + e.value(s(h.Owner)) + " AND " +
+	cond := e.name(attrOwner) + " = " + e.value(s(h.HolderIdentity)) + " AND " +
 		e.name(attrAcquisition) + " = " + e.value(s(h.AcquisitionID)) + " AND (attribute_not_exists(" +
 		e.name(attrReleased) + ") OR " + e.name(attrReleased) + " <> " + e.value(s(releasedValue)) + ")"
 	all := append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
@@ -198,7 +198,7 @@ func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h H
 		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
 	case err != nil:
 		return fmt.Errorf("%s: guarded write cancelled (%w); reading the lock to tell why failed: %w", d.describeKey(key), txErr, err)
-	case it.HolderIdentity != h.Owner || it.AcquisitionID != h.AcquisitionID || it.Released:
+	case it.HolderIdentity != h.HolderIdentity || it.AcquisitionID != h.AcquisitionID || it.Released:
 		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
 	}
 	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), &ItemConditionError{Index: -1}, txErr)
@@ -210,7 +210,7 @@ func (d *Store) checkGuarded(key resourcelock.Key, h Holding, items []types.Tran
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}
-	if h.Owner == "" || h.AcquisitionID == "" {
+	if h.HolderIdentity == "" || h.AcquisitionID == "" {
 		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", resourcelock.ErrInvalidArgument)
 	}
 	if len(items) == 0 {

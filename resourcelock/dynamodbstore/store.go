@@ -199,7 +199,7 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 		return resourcelock.Item{}, err
 	}
 	e := newExpression()
-	update := writeItemUpdate(e, d.keys, rec, expect.Owner == "", opts)
+	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
 	return d.update(ctx, key, "update", e, update, d.keys.updateCondition(e, expect))
 }
 

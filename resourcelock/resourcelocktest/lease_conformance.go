@@ -148,7 +148,7 @@ func testRenewByHolder(t *testing.T, newLock func(string) resourcelock.Interface
 		t.Fatal(err)
 	}
 	next := rec(2*time.Second, "y")
-	stored, err := a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, next)
+	stored, err := a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, next)
 	if err != nil {
 		t.Fatalf("renewal: %v", err)
 	}
@@ -166,10 +166,10 @@ func testRenewPreconditions(t *testing.T, newLock func(string) resourcelock.Inte
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: uuid.NewString(), Owner: "a"}, rec(time.Second, ""))
+	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: uuid.NewString(), HolderIdentity: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal on a wrong RVN", err)
-	_, err = b.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "b"}, rec(time.Second, ""))
-	wantConflict(t, "renewal naming another owner", err)
+	_, err = b.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "b"}, rec(time.Second, ""))
+	wantConflict(t, "renewal naming another holder", err)
 	wantSame(t, "record after failed renewals", mustGet(t, a), first)
 }
 
@@ -190,7 +190,7 @@ func testRenewOfARowReleasedBehindTheHoldersBack(t *testing.T, newLock func(stri
 	if _, err := op.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN}, forced); err != nil {
 		t.Fatalf("forced release: %v", err)
 	}
-	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, rec(time.Second, ""))
+	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal of a row released behind the holder's back", err)
 	if !mustGet(t, a).Released {
 		t.Fatal("the forced release was undone")
@@ -201,7 +201,7 @@ func testUpdateMissing(t *testing.T, newLock func(string) resourcelock.Interface
 	a := newLock("a")
 	_, err := a.Update(ctx(t), resourcelock.Precondition{RVN: uuid.NewString()}, rec(time.Second, ""))
 	wantConflict(t, "takeover of a missing record", err)
-	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: uuid.NewString(), Owner: "a"}, rec(time.Second, ""))
+	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: uuid.NewString(), HolderIdentity: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal of a missing record", err)
 	if _, err := a.Get(ctx(t)); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("a failed Update created a record: %v", err)
@@ -224,7 +224,7 @@ func testTakeoverOnRVN(t *testing.T, newLock func(string) resourcelock.Interface
 	want.LeaderTransitions = first.LeaderTransitions + 1
 	want.AcquisitionID = in.RVN
 	wantSame(t, "takeover result", stored, want)
-	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, rec(time.Second, ""))
+	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal by the previous holder", err)
 	wantSame(t, "record after takeover", mustGet(t, a), want)
 }
@@ -237,7 +237,7 @@ func testReleaseThenCreate(t *testing.T, newLock func(string) resourcelock.Inter
 	}
 	release := rec(time.Second, "")
 	release.Released = true
-	released, err := a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, Owner: "a"}, release)
+	released, err := a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, release)
 	if err != nil {
 		t.Fatalf("release: %v", err)
 	}

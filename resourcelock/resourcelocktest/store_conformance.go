@@ -168,8 +168,8 @@ func testStoreUpdatePreconditions(t *testing.T, s resourcelock.Store) {
 	k := storeKey("preconditions")
 	first := mustCreate(t, s, k, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
 	for what, p := range map[string]resourcelock.Precondition{
-		"renewal on a wrong RVN":        {RVN: uuid.NewString(), Owner: "a"},
-		"renewal naming another holder": {RVN: first.RVN, Owner: "b"},
+		"renewal on a wrong RVN":        {RVN: uuid.NewString(), HolderIdentity: "a"},
+		"renewal naming another holder": {RVN: first.RVN, HolderIdentity: "b"},
 		"takeover on a wrong RVN":       {RVN: uuid.NewString()},
 	} {
 		_, err := s.Update(ctx(t), k, p, heldBy("b", time.Second, "b's"), resourcelock.WriteOptions{})
@@ -182,7 +182,7 @@ func testStoreUpdateMissing(t *testing.T, s resourcelock.Store) {
 	k := storeKey("missing")
 	_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString()}, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
 	wantConflict(t, "takeover of a missing row", err)
-	_, err = s.Update(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString(), Owner: "a"}, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = s.Update(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString(), HolderIdentity: "a"}, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
 	wantConflict(t, "renewal of a missing row", err)
 	wantNoItem(t, "after Updates of a missing row", s, k)
 }
@@ -206,14 +206,14 @@ func testStoreTakeover(t *testing.T, s resourcelock.Store) {
 	wantStoredItem(t, "after failed writes on the replaced RVN", s, k, want)
 
 	// The new holder's own writes leave the count alone; a takeover by
-	// the same identity without Owner still counts.
+	// the same identity without HolderIdentity still counts.
 	renewed := mustUpdate(t, s, k, asHolder(got), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
 	if renewed.LeaderTransitions != 2 {
 		t.Fatalf("renewal after takeover stored %d transitions, want 2", renewed.LeaderTransitions)
 	}
 	again := mustUpdate(t, s, k, asTakeover(renewed), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
 	if again.LeaderTransitions != 3 {
-		t.Fatalf("takeover without Owner by the holder itself stored %d transitions, want 3", again.LeaderTransitions)
+		t.Fatalf("takeover without HolderIdentity by the holder itself stored %d transitions, want 3", again.LeaderTransitions)
 	}
 }
 
@@ -257,9 +257,9 @@ func testStoreRemovePreconditions(t *testing.T, s resourcelock.Store) {
 	k := storeKey("remove-preconditions")
 	first := mustCreate(t, s, k, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
 	for what, p := range map[string]resourcelock.Precondition{
-		"Remove on a wrong RVN":               {RVN: uuid.NewString()},
-		"Remove on a wrong RVN and the owner": {RVN: uuid.NewString(), Owner: "a"},
-		"Remove naming another holder":        {RVN: first.RVN, Owner: "b"},
+		"Remove on a wrong RVN":                {RVN: uuid.NewString()},
+		"Remove on a wrong RVN and the holder": {RVN: uuid.NewString(), HolderIdentity: "a"},
+		"Remove naming another holder":         {RVN: first.RVN, HolderIdentity: "b"},
 	} {
 		wantConflict(t, what, s.Remove(ctx(t), k, p))
 		wantStoredItem(t, "after "+what, s, k, first)
@@ -273,7 +273,7 @@ func testStoreRemovePreconditions(t *testing.T, s resourcelock.Store) {
 func testStoreRemoveMissing(t *testing.T, s resourcelock.Store) {
 	k := storeKey("remove-missing")
 	wantConflict(t, "Remove of a missing row", s.Remove(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString()}))
-	wantConflict(t, "Remove of a missing row with owner", s.Remove(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString(), Owner: "a"}))
+	wantConflict(t, "Remove of a missing row with a holder", s.Remove(ctx(t), k, resourcelock.Precondition{RVN: uuid.NewString(), HolderIdentity: "a"}))
 	wantNoItem(t, "after Remove of a missing row", s, k)
 }
 
@@ -362,9 +362,9 @@ func testStoreInvalidArguments(t *testing.T, s resourcelock.Store) {
 		_, err = s.Update(ctx(t), k, resourcelock.Precondition{RVN: "r"}, r, resourcelock.WriteOptions{})
 		wantInvalid("Update with "+what, err)
 	}
-	_, err := s.Update(ctx(t), k, resourcelock.Precondition{Owner: "a"}, valid, resourcelock.WriteOptions{})
+	_, err := s.Update(ctx(t), k, resourcelock.Precondition{HolderIdentity: "a"}, valid, resourcelock.WriteOptions{})
 	wantInvalid("Update without precondition RVN", err)
-	wantInvalid("Remove without precondition RVN", s.Remove(ctx(t), k, resourcelock.Precondition{Owner: "a"}))
+	wantInvalid("Remove without precondition RVN", s.Remove(ctx(t), k, resourcelock.Precondition{HolderIdentity: "a"}))
 	if got := scanStore(t, s, ""); len(got) != 0 {
 		t.Fatalf("invalid writes stored %d rows", len(got))
 	}
@@ -375,9 +375,9 @@ func testStoreInvalidArguments(t *testing.T, s resourcelock.Store) {
 		_, err := s.Update(ctx(t), k, asTakeover(first), r, resourcelock.WriteOptions{})
 		wantInvalid("takeover with "+what, err)
 	}
-	_, err = s.Update(ctx(t), k, resourcelock.Precondition{Owner: "a"}, valid, resourcelock.WriteOptions{})
+	_, err = s.Update(ctx(t), k, resourcelock.Precondition{HolderIdentity: "a"}, valid, resourcelock.WriteOptions{})
 	wantInvalid("Update without precondition RVN on an existing row", err)
-	wantInvalid("Remove without precondition RVN on an existing row", s.Remove(ctx(t), k, resourcelock.Precondition{Owner: "a"}))
+	wantInvalid("Remove without precondition RVN on an existing row", s.Remove(ctx(t), k, resourcelock.Precondition{HolderIdentity: "a"}))
 	wantStoredItem(t, "after invalid writes", s, k, first)
 }
 
@@ -448,7 +448,7 @@ func testStoreConflictCurrent(t *testing.T, s resourcelock.Store) {
 			return err
 		},
 		"renewal naming another holder": func() error {
-			_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: first.RVN, Owner: "b"}, heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
+			_, err := s.Update(ctx(t), k, resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "b"}, heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
 			return err
 		},
 	} {

@@ -45,7 +45,7 @@ func storedItem(k resourcelock.Key, r resourcelock.Record, transitions int64) re
 
 // asHolder returns the holder's precondition on it: its RVN and holder.
 func asHolder(it resourcelock.Item) resourcelock.Precondition {
-	return resourcelock.Precondition{RVN: it.RVN, Owner: it.HolderIdentity}
+	return resourcelock.Precondition{RVN: it.RVN, HolderIdentity: it.HolderIdentity}
 }
 
 // asTakeover returns a takeover's precondition on it: its RVN alone.

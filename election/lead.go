@@ -11,7 +11,6 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -119,7 +118,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			}
 			started := e.clk.Now()
 			w := r.hold.Write(reqCtx, r.cur, r.newRecord(false))
-			e.cfg.Metrics.Renewal(renewalOutcome(w), e.clk.Since(started))
+			e.cfg.Metrics.Renewal(w.Outcome(), e.clk.Since(started))
 			switch {
 			case w.Landed:
 				r.confirm(w.Item, w.Sent)
@@ -134,9 +133,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 				} else {
 					e.setLeader(w.Item.HolderIdentity)
 				}
-				lost := dynalease.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing)
-				lost.Cause = w.Cause
-				t.end(lost)
+				t.end(w.Loss(e.cfg.Lock.Describe()))
 			default:
 				e.noteError(w.Err)
 				t.renewalFailed(w.Err)
@@ -219,21 +216,9 @@ func (r *run) release(ctx context.Context) {
 		e.log.Info("the record changed while the release was under way; it may have landed first")
 		e.forgetSelfAsLeader()
 	case w.Lost:
-		e.log.Info("not releasing the lease: it is no longer ours", "reason", dynalease.LostTo(e.cfg.Lock.Describe(), w.Item, w.Missing).Error())
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", w.Loss(e.cfg.Lock.Describe()).Error())
 		e.forgetSelfAsLeader()
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())
-	}
-}
-
-// renewalOutcome classifies a renewal for the metrics.
-func renewalOutcome(w rvnlease.Written) metrics.Outcome {
-	switch {
-	case w.Landed:
-		return metrics.OK
-	case w.Lost:
-		return metrics.Lost
-	default:
-		return metrics.Error
 	}
 }

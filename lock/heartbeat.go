@@ -12,8 +12,6 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-
-	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -63,20 +61,18 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	d := l.c.clk.Since(started)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.c.cfg.metrics.Heartbeat(w.Outcome(), d)
 	switch {
 	case w.Landed:
-		l.c.cfg.metrics.Heartbeat(metrics.OK, d)
 		l.c.failing.Note(l.key.String(), nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
 		return nil
 	case w.Lost:
-		l.c.cfg.metrics.Heartbeat(metrics.Lost, d)
-		l.loseLocked(l.lostTo(w.Item, w.Missing))
+		l.loseLocked(w.Loss(l.key.String()))
 		return l.err
 	default:
-		l.c.cfg.metrics.Heartbeat(metrics.Error, d)
 		l.c.failing.Note(l.key.String(), w.Err)
 		l.lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
@@ -106,12 +102,6 @@ func (l *Lock) heldLocked() error {
 	default:
 		return l.err
 	}
-}
-
-// lostTo describes the loss of the lock to the row it, found missing when
-// missing.
-func (l *Lock) lostTo(it resourcelock.Item, missing bool) *dynalease.LostError {
-	return dynalease.LostTo(l.key.String(), it, missing)
 }
 
 // record returns the record of a new write by this client over cur: a

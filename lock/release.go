@@ -144,7 +144,7 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 		}
 		return nil
 	case w.Lost:
-		lost := l.lostTo(w.Item, w.Missing)
+		lost := w.Loss(l.key.String())
 		l.mu.Lock()
 		if _, already := l.err.(*dynalease.LostError); !already {
 			l.err = lost

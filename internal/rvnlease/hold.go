@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -47,7 +48,30 @@ type Written struct {
 	Err error
 }
 
-// Write writes rec over cur, conditioned on this holder's owner and cur's
+// Loss returns the loss a Lost write found, for the lease named lease: the
+// row missing, released by another holder, or written by one, with the
+// write's own error as Cause. It is the one classification of a holder's
+// loss, for renewals and releases alike.
+func (w Written) Loss(lease string) *dynalease.LostError {
+	lost := dynalease.LostTo(lease, w.Item, w.Missing)
+	lost.Cause = w.Cause
+	return lost
+}
+
+// Outcome classifies the write for the metrics: OK when it landed, Lost,
+// or Error.
+func (w Written) Outcome() metrics.Outcome {
+	switch {
+	case w.Landed:
+		return metrics.OK
+	case w.Lost:
+		return metrics.Lost
+	default:
+		return metrics.Error
+	}
+}
+
+// Write writes rec over cur, conditioned on this holder's identity and cur's
 // RVN, and settles the answer.
 func (h *Holder) Write(ctx context.Context, cur resourcelock.Item, rec resourcelock.Record) Written {
 	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: h.w.cfg.Identity}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // fgRowState is what the test did to the lock row since the last
@@ -180,15 +179,15 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		if tok <= last {
 			t.Fatalf("%s: token %#x is not above the previous largest %#x", what, tok, last)
 		}
-		gen, ctr := tok>>32, tok&resourcelock.MaxFenceCounter
-		lastGen, lastCtr := last>>32, last&resourcelock.MaxFenceCounter
+		gen, ctr := tok>>32, tok&maxFenceCounter
+		lastGen, lastCtr := last>>32, last&maxFenceCounter
 		switch {
 		case state.newToFencing():
 			if gen <= lastGen || ctr != 2 {
 				t.Errorf("%s: token %#x, want a new generation above %d with counter 2", what, tok, lastGen)
 			}
 		case state == fgCounterAtMax:
-			if gen != lastGen || ctr != resourcelock.MaxFenceCounter {
+			if gen != lastGen || ctr != maxFenceCounter {
 				t.Errorf("%s: token %#x, want generation %d with the counter at its maximum", what, tok, lastGen)
 			}
 		default:
@@ -298,7 +297,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			state = fgSilent // silent from now on: no heartbeats, no release
 		case i == counterAt:
 			released()
-			fgSetCounter(t, e, key, resourcelock.MaxFenceCounter-1)
+			fgSetCounter(t, e, key, maxFenceCounter-1)
 			state = fgCounterAtMax
 		case state == fgCounterAtMax: // the state this acquisition found
 			released()
@@ -477,3 +476,7 @@ func fgFormatCounts(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// maxFenceCounter is the largest counter a token carries in its low 32
+// bits, as the tokens' documented packing says.
+const maxFenceCounter = 1<<32 - 1

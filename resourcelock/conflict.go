@@ -43,13 +43,3 @@ func (e *conflictError) Error() string {
 func (e *conflictError) Is(target error) bool { return target == ErrConflict }
 
 func (e *conflictError) Unwrap() error { return e.err }
-
-// WithoutCurrent returns err with the row of a Conflict left out (as a
-// store that returns no row would answer), and err itself otherwise.
-func WithoutCurrent(err error) error {
-	var ce *conflictError
-	if !errors.As(err, &ce) || ce.current == nil {
-		return err
-	}
-	return &conflictError{what: ce.what, err: ce.err}
-}

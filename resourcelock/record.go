@@ -250,9 +250,9 @@ func CheckPrecondition(p Precondition) error {
 // in the high 31 bits, counter in the low 32.
 const (
 	counterBits = 32
-	// MaxFenceCounter is the largest counter a token can carry; an
+	// maxFenceCounter is the largest counter a token can carry; an
 	// acquisition that reaches it starts a new generation.
-	MaxFenceCounter = 1<<counterBits - 1
+	maxFenceCounter = 1<<counterBits - 1
 	// MaxFenceGeneration is the largest generation a token can carry.
 	MaxFenceGeneration = 1<<(63-counterBits) - 1
 )
@@ -260,7 +260,8 @@ const (
 // FencingToken returns the record's fencing token, or 0 when it has none
 // (no generation yet, or a counter that needs a new one). Tokens of one key
 // compare like the acquisitions that issued them: a later acquisition has
-// a larger token.
+// a larger token. A token is FenceGeneration in its high 31 bits and
+// LeaderTransitions in its low 32.
 func (r Record) FencingToken() int64 {
 	if r.NeedsFence() {
 		return 0
@@ -274,7 +275,7 @@ func (r Record) FencingToken() int64 {
 // counter is full.
 func (r Record) NeedsFence() bool {
 	return r.FenceGeneration <= 0 || r.FenceGeneration > MaxFenceGeneration ||
-		r.LeaderTransitions <= 1 || r.LeaderTransitions > MaxFenceCounter
+		r.LeaderTransitions <= 1 || r.LeaderTransitions > maxFenceCounter
 }
 
 // CheckData returns an error matching ErrInvalidArgument when data is

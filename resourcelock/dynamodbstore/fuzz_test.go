@@ -97,7 +97,7 @@ func FuzzDecodeItem(f *testing.F) {
 				t.Fatalf("reserved attribute %q returned as an application attribute", name)
 			}
 		}
-		if tok := rec.FencingToken(); tok != 0 && (tok < 0 || rec.NeedsFence() || tok>>32 != rec.FenceGeneration || tok&resourcelock.MaxFenceCounter != rec.LeaderTransitions) {
+		if tok := rec.FencingToken(); tok != 0 && (tok < 0 || rec.NeedsFence() || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.LeaderTransitions) {
 			t.Fatalf("token %d from generation %d counter %d", tok, rec.FenceGeneration, rec.LeaderTransitions)
 		}
 		// Whatever was read can be written back by its holder: renewals

@@ -2,6 +2,7 @@ package resourcelocktest
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -151,7 +152,7 @@ func (f *faults) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 	defer func() {
 		f.mu.Lock()
 		if f.hide {
-			err = resourcelock.WithoutCurrent(err)
+			err = withoutCurrent(err)
 		}
 		f.calls = append(f.calls, Call{Op: op, Err: err})
 		f.mu.Unlock()
@@ -182,4 +183,32 @@ func (f *faults) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 		apply()
 	}
 	return resourcelock.Record{}, fault.Err
+}
+
+// withoutCurrent returns err as a store that returns no row with a failed
+// condition would answer: it still matches ErrConflict and wraps the
+// store's cause, but resourcelock.CurrentItem finds no row in it.
+func withoutCurrent(err error) error {
+	if _, ok := resourcelock.CurrentItem(err); !ok {
+		return err
+	}
+	return rowHidden{err}
+}
+
+// rowHidden is a Conflict whose row is hidden: Unwrap skips the conflict
+// itself, which carries the row, and goes on to the store's cause.
+type rowHidden struct{ conflict error }
+
+func (e rowHidden) Error() string        { return e.conflict.Error() }
+func (e rowHidden) Is(target error) bool { return target == resourcelock.ErrConflict }
+func (e rowHidden) Unwrap() error {
+	// Skip every layer down to the one that carries the row.
+	err := e.conflict
+	for {
+		next := errors.Unwrap(err)
+		if _, ok := resourcelock.CurrentItem(next); !ok {
+			return next
+		}
+		err = next
+	}
 }

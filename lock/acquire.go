@@ -79,7 +79,10 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 		return nil, ErrClosed
 	}
 	if c.sched != nil {
-		c.sched.add(l)
+		l.mu.Lock()
+		sent := l.sent
+		l.mu.Unlock()
+		c.sched.Add(background{l}, sent)
 	}
 	c.log.V(1).Info("acquired", "key", k.String(), "rvn", l.RVN())
 	return l, nil

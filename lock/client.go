@@ -27,7 +27,7 @@ type Client struct {
 	seen     *observations
 	failing  *rvnlease.Failing   // the failure its acquire rounds and heartbeats keep meeting
 	engine   [2]*rvnlease.Config // the engine's settings: [0] plain, [1] OnlyIfExists
-	sched    *scheduler
+	sched    *rvnlease.Scheduler // renews the locks held, unless heartbeats are manual
 
 	mu     sync.Mutex
 	slots  map[resourcelock.Key]*slot
@@ -101,7 +101,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
 	if cfg.heartbeat > 0 {
-		c.sched = newScheduler(c)
+		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}
 	return c
 }
@@ -255,7 +255,7 @@ func (c *Client) Close(ctx context.Context) error {
 		// past ctx's deadline.
 		stopped := make(chan struct{})
 		go func() {
-			c.sched.close()
+			c.sched.Close()
 			close(stopped)
 		}()
 		wctx, cancel := clockutil.KeepDeadline(ctx)

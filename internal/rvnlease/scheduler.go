@@ -1,0 +1,217 @@
+package rvnlease
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// Renewable is one held lease that a Scheduler renews in the background.
+type Renewable interface {
+	// Renew sends one renewal and settles it. The scheduler calls it from
+	// one of its workers, never twice at once for one Renewable, and
+	// measures the next renewal from when the call began.
+	Renew()
+	// Ended reports whether the hold has ended: the scheduler then drops
+	// it and never calls Renew on it again.
+	Ended() bool
+}
+
+// Scheduler renews many held leases in the background with a fixed number
+// of goroutines: one dispatcher keeps the holds in a heap ordered by when
+// each is due, and workers run their renewals. However many leases are
+// held, it uses workers+1 goroutines; when renewals fall behind, the
+// earliest due is sent first.
+//
+// A hold is due one period after its previous renewal began; its first
+// renewal is due one period after its acquiring write was sent, less a
+// random part of the period, so that leases acquired together spread out.
+// The scheduler decides only when a renewal is sent: whether the lease is
+// still valid, and what a renewal that failed or found the lease taken
+// means, is the Renewable's (see Holder).
+//
+// Each time the scheduler is about to wait with nothing under way and its
+// queue changed since it last said so, it tells a clockutil.Watcher clock,
+// with the loop name given to NewScheduler.
+type Scheduler struct {
+	clk     clockutil.Clock
+	period  time.Duration
+	workers int
+	loop    string
+
+	startOnce sync.Once
+
+	mu       sync.Mutex
+	queue    dueQueue
+	inflight int
+	version  int // counts changes to the queue, so a Watcher hears of each idle state once
+
+	wake chan struct{}
+	work chan Renewable
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewScheduler returns a scheduler that renews every period with at most
+// workers renewals under way at once. Its goroutines start with the first
+// Add.
+func NewScheduler(clk clockutil.Clock, period time.Duration, workers int, loop string) *Scheduler {
+	return &Scheduler{
+		clk:     clk,
+		period:  period,
+		workers: workers,
+		loop:    loop,
+		wake:    make(chan struct{}, 1),
+		work:    make(chan Renewable),
+		stop:    make(chan struct{}),
+	}
+}
+
+// Add schedules the renewals of a lease acquired by a write sent at sent.
+// Add after Close schedules nothing.
+//
+// The hold is queued before the goroutines start, so the dispatcher's
+// first pass already sees it: it never reports itself idle on an empty
+// queue while the first hold is being added (a Watcher clock relies on it).
+func (s *Scheduler) Add(r Renewable, sent time.Time) {
+	s.push(r, sent.Add(clockutil.Spread(s.period)))
+	s.startOnce.Do(func() {
+		s.wg.Add(1 + s.workers)
+		go s.dispatch()
+		for i := 0; i < s.workers; i++ {
+			go s.worker()
+		}
+	})
+}
+
+func (s *Scheduler) push(r Renewable, due time.Time) {
+	s.mu.Lock()
+	heap.Push(&s.queue, dueRenewal{r: r, due: due})
+	s.version++
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the scheduler and waits for renewals under way to return.
+// It sends no renewal after it has begun.
+func (s *Scheduler) Close() {
+	s.startOnce.Do(func() {}) // never start after Close
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *Scheduler) dispatch() {
+	defer s.wg.Done()
+	defer close(s.work)
+	idleAt := -1 // the queue version last reported idle
+	idle := func(version int) {
+		if version != idleAt {
+			idleAt = version
+			clockutil.Blocking(s.clk, s.loop)
+		}
+	}
+	for {
+		// This pass looks at the whole queue: earlier wake-ups are moot.
+		select {
+		case <-s.wake:
+		default:
+		}
+		s.mu.Lock()
+		// Drop holds that ended; they are never renewed again.
+		for s.queue.Len() > 0 && s.queue[0].r.Ended() {
+			heap.Pop(&s.queue)
+		}
+		if s.queue.Len() == 0 {
+			quiet, version := s.inflight == 0, s.version
+			s.mu.Unlock()
+			if quiet {
+				idle(version)
+			}
+			select {
+			case <-s.wake:
+				continue
+			case <-s.stop:
+				return
+			}
+		}
+		next := s.queue[0]
+		if next.due.After(s.clk.Now()) {
+			quiet, version := s.inflight == 0, s.version
+			s.mu.Unlock()
+			t, passed := clockutil.TimerUntil(s.clk, next.due)
+			if passed {
+				continue
+			}
+			if quiet {
+				idle(version)
+			}
+			select {
+			case <-t.C():
+			case <-s.wake:
+			case <-s.stop:
+				t.Stop()
+				return
+			}
+			t.Stop()
+			continue
+		}
+		heap.Pop(&s.queue)
+		s.inflight++
+		s.mu.Unlock()
+		select {
+		case s.work <- next.r:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+func (s *Scheduler) worker() {
+	defer s.wg.Done()
+	for r := range s.work {
+		began := s.clk.Now()
+		r.Renew()
+		s.mu.Lock()
+		s.inflight--
+		s.version++
+		if !r.Ended() {
+			heap.Push(&s.queue, dueRenewal{r: r, due: began.Add(s.period)})
+		}
+		s.mu.Unlock()
+		s.poke()
+	}
+}
+
+type dueRenewal struct {
+	r   Renewable
+	due time.Time
+}
+
+// dueQueue is a min-heap of renewals by due time.
+type dueQueue []dueRenewal
+
+func (q dueQueue) Len() int           { return len(q) }
+func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q dueQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueRenewal)) }
+func (q *dueQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}

@@ -43,8 +43,11 @@ func (r LostReason) String() string {
 }
 
 // LostError describes a lost hold, the same for a lock and for a term of
-// leadership. Only Expired can be caused by an outage of the store;
-// Stolen, ReleasedElsewhere and Deleted were seen in the row.
+// leadership. Only Expired can be caused by an outage of the store.
+// Stolen, ReleasedElsewhere and Deleted were seen in the row, except after
+// a guarded write that the store refused (resourcelock.ErrGuardLost): the
+// refusal itself proves the row shows another acquisition, and when the
+// read that follows it fails the loss is Stolen with no Holder.
 type LostError struct {
 	// Lease names what was held: a lock's key, an election's lease.
 	Lease  string
@@ -53,8 +56,12 @@ type LostError struct {
 	// named when it was found Stolen or ReleasedElsewhere (the one that
 	// released it).
 	Holder string
-	// Cause is the last error of a renewal, when there was one, or the
-	// error of the write that found the row changed.
+	// Cause is, for Expired, the failure of the last renewal since the
+	// last confirmed one (nil when none failed: the renewals were not sent
+	// in time, as after a pause). For a loss found by a write, it is the
+	// store's verdict on the write's condition (resourcelock.ErrConflict),
+	// or nil when the write's answer was lost and a read found the row
+	// changed; after a refused guarded write, the refusal.
 	Cause error
 }
 

@@ -51,8 +51,9 @@ func Sleep(ctx context.Context, c Clock, d time.Duration, loop string) error {
 // TimerUntil returns a timer on c that fires at due, or passed true (and a
 // stopped timer) when the clock has reached due by the time the timer is
 // set: a stall, or a fake clock stepped meanwhile. Without that check the
-// timer would count the whole wait again from the later time. Every timed
-// wait of the library arms its timer through it.
+// timer would count the whole wait again from the later time. The
+// library's waits for a time computed before the wait (a poll, a renewal
+// that is due) arm their timers through it.
 func TimerUntil(c Clock, due time.Time) (t clock.Timer, passed bool) {
 	t = c.NewTimer(due.Sub(c.Now()))
 	if !c.Now().Before(due) {

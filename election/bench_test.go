@@ -47,7 +47,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
 	ctx := context.Background()
-	t := newTerm(ctx, e.clk, r.sent.Add(e.cfg.RenewDeadline), func() {})
+	t := newTerm(ctx, e.clk, e.cfg.Lock.Describe(), r.sent.Add(e.cfg.RenewDeadline), func() {})
 	defer t.end(context.Canceled)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -84,7 +84,7 @@ func BenchmarkCandidatePoll(b *testing.B) {
 func BenchmarkIsLeader(b *testing.B) {
 	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
-	t := newTerm(context.Background(), e.clk, time.Now().Add(time.Hour), func() {})
+	t := newTerm(context.Background(), e.clk, e.cfg.Lock.Describe(), time.Now().Add(time.Hour), func() {})
 	defer t.end(context.Canceled)
 	e.mu.Lock()
 	e.current = t

@@ -96,8 +96,9 @@ type Config struct {
 	ReleaseOnCancel bool
 	// Fencing gives every term a fencing token (Elector.Token,
 	// TokenFromContext), strictly greater than the tokens of every earlier
-	// term. Lock must implement resourcelock.Fencer, as
-	// resourcelock.Lease does when given a FenceTable (New refuses one
+	// term. Lock must implement resourcelock.Fencer on a store that keeps
+	// fencing generations, as a dynamodbstore lease given a FenceTable
+	// (dynamodbstore.LeaseConfig) and the memory store do (New refuses one
 	// without). A candidate whose fencing fails at run time releases the
 	// record it acquired, backs off a RetryPeriod and tries again; Run
 	// returns when the failure is one waiting cannot fix.

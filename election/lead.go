@@ -39,8 +39,8 @@ import (
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e := r.e
-	t := newTerm(ctx, e.clk, validUntil, e.cfg.Callbacks.OnStoppedLeading)
-	t.lease, t.hold = e.cfg.Lock.Describe(), r.hold
+	t := newTerm(ctx, e.clk, e.cfg.Lock.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t.hold = r.hold
 	t.token = r.cur.FencingToken()
 	t.holding = dynamodbstore.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // leading starts h and waits until it leads at epoch.
@@ -410,11 +411,12 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	r := newRun(h.e)
 	r.cur.RVN = "rvn"
 	stopped := 0
-	tm := newTerm(context.Background(), h.fc, h.now().Add(-time.Second), func() { stopped++ })
+	tm := newTerm(context.Background(), h.fc, h.e.cfg.Lock.Describe(), h.now().Add(-time.Second), func() { stopped++ })
 	tm.began = true // its work ran, and returned
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)
-	if !errors.Is(err, ErrLostLeadership) || !strings.Contains(err.Error(), errValidityPassed.Error()) {
+	var lost *dynalease.LostError
+	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
 		t.Fatalf("finish = %v, want a loss by validity", err)
 	}
 	if stopped != 1 {
@@ -470,5 +472,42 @@ func TestNoRenewalOnceTheTermEndedWithItsDueTime(t *testing.T) {
 			t.Fatalf("Run = %v, want ErrLostLeadership", err)
 		}
 		h.wantOps()
+	}
+}
+
+// A term whose validity passed before lead had set it up ends at once on
+// its own timer; the loss names the lease all the same (the race detector
+// watches the timer read what newTerm set).
+func TestATermExpiredAtItsStartNamesItsLease(t *testing.T) {
+	tm := newTerm(context.Background(), clockutil.Real(), "memory/lease-x", time.Now().Add(-time.Second), func() {})
+	select {
+	case <-tm.done:
+	case <-time.After(patience):
+		t.Fatal("a term past its validity never ended")
+	}
+	var lost *dynalease.LostError
+	if !errors.As(tm.endCause(), &lost) || lost.Reason != dynalease.Expired || lost.Lease != "memory/lease-x" {
+		t.Fatalf("end cause %v, want Expired naming memory/lease-x", tm.endCause())
+	}
+}
+
+// A confirmed renewal clears an earlier renewal's failure: a term that
+// expires later does not report a long-past failure as its cause.
+func TestAConfirmedRenewalClearsTheLastFailure(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tm := newTerm(context.Background(), fc, "memory/lease-x", fc.Now().Add(time.Second), func() {})
+	tm.renewalFailed(errors.New("throttled"))
+	if !tm.extend(fc.Now().Add(2 * time.Second)) {
+		t.Fatal("extend refused on a running term")
+	}
+	fc.Step(3 * time.Second)
+	select {
+	case <-tm.done:
+	case <-time.After(patience):
+		t.Fatal("the term never expired")
+	}
+	var lost *dynalease.LostError
+	if !errors.As(tm.endCause(), &lost) || lost.Reason != dynalease.Expired || lost.Cause != nil {
+		t.Fatalf("end cause %v, want Expired without a cause", tm.endCause())
 	}
 }

@@ -2,8 +2,6 @@ package election
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,10 +10,6 @@ import (
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
-
-// errValidityPassed is the cause of a term that ended because no renewal
-// was confirmed before its validity ran out.
-var errValidityPassed = errors.New("renew deadline passed without a confirmed renewal")
 
 // term is one period of leadership, from the confirmed acquisition to its
 // end. Invariant: while the term has not ended, validUntil is RenewDeadline
@@ -48,11 +42,13 @@ type term struct {
 	stoppedOnce sync.Once
 }
 
-// newTerm starts a term valid until validUntil, whose leader context is a
-// child of parent.
-func newTerm(parent context.Context, clk clockutil.Clock, validUntil time.Time, onStopped func()) *term {
+// newTerm starts a term of the lease named lease, valid until validUntil,
+// whose leader context is a child of parent. Everything the term's timer
+// reads is set before the timer is armed: it may fire at once.
+func newTerm(parent context.Context, clk clockutil.Clock, lease string, validUntil time.Time, onStopped func()) *term {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &term{
+		lease:     lease,
 		onStopped: onStopped,
 		clk:       clk,
 		cancel:    cancel,
@@ -80,13 +76,10 @@ func (t *term) expired() {
 }
 
 // expiredLocked returns the loss of a term whose validity passed: Expired,
-// with the last renewal's failure when there was one.
+// with the last renewal's failure when there was one since the last
+// confirmed write.
 func (t *term) expiredLocked() *dynalease.LostError {
-	cause := errValidityPassed
-	if t.lastErr != nil {
-		cause = fmt.Errorf("%w (the last renewal: %w)", errValidityPassed, t.lastErr)
-	}
-	return &dynalease.LostError{Lease: t.lease, Reason: dynalease.Expired, Cause: cause}
+	return rvnlease.Expired(t.lease, t.lastErr)
 }
 
 // renewalFailed notes the failure of a renewal, for an Expired loss.
@@ -133,12 +126,17 @@ func (t *term) stopped() {
 	}
 }
 
-// extend moves validUntil later after a confirmed renewal. It reports false
-// when the term has already ended: a term never resumes.
+// extend moves validUntil later after a confirmed renewal, which also
+// clears the failure of an earlier one. It reports false when the term has
+// already ended: a term never resumes.
 func (t *term) extend(validUntil time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.ended && t.deadline.Extend(validUntil)
+	if t.ended {
+		return false
+	}
+	t.lastErr = nil
+	return t.deadline.Extend(validUntil)
 }
 
 // end ends the term now with cause, unless it has ended already.

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -346,6 +347,29 @@ func TestClientConfigValidation(t *testing.T) {
 			t.Errorf("%s: %v, want an OptionError naming %s", name, err, tc.field)
 		}
 	}
+	// The table's own fields, refused by the DynamoDB store, are named as
+	// Config calls them; so is Fencing over a store that keeps no fences.
+	noFences, err := dynamodbstore.New(dynamodbstore.Config{Client: &dynamodb.Client{}, Table: "locks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		cfg   Config
+		field string
+	}{
+		"partition key reserved":     {Config{Client: &dynamodb.Client{}, Table: "locks", PartitionKeyAttribute: "ownerName"}, "PartitionKeyAttribute"},
+		"sort key is the partition":  {Config{Client: &dynamodb.Client{}, Table: "locks", SortKeyAttribute: "key"}, "SortKeyAttribute"},
+		"ttl on a key":               {Config{Client: &dynamodb.Client{}, Table: "locks", TTLAttribute: "key"}, "TTLAttribute"},
+		"fences in the lock table":   {Config{Client: &dynamodb.Client{}, Table: "locks", Fencing: true, FenceTable: "locks"}, "FenceTable"},
+		"no table":                   {Config{Client: &dynamodb.Client{}}, "Table"},
+		"fencing on a store without": {Config{Store: noFences, Fencing: true}, "Fencing"},
+	} {
+		_, err := New(tc.cfg)
+		var oe *OptionError
+		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != tc.field {
+			t.Errorf("%s: %v, want an OptionError naming %s", name, err, tc.field)
+		}
+	}
 	if _, err := New(Config{Store: store, LeaseDuration: 10 * s, HeartbeatPeriod: s, SafetyMargin: MinSafetyMargin(10 * s)}); err != nil {
 		t.Errorf("the smallest margin allowed is refused: %v", err)
 	}
@@ -508,14 +532,20 @@ func TestGetRefusesAcquisitionOptions(t *testing.T) {
 		t.Fatalf("Get = %v", err)
 	}
 	for name, opt := range map[string]AcquireOption{
-		"WithData":            WithData([]byte("x")),
-		"WithDeleteOnRelease": WithDeleteOnRelease(),
-		"WithReentrant":       WithReentrant(),
-		"WithAdditionalWait":  WithAdditionalWait(time.Second),
+		"WithData":                WithData([]byte("x")),
+		"WithReplaceData":         WithReplaceData(false),
+		"WithDeleteOnRelease":     WithDeleteOnRelease(),
+		"WithAcquireOnlyIfExists": WithAcquireOnlyIfExists(),
+		"WithAttributes":          WithAttributes(map[string]types.AttributeValue{}),
+		"WithFailIfLocked":        WithFailIfLocked(),
+		"WithReentrant":           WithReentrant(),
+		"WithSessionMonitor":      WithSessionMonitor(time.Second, func() {}),
+		"WithRefreshPeriodFor":    WithRefreshPeriodFor(time.Hour),
+		"WithAdditionalWait":      WithAdditionalWait(time.Second),
 	} {
 		var oe *OptionError
-		if _, err := f.c.Get(context.Background(), "k", opt); !errors.As(err, &oe) || oe.Option != "Get" {
-			t.Errorf("Get with %s = %v, want an OptionError naming Get", name, err)
+		if _, err := f.c.Get(context.Background(), "k", opt); !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != name {
+			t.Errorf("Get with %s = %v, want an OptionError naming %s", name, err, name)
 		}
 	}
 }

@@ -63,6 +63,9 @@ func New(cfg Config) (*Client, error) {
 		if field := cfg.tableField(); field != "" {
 			return nil, invalid(field, "is set, but Store decides it (set it in the store's own configuration)")
 		}
+		if cfg.Fencing && !cfg.Store.CanFence() {
+			return nil, invalid("Fencing", "is set, but %s keeps no fencing generations", cfg.Store.Describe())
+		}
 		return newClient(cfg.Store, c, true), nil
 	case cfg.Client == nil:
 		return nil, invalid("Client", "is nil (or give Store)")
@@ -82,9 +85,24 @@ func New(cfg Config) (*Client, error) {
 		OnGuardConflict:  func() { c.metrics.GuardedWrite("conflict_retried") },
 	})
 	if err != nil {
-		return nil, &OptionError{Option: "Table", Err: err}
+		return nil, &OptionError{Option: storeField(err), Err: err}
 	}
 	return newClient(store, c, false), nil
+}
+
+// storeField returns the field of Config behind the dynamodbstore.Config
+// field that err names.
+func storeField(err error) string {
+	var ce *dynamodbstore.ConfigError
+	if !errors.As(err, &ce) {
+		return "Table"
+	}
+	switch ce.Field {
+	case "PartitionKey", "SortKey":
+		return ce.Field + "Attribute"
+	default: // Client, Table, RequestTimeout, TTLAttribute, FenceTable, MaxTransactItems
+		return ce.Field
+	}
 }
 
 func newClient(store resourcelock.Store, cfg config, external bool) *Client {
@@ -163,9 +181,18 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 	if err != nil {
 		return Info{}, err
 	}
-	if a.data != nil || !a.replaceData || a.deleteOnRelease || a.onlyIfExists || a.attributes != nil || a.failIfLocked ||
-		a.reentrant || a.monitor != nil || a.refresh != c.cfg.refresh || a.additionalWait != 0 {
-		return Info{}, invalid("Get", "Get takes WithSortKeyValue only; the other options are an acquisition's")
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
+		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil}, {"WithFailIfLocked", a.failIfLocked},
+		{"WithReentrant", a.reentrant}, {"WithSessionMonitor", a.monitor != nil}, {"WithRefreshPeriodFor", a.refresh != c.cfg.refresh},
+		{"WithAdditionalWait", a.additionalWait != 0},
+	} {
+		if o.set {
+			return Info{}, invalid(o.name, "is an acquisition's option; Get takes WithSortKeyValue only")
+		}
 	}
 	started := c.clk.Now()
 	it, err := c.store.Get(ctx, k)

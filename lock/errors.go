@@ -28,8 +28,7 @@ var ErrReleased = errors.New("lock: released by its holder")
 var ErrClosed = errors.New("lock: client closed")
 
 // ErrInvalidOption is matched by every error a bad Config field, option or
-// key causes;
-// such errors are returned before any request is sent.
+// key causes; such errors are returned before any request is sent.
 var ErrInvalidOption = errors.New("lock: invalid option")
 
 // OptionError names the option or argument that failed validation. It

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -92,7 +91,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 	switch {
 	case !l.ended:

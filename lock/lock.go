@@ -195,7 +195,7 @@ func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 }
 
@@ -221,7 +221,7 @@ func (l *Lock) checkMonitor() {
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if !l.ended && l.deadline.Passed() {
-		l.loseLocked(&dynalease.LostError{Lease: l.key.String(), Reason: dynalease.Expired, Cause: l.lastErr})
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 	if !sent.Before(l.sent) {
 		l.item = it

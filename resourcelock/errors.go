@@ -4,13 +4,13 @@ import (
 	"errors"
 )
 
-// ErrNotFound is returned by Get when the table holds no record for the lock.
+// ErrNotFound is returned by Get when the store holds no record at the key.
 var ErrNotFound = errors.New("resourcelock: record not found")
 
 // ErrConflict is returned by a write whose precondition did not hold: the
 // record was not in the expected state, so nothing was written by that
-// request. Because the AWS SDK retries failed requests on its own, a write
-// may report ErrConflict although an earlier attempt of the same call
+// request. A store whose client retries requests on its own (the AWS SDK
+// does) may report ErrConflict although an earlier attempt of the same call
 // landed; see the package documentation.
 var ErrConflict = errors.New("resourcelock: precondition failed")
 

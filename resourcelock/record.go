@@ -20,8 +20,6 @@ const (
 	MaxIdentityBytes = 1024
 )
 
-// MaxLeaseDuration is the longest lease a record may carry: the largest
-// whole number of milliseconds that decodeRecord accepts.
 // MaxLeaseDuration is the longest lease a record may carry (about 146
 // years): whole milliseconds that fit the stores' integer types.
 const MaxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond

@@ -47,7 +47,7 @@ type Result struct {
 //  1. A row of ours confirmed only after its validity had passed (a write
 //     whose answer was lost), or written by an earlier acquirer that this
 //     one resumed: renew it with this acquirer's record, conditioned on
-//     owner and RVN.
+//     identity and RVN.
 //  2. No row seen yet, or the row missing or released: create it.
 //  3. The watched RVN has stayed unchanged for the holder's lease, counted
 //     from when an answer first returned it: take over with a write
@@ -55,12 +55,12 @@ type Result struct {
 //  4. Otherwise read the row; if it turns out missing or released, create
 //     it in the same round.
 //
-// A row that names this acquirer's owner but carries an RVN it did not
+// A row that names this acquirer.s identity but carries an RVN it did not
 // write is waited out like any other.
 type Acquirer struct {
 	w         writer
 	newRecord func(cur resourcelock.Item) resourcelock.Record
-	// Obs is what this acquirer has watched of another owner's row. A
+	// Obs is what this acquirer has watched of another holder.s row. A
 	// caller may seed it from an earlier acquirer of the same key, and
 	// keep it for a later one.
 	Obs   Observation
@@ -118,13 +118,13 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 }
 
 func (a *Acquirer) attempt(ctx context.Context) answer {
-	port, owner := a.w.port, a.w.cfg.Identity
+	port, identity := a.w.port, a.w.cfg.Identity
 	now := a.w.cfg.Clock.Now()
 	switch {
 	case a.late.RVN != "":
 		cur := a.late
 		rec := a.newRecord(cur)
-		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: owner}
+		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: identity}
 		ans := a.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
 		if !ans.landed && ans.err == nil {
 			a.late = resourcelock.Item{}
@@ -178,7 +178,7 @@ func (a *Acquirer) observe(ans answer) {
 // Fence gives the row of a round that came back Ours a fencing generation
 // when it needs one (resourcelock.Record.NeedsFence), and returns the
 // result with the fenced row. If fencing fails the row is released at once
-// (a write conditioned on this owner and its RVN, best effort, within one
+// (a write conditioned on this identity and its RVN, best effort, within one
 // request timeout even when ctx has ended), so that nobody waits a lease
 // for a lock that was never handed out, and the fence's error is returned:
 // what to do then (give up, or try again after a poll) is the caller's.
@@ -246,13 +246,13 @@ func (a *Acquirer) Pending() int {
 }
 
 // InDoubt returns the writes of this acquirer still in doubt, for a later
-// acquirer of the same lease and owner (Resume): a row carrying one of them
-// is that owner's, not a stranger's to wait out.
+// acquirer of the same lease and identity (Resume): a row carrying one of them
+// is that identity.s, not a stranger's to wait out.
 func (a *Acquirer) InDoubt() Attempts { return a.w.attempts.clone() }
 
 // Resume continues the watch and the writes in doubt of an earlier
-// acquirer of the same lease and owner. A row found carrying one of those
-// writes is this owner's, and is written over with this acquirer's record
+// acquirer of the same lease and identity. A row found carrying one of those
+// writes is this identity.s, and is written over with this acquirer's record
 // before a Round reports it Ours.
 func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
 	a.Obs = obs
@@ -262,8 +262,8 @@ func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
 
 // Abandon is called when the caller gives up acquiring with writes in
 // doubt: one may have landed after its answer was lost, leaving a row that
-// names this owner and that nobody holds. Each is released, best effort,
-// with a write conditioned on the owner and its RVN (a write that did not
+// names this identity and that nobody holds. Each is released, best effort,
+// with a write conditioned on the identity and its RVN (a write that did not
 // land makes the release fail harmlessly). The requests run under ctx
 // without its cancellation, all within one request timeout. It returns how
 // many rows it released.

@@ -35,7 +35,7 @@ type attempt struct {
 	sent     time.Time
 	cond     string // the RVN the write was conditioned on; "" for a create
 	released bool   // the write marks the row released
-	// inherited: sent by an earlier acquirer of the same owner (see
+	// inherited: sent by an earlier acquirer of the same identity (see
 	// Acquirer.Resume), with that call's record, not this one's.
 	inherited bool
 }

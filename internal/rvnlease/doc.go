@@ -2,7 +2,7 @@
 // election and lock packages: acquiring a lease (create it, take it over
 // after its record version number stayed unchanged for the holder's lease,
 // settle a write whose answer was lost or refused) and holding it (renew
-// with a write conditioned on owner and RVN, settle its answer, count
+// with a write conditioned on identity and RVN, settle its answer, count
 // validity from the send of the last confirmed write).
 //
 // It speaks to storage through a Port, one lease at a time. It keeps no

@@ -12,8 +12,8 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Holder writes over a row its owner holds: renewals and releases, each
-// conditioned on the owner and the RVN of the last confirmed write. It is
+// Holder writes over a row its identity holds: renewals and releases, each
+// conditioned on the identity and the RVN of the last confirmed write. It is
 // not safe for concurrent use: the caller serializes its writes.
 type Holder struct {
 	w writer
@@ -49,13 +49,28 @@ type Written struct {
 }
 
 // Loss returns the loss a Lost write found, for the lease named lease: the
-// row missing, released by another holder, or written by one, with the
-// write's own error as Cause. It is the one classification of a holder's
-// loss, for renewals and releases alike.
+// row missing, released by another holder, or written by one. Its Cause is
+// the write's own error when that was the store's verdict on the write's
+// condition (resourcelock.ErrConflict), and nil when the write's answer was
+// lost and a read found the row changed: a timeout of the holder's own
+// request did not cause the loss, and a caller matching
+// context.DeadlineExceeded must not read a theft as its own timeout. It is
+// the one classification of a holder's loss, for renewals and releases
+// alike.
 func (w Written) Loss(lease string) *dynalease.LostError {
 	lost := dynalease.LostTo(lease, w.Item, w.Missing)
-	lost.Cause = w.Cause
+	if errors.Is(w.Cause, resourcelock.ErrConflict) {
+		lost.Cause = w.Cause
+	}
 	return lost
+}
+
+// Expired returns the loss of a hold on lease whose validity ran out before
+// a renewal was confirmed, with the last renewal's failure as Cause when
+// there was one (nil when the renewals were not sent in time, as after a
+// pause). It is the one Expired loss of every kind of hold.
+func Expired(lease string, lastErr error) *dynalease.LostError {
+	return &dynalease.LostError{Lease: lease, Reason: dynalease.Expired, Cause: lastErr}
 }
 
 // Outcome classifies the write for the metrics: OK when it landed, Lost,
@@ -115,7 +130,7 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 }
 
 // RemoveOwn deletes the row of cur through remove, a delete conditioned on
-// the precondition it is given (this holder's owner and an RVN), and
+// the precondition it is given (this holder.s identity and an RVN), and
 // settles a failure like Settle. When the row turns out to carry a later
 // write of this holder (its answer lost), that write is deleted in turn,
 // up to maxRewrites deletes in all. The row gone, whoever deleted it, is

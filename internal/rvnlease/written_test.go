@@ -1,6 +1,7 @@
 package rvnlease
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -23,11 +24,12 @@ func TestWrittenLossAndOutcome(t *testing.T) {
 		holder     string
 		wantCauses bool
 	}{
-		"landed":             {w: Written{Landed: true, Item: row("me", false)}, outcome: metrics.OK},
-		"not confirmed":      {w: Written{Err: errors.New("timeout")}, outcome: metrics.Error},
-		"stolen":             {w: Written{Lost: true, Item: row("other", false), Cause: cause}, outcome: metrics.Lost, reason: dynalease.Stolen, holder: "other", wantCauses: true},
-		"released elsewhere": {w: Written{Lost: true, Item: row("other", true), Cause: cause}, outcome: metrics.Lost, reason: dynalease.ReleasedElsewhere, holder: "other", wantCauses: true},
-		"deleted":            {w: Written{Lost: true, Missing: true, Cause: cause}, outcome: metrics.Lost, reason: dynalease.Deleted, wantCauses: true},
+		"landed":                     {w: Written{Landed: true, Item: row("me", false)}, outcome: metrics.OK},
+		"not confirmed":              {w: Written{Err: errors.New("timeout")}, outcome: metrics.Error},
+		"stolen":                     {w: Written{Lost: true, Item: row("other", false), Cause: cause}, outcome: metrics.Lost, reason: dynalease.Stolen, holder: "other", wantCauses: true},
+		"released elsewhere":         {w: Written{Lost: true, Item: row("other", true), Cause: cause}, outcome: metrics.Lost, reason: dynalease.ReleasedElsewhere, holder: "other", wantCauses: true},
+		"deleted":                    {w: Written{Lost: true, Missing: true, Cause: cause}, outcome: metrics.Lost, reason: dynalease.Deleted, wantCauses: true},
+		"stolen after a lost answer": {w: Written{Lost: true, Item: row("other", false), Cause: context.DeadlineExceeded}, outcome: metrics.Lost, reason: dynalease.Stolen, holder: "other"},
 	} {
 		if got := tc.w.Outcome(); got != tc.outcome {
 			t.Errorf("%s: Outcome() = %v, want %v", name, got, tc.outcome)
@@ -42,8 +44,23 @@ func TestWrittenLossAndOutcome(t *testing.T) {
 		if tc.wantCauses && !errors.Is(lost, resourcelock.ErrConflict) {
 			t.Errorf("%s: Loss() = %v, does not carry the write's own error", name, lost)
 		}
+		if !tc.wantCauses && (lost.Cause != nil || errors.Is(lost, context.DeadlineExceeded)) {
+			t.Errorf("%s: Loss() = %v, carries the lost answer's error as its cause", name, lost)
+		}
 		if !errors.Is(lost, dynalease.ErrLost) {
 			t.Errorf("%s: Loss() = %v, does not match dynalease.ErrLost", name, lost)
 		}
+	}
+}
+
+// Expired is the one Expired loss: the last renewal's failure as its
+// cause, none when no renewal failed.
+func TestExpired(t *testing.T) {
+	failure := errors.New("throttled")
+	if lost := Expired("lease-a", failure); lost.Lease != "lease-a" || lost.Reason != dynalease.Expired || !errors.Is(lost, failure) || !errors.Is(lost, dynalease.ErrLost) {
+		t.Errorf("Expired(lease-a, throttled) = %+v", lost)
+	}
+	if lost := Expired("lease-a", nil); lost.Cause != nil {
+		t.Errorf("Expired(lease-a, nil) has cause %v", lost.Cause)
 	}
 }

@@ -18,22 +18,24 @@ type keySchema struct {
 	ttl          string // empty: writes leave any TTL attribute alone
 }
 
+// check validates the names; an error is a *ConfigError naming the field
+// (PartitionKey, SortKey or TTLAttribute, as Config and TableOptions call
+// them).
 func (s keySchema) check() error {
-	for _, k := range []string{s.partitionKey, s.sortKey, s.ttl} {
+	for _, f := range []struct{ field, name string }{{"PartitionKey", s.partitionKey}, {"SortKey", s.sortKey}, {"TTLAttribute", s.ttl}} {
 		for _, r := range reservedAttributes {
-			if k == r {
-				return fmt.Errorf("%w: key attribute name %q is reserved for lock data", resourcelock.ErrInvalidArgument, k)
+			if f.name == r {
+				return badConfig(f.field, "is %q, a name reserved for lock data", f.name)
 			}
 		}
 	}
-	if s.partitionKey == "" {
-		return fmt.Errorf("%w: partition key attribute name is empty", resourcelock.ErrInvalidArgument)
-	}
-	if s.sortKey != "" && s.sortKey == s.partitionKey {
-		return fmt.Errorf("%w: sort key and partition key are both %q", resourcelock.ErrInvalidArgument, s.sortKey)
-	}
-	if s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey) {
-		return fmt.Errorf("%w: TTL attribute %q is a key attribute", resourcelock.ErrInvalidArgument, s.ttl)
+	switch {
+	case s.partitionKey == "":
+		return badConfig("PartitionKey", "is empty")
+	case s.sortKey != "" && s.sortKey == s.partitionKey:
+		return badConfig("SortKey", "is %q, the partition key's name too", s.sortKey)
+	case s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey):
+		return badConfig("TTLAttribute", "is %q, a key attribute", s.ttl)
 	}
 	return nil
 }

@@ -96,7 +96,13 @@ func newHarnessOn(t *testing.T, store *resourcelocktest.MemoryStore, fc *clockte
 		RetryPeriod:   retry,
 		// The loop tells the clock when it blocks on it: the test steps
 		// the clock only then.
-		Clock: &clocktest.Clock{FakeClock: fc, OnBlock: func(string) {
+		// The term's renewals run on the engine's scheduler, which tells
+		// the loop of each one: the loop's blocking alone says the
+		// elector is idle.
+		Clock: &clocktest.Clock{FakeClock: fc, OnBlock: func(loop string) {
+			if loop != "election" {
+				return
+			}
 			select {
 			case h.idle <- struct{}{}:
 			case <-h.free:

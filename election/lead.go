@@ -23,11 +23,8 @@ import (
 //     acquiring write was sent, or a slow fencing request): such a term
 //     never starts its work, is not reported to OnStoppedLeading, and
 //     ends Run with ErrLostLeadership after releasing the record.
-//  2. Renew every RetryPeriod (no jitter, no read first) with a write
-//     conditioned on identity and RVN. A confirmed renewal extends the term
-//     to RenewDeadline after its send time; a record found taken, released
-//     or deleted ends the term at once; a failed renewal changes nothing and
-//     the term ends by itself when its validity runs out.
+//  2. Renew every RetryPeriod (no jitter, no read first) on the engine's
+//     scheduler: see renewal.
 //  3. When ctx is cancelled, keep renewing while OnStartedLeading returns,
 //     for at most RenewDeadline.
 //  4. When OnStartedLeading has returned without the term having been lost,
@@ -68,78 +65,55 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 		}
 	}()
 
-	renewTimer := e.clk.NewTimer(r.sent.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
-	defer renewTimer.Stop()
+	// The engine's scheduler renews the term; the loop below watches the
+	// term's end, the cancel and the work. Every way out closes the
+	// scheduler first, so that no renewal is under way when the loop
+	// touches the record again (a release, say).
+	rn := newRenewal(r, t, reqCtx)
+	sched := rvnlease.NewScheduler(e.clk, e.cfg.RetryPeriod, 1, "renewal")
+	sched.Add(rn, r.sent.Add(e.cfg.RetryPeriod))
+	stopRenewing := func() {
+		rn.stop()
+		sched.Close()
+	}
+	defer stopRenewing()
+
 	cancelled := ctx.Done()
 	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
-	var giveUpAt time.Time      // when giveUp fires; zero before the cancel
 	var giveUpTimer clock.Timer
 	defer func() {
 		if giveUpTimer != nil {
 			giveUpTimer.Stop()
 		}
 	}()
-	// stopRenewing lets the lease run out after the cancel's bound passed.
-	stopRenewing := func() error {
-		e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
-		<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
-		return r.lost(ctx, t)
-	}
 
 	for {
 		clockutil.Blocking(e.clk, "election")
 		select {
 		case <-t.done:
+			stopRenewing()
 			return r.lost(ctx, t)
 
 		case <-cancelled:
 			cancelled = nil
 			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline.String())
-			giveUpAt = e.clk.Now().Add(e.cfg.RenewDeadline)
+			rn.giveUp(e.clk.Now().Add(e.cfg.RenewDeadline))
 			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
 			giveUp = giveUpTimer.C()
 
 		case <-t.workDone:
+			stopRenewing()
 			return r.finish(ctx, t)
 
 		case <-giveUp:
-			return stopRenewing()
+			// Let the lease run out: no renewal after the bound.
+			stopRenewing()
+			e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
+			<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
+			return r.lost(ctx, t)
 
-		case <-renewTimer.C():
-			// The select picks at random among ready cases; a renewal
-			// never wins over the end of the term or over the cancel's
-			// bound that fell due with it (after a pause, say).
-			if !t.valid() {
-				<-t.done // ended, or its timer is ending it now
-				return r.lost(ctx, t)
-			}
-			if !giveUpAt.IsZero() && !e.clk.Now().Before(giveUpAt) {
-				return stopRenewing()
-			}
-			started := e.clk.Now()
-			w := r.hold.Write(reqCtx, r.cur, r.newRecord(false))
-			e.cfg.Metrics.Renewal(w.Outcome(), e.clk.Since(started))
-			switch {
-			case w.Landed:
-				r.confirm(w.Item, w.Sent)
-				e.noteError(nil)
-				if t.extend(w.Sent.Add(e.cfg.termValidity())) {
-					e.cfg.Metrics.Leading(true, t.until())
-					e.log.V(1).Info("renewed", "rvn", w.Item.RVN, "sent", w.Sent, "validUntil", t.until())
-				}
-			case w.Lost:
-				if w.Missing || w.Item.Released {
-					e.setLeader("")
-				} else {
-					e.setLeader(w.Item.HolderIdentity)
-				}
-				t.end(w.Loss(e.cfg.Lock.Describe()))
-			default:
-				e.noteError(w.Err)
-				t.renewalFailed(w.Err)
-				e.log.Info("renewal not confirmed", "validFor", t.until().Sub(e.clk.Now()).String(), "error", w.Err.Error())
-			}
-			renewTimer.Reset(started.Add(e.cfg.RetryPeriod).Sub(e.clk.Now()))
+		case <-rn.renewed:
+			// A renewal was sent; its outcome is in the term.
 		}
 	}
 }

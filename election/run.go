@@ -11,7 +11,8 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// run is the state of one Run. Only the Run's goroutine touches it.
+// run is the state of one Run. Only the Run's goroutine touches it, except
+// that during a term its renewals own cur and sent (see renewal).
 //
 // Invariants: cur is the record as last confirmed written by this Run and
 // sent the local time just before that write was sent (zero before the

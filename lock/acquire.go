@@ -82,7 +82,9 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 		l.mu.Lock()
 		sent := l.sent
 		l.mu.Unlock()
-		c.sched.Add(background{l}, sent)
+		// The first heartbeat is due a random part of the period early, so
+		// that locks taken together spread out.
+		c.sched.Add(background{l}, sent.Add(clockutil.Spread(c.cfg.heartbeat)))
 	}
 	c.log.V(1).Info("acquired", "key", k.String(), "rvn", l.RVN())
 	return l, nil

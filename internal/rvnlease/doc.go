@@ -5,10 +5,12 @@
 // with a write conditioned on identity and RVN, settle its answer, count
 // validity from the send of the last confirmed write).
 //
-// It speaks to storage through a Port, one lease at a time. It keeps no
-// goroutines and no timers of its own except Validity's; the callers own
-// their loops, callbacks and waits, and ask the engine what a round
-// learned and how long to wait.
+// It speaks to storage through a Port, one lease at a time. Its goroutines
+// and timers are the Scheduler's, which sends the renewals of every held
+// lease (a term of leadership, the locks of a client: one period after the
+// previous renewal began), and a Deadline's; the callers own their other
+// loops, callbacks and waits, and ask the engine what a round learned and
+// how long to wait.
 //
 // The invariants the package keeps, on which the safety argument rests:
 //   - Validity is counted from the local time just before the confirmed

@@ -26,8 +26,7 @@ type Renewable interface {
 // earliest due is sent first.
 //
 // A hold is due one period after its previous renewal began; its first
-// renewal is due one period after its acquiring write was sent, less a
-// random part of the period, so that leases acquired together spread out.
+// renewal is due when Add says (see Spread for holds acquired together).
 // The scheduler decides only when a renewal is sent: whether the lease is
 // still valid, and what a renewal that failed or found the lease taken
 // means, is the Renewable's (see Holder).
@@ -69,14 +68,14 @@ func NewScheduler(clk clockutil.Clock, period time.Duration, workers int, loop s
 	}
 }
 
-// Add schedules the renewals of a lease acquired by a write sent at sent.
+// Add schedules the renewals of a held lease, the first one at first.
 // Add after Close schedules nothing.
 //
 // The hold is queued before the goroutines start, so the dispatcher's
 // first pass already sees it: it never reports itself idle on an empty
 // queue while the first hold is being added (a Watcher clock relies on it).
-func (s *Scheduler) Add(r Renewable, sent time.Time) {
-	s.push(r, sent.Add(clockutil.Spread(s.period)))
+func (s *Scheduler) Add(r Renewable, first time.Time) {
+	s.push(r, first)
 	s.startOnce.Do(func() {
 		s.wg.Add(1 + s.workers)
 		go s.dispatch()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
@@ -44,6 +45,18 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 			return s
 		},
 		Reserved: append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKey, dynamodbstore.DefaultTTLAttribute),
+		// Values of every kind an application attribute may hold.
+		AttributeValues: []any{
+			&types.AttributeValueMemberS{Value: "billing"},
+			&types.AttributeValueMemberN{Value: "42"},
+			&types.AttributeValueMemberB{Value: []byte{0, 1, 2, 255}},
+			&types.AttributeValueMemberBOOL{Value: true},
+			&types.AttributeValueMemberL{Value: []types.AttributeValue{
+				&types.AttributeValueMemberS{Value: "x"}, &types.AttributeValueMemberN{Value: "7"},
+			}},
+			&types.AttributeValueMemberN{Value: "43"},
+			&types.AttributeValueMemberS{Value: "new"},
+		},
 	})
 }
 

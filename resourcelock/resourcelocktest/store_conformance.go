@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -23,9 +22,14 @@ type StoreSuite struct {
 	New func(t *testing.T) resourcelock.Store
 	// Reserved are the attribute names the store refuses in
 	// WriteOptions.Attributes (its own key, record and TTL attributes)
-	// besides the empty name. Application attribute values are DynamoDB's
-	// types.AttributeValue, which every store must keep as given.
+	// besides the empty name.
 	Reserved []string
+	// AttributeValues are at least seven distinct values of the store's
+	// application attribute type (dynamodbstore: types.AttributeValue of
+	// several kinds), which the attribute subtests write and expect back
+	// as given (reflect.DeepEqual). Nil gives seven Go strings, for a
+	// store that keeps any value, as the memory store does.
+	AttributeValues []any
 	// NewWithSortKey, when set, returns a store like New's on a table
 	// with a sort key; the sort key subtests run on it.
 	NewWithSortKey func(t *testing.T) resourcelock.Store
@@ -44,6 +48,13 @@ type StoreSuite struct {
 // the store from several goroutines at once. Guarded writes are a
 // capability of some stores, not part of the contract, and are not run.
 func RunStoreConformance(t *testing.T, suite StoreSuite) {
+	vals := attrValues(suite.AttributeValues)
+	if vals == nil {
+		vals = attrValues{"billing", "42", "blob", "true", "list", "43", "new"}
+	}
+	if len(vals) < 7 {
+		t.Fatalf("StoreSuite.AttributeValues has %d values, want at least 7", len(vals))
+	}
 	tests := []struct {
 		name string
 		run  func(*testing.T, resourcelock.Store)
@@ -61,16 +72,16 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"RemovePreconditions", testStoreRemovePreconditions},
 		{"RemoveMissing", testStoreRemoveMissing},
 		{"ScanEmpty", testStoreScanEmpty},
-		{"ScanAll", testStoreScanAll},
-		{"ScanPartition", testStoreScanPartition},
-		{"ScanStopsOnError", testStoreScanStops},
-		{"Attributes", testStoreAttributes},
-		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, suite.Reserved) }},
+		{"ScanAll", func(t *testing.T, s resourcelock.Store) { testStoreScanAll(t, s, vals) }},
+		{"ScanPartition", func(t *testing.T, s resourcelock.Store) { testStoreScanPartition(t, s, vals) }},
+		{"ScanStopsOnError", func(t *testing.T, s resourcelock.Store) { testStoreScanStops(t, s, vals) }},
+		{"Attributes", func(t *testing.T, s resourcelock.Store) { testStoreAttributes(t, s, vals) }},
+		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, suite.Reserved, vals) }},
 		{"KeepData", testStoreKeepData},
 		{"OnlyIfExists", testStoreOnlyIfExists},
 		{"Expires", testStoreExpires},
 		{"ExpiresRemovedByEveryWrite", testStoreExpiresRemoved},
-		{"IndependentKeys", testStoreIndependentKeys},
+		{"IndependentKeys", func(t *testing.T, s resourcelock.Store) { testStoreIndependentKeys(t, s, vals) }},
 		{"InvalidArguments", testStoreInvalidArguments},
 		{"ConcurrentCreateHasOneWinner", testStoreConcurrentCreate},
 		{"ConcurrentTakeoverHasOneWinner", testStoreConcurrentTakeover},
@@ -277,7 +288,7 @@ func testStoreRemoveMissing(t *testing.T, s resourcelock.Store) {
 	wantNoItem(t, "after Remove of a missing row", s, k)
 }
 
-func testStoreIndependentKeys(t *testing.T, s resourcelock.Store) {
+func testStoreIndependentKeys(t *testing.T, s resourcelock.Store, vals attrValues) {
 	ka, kb := storeKey("a"), storeKey("b")
 	a := mustCreate(t, s, ka, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
 	b := mustCreate(t, s, kb, heldBy("b", time.Second, "b's"), resourcelock.WriteOptions{})
@@ -297,7 +308,7 @@ func testStoreIndependentKeys(t *testing.T, s resourcelock.Store) {
 	rb := mustUpdate(t, s, kb, asHolder(b), releasedBy("b"), resourcelock.WriteOptions{})
 	_, err = s.Create(ctx(t), ka, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	wantConflict(t, "Create of A while only B is released", err)
-	b2 := mustCreate(t, s, kb, heldBy("x", time.Second, ""), resourcelock.WriteOptions{Attributes: attributeMap("only-b", &types.AttributeValueMemberS{Value: "b"})})
+	b2 := mustCreate(t, s, kb, heldBy("x", time.Second, ""), resourcelock.WriteOptions{Attributes: attributeMap("only-b", vals[0])})
 	if b2.LeaderTransitions != rb.LeaderTransitions+1 {
 		t.Fatalf("B's transitions went from %d to %d", rb.LeaderTransitions, b2.LeaderTransitions)
 	}

@@ -7,30 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/dynalease/dynalease/resourcelock"
 )
+
+// attrValues are the suite's sample attribute values.
+type attrValues []any
 
 func attributeMap(kv ...any) map[string]any {
 	m := map[string]any{}
 	for i := 0; i < len(kv); i += 2 {
-		m[kv[i].(string)] = kv[i+1].(types.AttributeValue)
+		m[kv[i].(string)] = kv[i+1]
 	}
 	return m
 }
 
-func testStoreAttributes(t *testing.T, s resourcelock.Store) {
+func testStoreAttributes(t *testing.T, s resourcelock.Store, vals attrValues) {
 	k := storeKey("attributes")
-	app := attributeMap(
-		"app", &types.AttributeValueMemberS{Value: "billing"},
-		"count", &types.AttributeValueMemberN{Value: "42"},
-		"blob", &types.AttributeValueMemberB{Value: []byte{0, 1, 2, 255}},
-		"flag", &types.AttributeValueMemberBOOL{Value: true},
-		"list", &types.AttributeValueMemberL{Value: []types.AttributeValue{
-			&types.AttributeValueMemberS{Value: "x"}, &types.AttributeValueMemberN{Value: "7"},
-		}},
-	)
+	app := attributeMap("app", vals[0], "count", vals[1], "blob", vals[2], "flag", vals[3], "list", vals[4])
 	in := heldBy("a", time.Second, "")
 	got, err := s.Create(ctx(t), k, in, resourcelock.WriteOptions{Attributes: app})
 	if err != nil {
@@ -53,10 +46,7 @@ func testStoreAttributes(t *testing.T, s resourcelock.Store) {
 	}
 
 	// A write naming some attributes changes those and adds new ones.
-	change := attributeMap(
-		"count", &types.AttributeValueMemberN{Value: "43"},
-		"extra", &types.AttributeValueMemberS{Value: "new"},
-	)
+	change := attributeMap("count", vals[5], "extra", vals[6])
 	cur = mustUpdate(t, s, k, asHolder(cur), heldBy("c", time.Second, ""), resourcelock.WriteOptions{Attributes: change})
 	want = cur
 	want.Attributes = attributeMap(
@@ -73,14 +63,11 @@ func testStoreAttributes(t *testing.T, s resourcelock.Store) {
 	}
 }
 
-func testStoreReservedAttributes(t *testing.T, s resourcelock.Store, reserved []string) {
+func testStoreReservedAttributes(t *testing.T, s resourcelock.Store, reserved []string, vals attrValues) {
 	reserved = append([]string{""}, reserved...)
 	k := storeKey("reserved")
 	bad := func(name string) resourcelock.WriteOptions {
-		return resourcelock.WriteOptions{Attributes: attributeMap(
-			"fine", &types.AttributeValueMemberS{Value: "ok"},
-			name, &types.AttributeValueMemberS{Value: "x"},
-		)}
+		return resourcelock.WriteOptions{Attributes: attributeMap("fine", vals[0], name, vals[1])}
 	}
 	wantInvalid := func(what string, err error) {
 		t.Helper()

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -55,7 +53,7 @@ func wantScannedItems(t *testing.T, what string, got, want map[resourcelock.Key]
 }
 
 // fillStoreRows writes n rows of varied shapes and returns them as stored.
-func fillStoreRows(t *testing.T, s resourcelock.Store, n int) map[resourcelock.Key]resourcelock.Item {
+func fillStoreRows(t *testing.T, s resourcelock.Store, n int, vals attrValues) map[resourcelock.Key]resourcelock.Item {
 	t.Helper()
 	rows := map[resourcelock.Key]resourcelock.Item{}
 	expires := time.Now().Add(time.Hour).Truncate(time.Second)
@@ -63,7 +61,7 @@ func fillStoreRows(t *testing.T, s resourcelock.Store, n int) map[resourcelock.K
 		k := resourcelock.Key{Partition: fmt.Sprintf("row-%02d", i)}
 		var opts resourcelock.WriteOptions
 		if i%3 == 0 {
-			opts.Attributes = map[string]any{"index": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}
+			opts.Attributes = map[string]any{"index": vals[i%len(vals)]}
 		}
 		if i%4 == 0 {
 			opts.Expires = expires
@@ -86,8 +84,8 @@ func testStoreScanEmpty(t *testing.T, s resourcelock.Store) {
 	}
 }
 
-func testStoreScanAll(t *testing.T, s resourcelock.Store) {
-	rows := fillStoreRows(t, s, 30)
+func testStoreScanAll(t *testing.T, s resourcelock.Store, vals attrValues) {
+	rows := fillStoreRows(t, s, 30, vals)
 	wantScannedItems(t, "Scan of every row", scanStore(t, s, ""), rows)
 
 	// Removed rows are gone from the scan.
@@ -102,8 +100,8 @@ func testStoreScanAll(t *testing.T, s resourcelock.Store) {
 	wantScannedItems(t, "Scan after removals", scanStore(t, s, ""), rows)
 }
 
-func testStoreScanPartition(t *testing.T, s resourcelock.Store) {
-	rows := fillStoreRows(t, s, 6)
+func testStoreScanPartition(t *testing.T, s resourcelock.Store, vals attrValues) {
+	rows := fillStoreRows(t, s, 6, vals)
 	for k, it := range rows {
 		wantScannedItems(t, "Scan of partition "+k.Partition, scanStore(t, s, k.Partition),
 			map[resourcelock.Key]resourcelock.Item{k: it})
@@ -113,8 +111,8 @@ func testStoreScanPartition(t *testing.T, s resourcelock.Store) {
 	}
 }
 
-func testStoreScanStops(t *testing.T, s resourcelock.Store) {
-	fillStoreRows(t, s, 6)
+func testStoreScanStops(t *testing.T, s resourcelock.Store, vals attrValues) {
+	fillStoreRows(t, s, 6, vals)
 	stop := errors.New("stop here")
 	for _, tc := range []struct {
 		partition string

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -100,24 +99,10 @@ func formatStoreItem(it resourcelock.Item) string {
 }
 
 func formatAttributeValue(v any) string {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return fmt.Sprintf("S(%q)", v.Value)
-	case *types.AttributeValueMemberN:
-		return "N(" + v.Value + ")"
-	case *types.AttributeValueMemberB:
-		return fmt.Sprintf("B(%x)", v.Value)
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprintf("BOOL(%t)", v.Value)
-	case *types.AttributeValueMemberL:
-		parts := make([]string, len(v.Value))
-		for i, e := range v.Value {
-			parts[i] = formatAttributeValue(e)
-		}
-		return "L[" + strings.Join(parts, " ") + "]"
-	default:
-		return fmt.Sprintf("%T%+v", v, v)
+	if s, ok := v.(fmt.Stringer); ok {
+		return s.String()
 	}
+	return fmt.Sprintf("%T%+v", v, v)
 }
 
 func wantStoreItem(t *testing.T, what string, got, want resourcelock.Item) {

@@ -48,7 +48,8 @@ func WithReplaceData(replace bool) AcquireOption {
 }
 
 // WithDeleteOnRelease makes Release delete the row instead of marking it
-// released.
+// released. An acquisition that fails after its write (its fencing
+// request failed) marks the row released; it does not delete it.
 func WithDeleteOnRelease() AcquireOption { return func(a *acquireConfig) { a.deleteOnRelease = true } }
 
 // WithAcquireOnlyIfExists makes the acquisition fail with an error matching

@@ -175,6 +175,13 @@ func (w *worker) intn(n int) int {
 // for the configured pause, after the library's own checks and before the
 // request leaves, and then sends it whatever its context says: a process
 // stalled in the middle of a guarded write.
+//
+// It holds only a first attempt (the SDK's Amz-Sdk-Request header says
+// attempt=1). A retry may repeat an attempt that landed unseen (a dropped
+// answer), and DynamoDB acknowledges such a repeat from its idempotency
+// token without evaluating the condition again: held past a takeover, it
+// would be acknowledged, and the checker, timing the write from the held
+// send, would count a commit of the old term as a stale one.
 type pausingTransport struct {
 	w    *worker
 	next http.RoundTripper
@@ -184,7 +191,7 @@ type pausingTransport struct {
 type seqKey struct{}
 
 func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && p.w.pausing.CompareAndSwap(true, false) {
+	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && firstAttempt(req) && p.w.pausing.CompareAndSwap(true, false) {
 		seq, _ := req.Context().Value(seqKey{}).(int64)
 		p.w.log.log(Event{Ev: "paused-write", Worker: p.w.cfg.id, Seq: seq, Detail: p.w.cfg.pauseFor.String()})
 		time.Sleep(p.w.cfg.pauseFor)
@@ -193,6 +200,13 @@ func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		p.w.log.log(Event{Ev: "paused-write-sent", Worker: p.w.cfg.id, Seq: seq})
 	}
 	return p.next.RoundTrip(req)
+}
+
+// firstAttempt reports whether req is the SDK's first attempt of its
+// operation (no Amz-Sdk-Request header counts as one).
+func firstAttempt(req *http.Request) bool {
+	h := req.Header.Get("Amz-Sdk-Request")
+	return h == "" || h == "attempt=1" || strings.HasPrefix(h, "attempt=1;")
 }
 
 // elect stands for the election until ctx ends.

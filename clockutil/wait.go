@@ -11,7 +11,11 @@ import (
 // library is about to block on it, its timers set: a test's fake clock,
 // which can then be stepped without racing the code it drives (the
 // library's own tests use one). loop names the loop ("election",
-// "acquire", "heartbeat"). The real clock does not implement it.
+// "acquire", "heartbeat" for a lock client's renewals, "renewal" for a
+// term's); each loop reports for its own timers only, so a leading Elector
+// has two loops, "election" and "renewal", and a Blocking that waits for
+// the test must not wait on a loop the test does not drive. The real clock
+// does not implement it.
 type Watcher interface {
 	Blocking(loop string)
 }

@@ -70,11 +70,17 @@ func (rn *renewal) Ended() bool {
 	}
 }
 
-// Renew sends one renewal, unless the term's validity or the cancel's
-// bound has passed meanwhile (after a pause, say): a renewal never wins
-// over either of them.
+// Renew sends one renewal, unless the loop has stopped renewing (the work
+// returned, the term ended) or the term's validity or the cancel's bound
+// has passed meanwhile (after a pause, say): a renewal never wins over any
+// of them once the loop or the clock has decided.
 func (rn *renewal) Renew() {
 	r, e, t := rn.r, rn.r.e, rn.t
+	select {
+	case <-rn.quit:
+		return // the loop has stopped renewing: it is ending the term
+	default:
+	}
 	if !t.valid() || rn.givenUp() {
 		return // the term's timer, or the loop, ends the term
 	}

@@ -42,6 +42,11 @@ type Scheduler struct {
 
 	startOnce sync.Once
 
+	// gate is held for reading while a renewal runs; Close takes it to
+	// set closed, so that no renewal begins once Close has.
+	gate   sync.RWMutex
+	closed bool
+
 	mu       sync.Mutex
 	queue    dueQueue
 	inflight int
@@ -101,9 +106,13 @@ func (s *Scheduler) poke() {
 }
 
 // Close stops the scheduler and waits for renewals under way to return.
-// It sends no renewal after it has begun.
+// No renewal begins after Close has: one handed to a worker as Close
+// began is dropped.
 func (s *Scheduler) Close() {
 	s.startOnce.Do(func() {}) // never start after Close
+	s.gate.Lock()
+	s.closed = true
+	s.gate.Unlock()
 	s.mu.Lock()
 	select {
 	case <-s.stop:
@@ -183,12 +192,17 @@ func (s *Scheduler) dispatch() {
 func (s *Scheduler) worker() {
 	defer s.wg.Done()
 	for r := range s.work {
+		s.gate.RLock()
+		closed := s.closed
 		began := s.clk.Now()
-		r.Renew()
+		if !closed {
+			r.Renew()
+		}
+		s.gate.RUnlock()
 		s.mu.Lock()
 		s.inflight--
 		s.version++
-		if !r.Ended() {
+		if !closed && !r.Ended() {
 			heap.Push(&s.queue, dueRenewal{r: r, due: began.Add(s.period)})
 		}
 		s.mu.Unlock()

@@ -46,19 +46,25 @@ func (h *countedHold) renewals() []time.Time {
 	return append([]time.Time(nil), h.at...)
 }
 
-// newTestScheduler returns a scheduler on a fake clock and a function that
-// waits until it is idle (nothing under way, its timer set).
-func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Scheduler, *clocktesting.FakeClock, func()) {
+// newTestScheduler returns a scheduler on a fake clock, a function that
+// waits until it is idle (nothing under way, its timer set), and one that
+// stops the test from being told (call it before Close, which must not
+// wait for the test).
+func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Scheduler, *clocktesting.FakeClock, func(), func()) {
 	t.Helper()
 	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	idle := make(chan struct{})
-	clk := &clocktest.Clock{FakeClock: fc, OnBlock: func(string) { idle <- struct{}{} }}
+	idle, free := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(free) }) }
+	clk := &clocktest.Clock{FakeClock: fc, OnBlock: func(string) {
+		select {
+		case idle <- struct{}{}:
+		case <-free:
+		}
+	}}
 	s := NewScheduler(clk, period, workers, "renewal")
 	t.Cleanup(func() {
-		go func() {
-			for range idle {
-			}
-		}()
+		letGo()
 		s.Close()
 	})
 	return s, fc, func() {
@@ -68,13 +74,13 @@ func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Schedul
 		case <-time.After(30 * time.Second):
 			t.Fatal("the scheduler never came to wait on the clock")
 		}
-	}
+	}, letGo
 }
 
 // A hold is renewed first when Add says, then one period after each
 // renewal began; an ended hold is dropped and never renewed again.
 func TestSchedulerRenewsEveryPeriodFromTheLastRenewal(t *testing.T) {
-	s, fc, waitIdle := newTestScheduler(t, 2*time.Second, 2)
+	s, fc, waitIdle, _ := newTestScheduler(t, 2*time.Second, 2)
 	t0 := fc.Now()
 	a := &countedHold{clk: fc}
 	b := &countedHold{clk: fc}
@@ -113,7 +119,7 @@ func TestSchedulerRenewsEveryPeriodFromTheLastRenewal(t *testing.T) {
 // A renewal that fell due while the previous one was under way is sent as
 // soon as that one returns, without waiting for the clock to move again.
 func TestSchedulerSendsAnOverdueRenewalAtOnce(t *testing.T) {
-	s, fc, waitIdle := newTestScheduler(t, 2*time.Second, 1)
+	s, fc, waitIdle, _ := newTestScheduler(t, 2*time.Second, 1)
 	t0 := fc.Now()
 	block, in := make(chan struct{}), make(chan struct{}, 1)
 	h := &countedHold{clk: fc, block: block, in: in}
@@ -135,13 +141,14 @@ func TestSchedulerSendsAnOverdueRenewalAtOnce(t *testing.T) {
 
 // Close waits for a renewal under way and sends none after it.
 func TestSchedulerCloseWaitsForTheRenewalUnderWay(t *testing.T) {
-	s, fc, waitIdle := newTestScheduler(t, 2*time.Second, 1)
+	s, fc, waitIdle, letGo := newTestScheduler(t, 2*time.Second, 1)
 	block, in := make(chan struct{}), make(chan struct{}, 1)
 	h := &countedHold{clk: fc, block: block, in: in}
 	s.Add(h, fc.Now().Add(time.Second))
 	waitIdle()
 	fc.Step(time.Second)
 	<-in
+	letGo()
 	closed := make(chan struct{})
 	go func() {
 		s.Close()
@@ -157,5 +164,46 @@ func TestSchedulerCloseWaitsForTheRenewalUnderWay(t *testing.T) {
 	fc.Step(10 * time.Second)
 	if n := len(h.renewals()); n != 1 {
 		t.Fatalf("%d renewals, want 1: none after Close", n)
+	}
+}
+
+// A renewal handed to a worker while Close waits for another under way
+// never begins: nothing is renewed once Close has begun.
+func TestSchedulerRenewsNothingOnceCloseHasBegun(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	// This test never waits for the scheduler to be idle: it is told
+	// without blocking, so that Close is never held up by the test.
+	clk := &clocktest.Clock{FakeClock: fc, OnBlock: func(string) {}}
+	s := NewScheduler(clk, 2*time.Second, 2, "renewal")
+	t0 := fc.Now()
+	block, in := make(chan struct{}), make(chan struct{}, 1)
+	a := &countedHold{clk: fc, block: block, in: in}
+	b := &countedHold{clk: fc}
+	s.Add(a, t0.Add(time.Second))
+	s.Add(b, t0.Add(2*time.Second))
+	for !fc.HasWaiters() { // the dispatcher's timer for a
+		time.Sleep(time.Millisecond)
+	}
+	fc.Step(time.Second)
+	<-in // a is under way
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	// Let Close begin, then make b due; give the dispatcher time to hand
+	// it to the free worker (on a slow machine it may not, and the test
+	// then shows less, never a false failure).
+	time.Sleep(20 * time.Millisecond)
+	fc.Step(time.Second)
+	time.Sleep(50 * time.Millisecond)
+	close(block)
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close never returned")
+	}
+	if n := len(b.renewals()); n != 0 {
+		t.Fatalf("b renewed %d times after Close began", n)
 	}
 }

@@ -181,7 +181,10 @@ func TestSchedulerRenewsNothingOnceCloseHasBegun(t *testing.T) {
 	b := &countedHold{clk: fc}
 	s.Add(a, t0.Add(time.Second))
 	s.Add(b, t0.Add(2*time.Second))
-	for !fc.HasWaiters() { // the dispatcher's timer for a
+	for waited := time.Duration(0); !fc.HasWaiters(); waited += time.Millisecond { // the dispatcher's timer for a
+		if waited > 30*time.Second {
+			t.Fatal("the scheduler never set its timer")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	fc.Step(time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -183,10 +184,13 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !admit(cur, ok) {
+	if !admit(cur, ok) || !QueueMatches(cur.Queue, opts.Dequeue) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
-	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires}
+	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires, Queue: cur.Queue}
+	if opts.Dequeue != nil {
+		next.Queue = slices.Clone(cur.Queue[len(opts.Dequeue.Tickets):])
+	}
 	next.LeaderTransitions = cur.LeaderTransitions
 	next.FenceGeneration = cur.FenceGeneration
 	next.AcquisitionID = cur.AcquisitionID
@@ -205,6 +209,53 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	}
 	s.items[key] = next
 	return cloneItem(next), nil
+}
+
+// Join appends w to the queue of the row at key.
+func (s *memoryStore) Join(ctx context.Context, key Key, w Waiter) (Item, error) {
+	return s.queueOp(ctx, key, "join", func(cur Item) ([]Waiter, bool) {
+		if cur.Released || len(cur.Queue) >= MaxQueueLength {
+			return nil, false
+		}
+		return append(slices.Clone(cur.Queue), w), true
+	}, CheckWaiter(w))
+}
+
+// Leave removes the queue entry at index when it carries ticket.
+func (s *memoryStore) Leave(ctx context.Context, key Key, ticket string, index int) (Item, error) {
+	return s.queueOp(ctx, key, "leave", func(cur Item) ([]Waiter, bool) {
+		if index >= len(cur.Queue) || cur.Queue[index].Ticket != ticket {
+			return nil, false
+		}
+		return slices.Delete(slices.Clone(cur.Queue), index, index+1), true
+	}, CheckLeave(ticket, index))
+}
+
+// queueOp replaces the queue of the row at key by what change returns,
+// when it admits the row (invalid: the arguments' check).
+func (s *memoryStore) queueOp(ctx context.Context, key Key, op string, change func(cur Item) ([]Waiter, bool), invalid error) (Item, error) {
+	if err := CheckKey(key); err != nil {
+		return Item{}, err
+	}
+	if invalid != nil {
+		return Item{}, invalid
+	}
+	if err := ctx.Err(); err != nil {
+		return Item{}, fmt.Errorf("memory/%s: %s: %w", key, op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.items[key]
+	if !ok {
+		return Item{}, fmt.Errorf("memory/%s: %s: %w", key, op, ErrNotFound)
+	}
+	q, admitted := change(cur)
+	if !admitted {
+		return Item{}, conflict(key, op, cur, ok)
+	}
+	cur.Queue = q
+	s.items[key] = cur
+	return cloneItem(cur), nil
 }
 
 // Fence gives the row at key a new generation and restarts its counter.

@@ -65,6 +65,14 @@ type Record struct {
 	// Data is opaque application data stored with the lease. Empty data is
 	// stored as no data.
 	Data []byte
+	// HandedTo is the ticket of the waiter (Waiter.Ticket) that the last
+	// holder handed the lease to on release, naming it HolderIdentity, and
+	// that has not confirmed it yet; empty otherwise. A hand-over is
+	// advice: the waiter holds only once a write of its own RVN,
+	// conditioned on this record's, lands (a takeover, which clears it).
+	// To everybody else a handed row is held, and is taken over like any
+	// silent holder's when nobody confirms it.
+	HandedTo string
 }
 
 // Equal reports whether r and o hold the same values.
@@ -78,7 +86,8 @@ func (r Record) Equal(o Record) bool {
 		r.AcquisitionID == o.AcquisitionID &&
 		r.AcquireTime.Equal(o.AcquireTime) &&
 		r.RenewTime.Equal(o.RenewTime) &&
-		bytes.Equal(r.Data, o.Data)
+		bytes.Equal(r.Data, o.Data) &&
+		r.HandedTo == o.HandedTo
 }
 
 // normalized returns rec as a store keeps it: the lease rounded up to whole

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -33,6 +34,10 @@ type Item struct {
 	Attributes map[string]any
 	// Expires is the row's TTL (whole seconds), zero when it has none.
 	Expires time.Time
+	// Queue is the row's waiters, oldest first (see Store.Join); nil when
+	// it has none. Writes of a record leave it as it is unless they carry
+	// WriteOptions.Dequeue.
+	Queue []Waiter
 }
 
 // WriteOptions are the parts of a write that go beyond the Record.
@@ -53,6 +58,9 @@ type WriteOptions struct {
 	// Expires sets the row's TTL (rounded up to whole seconds); the zero
 	// time removes it.
 	Expires time.Time
+	// Dequeue, when not nil, conditions the write on the row's queue
+	// and removes the entries it names (see Dequeue).
+	Dequeue *Dequeue
 }
 
 // Store is a table of many leases, each named by a Key. Interface is one
@@ -80,6 +88,18 @@ type Store interface {
 	// error wrapping ErrInvalidRecord. The order is unspecified; a row
 	// written during the scan may or may not be seen.
 	Scan(ctx context.Context, partition string, fn func(Item, error) error) error
+	// Join appends w to the queue of the row at key, in one request, when
+	// the row exists, is not released and its queue holds fewer than
+	// MaxQueueLength waiters; otherwise it returns an error wrapping
+	// ErrConflict carrying the row (ErrNotFound when there is none). It
+	// returns the row as it stands after the append. A Join whose answer
+	// was lost may have landed; sent again it appends a second entry with
+	// the same ticket, which Item.Place does not count.
+	Join(ctx context.Context, key Key, w Waiter) (Item, error)
+	// Leave removes the queue entry at index when it carries ticket, in
+	// one request; otherwise it returns an error wrapping ErrConflict
+	// carrying the row (the entry moved, or is gone).
+	Leave(ctx context.Context, key Key, ticket string, index int) (Item, error)
 	// Fence gives the row at key a new fencing generation, higher than
 	// every generation the store gave key before, and restarts its counter
 	// at 2, so that the row's fencing token is higher than every token
@@ -105,6 +125,9 @@ func (o WriteOptions) check() error {
 			return fmt.Errorf("%w: attribute %q has an empty name or no value", ErrInvalidArgument, name)
 		}
 	}
+	if err := checkDequeue(o.Dequeue); err != nil {
+		return err
+	}
 	if !o.Expires.IsZero() {
 		if y := o.Expires.Year(); y < 1970 || y > 9999 {
 			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
@@ -118,6 +141,9 @@ func cloneItem(it Item) Item {
 	it.Record = normalized(it.Record)
 	if it.Attributes != nil {
 		it.Attributes = maps.Clone(it.Attributes)
+	}
+	if it.Queue != nil {
+		it.Queue = slices.Clone(it.Queue)
 	}
 	return it
 }

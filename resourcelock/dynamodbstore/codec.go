@@ -25,6 +25,8 @@ const (
 	attrRenewTime   = "renewTime"           // S, RFC 3339 UTC, optional
 	attrGeneration  = "fenceGeneration"     // N, optional
 	attrAcquisition = "acquisitionId"       // S, optional
+	attrQueue       = "queue"               // L of M, optional: the waiters
+	attrHandedTo    = "handoff"             // S, optional: the ticket a release handed the lease to
 
 	// DefaultPartitionKey is the partition key attribute name of a lock
 	// table, as in the AWS Java DynamoDB Lock Client.
@@ -45,6 +47,7 @@ func ReservedAttributes() []string {
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
 	attrTransitions, attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition,
+	attrQueue, attrHandedTo,
 }
 
 // expression collects an update or condition expression with its attribute
@@ -116,6 +119,11 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)})
 		}
 	}
+	if rec.HandedTo != "" {
+		assign(attrHandedTo, s(rec.HandedTo))
+	} else {
+		remove = append(remove, e.name(attrHandedTo))
+	}
 	if rec.Released {
 		assign(attrReleased, s(releasedValue))
 	} else {
@@ -131,6 +139,7 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 			assign(t.attr, s(t.at.UTC().Format(timeLayout)))
 		}
 	}
+	remove = append(remove, dequeueRemoves(e, o.Dequeue)...)
 	expr := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
 		expr += " REMOVE " + strings.Join(remove, ", ")

@@ -82,6 +82,13 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 	if rec.RenewTime, err = optionalTime(item, attrRenewTime); err != nil {
 		return resourcelock.Record{}, err
 	}
+	if v, ok := item[attrHandedTo]; ok {
+		str, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return resourcelock.Record{}, wrongType(attrHandedTo, "S", v)
+		}
+		rec.HandedTo = str.Value
+	}
 	return rec, nil
 }
 
@@ -101,6 +108,9 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 		return it, err
 	}
 	it.Record = rec
+	if it.Queue, err = decodeQueue(item); err != nil {
+		return it, err
+	}
 	for name, v := range item {
 		if k.reserved(name) {
 			continue

@@ -186,7 +186,7 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 	} else {
 		cond = d.keys.createCondition(e)
 	}
-	return d.update(ctx, key, "create", e, update, cond)
+	return d.update(ctx, key, "create", e, update, withDequeue(e, cond, opts.Dequeue))
 }
 
 // Update writes rec at key with one UpdateItem conditioned on expect.
@@ -200,7 +200,7 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
-	return d.update(ctx, key, "update", e, update, d.keys.updateCondition(e, expect))
+	return d.update(ctx, key, "update", e, update, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue))
 }
 
 // Remove deletes the row at key with one DeleteItem conditioned on expect.

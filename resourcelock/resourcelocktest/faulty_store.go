@@ -109,3 +109,36 @@ func (f *FaultyStore) Fence(ctx context.Context, key resourcelock.Key, holder, a
 
 // CanFence forwards the wrapped store's CanFence.
 func (f *FaultyStore) CanFence() bool { return f.inner.CanFence() }
+
+// OpJoin and OpLeave name Store.Join and Store.Leave.
+const (
+	OpJoin  Op = "Join"
+	OpLeave Op = "Leave"
+)
+
+// Join passes through the wrapped store, subject to faults for OpJoin.
+func (f *FaultyStore) Join(ctx context.Context, key resourcelock.Key, w resourcelock.Waiter) (resourcelock.Item, error) {
+	return f.item(ctx, OpJoin, func() (resourcelock.Item, error) { return f.inner.Join(context.WithoutCancel(ctx), key, w) })
+}
+
+// Leave passes through the wrapped store, subject to faults for OpLeave.
+func (f *FaultyStore) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (resourcelock.Item, error) {
+	return f.item(ctx, OpLeave, func() (resourcelock.Item, error) {
+		return f.inner.Leave(context.WithoutCancel(ctx), key, ticket, index)
+	})
+}
+
+// item runs apply, a request that answers with a row, subject to faults
+// for op.
+func (f *FaultyStore) item(ctx context.Context, op Op, apply func() (resourcelock.Item, error)) (resourcelock.Item, error) {
+	var it resourcelock.Item
+	_, err := f.do(ctx, op, func() (resourcelock.Record, error) {
+		var err error
+		it, err = apply()
+		return it.Record, err
+	})
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return it, nil
+}

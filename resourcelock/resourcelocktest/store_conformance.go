@@ -90,6 +90,11 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"FenceTokensGrow", testStoreFence},
 		{"FenceRefusesAnotherAcquisition", testStoreFenceConflict},
 		{"CancelledContextWritesNothing", testStoreCancelled},
+		{"QueueJoinsInOrder", testStoreQueueJoin},
+		{"QueueSurvivesWrites", testStoreQueueKept},
+		{"QueueLeave", testStoreQueueLeave},
+		{"QueueHandOver", testStoreQueueHandOver},
+		{"QueueFull", testStoreQueueFull},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func asTakeover(it resourcelock.Item) resourcelock.Precondition {
 // attribute maps are the same.
 func sameStoreItem(a, b resourcelock.Item) bool {
 	return a.Key == b.Key && a.Record.Equal(b.Record) && a.Expires.Equal(b.Expires) &&
-		sameAttributeValues(a.Attributes, b.Attributes)
+		sameAttributeValues(a.Attributes, b.Attributes) && slices.Equal(a.Queue, b.Queue)
 }
 
 func sameAttributeValues(a, b map[string]any) bool {
@@ -78,6 +79,9 @@ func formatStoreItem(it resourcelock.Item) string {
 	fmt.Fprintf(&b, "{Key:%q Record:%+v", it.Key.String(), it.Record)
 	if !it.Expires.IsZero() {
 		fmt.Fprintf(&b, " Expires:%s", it.Expires.UTC().Format(time.RFC3339Nano))
+	}
+	if len(it.Queue) > 0 {
+		fmt.Fprintf(&b, " Queue:%+v", it.Queue)
 	}
 	if len(it.Attributes) > 0 {
 		names := make([]string, 0, len(it.Attributes))

@@ -1,0 +1,174 @@
+package resourcelocktest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// waiter returns a queue entry for identity with a fresh ticket.
+func waiter(identity string) resourcelock.Waiter {
+	return resourcelock.Waiter{Ticket: uuid.NewString(), Identity: identity, Lease: 1500 * time.Millisecond}
+}
+
+// mustJoin appends w to the queue at k.
+func mustJoin(t *testing.T, s resourcelock.Store, k resourcelock.Key, w resourcelock.Waiter) resourcelock.Item {
+	t.Helper()
+	it, err := s.Join(ctx(t), k, w)
+	if err != nil {
+		t.Fatalf("Join %s: %v", w.Identity, err)
+	}
+	return it
+}
+
+func wantQueue(t *testing.T, what string, it resourcelock.Item, want ...resourcelock.Waiter) {
+	t.Helper()
+	if !slices.Equal(it.Queue, want) {
+		t.Fatalf("%s: queue %+v, want %+v", what, it.Queue, want)
+	}
+}
+
+func testStoreQueueJoin(t *testing.T, s resourcelock.Store) {
+	k := storeKey("queue")
+	first := mustCreate(t, s, k, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
+	b, c := waiter("b"), waiter("c")
+	got := mustJoin(t, s, k, b)
+	wantQueue(t, "after one Join", got, b)
+	got = mustJoin(t, s, k, c)
+	wantQueue(t, "after two Joins, oldest first", got, b, c)
+	want := first
+	want.Queue = []resourcelock.Waiter{b, c}
+	wantStoreItem(t, "Join's answer (the record untouched)", got, want)
+	wantStoredItem(t, "after Joins", s, k, want)
+	if got.Place(c.Ticket) != 1 || got.Place("nobody") != -1 {
+		t.Fatalf("Place: c at %d, a missing ticket at %d; want 1 and -1", got.Place(c.Ticket), got.Place("nobody"))
+	}
+
+	_, err := s.Join(ctx(t), storeKey("queue-missing"), b)
+	if !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Join of a missing row: %v, want ErrNotFound", err)
+	}
+	rel := mustUpdate(t, s, k, asHolder(got), releasedBy("a"), resourcelock.WriteOptions{})
+	_, err = s.Join(ctx(t), k, waiter("d"))
+	wantConflict(t, "Join of a released row", err)
+	if cur, ok := resourcelock.CurrentItem(err); ok && !sameStoreItem(cur, rel) {
+		t.Fatalf("Join's conflict carries %s, want %s", formatStoreItem(cur), formatStoreItem(rel))
+	}
+	for what, w := range map[string]resourcelock.Waiter{
+		"no ticket":   {Identity: "x", Lease: time.Second},
+		"no identity": {Ticket: "t", Lease: time.Second},
+		"no lease":    {Ticket: "t", Identity: "x"},
+	} {
+		if _, err := s.Join(ctx(t), k, w); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+			t.Fatalf("Join of a waiter with %s: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+}
+
+func testStoreQueueKept(t *testing.T, s resourcelock.Store) {
+	k := storeKey("queue-kept")
+	cur := mustCreate(t, s, k, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	b := waiter("b")
+	mustJoin(t, s, k, b)
+	cur = mustUpdate(t, s, k, asHolder(cur), heldBy("a", time.Second, "renewed"), resourcelock.WriteOptions{})
+	wantQueue(t, "after a renewal", cur, b)
+	cur = mustUpdate(t, s, k, asTakeover(cur), heldBy("c", time.Second, ""), resourcelock.WriteOptions{})
+	wantQueue(t, "after a takeover", cur, b)
+	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("c"), resourcelock.WriteOptions{})
+	wantQueue(t, "after a release", cur, b)
+	cur = mustCreate(t, s, k, heldBy("d", time.Second, ""), resourcelock.WriteOptions{})
+	wantQueue(t, "after a Create over the released row", cur, b)
+}
+
+func testStoreQueueLeave(t *testing.T, s resourcelock.Store) {
+	k := storeKey("queue-leave")
+	mustCreate(t, s, k, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	b, c, d := waiter("b"), waiter("c"), waiter("d")
+	for _, w := range []resourcelock.Waiter{b, c, d} {
+		mustJoin(t, s, k, w)
+	}
+	_, err := s.Leave(ctx(t), k, c.Ticket, 0)
+	wantConflict(t, "Leave at an index holding another ticket", err)
+	if cur, ok := resourcelock.CurrentItem(err); ok {
+		wantQueue(t, "the row Leave's conflict carries", cur, b, c, d)
+	}
+	_, err = s.Leave(ctx(t), k, c.Ticket, 5)
+	wantConflict(t, "Leave past the queue's end", err)
+	got, err := s.Leave(ctx(t), k, c.Ticket, 1)
+	if err != nil {
+		t.Fatalf("Leave: %v", err)
+	}
+	wantQueue(t, "after Leave", got, b, d)
+	wantQueue(t, "stored after Leave", mustGetItem(t, s, k), b, d)
+	if _, err := s.Leave(ctx(t), k, "", 0); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("Leave of an empty ticket: %v, want ErrInvalidArgument", err)
+	}
+}
+
+func testStoreQueueHandOver(t *testing.T, s resourcelock.Store) {
+	k := storeKey("queue-handover")
+	cur := mustCreate(t, s, k, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	stale, b, c := waiter("a"), waiter("b"), waiter("c")
+	for _, w := range []resourcelock.Waiter{stale, b, c} {
+		mustJoin(t, s, k, w)
+	}
+	hand := heldBy(b.Identity, b.Lease, "")
+	hand.HandedTo = b.Ticket
+	for what, d := range map[string]*resourcelock.Dequeue{
+		"tickets not at the queue's head": {Tickets: []string{b.Ticket}},
+		"a queue that is longer":          {Tickets: []string{stale.Ticket, b.Ticket}, All: true},
+		"an empty queue":                  {All: true},
+	} {
+		_, err := s.Update(ctx(t), k, asHolder(cur), hand, resourcelock.WriteOptions{Dequeue: d})
+		wantConflict(t, "hand-over expecting "+what, err)
+	}
+	got, err := s.Update(ctx(t), k, asHolder(cur), hand, resourcelock.WriteOptions{Dequeue: &resourcelock.Dequeue{Tickets: []string{stale.Ticket, b.Ticket}}})
+	if err != nil {
+		t.Fatalf("hand-over: %v", err)
+	}
+	want := storedItem(k, hand, 1)
+	want.AcquisitionID = cur.AcquisitionID // the holder's own write: not an acquisition
+	want.Queue = []resourcelock.Waiter{c}
+	wantStoreItem(t, "hand-over's answer", got, want)
+	wantStoredItem(t, "after the hand-over", s, k, want)
+
+	// The waiter confirms with a takeover conditioned on the handed RVN,
+	// which counts an acquisition and clears the hand-over.
+	mine := heldBy(b.Identity, b.Lease, "")
+	got = mustUpdate(t, s, k, asTakeover(got), mine, resourcelock.WriteOptions{})
+	want = storedItem(k, mine, 2)
+	want.Queue = []resourcelock.Waiter{c}
+	wantStoreItem(t, "confirmed", got, want)
+
+	// The last waiter leaves; a release expecting an empty queue lands,
+	// on a row whose queue is empty or was never there.
+	got, err = s.Leave(ctx(t), k, c.Ticket, 0)
+	if err != nil {
+		t.Fatalf("Leave of the last waiter: %v", err)
+	}
+	all := &resourcelock.Dequeue{All: true}
+	if _, err := s.Update(ctx(t), k, asHolder(got), releasedBy(b.Identity), resourcelock.WriteOptions{Dequeue: all}); err != nil {
+		t.Fatalf("release expecting an empty queue: %v", err)
+	}
+	k2 := storeKey("queue-none")
+	cur = mustCreate(t, s, k2, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	if _, err := s.Update(ctx(t), k2, asHolder(cur), releasedBy("a"), resourcelock.WriteOptions{Dequeue: all}); err != nil {
+		t.Fatalf("release expecting an empty queue, on a row that never had one: %v", err)
+	}
+}
+
+func testStoreQueueFull(t *testing.T, s resourcelock.Store) {
+	k := storeKey("queue-full")
+	mustCreate(t, s, k, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
+	for i := range resourcelock.MaxQueueLength {
+		mustJoin(t, s, k, waiter(fmt.Sprintf("w%d", i)))
+	}
+	_, err := s.Join(ctx(t), k, waiter("one-too-many"))
+	wantConflict(t, fmt.Sprintf("Join to a queue of %d", resourcelock.MaxQueueLength), err)
+}

@@ -125,7 +125,11 @@ type acquireCall struct {
 func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
-	at.acq = rvnlease.NewAcquirer(c.engineFor(at.cfg.onlyIfExists), acquirePort{c: c, key: at.key, cfg: &at.cfg}, at.newRecord)
+	port := acquirePort{c: c, key: at.key, cfg: &at.cfg}
+	at.acq = rvnlease.NewAcquirer(c.engineFor(at.cfg.onlyIfExists), port, at.newRecord)
+	if c.cfg.fair && !at.try && !at.cfg.failIfLocked {
+		at.acq.Queue(port, c.cfg.lease, at.cfg.refresh)
+	}
 	obs, doubt, _ := c.seen.get(at.key)
 	at.acq.Resume(obs, doubt)
 	for {
@@ -249,6 +253,7 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 		c.seen.forget(at.key)
 		return
 	}
+	at.acq.LeaveQueue(ctx)
 	if at.acq.Pending() > 0 && at.acq.Abandon(ctx) > 0 {
 		c.seen.forget(at.key)
 		return

@@ -37,7 +37,7 @@ func TestAcquireTakesAStaleLockAfterTheHoldersLease(t *testing.T) {
 	f.putForeign("k", "java-host", "r1", holderLease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
 	for {
 		f.fc.Step(maxPoll)
 		if f.now().Before(epoch.Add(holderLease)) {
@@ -97,7 +97,7 @@ func TestAcquireTakesALeaseThatRanOutWhileThisClientStalled(t *testing.T) {
 	if got := f.item("k").HolderIdentity; got != "slow" || !l.IsHeld() {
 		t.Fatalf("row held by %q after the takeover", got)
 	}
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpUpdate)
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin, rlt.OpUpdate)
 }
 
 func TestAcquireGivesUpWhenTheHolderKeepsRenewing(t *testing.T) {
@@ -415,8 +415,8 @@ func TestHugeRefreshPeriodWaitsInsteadOfSpinning(t *testing.T) {
 	f.putForeign("k", "other", "r0", lease)
 	f.acquireAsync("k", WithRefreshPeriodFor(math.MaxInt64))
 	f.waitIdle("acquire")
-	if n := len(f.ops()); n != 2 {
-		t.Fatalf("Acquire sent %d requests before waiting, want 2 (a create, the read settling it): %s", n, summarize(f.ops()))
+	if n := len(f.ops()); n != 3 {
+		t.Fatalf("Acquire sent %d requests before waiting, want 3 (a create, the read settling it, a join of the queue): %s", n, summarize(f.ops()))
 	}
 	f.freeRun()
 }

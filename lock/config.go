@@ -76,8 +76,16 @@ type Config struct {
 	RequestTimeout time.Duration
 	// RefreshPeriod is how often Acquire polls a held lock
 	// (DefaultRefreshPeriod, plus up to 20% jitter); an Acquire can
-	// override it (WithRefreshPeriodFor).
+	// override it (WithRefreshPeriodFor). Under fair waiting it is the
+	// period of the queue's head; waiters further back read less often.
 	RefreshPeriod time.Duration
+	// Unfair turns fair waiting off: Acquire then polls every refresh
+	// period and takes a released lock whoever asks first, and Release
+	// marks the row released, exactly as the AWS Java lock client does and
+	// at its cost. By default waiting is fair (see the package doc): a
+	// waiter joins the row's queue (one write per wait), reads at a pace
+	// set by its place, and a release hands the lock to the queue's head.
+	Unfair bool
 
 	// PartitionKeyAttribute names the table's partition key attribute
 	// ("key", as in the AWS Java lock client).
@@ -170,6 +178,7 @@ type config struct {
 	fencing        bool
 	fenceTable     string
 	maxTransact    int
+	fair           bool
 }
 
 // resolve fills in the defaults of cfg and validates it.
@@ -179,7 +188,7 @@ func (cfg Config) resolve() (config, error) {
 		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, partitionKey: cfg.PartitionKeyAttribute,
 		sortKey: cfg.SortKeyAttribute, ttlAttribute: cfg.TTLAttribute, ttlSlack: cfg.TTL, clock: cfg.Clock,
 		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
-		fencing: cfg.Fencing, fenceTable: cfg.FenceTable, maxTransact: cfg.MaxTransactItems,
+		fencing: cfg.Fencing, fenceTable: cfg.FenceTable, maxTransact: cfg.MaxTransactItems, fair: !cfg.Unfair,
 	}
 	if c.lease == 0 {
 		c.lease = DefaultLeaseDuration

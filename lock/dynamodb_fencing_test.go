@@ -70,9 +70,11 @@ func (s fgRowState) wantRequests() (map[string]int, int) {
 	var ops map[string]int
 	switch s {
 	case fgJavaHeld, fgJavaInPlace, fgSilent:
-		// A Create that fails (its answer carries the row: no read), the
-		// takeover once the holder's lease has passed since that answer.
-		ops = map[string]int{"UpdateItem": 2}
+		// A Create that fails (its answer carries the row: no read), a
+		// join of the row's queue, the takeover once the holder's lease
+		// has passed since that answer (which takes the waiter, at the
+		// queue's head, out of it).
+		ops = map[string]int{"UpdateItem": 3}
 	default:
 		ops = map[string]int{"UpdateItem": 1} // one Create
 	}

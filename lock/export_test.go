@@ -61,3 +61,6 @@ func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
 func NewOn(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client, error) {
 	return New(configOf(Config{Client: client, Table: table}, opts))
 }
+
+// WithUnfair turns fair waiting off (Config.Unfair).
+func WithUnfair() Option { return func(c *Config) { c.Unfair = true } }

@@ -64,6 +64,20 @@ func (p acquirePort) Update(ctx context.Context, expect resourcelock.Preconditio
 	return p.c.store.Update(ctx, p.key, expect, rec, p.options())
 }
 
+func (p acquirePort) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+	return p.c.store.Join(ctx, p.key, w)
+}
+
+func (p acquirePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	o := p.options()
+	o.Dequeue = d
+	return p.c.store.Update(ctx, p.key, expect, rec, o)
+}
+
+func (p acquirePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+	return p.c.store.Leave(ctx, p.key, ticket, index)
+}
+
 func (p acquirePort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
 	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
 }
@@ -85,6 +99,14 @@ func (p holdPort) Create(ctx context.Context, rec resourcelock.Record) (resource
 
 func (p holdPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
 	return p.c.store.Update(ctx, p.key, expect, rec, p.c.writeOptions(nil))
+}
+
+// UpdateDequeue is a release that takes waiters out of the queue (a
+// hand-over), or expects it empty.
+func (p holdPort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	o := p.c.writeOptions(nil)
+	o.Dequeue = d
+	return p.c.store.Update(ctx, p.key, expect, rec, o)
 }
 
 func (p holdPort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {

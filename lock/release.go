@@ -127,8 +127,15 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		}
 		return rec
 	}
-	// An earlier heartbeat that landed unseen is written over again.
-	w := l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
+	var w rvnlease.Written
+	if l.c.cfg.fair {
+		// Handed to the queue's head when others wait; an earlier
+		// heartbeat that landed unseen is written over again.
+		w = l.hold.ReleaseQueued(rctx, cur, next, holdPort{c: l.c, key: l.key})
+	} else {
+		// An earlier heartbeat that landed unseen is written over again.
+		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
+	}
 	return l.afterRelease(w, cur)
 }
 

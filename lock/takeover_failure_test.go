@@ -22,7 +22,7 @@ func TestATakeoverThrottledOnceIsRetriedAfterAPoll(t *testing.T) {
 	f.putForeign("k", "dead", "r0", lease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
 	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
 	f.fc.Step(lease) // the holder's lease has run out on this clock
 	select {
@@ -125,7 +125,7 @@ func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
 	f.store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errThrottled})
 	f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
 	if err := rec.failing(); !errors.Is(err, errThrottled) {
 		t.Fatalf("failing report = %v, want the throttled create", err)
 	}

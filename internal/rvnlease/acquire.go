@@ -66,6 +66,7 @@ type Acquirer struct {
 	Obs   Observation
 	late  resourcelock.Item // ours, confirmed after its validity passed
 	tried string            // the RVN of the last takeover sent
+	q     *queued           // the place in the row's queue; nil unless fair (Queue)
 }
 
 // NewAcquirer returns an acquirer of the lease behind port. newRecord
@@ -108,7 +109,14 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			}
 			a.late = resourcelock.Item{}
 			a.Obs = Observation{}
-			return Result{Outcome: Ours, Item: ans.item, Sent: ans.sent}, nil
+			it := ans.item
+			if a.q != nil {
+				// Acquired other than by a hand-over (a free row, a
+				// takeover): the entry left behind would be handed the
+				// lease later, and cost the others a lease of delay.
+				it = a.leave(ctx, it)
+			}
+			return Result{Outcome: Ours, Item: it, Sent: ans.sent}, nil
 		}
 		if ans.missing && a.w.cfg.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
@@ -138,25 +146,66 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		}
 		return ans
 	case !a.Obs.Known || a.Obs.Free():
-		return a.create(ctx)
-	case a.Obs.Expired(now):
+		return a.queued(ctx, a.create(ctx))
+	case a.handedToMe() && a.Obs.RVN != a.tried:
+		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
+		return a.queued(ctx, a.takeover(ctx))
+	case a.Obs.Expired(now) && !a.staleForTakeover(now):
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
-		a.tried = a.Obs.RVN
-		rec := a.newRecord(resourcelock.Item{})
-		expect := resourcelock.Precondition{RVN: a.Obs.RVN}
-		ans := a.w.write(ctx, rec, expect.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
-		a.observe(ans)
-		return ans
+		return a.queued(ctx, a.takeover(ctx))
 	default:
 		ans := a.w.read(ctx)
 		a.observe(ans)
 		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.w.cfg.OnlyIfExists) {
 			// Released or deleted since the last look: take it in this
 			// round rather than the next.
-			return a.create(ctx)
+			return a.queued(ctx, a.create(ctx))
 		}
+		return a.queued(ctx, ans)
+	}
+}
+
+// takeover writes this acquirer's record over the watched row, conditioned
+// on its RVN alone: the takeover of a lease unchanged for its duration, or
+// the confirmation of a hand-over to this acquirer.
+func (a *Acquirer) takeover(ctx context.Context) answer {
+	port := a.w.port
+	a.tried = a.Obs.RVN
+	rec := a.newRecord(resourcelock.Item{})
+	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
+	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
+	if a.q != nil && a.q.place == 0 {
+		// At the head of the queue in the row that carries the RVN taken
+		// over (only a write that changes the RVN, or this waiter, takes
+		// the head out): its entry leaves in the same write.
+		d := &resourcelock.Dequeue{Tickets: []string{a.q.me.Ticket}}
+		send = func(c context.Context) (resourcelock.Item, error) { return a.q.port.UpdateDequeue(c, expect, rec, d) }
+	}
+	ans := a.w.write(ctx, rec, expect.RVN, send)
+	a.observe(ans)
+	if !ans.landed && ans.err == nil && !ans.missing && ans.item.RVN == expect.RVN && a.q != nil && a.q.place != 0 {
+		// Refused on the queue alone (the waiter was not at its head
+		// after all): the takeover is still due, without the dequeue.
+		a.tried = ""
+	}
+	return ans
+}
+
+// queued finishes a round of a fair acquirer whose answer showed another's
+// row: a hand-over to it found by that answer is confirmed at once, and a
+// waiter not in the queue joins it. Other answers pass through.
+func (a *Acquirer) queued(ctx context.Context, ans answer) answer {
+	if a.q == nil || ans.landed || ans.err != nil {
 		return ans
 	}
+	if a.handedToMe() && a.Obs.RVN != a.tried {
+		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
+		return a.takeover(ctx)
+	}
+	if a.wantsToJoin() {
+		a.join(ctx)
+	}
+	return ans
 }
 
 func (a *Acquirer) create(ctx context.Context) answer {
@@ -172,7 +221,16 @@ func (a *Acquirer) observe(ans answer) {
 	if ans.landed || ans.err != nil {
 		return
 	}
-	a.Obs.Observe(ans.item.Record, ans.missing, ans.returned)
+	a.observeItem(ans.item, ans.missing, ans.returned)
+}
+
+// observeItem notes the row it (none when missing), another's, seen in an
+// answer that returned at returned.
+func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time.Time) {
+	a.Obs.Observe(it.Record, missing, returned)
+	if a.q != nil {
+		a.q.see(it, missing, returned)
+	}
 }
 
 // Fence gives the row of a round that came back Ours a fencing generation
@@ -210,13 +268,14 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	return Result{}, fmt.Errorf("acquired but could not be given a fencing token: %w", err)
 }
 
-// TakeoverDue reports whether the watched lease may be taken over now and
-// no takeover of its RVN has been tried yet. A lease that ran out while a
+// TakeoverDue reports whether the watched lease may be taken over now (or
+// was handed to this acquirer) and no takeover of its RVN has been tried
+// yet. A lease that ran out while a
 // read was under way (or while the process stalled after it) is taken over
 // at once, whatever the caller's wait budget; only once per RVN, so a
 // takeover that keeps failing waits a poll like any other round.
 func (a *Acquirer) TakeoverDue() bool {
-	return a.Obs.Known && !a.Obs.Free() && a.Obs.Expired(a.w.cfg.Clock.Now()) && a.Obs.RVN != a.tried
+	return a.Obs.Known && !a.Obs.Free() && (a.Obs.Expired(a.w.cfg.Clock.Now()) || a.handedToMe()) && a.Obs.RVN != a.tried
 }
 
 // Wait returns how long to wait before the next round: zero when
@@ -226,7 +285,7 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 	if a.TakeoverDue() {
 		return 0
 	}
-	wait := clockutil.Jittered(period)
+	wait := clockutil.Jittered(a.queueWait(period))
 	if a.Obs.Known && !a.Obs.Free() {
 		if d := a.Obs.Expiry().Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
 			wait = d

@@ -43,8 +43,8 @@ type Written struct {
 	// answer was lost and which may have landed before the row changed.
 	Cause error
 	// Err, when neither: the write did not land (the row still carries
-	// cur's RVN) or nothing could be learned. The lease is still held
-	// until its validity runs out.
+	// cur's RVN; Item is the row found) or nothing could be learned. The
+	// lease is still held until its validity runs out.
 	Err error
 }
 
@@ -226,7 +226,7 @@ func (h *Holder) written(ans answer, cur resourcelock.Item) Written {
 	case ans.err != nil:
 		return Written{Err: ans.err, Cause: ans.cause}
 	case !ans.missing && ans.item.RVN == cur.RVN && ans.item.HolderIdentity == h.w.cfg.Identity && !ans.item.Released:
-		return Written{Err: fmt.Errorf("the write did not land (the row still carries %s): %w", cur.RVN, ans.cause), Cause: ans.cause}
+		return Written{Err: fmt.Errorf("the write did not land (the row still carries %s): %w", cur.RVN, ans.cause), Cause: ans.cause, Item: ans.item}
 	default:
 		return Written{Lost: true, Item: ans.item, Missing: ans.missing, Cause: ans.cause}
 	}

@@ -20,6 +20,9 @@ type Observation struct {
 	Holder   string
 	Lease    time.Duration // the holder's lease, from the record
 	SeenAt   time.Time
+	// HandedTo is the record's HandedTo: the row was handed to the waiter
+	// with that ticket, who has not confirmed it.
+	HandedTo string
 }
 
 // Observe records a read that returned rec (or no record, when missing) at
@@ -35,6 +38,7 @@ func (o *Observation) Observe(rec resourcelock.Record, missing bool, returned ti
 	o.Missing = missing
 	o.Released = rec.Released
 	o.Holder = rec.HolderIdentity
+	o.HandedTo = rec.HandedTo
 	return changed
 }
 

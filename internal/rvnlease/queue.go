@@ -1,0 +1,287 @@
+package rvnlease
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// QueuePort is the storage of one lease's queue of waiters, with the
+// semantics of resourcelock.Store's Join and Leave for one key, and of its
+// Update with a Dequeue: a takeover by the queue's head takes the head's
+// entry out in the same write.
+type QueuePort interface {
+	Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error)
+	Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error)
+	DequeuePort
+}
+
+// DequeuePort is a holder's storage that can condition a write on the
+// queue and take waiters out of it (resourcelock.WriteOptions.Dequeue).
+type DequeuePort interface {
+	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
+}
+
+// maxJoins bounds the joins of one wait: a waiter whose entry vanished (an
+// AWS Java client's acquire rewrites the whole row, queue included) joins
+// again, and after this many joins waits without a place.
+const maxJoins = 3
+
+// queued is a waiter's place in the row's queue.
+type queued struct {
+	port   QueuePort
+	me     resourcelock.Waiter
+	period time.Duration // the caller's poll period: the head's
+	joins  int
+	place  int                   // index of me in the last row seen; -1 when not in it
+	queue  []resourcelock.Waiter // the queue of the last row seen
+	seenAt time.Time             // when the last row was seen
+	// The first place seen, and when: the queue's pace since is the
+	// estimate of how long each place ahead takes.
+	firstPlace int
+	firstAt    time.Time
+}
+
+// Queue makes the acquirer fair: on finding the lease held by another, it
+// joins the row's queue (one write), waits reading at a pace set by its
+// place (the head every period, the n-th about when n hand-overs will
+// have passed), confirms a hand-over to it at once, and leaves the queue
+// when it gives up (Abandon) or acquires otherwise. lease is the lease
+// this acquirer will hold, written into a hand-over to it; period is the
+// head's poll period. Call it before the first Round.
+func (a *Acquirer) Queue(port QueuePort, lease, period time.Duration) {
+	a.q = &queued{
+		port:   port,
+		me:     resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
+		period: period,
+		place:  -1,
+	}
+}
+
+// Place returns the acquirer's index in the row's queue as last seen, and
+// -1 when it is not queued.
+func (a *Acquirer) Place() int {
+	if a.q == nil {
+		return -1
+	}
+	return a.q.place
+}
+
+// see notes the row an answer showed, for the queue.
+func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
+	q.seenAt = at
+	q.place, q.queue = -1, it.Queue
+	if !missing {
+		q.place = it.Place(q.me.Ticket)
+	}
+	if q.place >= 0 && (q.firstAt.IsZero() || q.place > q.firstPlace) {
+		q.firstPlace, q.firstAt = q.place, at
+	}
+}
+
+// perPlace returns the observed time one place of the queue takes, zero
+// while the waiter has not seen its place move.
+func (q *queued) perPlace() time.Duration {
+	if q.place < 0 || q.place >= q.firstPlace {
+		return 0
+	}
+	return q.seenAt.Sub(q.firstAt) / time.Duration(q.firstPlace-q.place)
+}
+
+// handedToMe reports whether the watched row is a hand-over to this
+// acquirer's identity, not yet confirmed: a row naming it, whose RVN it did
+// not write, with a ticket in HandedTo. One client runs one acquirer per
+// key at a time, so a hand-over to its identity is to this wait (or to an
+// earlier one of it, which the same confirmation serves).
+func (a *Acquirer) handedToMe() bool {
+	return a.q != nil && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
+}
+
+// wantsToJoin reports whether the acquirer should join the queue now: it
+// is fair, the row is held by another, it is not in the queue and has
+// joins left.
+func (a *Acquirer) wantsToJoin() bool {
+	q := a.q
+	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.handedToMe() && q.place < 0 && q.joins < maxJoins
+}
+
+// join appends this acquirer to the row's queue and notes the row the
+// answer shows. A failure is logged and costs the place only: the waiter
+// keeps polling, and joins again on a later round.
+func (a *Acquirer) join(ctx context.Context) {
+	cfg, q := a.w.cfg, a.q
+	q.joins++
+	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	start := cfg.Clock.Now()
+	it, err := q.port.Join(rctx, q.me)
+	cancel()
+	cfg.observe("join", start, err)
+	if err != nil {
+		if cur, ok := resourcelock.CurrentItem(err); ok {
+			a.observeItem(cur, false, cfg.Clock.Now())
+		}
+		cfg.Log.V(1).Info("joining the queue failed; waiting without a place", "error", err.Error())
+		return
+	}
+	a.observeItem(it, false, cfg.Clock.Now())
+	cfg.Log.V(1).Info("joined the queue", "place", q.place, "holder", a.Obs.Holder)
+}
+
+// maxLeaves bounds the requests of one Leave: each retry follows a queue
+// that moved under it.
+const maxLeaves = 3
+
+// leave takes this acquirer's entry out of the queue of it, the last row
+// seen, best effort: the entry moves when others leave or are handed the
+// lease, so a refused Leave is tried again at the entry's new index. It
+// returns the row as left, or it unchanged when the entry was not there
+// or could not be removed (it then costs the others at most one lease of
+// delay, when a hand-over to it goes unconfirmed).
+func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock.Item {
+	cfg, q := a.w.cfg, a.q
+	for range maxLeaves {
+		i := it.Place(q.me.Ticket)
+		if i < 0 {
+			break
+		}
+		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+		start := cfg.Clock.Now()
+		got, err := q.port.Leave(rctx, q.me.Ticket, i)
+		cancel()
+		cfg.observe("leave", start, err)
+		if err == nil {
+			q.place = -1
+			return got
+		}
+		if !errors.Is(err, resourcelock.ErrConflict) {
+			cfg.Log.V(1).Info("leaving the queue failed; the entry stays", "error", err.Error())
+			break
+		}
+		cur, ok := resourcelock.CurrentItem(err)
+		if !ok {
+			// A store whose refusals carry no row: read it.
+			// (A plain read: it must not settle the writes in doubt,
+			// which Abandon may still have to release.)
+			rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+			start := cfg.Clock.Now()
+			got, err := a.w.port.Get(rctx)
+			cancel()
+			cfg.observe("get", start, err)
+			if err != nil {
+				break
+			}
+			cur = got
+		}
+		it = cur
+	}
+	return it
+}
+
+// LeaveQueue takes an acquirer that gives up out of the row's queue, best
+// effort (see leave), within one request timeout even when ctx has ended.
+// It does nothing for an acquirer that is not queued.
+func (a *Acquirer) LeaveQueue(ctx context.Context) {
+	if a.q == nil || a.q.place < 0 {
+		return
+	}
+	cfg := a.w.cfg
+	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	defer cancel()
+	a.leave(ctx, resourcelock.Item{Queue: a.q.queue})
+}
+
+// queueWait returns how long a queued waiter behind the head waits before
+// its next read: about as long as the places ahead of it take at the pace
+// seen, at least period and at most the lease it watches; period when the
+// pace is not known yet, or for the head.
+func (a *Acquirer) queueWait(period time.Duration) time.Duration {
+	q := a.q
+	if q == nil || q.place <= 0 {
+		return period
+	}
+	per := q.perPlace()
+	if per <= 0 {
+		return period
+	}
+	limit := a.Obs.Lease
+	if limit <= 0 || per > limit/time.Duration(q.place) {
+		return max(limit, period) // also keeps the product from overflowing
+	}
+	return max(per*time.Duration(q.place), period)
+}
+
+// staleForTakeover reports whether a waiter behind the queue's head, which
+// reads rarely, should read before a takeover: its last read is more than
+// two head's periods old, so the holder has likely renewed since and the
+// takeover would be a wasted write. Safety does not depend on it.
+func (a *Acquirer) staleForTakeover(now time.Time) bool {
+	return a.q != nil && a.q.place > 0 && now.Sub(a.q.seenAt) > 2*a.q.period
+}
+
+// HandOver returns how a holder with identity releases the row cur when
+// waiters are queued: the entries to take out of the queue (its own stale
+// entries at the head, then the first other waiter) and that waiter, who
+// is handed the lease. With nobody else waiting it returns no waiter and
+// a Dequeue that expects the queue to hold only the entries it removes, so
+// that a release never lands over a waiter who joined unseen.
+func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *resourcelock.Waiter) {
+	d := &resourcelock.Dequeue{}
+	for _, w := range cur.Queue {
+		d.Tickets = append(d.Tickets, w.Ticket)
+		if w.Identity != identity {
+			return d, &w
+		}
+	}
+	d.All = true
+	return d, nil
+}
+
+// ReleaseQueued releases the row cur fairly, by writes conditioned on this
+// holder's identity and RVN, sent through port: to the first other waiter
+// in the row's queue (see HandOver), naming it holder with its lease and
+// ticket, or, with nobody else queued, marked released. next returns the
+// record of the release (marked released, with a fresh RVN); the hand-over
+// changes only who it names. When the write is refused because the queue
+// moved (a waiter joined or left since cur was seen), or meets an earlier
+// write of this holder that landed unseen, it is written again over the
+// row found, up to maxRewrites writes; it returns the Written of the last.
+// A write that failed otherwise (throttled, timed out) and did not land is
+// not sent again: its Written says so.
+//
+// The releaser's hold ends before the call, as every release's: the
+// hand-over gives the waiter nothing until its own write, conditioned on
+// the handed RVN, lands.
+func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, port DequeuePort) Written {
+	identity := h.w.cfg.Identity
+	var w Written
+	for range maxRewrites {
+		d, head := HandOver(cur, identity)
+		rec := next(cur)
+		if head != nil {
+			rec.Released = false
+			rec.HolderIdentity, rec.LeaseDuration, rec.HandedTo = head.Identity, head.Lease, head.Ticket
+		}
+		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: identity}
+		w = h.written(h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) {
+			return port.UpdateDequeue(c, expect, rec, d)
+		}), cur)
+		switch {
+		case w.Landed && w.Item.RVN == rec.RVN:
+			return w
+		case w.Landed:
+			h.w.cfg.Log.V(1).Info("an earlier write had landed; releasing over it", "rvn", w.Item.RVN)
+		case w.Err != nil && w.Item.RVN == cur.RVN && errors.Is(w.Cause, resourcelock.ErrConflict):
+			// Refused while still ours at cur's RVN: the queue moved
+			// under the write.
+		default:
+			return w
+		}
+		cur = w.Item
+	}
+	return Written{Err: errors.New("the row kept changing under the release"), Item: w.Item}
+}

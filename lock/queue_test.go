@@ -1,0 +1,276 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+var keyK = resourcelock.Key{Partition: "k"}
+
+// join queues a waiter of another client on key k, as its Acquire would.
+func (f *fixture) join(identity string, l time.Duration) resourcelock.Waiter {
+	f.t.Helper()
+	w := resourcelock.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
+	if _, err := f.mem.Join(context.Background(), keyK, w); err != nil {
+		f.t.Fatalf("Join %s: %v", identity, err)
+	}
+	return w
+}
+
+// handTo writes the row of k as a release by its holder handing the lock
+// to the queue's head would, which must be me.
+func (f *fixture) handToMe(rvn string) {
+	f.t.Helper()
+	it := f.item("k")
+	if len(it.Queue) == 0 || it.Queue[0].Identity != ownerName {
+		f.t.Fatalf("queue %+v does not start with this client", it.Queue)
+	}
+	head := it.Queue[0]
+	it.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: rvn, LeaseDuration: head.Lease, HandedTo: head.Ticket}
+	it.Queue = it.Queue[1:]
+	f.mem.PutItem(it)
+}
+
+func wantQueue(t *testing.T, it resourcelock.Item, identities ...string) {
+	t.Helper()
+	var got []string
+	for _, w := range it.Queue {
+		got = append(got, w.Identity)
+	}
+	if !slices.Equal(got, identities) {
+		t.Fatalf("queue %v, want %v", got, identities)
+	}
+}
+
+// A waiter joins the row's queue once, and confirms a hand-over to it at
+// its next read, long before the holder's lease would have let it take
+// over: by a write of its own, conditioned on the handed RVN.
+func TestAWaiterJoinsTheQueueAndConfirmsAHandOver(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	wantQueue(t, f.item("k"), ownerName)
+	for range 3 { // the holder renews; the waiter only reads
+		f.mem.PutItem(resourcelock.Item{Key: keyK, Queue: f.item("k").Queue,
+			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r" + f.now().String(), LeaseDuration: lease}})
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+		f.wantOps(rlt.OpGet)
+	}
+	start := f.now()
+	f.handToMe("handed")
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		it := f.item("k")
+		if it.RVN != l.RVN() || it.RVN == "handed" || it.HandedTo != "" || it.HolderIdentity != ownerName {
+			t.Fatalf("row after the confirmation: %+v (lock RVN %s)", it.Record, l.RVN())
+		}
+		wantQueue(t, it)
+		if waited := f.now().Sub(start); waited > maxPoll {
+			t.Fatalf("confirmed %v after the hand-over, want within a poll", waited)
+		}
+		f.wantOps(rlt.OpGet, rlt.OpUpdate)
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-time.After(patience):
+		t.Fatalf("the hand-over was never confirmed; calls %s", summarize(f.ops()))
+	}
+}
+
+// A release with waiters queued hands the lock to the first of them, in
+// the one write that ends this client's hold; a waiter that joined after
+// the holder last saw the row is not skipped: the release, conditioned on
+// the queue as the holder knew it, is refused and written again.
+func TestReleaseHandsTheLockToTheQueuesHead(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	w1 := f.join("w1", 7*time.Second)
+	f.join("w2", 8*time.Second)
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("the lock did not end with its release")
+	}
+	f.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate)
+	it := f.item("k")
+	if it.Released || it.HolderIdentity != "w1" || it.HandedTo != w1.Ticket || it.LeaseDuration != w1.Lease {
+		t.Fatalf("row after the release: %+v, want handed to w1 with its lease", it.Record)
+	}
+	wantQueue(t, it, "w2")
+
+	// Asking again, the releaser queues behind those already waiting.
+	_, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), "w2", ownerName)
+	select {
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	default:
+	}
+}
+
+// A release with nobody else queued marks the row released in one write,
+// taking the releaser's own stale entries out of the queue's head.
+func TestReleaseWithAnEmptyQueueMarksTheRowReleased(t *testing.T) {
+	f := newFixture(t)
+	l := f.acquire("k")
+	f.join(ownerName, lease) // an entry of an earlier wait of this client
+	f.store.ResetCalls()
+	f.store.HideConflictRows(false)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.wantOps(rlt.OpUpdate, rlt.OpUpdate) // refused on the queue, its answer carrying the row
+	it := f.item("k")
+	if !it.Released || it.HandedTo != "" {
+		t.Fatalf("row after the release: %+v, want released", it.Record)
+	}
+	wantQueue(t, it)
+}
+
+// A head handed the lock that never confirms (it died) delays the others
+// by its lease, timed from when they first saw the handed RVN; the next
+// waiter then takes over, leaving the queue in the same write.
+func TestAHandOverNobodyConfirmsIsTakenOverAfterTheHeadsLease(t *testing.T) {
+	f := newFixture(t)
+	const headLease = 7 * time.Second
+	f.putForeign("k", "holder", "r0", lease)
+	f.join("dead", headLease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), "dead", ownerName)
+	// The holder hands the lock to the dead waiter.
+	it := f.item("k")
+	it.Record = resourcelock.Record{HolderIdentity: "dead", RVN: "handed", LeaseDuration: headLease, HandedTo: "ticket-dead"}
+	it.Queue = it.Queue[1:]
+	f.mem.PutItem(it)
+	var seen time.Time
+	for {
+		f.fc.Step(maxPoll)
+		select {
+		case l := <-locks:
+			if seen.IsZero() || f.now().Sub(seen) < headLease {
+				t.Fatalf("took over %v after first seeing the hand-over, want at least the head's lease %v", f.now().Sub(seen), headLease)
+			}
+			it := f.item("k")
+			if it.RVN != l.RVN() || it.HandedTo != "" {
+				t.Fatalf("row after the takeover: %+v", it.Record)
+			}
+			wantQueue(t, it)
+			if n := f.store.Count(rlt.OpLeave); n != 0 {
+				t.Fatalf("%d Leave requests: the takeover should have taken the entry out", n)
+			}
+			return
+		case err := <-errs:
+			t.Fatalf("Acquire: %v", err)
+		case <-f.idle:
+		}
+		if seen.IsZero() && f.store.Count(rlt.OpGet) > 1 {
+			seen = f.now()
+		}
+		if f.now().Sub(epoch) > 3*lease {
+			t.Fatal("the dead head's hand-over was never taken over")
+		}
+	}
+}
+
+// An AWS Java client's acquire rewrites the whole row, queue included: the
+// waiter, finding its entry gone, joins again.
+func TestAWaiterWhoseEntryVanishedJoinsAgain(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.putForeign("k", "java-host", "r1", lease) // no queue
+	f.fc.Step(maxPoll)
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpGet, rlt.OpJoin)
+	wantQueue(t, f.item("k"), ownerName)
+}
+
+// A waiter that gives up leaves the queue, so that no hand-over waits for
+// it.
+func TestAWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	f.join("w1", lease)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.Acquire(ctx, "k")
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), "w1", ownerName)
+	f.join("w2", lease)
+	f.mem.Leave(context.Background(), keyK, "ticket-w1", 0) //nolint:errcheck // set-up
+	cancel()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire did not end with its context")
+	}
+	wantQueue(t, f.item("k"), "w2")
+}
+
+// A confirmation whose answer was lost is settled by a read, like every
+// write in doubt: the lock is handed out once, with its validity from the
+// send.
+func TestAConfirmationWhoseAnswerWasLostIsSettled(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.store.ResetCalls()
+	f.handToMe("handed")
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		if it := f.item("k"); it.RVN != l.RVN() || it.HandedTo != "" {
+			t.Fatalf("row %+v, lock RVN %s", it.Record, l.RVN())
+		}
+		f.wantOps(rlt.OpGet, rlt.OpUpdate, rlt.OpGet)
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-time.After(patience):
+		t.Fatal("never acquired")
+	}
+}
+
+// With fairness off the client behaves as the AWS Java lock client: no
+// queue, and a release marks the row released whoever waits.
+func TestUnfairClientsNeitherQueueNorHandOver(t *testing.T) {
+	f := newFixture(t, WithUnfair())
+	l := f.acquire("k")
+	f.join("w1", lease)
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.wantOps(rlt.OpUpdate)
+	if it := f.item("k"); !it.Released || it.HolderIdentity != ownerName {
+		t.Fatalf("row after an unfair release: %+v", it.Record)
+	}
+	f.putForeign("k", "other", "r0", lease)
+	f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpGet)
+}

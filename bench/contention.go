@@ -21,6 +21,7 @@ const (
 
 // contentionResult is row 6's result.
 type contentionResult struct {
+	Fair             bool    `json:"fair"`
 	Clients          int     `json:"clients"`
 	DurationS        float64 `json:"duration_s"`
 	HoldMs           float64 `json:"hold_ms"`
@@ -49,31 +50,43 @@ type contentionResult struct {
 	Overlaps          int64   `json:"overlapping_holds"`
 	// SameHolderAgain counts acquisitions by the client that held the
 	// lock just before: its next Acquire right after its own Release.
-	SameHolderAgain int64  `json:"acquisitions_by_previous_holder"`
-	FirstError      string `json:"first_error,omitempty"`
+	SameHolderAgain int64 `json:"acquisitions_by_previous_holder"`
+	// HandOver is from a Release's return to the next Acquire's return
+	// by another client.
+	HandOverP50Ms float64 `json:"hand_over_p50_ms"`
+	HandOverP99Ms float64 `json:"hand_over_p99_ms"`
+	FirstError    string  `json:"first_error,omitempty"`
 }
 
-// rowContention is row 6: many clients, one key, short holds.
+// rowContention is row 6: many clients, one key, short holds; fair
+// waiting (the default), then unfair.
 func (b *bench) rowContention(ctx context.Context) error {
+	b.res.Contention = &contentionResult{Fair: true}
+	if err := b.contention(ctx, b.res.Contention); err != nil {
+		return err
+	}
+	b.res.ContentionUnfair = &contentionResult{}
+	return b.contention(ctx, b.res.ContentionUnfair)
+}
+
+// contention runs row 6 once, fair or not as res says.
+func (b *bench) contention(ctx context.Context, res *contentionResult) error {
 	table, err := b.table(ctx, "contention")
 	if err != nil {
 		return err
 	}
 	defer b.dropTable(table)
 	nc, dur := b.sc.ContentionClients, secs(b.sc.ContentionS)
-	res := &contentionResult{
-		Clients: nc, HoldMs: ms(contHold), LeaseS: contLease.Seconds(), RefreshMs: ms(contRefresh), HeartbeatMs: ms(contHeartbeat),
-		// lock's default: (lease − lease/10)/2 − heartbeat period, at most 2 s.
-		RequestTimeoutMs: ms(min(2*time.Second, (contLease-contLease/10)/2-contHeartbeat)),
-	}
-	b.res.Contention = res
+	res.Clients, res.HoldMs, res.LeaseS, res.RefreshMs, res.HeartbeatMs = nc, ms(contHold), contLease.Seconds(), ms(contRefresh), ms(contHeartbeat)
+	// lock's default: (lease − lease/10)/2 − heartbeat period, at most 2 s.
+	res.RequestTimeoutMs = ms(min(2*time.Second, (contLease-contLease/10)/2-contHeartbeat))
 
 	ctr := newCounter()
 	c := b.clients.client(ctr, nil)
 	key := "contended-" + b.runID
 	lcs := make([]*lock.Client, nc)
 	for i := range lcs {
-		lc, err := lock.New(lock.Config{Client: c, Table: table, Owner: fmt.Sprintf("client-%02d-%s", i, b.runID), LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat})
+		lc, err := lock.New(lock.Config{Client: c, Table: table, Owner: fmt.Sprintf("client-%02d-%s", i, b.runID), LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat, Unfair: !res.Fair})
 		if err != nil {
 			return err
 		}
@@ -81,7 +94,7 @@ func (b *bench) rowContention(ctx context.Context) error {
 		defer lc.Close(context.Background())
 	}
 
-	b.progress("  %d clients on one key for %v (hold %v, lease %v, refresh %v)", nc, dur, contHold, contLease, contRefresh)
+	b.progress("  %d clients on one key for %v (hold %v, lease %v, refresh %v, fair %t)", nc, dur, contHold, contLease, contRefresh, res.Fair)
 	var (
 		holders    atomic.Int64
 		lastHolder atomic.Int64
@@ -94,6 +107,8 @@ func (b *bench) rowContention(ctx context.Context) error {
 		mu         sync.Mutex
 		waits      []time.Duration
 		openWaits  []time.Duration
+		handOvers  []time.Duration
+		releasedAt time.Time // the last Release's return, under mu
 		perClient  = make([]int64, nc)
 		runCtx, cn = context.WithTimeout(ctx, dur)
 	)
@@ -129,11 +144,16 @@ func (b *bench) rowContention(ctx context.Context) error {
 				if holders.Add(1) > 1 {
 					overlaps.Add(1)
 				}
-				if lastHolder.Swap(int64(i)) == int64(i) {
+				acquiredAt := time.Now()
+				prev := lastHolder.Swap(int64(i))
+				if prev == int64(i) {
 					same.Add(1)
 				}
 				mu.Lock()
 				waits = append(waits, wait)
+				if prev != int64(i) && !releasedAt.IsZero() {
+					handOvers = append(handOvers, acquiredAt.Sub(releasedAt))
+				}
 				mu.Unlock()
 				perClient[i]++
 				time.Sleep(contHold)
@@ -142,6 +162,9 @@ func (b *bench) rowContention(ctx context.Context) error {
 					relErrs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 				}
+				mu.Lock()
+				releasedAt = time.Now()
+				mu.Unlock()
 			}
 		}()
 	}
@@ -162,6 +185,7 @@ func (b *bench) rowContention(ctx context.Context) error {
 	}
 	res.WaitP50Ms, res.WaitP99Ms, res.LongestWaitMs = ms(median(waits)), ms(quantile(waits, 0.99)), ms(maxDur(waits))
 	res.LongestOpenWaitMs = ms(maxDur(openWaits))
+	res.HandOverP50Ms, res.HandOverP99Ms = ms(median(handOvers)), ms(quantile(handOvers, 0.99))
 	res.MinPerClient, res.MaxPerClient = perClient[0], perClient[0]
 	for _, n := range perClient {
 		if n == 0 {

@@ -21,6 +21,7 @@ type results struct {
 	Failover             *failoverResult   `json:"failover"`
 	HoldManyLocks        *holdResult       `json:"hold_many_locks"`
 	Contention           *contentionResult `json:"contention"`
+	ContentionUnfair     *contentionResult `json:"contention_unfair"`
 	Microbenchmarks      *microResult      `json:"microbenchmarks"`
 	Errors               []string          `json:"errors,omitempty"`
 }
@@ -289,23 +290,29 @@ func printHold(w io.Writer, r *results) {
 }
 
 func printContention(w io.Writer, r *results) {
-	c := r.Contention
-	if c == nil {
-		return
+	for _, c := range []*contentionResult{r.Contention, r.ContentionUnfair} {
+		if c == nil {
+			continue
+		}
+		mode := "fair waiting (the default)"
+		if !c.Fair {
+			mode = "fairness off (Config.Unfair)"
+		}
+		section(w, fmt.Sprintf("6. Contention, %s: %d clients on one key for %.0f s, each holding %.0f ms then releasing; lease %.0f s, refresh %.0f ms",
+			mode, c.Clients, c.DurationS, c.HoldMs, c.LeaseS, c.RefreshMs))
+		var k kv
+		k.add("acquisitions", "%d (%.1f/s); per client min %d, max %d; %d (%.0f%%) by the previous holder, right after its own Release",
+			c.Acquisitions, c.AcquisitionsPerS, c.MinPerClient, c.MaxPerClient, c.SameHolderAgain, 100*ratio(float64(c.SameHolderAgain), float64(c.Acquisitions)))
+		k.add("requests", "%.0f/s (%s), %.1f per acquisition, ratio to raw (8 goroutines) %.3f", c.RequestsPerS, byOp(c.RequestsByOp), c.RequestsPerAcquisition, c.RatioToRawPerRequest)
+		k.add("request errors", "%s", byOp(c.RequestErrors))
+		k.add("wait", "p50 %s, p99 %s, longest %s; longest unfinished at the end %s", msStr(c.WaitP50Ms), msStr(c.WaitP99Ms), msStr(c.LongestWaitMs), msStr(c.LongestOpenWaitMs))
+		k.add("hand-over", "p50 %s, p99 %s (a Release's return to another client's Acquire's return)", msStr(c.HandOverP50Ms), msStr(c.HandOverP99Ms))
+		k.add("never acquired", "%d of %d clients", c.NeverAcquired, c.Clients)
+		k.add("overlapping holds", "%d (in-process check: Acquire returned before the previous holder called Release)", c.Overlaps)
+		k.add("errors", "Acquire %d, Release %d %s", c.AcquireErrors, c.ReleaseErrors, c.FirstError)
+		k.add("settings", "heartbeat %.0f ms (never due in a hold), request timeout %.0f ms (lock's default for this lease)", c.HeartbeatMs, c.RequestTimeoutMs)
+		k.print(w)
 	}
-	section(w, fmt.Sprintf("6. Contention: %d clients on one key for %.0f s, each holding %.0f ms then releasing; lease %.0f s, refresh %.0f ms",
-		c.Clients, c.DurationS, c.HoldMs, c.LeaseS, c.RefreshMs))
-	var k kv
-	k.add("acquisitions", "%d (%.1f/s); per client min %d, max %d; %d (%.0f%%) by the previous holder, right after its own Release",
-		c.Acquisitions, c.AcquisitionsPerS, c.MinPerClient, c.MaxPerClient, c.SameHolderAgain, 100*ratio(float64(c.SameHolderAgain), float64(c.Acquisitions)))
-	k.add("requests", "%.0f/s (%s), %.1f per acquisition, ratio to raw (8 goroutines) %.3f", c.RequestsPerS, byOp(c.RequestsByOp), c.RequestsPerAcquisition, c.RatioToRawPerRequest)
-	k.add("request errors", "%s", byOp(c.RequestErrors))
-	k.add("wait", "p50 %s, p99 %s, longest %s; longest unfinished at the end %s", msStr(c.WaitP50Ms), msStr(c.WaitP99Ms), msStr(c.LongestWaitMs), msStr(c.LongestOpenWaitMs))
-	k.add("never acquired", "%d of %d clients", c.NeverAcquired, c.Clients)
-	k.add("overlapping holds", "%d (in-process check: Acquire returned before the previous holder called Release)", c.Overlaps)
-	k.add("errors", "Acquire %d, Release %d %s", c.AcquireErrors, c.ReleaseErrors, c.FirstError)
-	k.add("settings", "heartbeat %.0f ms (never due in a hold), request timeout %.0f ms (lock's default for this lease)", c.HeartbeatMs, c.RequestTimeoutMs)
-	k.print(w)
 }
 
 func printMicro(w io.Writer, r *results) {

@@ -23,6 +23,58 @@
 // its condition), is resolved by reading the row back: an RVN this client
 // tried to write means the write landed.
 //
+// # Fair waiting
+//
+// By default waiters get a lock in about the order they started waiting,
+// and a client that releases and asks again queues behind them
+// (Config.Unfair turns this off). The row keeps a queue of waiters
+// (attribute queue: ticket, owner name, lease) and, after a hand-over,
+// the ticket handed to (attribute handoff):
+//   - Join: a waiter that finds the lock held appends its entry (one
+//     write per wait, conditioned only on the row existing unreleased).
+//   - Wait: it reads at a pace set by its place: the head every refresh
+//     period, the n-th about when the n places ahead will have passed, at
+//     the pace it has seen the queue move, never rarer than the lease it
+//     watches.
+//   - Hand-over: a release with others queued does not mark the row
+//     released; it writes the row naming the queue's head as holder, with
+//     the head's lease, a fresh RVN Rh and the head's ticket, taking the
+//     head out of the queue, conditioned as every release on this owner
+//     and its RVN, and on the queue's head as the releaser last saw it
+//     (a waiter that joined unseen makes it write again).
+//   - Confirm: the head, reading a hand-over to it, writes its own RVN
+//     conditioned on Rh alone, like a takeover, and holds from that
+//     write's send.
+//   - A head that never confirms (it died) is, to everybody else, a
+//     silent holder at Rh: once Rh has stayed unchanged for the head's
+//     lease on a waiter's own clock, the next waiter takes it over. A dead
+//     waiter thus delays the others by about its lease when its turn
+//     comes, once; a waiter that gives up leaves the queue.
+//
+// Invariant: the queue and the hand-over are advice for order and
+// liveness. No write of them, and no read of them, gives anybody a hold:
+// every holder has proven its hold by a write of its own RVN, conditioned
+// on the RVN it last saw, whose send time starts its validity.
+//
+// Why it is safe: the releaser's hold ends before it sends the hand-over,
+// as every release's does. The head holds only once its own write,
+// conditioned on Rh, lands; every other write that could take the lock
+// (a later waiter's takeover, an AWS Java client's takeover of a stale
+// row) is conditioned on Rh too, and DynamoDB applies at most one of them.
+// Between the hand-over and its confirmation nobody holds the lock, so no
+// clock is compared: the wait for a dead head decides only when the
+// others stop waiting for it, by the RVN rule above. A waiter that reads
+// its own owner name in a row at an RVN it did not write holds nothing
+// until its own write lands.
+//
+// AWS Java lock clients on the same table ignore the queue: they may jump
+// it (a Java acquire of a released or stale row), never cause two holders.
+// A Java acquire rewrites the whole row and drops the queue; waiters then
+// find their entry gone and join again. A Java client sees a handed row as
+// held, and takes it over after the head's lease only if the head never
+// confirms. A release with WithDeleteOnRelease deletes the row, queue
+// included, and hands nothing over.
+//
 // # What is not guaranteed
 //
 // A lease bounds how long the holder believes it holds the lock, not what

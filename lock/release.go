@@ -132,6 +132,13 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// Handed to the queue's head when others wait; an earlier
 		// heartbeat that landed unseen is written over again.
 		w = l.hold.ReleaseQueued(rctx, cur, next, holdPort{c: l.c, key: l.key})
+		if w.Landed && w.Item.HandedTo != "" {
+			// Handed over: an Acquire of the key by this client starts
+			// from the row it left, and joins the queue at once.
+			var obs rvnlease.Observation
+			obs.Observe(w.Item.Record, false, l.c.clk.Now())
+			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
+		}
 	} else {
 		// An earlier heartbeat that landed unseen is written over again.
 		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })

@@ -154,7 +154,7 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
 		return a.queued(ctx, a.takeover(ctx))
 	default:
-		ans := a.w.read(ctx)
+		ans := a.readOrJoin(ctx)
 		a.observe(ans)
 		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.w.cfg.OnlyIfExists) {
 			// Released or deleted since the last look: take it in this
@@ -286,7 +286,7 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 		return 0
 	}
 	wait := clockutil.Jittered(a.queueWait(period))
-	if a.Obs.Known && !a.Obs.Free() {
+	if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
 		if d := a.Obs.Expiry().Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
 			wait = d
 		}

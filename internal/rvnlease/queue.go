@@ -41,10 +41,14 @@ type queued struct {
 	place  int                   // index of me in the last row seen; -1 when not in it
 	queue  []resourcelock.Waiter // the queue of the last row seen
 	seenAt time.Time             // when the last row was seen
-	// The first place seen, and when: the queue's pace since is the
-	// estimate of how long each place ahead takes.
-	firstPlace int
-	firstAt    time.Time
+	// The place at the join, and the first place seen after the queue
+	// first moved, with when: the pace since that first move is the
+	// estimate of how long each place ahead takes (the wait before it
+	// includes the rest of a hold already under way).
+	joinedPlace int
+	joinedAt    time.Time
+	firstPlace  int
+	firstAt     time.Time
 }
 
 // Queue makes the acquirer fair: on finding the lease held by another, it
@@ -79,16 +83,22 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	if !missing {
 		q.place = it.Place(q.me.Ticket)
 	}
-	if q.place >= 0 && (q.firstAt.IsZero() || q.place > q.firstPlace) {
+	switch {
+	case q.place < 0:
+	case q.joinedAt.IsZero() || q.place > q.joinedPlace:
+		// Joined (again): the pace is measured from the first move on.
+		q.joinedPlace, q.joinedAt = q.place, at
+		q.firstAt = time.Time{}
+	case q.firstAt.IsZero() && q.place < q.joinedPlace:
 		q.firstPlace, q.firstAt = q.place, at
 	}
 }
 
 // perPlace returns the observed time one place of the queue takes, zero
-// while the waiter has not seen its place move.
+// until the waiter has seen its place move twice since the first move.
 func (q *queued) perPlace() time.Duration {
-	if q.place < 0 || q.place >= q.firstPlace {
-		return 0
+	if q.place < 0 || q.firstAt.IsZero() || q.firstPlace-q.place < 2 {
+		return 0 // not enough moves seen to tell the pace
 	}
 	return q.seenAt.Sub(q.firstAt) / time.Duration(q.firstPlace-q.place)
 }
@@ -114,6 +124,27 @@ func (a *Acquirer) wantsToJoin() bool {
 // answer shows. A failure is logged and costs the place only: the waiter
 // keeps polling, and joins again on a later round.
 func (a *Acquirer) join(ctx context.Context) {
+	a.observe(a.sendJoin(ctx))
+}
+
+// readOrJoin is a round's read of a row watched held by another: a waiter
+// that wants to join the queue joins instead, since the join's answer
+// carries the row as a read's does (the row as it stands, or the row that
+// refused the join: released since, or missing).
+func (a *Acquirer) readOrJoin(ctx context.Context) answer {
+	if !a.wantsToJoin() {
+		return a.w.read(ctx)
+	}
+	ans := a.sendJoin(ctx)
+	if ans.err != nil {
+		return a.w.read(ctx)
+	}
+	return ans
+}
+
+// sendJoin sends the join and settles its answer like a read's: the row
+// it shows, or the error that taught nothing.
+func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	cfg, q := a.w.cfg, a.q
 	q.joins++
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
@@ -121,15 +152,26 @@ func (a *Acquirer) join(ctx context.Context) {
 	it, err := q.port.Join(rctx, q.me)
 	cancel()
 	cfg.observe("join", start, err)
-	if err != nil {
-		if cur, ok := resourcelock.CurrentItem(err); ok {
-			a.observeItem(cur, false, cfg.Clock.Now())
-		}
+	returned := cfg.Clock.Now()
+	switch cur, ok := resourcelock.CurrentItem(err); {
+	case err == nil:
+		cfg.Log.V(1).Info("joined the queue", "place", it.Place(q.me.Ticket), "holder", it.HolderIdentity)
+		return a.w.settle(it, false, returned)
+	case ok:
+		return a.w.settle(cur, false, returned)
+	case errors.Is(err, resourcelock.ErrNotFound):
+		return a.w.settle(resourcelock.Item{}, true, returned)
+	default:
 		cfg.Log.V(1).Info("joining the queue failed; waiting without a place", "error", err.Error())
-		return
+		return answer{err: err}
 	}
-	a.observeItem(it, false, cfg.Clock.Now())
-	cfg.Log.V(1).Info("joined the queue", "place", q.place, "holder", a.Obs.Holder)
+}
+
+// watchesExpiry reports whether the acquirer wakes when the watched lease
+// may be taken over: unless it is fair and has at least two waiters ahead
+// of it, who read more often and take a dead holder over first.
+func (a *Acquirer) watchesExpiry() bool {
+	return a.q == nil || a.q.place <= 1
 }
 
 // maxLeaves bounds the requests of one Leave: each retry follows a queue
@@ -196,9 +238,10 @@ func (a *Acquirer) LeaveQueue(ctx context.Context) {
 }
 
 // queueWait returns how long a queued waiter behind the head waits before
-// its next read: about as long as the places ahead of it take at the pace
-// seen, at least period and at most the lease it watches; period when the
-// pace is not known yet, or for the head.
+// its next read: four fifths of the time the places ahead of it but one
+// take at the pace seen (so that it reads at the head's pace before its
+// turn comes), at least period and at most four times the lease it watches;
+// period when the pace is not known yet, or for the head.
 func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	q := a.q
 	if q == nil || q.place <= 0 {
@@ -208,11 +251,13 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	if per <= 0 {
 		return period
 	}
-	limit := a.Obs.Lease
+	limit := clockutil.Add(a.Obs.Lease, a.Obs.Lease, a.Obs.Lease, a.Obs.Lease)
 	if limit <= 0 || per > limit/time.Duration(q.place) {
 		return max(limit, period) // also keeps the product from overflowing
 	}
-	return max(per*time.Duration(q.place), period)
+	// Four fifths of the expected time: a waiter that overslept would
+	// hold up the hand-over to it, and slow the queue it paces itself by.
+	return max(per*time.Duration(q.place-1)*4/5, period)
 }
 
 // staleForTakeover reports whether a waiter behind the queue's head, which

@@ -1,0 +1,86 @@
+package lock_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/lock"
+)
+
+// queueOwners returns the owner names in the queue of the row at key.
+func (e *ddbEnv) queueOwners(key string) []string {
+	var owners []string
+	if l, ok := e.item(key)["queue"].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if m, ok := v.(*types.AttributeValueMemberM); ok {
+				owners = append(owners, str(m.Value, "o"))
+			}
+		}
+	}
+	return owners
+}
+
+// waitQueue waits until the row's queue lists want, in order.
+func (e *ddbEnv) waitQueue(key string, want ...string) {
+	e.t.Helper()
+	deadline := time.Now().Add(patience)
+	for !slices.Equal(e.queueOwners(key), want) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("queue %v, want %v", e.queueOwners(key), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Against DynamoDB Local: waiters get the lock in the order they joined
+// the queue, and a client that releases and asks again queues behind
+// them. Each step waits for the state it needs (a join visible in the
+// row), so the order is the queue's, whatever the machine's speed.
+func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	cs := []*ddbClient{e.newClient(), e.newClient(), e.newClient(), e.newClient()}
+	l := mustAcquire(t, cs[0], "k")
+	var pending []<-chan acquired
+	var want []string
+	for _, c := range cs[1:] {
+		pending = append(pending, acquireAsync(ctx, c, "k", lock.WithAdditionalWait(time.Hour)))
+		want = append(want, c.Owner())
+		e.waitQueue("k", want...)
+	}
+	// The holder releases and asks again: it hands the lock to the first
+	// waiter and joins behind the last.
+	mustRelease(t, l)
+	pending = append(pending, acquireAsync(ctx, cs[0], "k", lock.WithAdditionalWait(time.Hour)))
+	order := []*ddbClient{cs[1], cs[2], cs[3], cs[0]}
+	for i, ch := range pending {
+		select {
+		case a := <-ch:
+			if a.err != nil {
+				t.Fatalf("Acquire by %s: %v", order[i].Owner(), a.err)
+			}
+			if got := str(e.item("k"), "ownerName"); got != order[i].Owner() {
+				t.Fatalf("acquisition %d: the row names %s, want %s", i, got, order[i].Owner())
+			}
+			if str(e.item("k"), "handoff") != "" {
+				t.Fatalf("acquisition %d: the row still carries the hand-over", i)
+			}
+			if i == 0 {
+				e.waitQueue("k", cs[2].Owner(), cs[3].Owner(), cs[0].Owner())
+			}
+			mustRelease(t, a.l)
+		case <-time.After(patience):
+			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Owner(), e.queueOwners("k"))
+		}
+		// The next in line must not be overtaken: nobody else acquires
+		// before it (checked by the row's owner at each acquisition).
+	}
+	if item := e.item("k"); str(item, "isReleased") != "1" || len(e.queueOwners("k")) != 0 {
+		t.Fatalf("after the last release: released %q, queue %v", str(item, "isReleased"), e.queueOwners("k"))
+	}
+}

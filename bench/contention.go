@@ -35,8 +35,11 @@ type contentionResult struct {
 	RequestsPerS           float64          `json:"requests_per_s"`
 	RequestsPerAcquisition float64          `json:"requests_per_acquisition"`
 	RequestsByOp           map[string]int64 `json:"requests_by_operation"`
-	RequestErrors          map[string]int64 `json:"request_errors_by_class,omitempty"`
-	RatioToRawPerRequest   float64          `json:"ratio_to_raw_per_request"`
+	// RequestsAfterRun are those sent after the run's end, as the
+	// waiters give up (and, fair, leave the queue all at once).
+	RequestsAfterRun     map[string]int64 `json:"requests_after_run_by_operation"`
+	RequestErrors        map[string]int64 `json:"request_errors_by_class,omitempty"`
+	RatioToRawPerRequest float64          `json:"ratio_to_raw_per_request"`
 
 	WaitP50Ms         float64 `json:"wait_p50_ms"`
 	WaitP99Ms         float64 `json:"wait_p99_ms"`
@@ -168,9 +171,14 @@ func (b *bench) contention(ctx context.Context, res *contentionResult) error {
 			}
 		}()
 	}
-	wg.Wait()
+	// The requests are counted until the run's end: the waiters that then
+	// give up and leave the queue together are counted apart.
+	<-runCtx.Done()
 	elapsed := time.Since(start)
 	d := ctr.since(s0)
+	s1 := ctr.snapshot()
+	wg.Wait()
+	res.RequestsAfterRun = ctr.since(s1).attempts
 
 	res.DurationS = round2(elapsed.Seconds())
 	res.Acquisitions = int64(len(waits))

@@ -305,6 +305,7 @@ func printContention(w io.Writer, r *results) {
 			c.Acquisitions, c.AcquisitionsPerS, c.MinPerClient, c.MaxPerClient, c.SameHolderAgain, 100*ratio(float64(c.SameHolderAgain), float64(c.Acquisitions)))
 		k.add("requests", "%.0f/s (%s), %.1f per acquisition, ratio to raw (8 goroutines) %.3f", c.RequestsPerS, byOp(c.RequestsByOp), c.RequestsPerAcquisition, c.RatioToRawPerRequest)
 		k.add("request errors", "%s", byOp(c.RequestErrors))
+		k.add("after the run", "%s (waiters giving up at the end, not counted above)", byOp(c.RequestsAfterRun))
 		k.add("wait", "p50 %s, p99 %s, longest %s; longest unfinished at the end %s", msStr(c.WaitP50Ms), msStr(c.WaitP99Ms), msStr(c.LongestWaitMs), msStr(c.LongestOpenWaitMs))
 		k.add("hand-over", "p50 %s, p99 %s (a Release's return to another client's Acquire's return)", msStr(c.HandOverP50Ms), msStr(c.HandOverP99Ms))
 		k.add("never acquired", "%d of %d clients", c.NeverAcquired, c.Clients)

@@ -250,7 +250,13 @@ func (at *acquireCall) remember(ctx context.Context, acquired bool) {
 		return
 	}
 	if acquired {
-		c.seen.forget(at.key)
+		if pace := at.acq.Obs.Pace; pace > 0 {
+			// Only the queue's pace outlives an acquisition, for the
+			// next wait on the key.
+			c.seen.put(at.key, rvnlease.Observation{Pace: pace}, rvnlease.Attempts{})
+		} else {
+			c.seen.forget(at.key)
+		}
 		return
 	}
 	at.acq.LeaveQueue(ctx)

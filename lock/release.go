@@ -135,7 +135,8 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
-			var obs rvnlease.Observation
+			prev, _, _ := l.c.seen.get(l.key)
+			obs := rvnlease.Observation{Pace: prev.Pace}
 			obs.Observe(w.Item.Record, false, l.c.clk.Now())
 			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
 		}

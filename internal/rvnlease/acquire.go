@@ -108,7 +108,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				continue
 			}
 			a.late = resourcelock.Item{}
-			a.Obs = Observation{}
+			a.Obs = Observation{Pace: a.Obs.Pace}
 			it := ans.item
 			if a.q != nil {
 				// Acquired other than by a hand-over (a free row, a

@@ -23,6 +23,11 @@ type Observation struct {
 	// HandedTo is the record's HandedTo: the row was handed to the waiter
 	// with that ticket, who has not confirmed it.
 	HandedTo string
+	// Pace is how long one place of the row's queue took when a fair
+	// waiter of this identity last measured it; zero when unknown. It
+	// outlives RVN changes and acquisitions: a client that waits again
+	// paces its reads by it from the start. It only sets when to read.
+	Pace time.Duration
 }
 
 // Observe records a read that returned rec (or no record, when missing) at
@@ -33,7 +38,7 @@ func (o *Observation) Observe(rec resourcelock.Record, missing bool, returned ti
 	}
 	changed := !o.Known || rec.RVN != o.RVN
 	if changed {
-		*o = Observation{Known: true, RVN: rec.RVN, Lease: rec.LeaseDuration, SeenAt: returned}
+		*o = Observation{Known: true, RVN: rec.RVN, Lease: rec.LeaseDuration, SeenAt: returned, Pace: o.Pace}
 	}
 	o.Missing = missing
 	o.Released = rec.Released

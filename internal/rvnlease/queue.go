@@ -34,21 +34,21 @@ const maxJoins = 3
 
 // queued is a waiter's place in the row's queue.
 type queued struct {
-	port   QueuePort
-	me     resourcelock.Waiter
-	period time.Duration // the caller's poll period: the head's
-	joins  int
-	place  int                   // index of me in the last row seen; -1 when not in it
-	queue  []resourcelock.Waiter // the queue of the last row seen
-	seenAt time.Time             // when the last row was seen
-	// The place at the join, and the first place seen after the queue
-	// first moved, with when: the pace since that first move is the
-	// estimate of how long each place ahead takes (the wait before it
-	// includes the rest of a hold already under way).
-	joinedPlace int
-	joinedAt    time.Time
-	firstPlace  int
-	firstAt     time.Time
+	port      QueuePort
+	me        resourcelock.Waiter
+	period    time.Duration // the caller's poll period: the head's
+	joins     int
+	place     int                   // index of me in the last row seen; -1 when not in it
+	prevPlace int                   // place before the last row seen
+	queue     []resourcelock.Waiter // the queue of the last row seen
+	seenAt    time.Time             // when the last row was seen
+	// The pace of the queue: the place and time of the last read that
+	// saw it move (zero until the first move after joining, whose wait
+	// includes the rest of a hold already under way), and the shortest
+	// time per place measured between two such reads since.
+	movedPlace int
+	movedAt    time.Time
+	pace       time.Duration
 }
 
 // Queue makes the acquirer fair: on finding the lease held by another, it
@@ -60,10 +60,11 @@ type queued struct {
 // head's poll period. Call it before the first Round.
 func (a *Acquirer) Queue(port QueuePort, lease, period time.Duration) {
 	a.q = &queued{
-		port:   port,
-		me:     resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
-		period: period,
-		place:  -1,
+		port:      port,
+		me:        resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
+		period:    period,
+		place:     -1,
+		prevPlace: -1,
 	}
 }
 
@@ -83,25 +84,29 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	if !missing {
 		q.place = it.Place(q.me.Ticket)
 	}
+	prev := q.prevPlace
+	q.prevPlace = q.place
 	switch {
 	case q.place < 0:
-	case q.joinedAt.IsZero() || q.place > q.joinedPlace:
+	case prev < 0 || q.place > prev:
 		// Joined (again): the pace is measured from the first move on.
-		q.joinedPlace, q.joinedAt = q.place, at
-		q.firstAt = time.Time{}
-	case q.firstAt.IsZero() && q.place < q.joinedPlace:
-		q.firstPlace, q.firstAt = q.place, at
+		q.movedAt = time.Time{}
+	case q.place == prev:
+	case q.movedAt.IsZero():
+		q.movedPlace, q.movedAt = q.place, at
+	default:
+		if per := at.Sub(q.movedAt) / time.Duration(q.movedPlace-q.place); q.pace <= 0 || per < q.pace {
+			q.pace = per
+		}
+		q.movedPlace, q.movedAt = q.place, at
 	}
 }
 
-// perPlace returns the observed time one place of the queue takes, zero
-// until the waiter has seen its place move twice since the first move.
-func (q *queued) perPlace() time.Duration {
-	if q.place < 0 || q.firstAt.IsZero() || q.firstPlace-q.place < 2 {
-		return 0 // not enough moves seen to tell the pace
-	}
-	return q.seenAt.Sub(q.firstAt) / time.Duration(q.firstPlace-q.place)
-}
+// perPlace returns the shortest time one place of the queue has taken
+// between two reads since its first move, zero until measured. The
+// shortest, not the mean: a waiter that reads too early costs a read, one
+// that reads too late holds up the hand-over to it.
+func (q *queued) perPlace() time.Duration { return q.pace }
 
 // handedToMe reports whether the watched row is a hand-over to this
 // acquirer's identity, not yet confirmed: a row naming it, whose RVN it did
@@ -238,9 +243,11 @@ func (a *Acquirer) LeaveQueue(ctx context.Context) {
 }
 
 // queueWait returns how long a queued waiter behind the head waits before
-// its next read: four fifths of the time the places ahead of it but one
+// its next read: two thirds of the time the places ahead of it but one
 // take at the pace seen (so that it reads at the head's pace before its
-// turn comes), at least period and at most four times the lease it watches;
+// turn comes), at least period and at most the lease it watches (a
+// waiter that slept longer, measured, too often slept past its turn and
+// held the queue up for a lease);
 // period when the pace is not known yet, or for the head.
 func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	q := a.q
@@ -248,16 +255,18 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 		return period
 	}
 	per := q.perPlace()
-	if per <= 0 {
+	if per > 0 {
+		a.Obs.Pace = per
+	} else if per = a.Obs.Pace; per <= 0 {
 		return period
 	}
-	limit := clockutil.Add(a.Obs.Lease, a.Obs.Lease, a.Obs.Lease, a.Obs.Lease)
+	limit := a.Obs.Lease
 	if limit <= 0 || per > limit/time.Duration(q.place) {
 		return max(limit, period) // also keeps the product from overflowing
 	}
-	// Four fifths of the expected time: a waiter that overslept would
+	// Two thirds of the expected time: a waiter that overslept would
 	// hold up the hand-over to it, and slow the queue it paces itself by.
-	return max(per*time.Duration(q.place-1)*4/5, period)
+	return max(per*time.Duration(q.place-1)*2/3, period)
 }
 
 // staleForTakeover reports whether a waiter behind the queue's head, which

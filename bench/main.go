@@ -11,7 +11,8 @@
 //  3. lock throughput: acquire+release cycles on distinct keys;
 //  4. failover after a crash and after a graceful release;
 //  5. one client holding many locks;
-//  6. contention: 50 clients on one key;
+//  6. contention: 50 clients on one key, fair and unfair;
+//     6b. a queued waiter killed: the delay it causes;
 //  7. Go microbenchmarks of the codec and the hot paths (go test -bench).
 //
 // It prints the environment, then one table section per row, and writes the
@@ -165,6 +166,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"4 failover", b.rowFailover},
 		{"5 holding many locks", b.rowHold},
 		{"6 contention", b.rowContention},
+		{"6b queued waiter killed", b.rowKilledWaiter},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

@@ -11,19 +11,20 @@ import (
 
 // results is everything the run measured; it is also bench/results.json.
 type results struct {
-	StartedAt            string            `json:"started_at"`
-	WallTimeS            float64           `json:"wall_time_s"`
-	Scale                scale             `json:"scale"`
-	Environment          environment       `json:"environment"`
-	RawLimit             []throughput      `json:"raw_limit"`
-	RequestsPerOperation []opCount         `json:"requests_per_operation"`
-	LockThroughput       []throughput      `json:"lock_throughput"`
-	Failover             *failoverResult   `json:"failover"`
-	HoldManyLocks        *holdResult       `json:"hold_many_locks"`
-	Contention           *contentionResult `json:"contention"`
-	ContentionUnfair     *contentionResult `json:"contention_unfair"`
-	Microbenchmarks      *microResult      `json:"microbenchmarks"`
-	Errors               []string          `json:"errors,omitempty"`
+	StartedAt            string              `json:"started_at"`
+	WallTimeS            float64             `json:"wall_time_s"`
+	Scale                scale               `json:"scale"`
+	Environment          environment         `json:"environment"`
+	RawLimit             []throughput        `json:"raw_limit"`
+	RequestsPerOperation []opCount           `json:"requests_per_operation"`
+	LockThroughput       []throughput        `json:"lock_throughput"`
+	Failover             *failoverResult     `json:"failover"`
+	HoldManyLocks        *holdResult         `json:"hold_many_locks"`
+	Contention           *contentionResult   `json:"contention"`
+	ContentionUnfair     *contentionResult   `json:"contention_unfair"`
+	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
+	Microbenchmarks      *microResult        `json:"microbenchmarks"`
+	Errors               []string            `json:"errors,omitempty"`
 }
 
 // table is a small aligned text table.
@@ -170,6 +171,7 @@ func printTable(w io.Writer, r *results) {
 	printFailover(w, r)
 	printHold(w, r)
 	printContention(w, r)
+	printKilledWaiter(w, r)
 	printMicro(w, r)
 	if len(r.Errors) > 0 {
 		section(w, "Errors")
@@ -314,6 +316,20 @@ func printContention(w io.Writer, r *results) {
 		k.add("settings", "heartbeat %.0f ms (never due in a hold), request timeout %.0f ms (lock's default for this lease)", c.HeartbeatMs, c.RequestTimeoutMs)
 		k.print(w)
 	}
+}
+
+func printKilledWaiter(w io.Writer, r *results) {
+	k := r.KilledWaiter
+	if k == nil {
+		return
+	}
+	section(w, fmt.Sprintf("6b. A queued waiter killed: the release hands the lock to a dead waiter (lease %.0f s); the next waiter takes over (refresh %.0f ms)", k.DeadLeaseS, k.RefreshMs))
+	var kv kv
+	kv.add("delay", "beyond the dead waiter's lease: median %s, max %s over %d trials (bound: about one refresh period)", msStr(k.MedianMs), msStr(k.MaxMs), len(k.DelayMs))
+	if len(k.Failed) > 0 {
+		kv.add("failed trials", "%v", k.Failed)
+	}
+	kv.print(w)
 }
 
 func printMicro(w io.Writer, r *results) {

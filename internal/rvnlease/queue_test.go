@@ -1,0 +1,134 @@
+package rvnlease
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func (p storePort) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+	return p.s.Join(ctx, key, w)
+}
+func (p storePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+	return p.s.Leave(ctx, key, ticket, index)
+}
+func (p storePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{Dequeue: d})
+}
+
+// queueAhead stores a row held by "other" at rvn with n waiters ahead of
+// this acquirer's entry (when it has joined) and m behind.
+func (e *engine) queueAhead(rvn string, n, m int) {
+	e.t.Helper()
+	var q []resourcelock.Waiter
+	for i := range n {
+		q = append(q, resourcelock.Waiter{Ticket: fmt.Sprintf("a%d-%s", i, rvn), Identity: fmt.Sprintf("w%d", i), Lease: lease})
+	}
+	if e.acq.q != nil {
+		q = append(q, e.acq.q.me)
+	}
+	for i := range m {
+		q = append(q, resourcelock.Waiter{Ticket: fmt.Sprintf("b%d", i), Identity: fmt.Sprintf("v%d", i), Lease: lease})
+	}
+	e.mem.PutItem(resourcelock.Item{Key: key, Queue: q, Record: resourcelock.Record{HolderIdentity: "other", RVN: rvn, LeaseDuration: lease}})
+}
+
+// A waiter behind the head reads at the pace it measured the queue move,
+// the shortest time per place since the first move, two thirds of the
+// time the places ahead but one take, never rarer than the lease; the
+// head and a waiter whose pace is unknown read every period.
+func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
+	e := newEngine(t)
+	e.acq.Queue(storePort{e.fs}, lease, period)
+	e.put("other", "r0", false)
+	e.round()
+	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
+	e.queueAhead("r0", 30, 0)
+	if got := e.acq.Wait(period); got > period*6/5 {
+		t.Fatalf("wait before any move: %v, want a period", got)
+	}
+	// The queue moves: 2 places in 400 ms (the first move, which includes
+	// a hold under way, is not measured), then 3 in 300 ms, then 2 in
+	// 600 ms: the pace is the shortest, 100 ms per place.
+	for _, step := range []struct {
+		after time.Duration
+		ahead int
+	}{{time.Second, 28}, {400 * time.Millisecond, 26}, {300 * time.Millisecond, 23}, {600 * time.Millisecond, 21}} {
+		e.fc.Step(step.after)
+		e.queueAhead(fmt.Sprintf("r-%d", step.ahead), step.ahead, 0)
+		e.round()
+	}
+	if got := e.acq.Place(); got != 21 {
+		t.Fatalf("place %d, want 21", got)
+	}
+	want := 100 * time.Millisecond * 20 * 2 / 3
+	if got := e.acq.Wait(period); got < want || got > want*6/5 {
+		t.Fatalf("wait at place 21: %v, want about %v", got, want)
+	}
+	// Far back, never rarer than the watched lease (the RVN's expiry
+	// comes first here anyway for the first two only).
+	e.fc.Step(time.Millisecond)
+	e.queueAhead("r-far", 21, 0) // same place: no new measurement
+	e.round()
+	e.acq.q.pace = time.Hour
+	if got := e.acq.Wait(period); got > lease*6/5 {
+		t.Fatalf("wait with a very slow pace: %v, want at most the lease %v", got, lease)
+	}
+	// At the head: every period.
+	e.queueAhead("r-head", 0, 5)
+	e.round()
+	if got := e.acq.Wait(period); got > period*6/5 {
+		t.Fatalf("wait at the head: %v, want a period", got)
+	}
+}
+
+func TestHandOverSkipsTheReleasersOwnEntries(t *testing.T) {
+	w := func(id string) resourcelock.Waiter { return resourcelock.Waiter{Ticket: "t-" + id, Identity: id, Lease: lease} }
+	for _, tc := range []struct {
+		queue   []resourcelock.Waiter
+		tickets []string
+		head    string
+		all     bool
+	}{
+		{nil, nil, "", true},
+		{[]resourcelock.Waiter{w("me")}, []string{"t-me"}, "", true},
+		{[]resourcelock.Waiter{w("a"), w("me")}, []string{"t-a"}, "a", false},
+		{[]resourcelock.Waiter{w("me"), w("me"), w("b"), w("c")}, []string{"t-me", "t-me", "t-b"}, "b", false},
+	} {
+		d, head := HandOver(resourcelock.Item{Queue: tc.queue}, "me")
+		got := ""
+		if head != nil {
+			got = head.Identity
+		}
+		if got != tc.head || d.All != tc.all || fmt.Sprint(d.Tickets) != fmt.Sprint(tc.tickets) {
+			t.Errorf("HandOver(%v) = %+v, %q; want tickets %v all %t, head %q", tc.queue, d, got, tc.tickets, tc.all, tc.head)
+		}
+	}
+}
+
+// A release whose queue keeps moving under it gives up after maxRewrites
+// writes, saying so, and the row stays the holder's, to run out.
+func TestAReleaseWhoseQueueKeepsMovingGivesUp(t *testing.T) {
+	e := newEngine(t)
+	res := e.round()
+	e.fs.OnCall(func(op rlt.Op) {
+		if op == rlt.OpUpdate {
+			_, _ = e.mem.Join(context.Background(), key, resourcelock.Waiter{Ticket: e.record(false).RVN, Identity: "me", Lease: lease})
+		}
+	})
+	next := func(cur resourcelock.Item) resourcelock.Record { return e.record(true) }
+	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, storePort{e.fs})
+	if w.Landed || w.Err == nil {
+		t.Fatalf("ReleaseQueued = %+v, want an error", w)
+	}
+	if n := e.fs.Count(rlt.OpUpdate); n != maxRewrites {
+		t.Fatalf("%d writes, want %d", n, maxRewrites)
+	}
+	if it, _ := e.mem.Item(key); it.RVN != res.Item.RVN || it.Released {
+		t.Fatalf("row %+v, want still the holder's", it.Record)
+	}
+}

@@ -87,7 +87,9 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 }
 
 func TestHandOverSkipsTheReleasersOwnEntries(t *testing.T) {
-	w := func(id string) resourcelock.Waiter { return resourcelock.Waiter{Ticket: "t-" + id, Identity: id, Lease: lease} }
+	w := func(id string) resourcelock.Waiter {
+		return resourcelock.Waiter{Ticket: "t-" + id, Identity: id, Lease: lease}
+	}
 	for _, tc := range []struct {
 		queue   []resourcelock.Waiter
 		tickets []string

@@ -274,3 +274,34 @@ func TestUnfairClientsNeitherQueueNorHandOver(t *testing.T) {
 	f.waitIdle("acquire")
 	f.wantOps(rlt.OpCreate, rlt.OpGet)
 }
+
+// A waiter that gives up after the lock was handed to it, before it read
+// the hand-over, passes the lock on to the next waiter instead of making
+// everybody wait out its lease.
+func TestAWaiterThatGivesUpPassesOnAHandOverToIt(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "other", "r0", lease)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.Acquire(ctx, "k")
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	next := f.join("next", 9*time.Second)
+	f.handToMe("handed")
+	cancel()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire did not end with its context")
+	}
+	it := f.item("k")
+	if it.HolderIdentity != "next" || it.HandedTo != next.Ticket || it.Released {
+		t.Fatalf("row after giving up: %+v, want handed on to the next waiter", it.Record)
+	}
+	wantQueue(t, it)
+}

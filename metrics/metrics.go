@@ -33,8 +33,8 @@ const (
 // library sends, and every guarded write.
 type Requests interface {
 	// Request reports one store call: op is "get", "create", "update",
-	// "remove", "fence", "scan" or "guard"; d is its latency, the SDK's
-	// retries included.
+	// "remove", "fence", "join", "leave", "scan" or "guard"; d is its
+	// latency, the SDK's retries included.
 	Request(op string, outcome Outcome, d time.Duration)
 	// GuardedWrite reports one guarded write: "committed", "lock_lost",
 	// "condition_failed" (the caller's own), "conflict" (given up after

@@ -44,8 +44,8 @@ type Config struct {
 	// Log receives the engine's debug lines.
 	Log logr.Logger
 	// Observe, when set, is told of every request the engine sends: op
-	// ("get", "create", "update", "remove" or "fence"), its error and its
-	// latency.
+	// ("get", "create", "update", "remove", "fence", "join" or "leave"),
+	// its error and its latency.
 	Observe func(op string, err error, d time.Duration)
 }
 

@@ -194,6 +194,9 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 	for range maxLeaves {
 		i := it.Place(q.me.Ticket)
 		if i < 0 {
+			if it.HandedTo == q.me.Ticket && it.HolderIdentity == cfg.Identity {
+				a.decline(ctx, it)
+			}
 			break
 		}
 		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
@@ -227,6 +230,22 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 		it = cur
 	}
 	return it
+}
+
+// decline passes on a hand-over to this acquirer that it will not confirm
+// (it gives up): the row it, handed to it, is handed to the next waiter,
+// or marked released, by a release conditioned on the handed RVN and this
+// identity, best effort. Nobody held the row meanwhile (a hand-over gives
+// nothing), so this only spares the others the wait of a lease.
+func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
+	cfg := a.w.cfg
+	next := func(cur resourcelock.Item) resourcelock.Record {
+		rec := a.newRecord(cur)
+		rec.Released = true
+		return rec
+	}
+	w := NewHolder(cfg, a.w.port).ReleaseQueued(ctx, it, next, a.q.port)
+	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
 }
 
 // LeaveQueue takes an acquirer that gives up out of the row's queue, best

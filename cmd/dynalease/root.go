@@ -23,6 +23,7 @@ type common struct {
 	metricsAddr                                          string
 	lease, heartbeat, requestTimeout                     time.Duration
 	noFencing                                            bool
+	unfair                                               bool // run: lock.Config.Unfair
 }
 
 func envOr(name, def string) string {

@@ -47,6 +47,7 @@ refused.`,
 	cmd.Flags().DurationVar(&wait, "wait", 0, "give up acquiring after this long; 0 waits the holder's lease (the lock client's budget)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once (exit 73) when the lock is held")
 	cmd.Flags().DurationVar(&grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
+	cmd.Flags().BoolVar(&c.unfair, "unfair", false, "wait as the AWS Java lock client does: no queue, no hand-over (waiting is fair by default)")
 	return cmd
 }
 
@@ -64,7 +65,7 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 	cfg := lock.Config{
 		Client: db, Table: c.table, Owner: c.owner,
 		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
-		RequestTimeout: t.requestTimeout, Logger: log,
+		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair,
 	}
 	if m != nil {
 		cfg.Metrics = m.metrics.Locks(name)

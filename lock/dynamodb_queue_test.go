@@ -13,8 +13,13 @@ import (
 
 // queueOwners returns the owner names in the queue of the row at key.
 func (e *ddbEnv) queueOwners(key string) []string {
+	return queueOwnersOf(e.item(key))
+}
+
+// queueOwnersOf returns the owner names in the queue of a row.
+func queueOwnersOf(item map[string]types.AttributeValue) []string {
 	var owners []string
-	if l, ok := e.item(key)["queue"].(*types.AttributeValueMemberL); ok {
+	if l, ok := item["queue"].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {
 			if m, ok := v.(*types.AttributeValueMemberM); ok {
 				owners = append(owners, str(m.Value, "o"))

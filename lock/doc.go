@@ -69,8 +69,11 @@
 //
 // AWS Java lock clients on the same table ignore the queue: they may jump
 // it (a Java acquire of a released or stale row), never cause two holders.
-// A Java acquire rewrites the whole row and drops the queue; waiters then
-// find their entry gone and join again. A Java client sees a handed row as
+// A Java acquire by PutItem (the default) rewrites the whole row and drops
+// the queue; waiters then find their entry gone and join again. One by
+// UpdateItem (updateExistingLockRecord) keeps the queue, and may leave a
+// stale handoff, which names nobody's wait but the holder's and so is
+// never confirmed. A Java client sees a handed row as
 // held, and takes it over after the head's lease only if the head never
 // confirms. A release with WithDeleteOnRelease deletes the row, queue
 // included, and hands nothing over.

@@ -72,8 +72,7 @@
 // A Java acquire by PutItem (the default) rewrites the whole row and drops
 // the queue; waiters then find their entry gone and join again. One by
 // UpdateItem (updateExistingLockRecord) keeps the queue, and may leave a
-// stale handoff, which names nobody's wait but the holder's and so is
-// never confirmed. A Java client sees a handed row as
+// stale handoff, which no waiter confirms: the row names the Java holder. A Java client sees a handed row as
 // held, and takes it over after the head's lease only if the head never
 // confirms. A release with WithDeleteOnRelease deletes the row, queue
 // included, and hands nothing over.

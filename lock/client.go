@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -25,9 +26,10 @@ type Client struct {
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
 	seen     *observations
-	failing  *rvnlease.Failing   // the failure its acquire rounds and heartbeats keep meeting
-	engine   [2]*rvnlease.Config // the engine's settings: [0] plain, [1] OnlyIfExists
-	sched    *rvnlease.Scheduler // renews the locks held, unless heartbeats are manual
+	failing  *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
+	engine   [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
+	sched    *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
+	valid    *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
 
 	mu     sync.Mutex
 	slots  map[resourcelock.Key]*slot
@@ -118,6 +120,10 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
+	c.valid = rvnlease.NewValidities(cfg.clock, cfg.validity(),
+		func(l *Lock) *time.Time { return &l.sent },
+		func(l *Lock) *rvnlease.Validity { return &l.valid },
+		(*Lock).expired)
 	if cfg.heartbeat > 0 {
 		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}

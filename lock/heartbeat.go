@@ -90,7 +90,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // heldLocked returns nil while the lock is held, or why it is not. A lock
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
-	if !l.ended && l.deadline.Passed() {
+	if !l.ended && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 	switch {

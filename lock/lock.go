@@ -21,9 +21,11 @@ import (
 // Invariant: while the lock is held, the deadline is the lease minus the
 // safety margin after the send time of the last write of this lock known to
 // have landed, on the client's clock. The lock ends at the latest when the
-// clock reaches the deadline: a timer on the clock ends it without waiting
-// for any heartbeat, and IsHeld compares with the clock directly, so a
-// stuck heartbeat or a paused process cannot make it look held longer.
+// clock reaches the deadline: the client's timer of validities
+// (rvnlease.Validities, one timer for all its locks, set for the earliest
+// deadline) ends it without waiting for any heartbeat, and IsHeld compares
+// with the clock directly, so a stuck heartbeat or a paused process cannot
+// make it look held longer.
 type Lock struct {
 	c         *Client
 	key       resourcelock.Key
@@ -40,10 +42,10 @@ type Lock struct {
 	hold    *rvnlease.Holder
 
 	mu          sync.Mutex
-	item        resourcelock.Item  // as last confirmed
-	sent        time.Time          // send time of the last confirmed write
-	deadline    *rvnlease.Deadline // the lock's validity; see the invariant
-	lastErr     error              // the last failure of a heartbeat, for dynalease.Expired
+	item        resourcelock.Item // as last confirmed
+	sent        time.Time         // send time of the last confirmed write; written by c.valid
+	valid       rvnlease.Validity // the lock's place in c.valid; see the invariant
+	lastErr     error             // the last failure of a heartbeat, for dynalease.Expired
 	ended       bool
 	err         error // why it ended: ErrReleased or a *dynalease.LostError
 	releaseSent bool  // a release of the row was sent after the lock expired
@@ -67,7 +69,6 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 		monitor:   a.monitor,
 		holds:     1,
 		item:      it,
-		sent:      sent,
 		hold:      rvnlease.NewHolder(c.engine[0], holdPort{c: c, key: k}),
 		done:      make(chan struct{}),
 		writing:   make(chan struct{}, 1),
@@ -76,7 +77,7 @@ func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourc
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.deadline = rvnlease.NewDeadline(c.clk, sent.Add(c.cfg.validity()), l.expired)
+	c.valid.Start(l, sent)
 	l.armMonitorLocked()
 	return l
 }
@@ -134,10 +135,10 @@ func (l *Lock) RVN() string {
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended || l.deadline.Passed() {
+	if l.ended || l.c.valid.Passed(l) {
 		return time.Time{}
 	}
-	return l.deadline.Until()
+	return l.c.valid.Until(l)
 }
 
 // IsHeld reports whether the lock is held now: not released or lost, and
@@ -148,7 +149,7 @@ func (l *Lock) ValidUntil() time.Time {
 func (l *Lock) IsHeld() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.ended && !l.deadline.Passed()
+	return !l.ended && !l.c.valid.Passed(l)
 }
 
 // Done returns a channel closed when the lock ends: lost, or released by
@@ -194,7 +195,7 @@ func (l *Lock) armMonitorLocked() {
 func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && l.deadline.Passed() {
+	if !l.ended && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 }
@@ -220,7 +221,7 @@ func (l *Lock) checkMonitor() {
 // so that a release of the ended lock is conditioned on the RVN the row
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
-	if !l.ended && l.deadline.Passed() {
+	if !l.ended && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
 	}
 	if !sent.Before(l.sent) {
@@ -231,8 +232,7 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	}
 	l.lastErr = nil
 	if sent.After(l.sent) {
-		l.sent = sent
-		l.deadline.Extend(sent.Add(l.c.cfg.validity()))
+		l.c.valid.Extend(l, sent)
 		l.armMonitorLocked()
 	}
 	return true
@@ -280,7 +280,7 @@ func (l *Lock) endLocked(err error) {
 	l.ended = true
 	l.err = err
 	l.c.failing.Forget(l.key.String()) // its heartbeats are over
-	l.deadline.End()
+	l.c.valid.End(l)
 	if l.monitorT != nil {
 		l.monitorT.Stop()
 	}

@@ -8,7 +8,9 @@
 // It speaks to storage through a Port, one lease at a time. Its goroutines
 // and timers are the Scheduler's, which sends the renewals of every held
 // lease (a term of leadership, the locks of a client: one period after the
-// previous renewal began), and a Deadline's; the callers own their other
+// previous renewal began), a Deadline's (one hold's validity, on its own
+// timer) and a Validities' (the validities of many holds, on one timer set
+// for the earliest end); the callers own their other
 // loops, callbacks and waits, and ask the engine what a round learned and
 // how long to wait.
 //

@@ -29,7 +29,7 @@ func (l *Lock) Token() int64 {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.item.FencingToken()
+	return resourcelock.Record{LeaderTransitions: l.row.transitions, FenceGeneration: l.row.generation}.FencingToken()
 }
 
 // Guard commits items, writes of the caller's own on any tables, in one
@@ -64,7 +64,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		l.mu.Unlock()
 		return invalid("store", "the store cannot run guarded writes")
 	}
-	h := dynamodbstore.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.item.AcquisitionID}
+	h := dynamodbstore.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.row.acquisitionID}
 	l.mu.Unlock()
 	started := l.c.clk.Now()
 	err := g.Guard(ctx, l.key, h, items)

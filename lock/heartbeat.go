@@ -45,7 +45,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		l.mu.Unlock()
 		return err
 	}
-	cur := l.item
+	cur := l.itemLocked()
 	l.mu.Unlock()
 
 	next := func(cur resourcelock.Item) resourcelock.Record {
@@ -73,7 +73,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		return l.err
 	default:
 		l.c.failing.Note(l.key.String(), w.Err)
-		l.lastErr = w.Err
+		l.extrasLocked().lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
 	}
 }
@@ -91,7 +91,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
 	}
 	switch {
 	case !l.ended:

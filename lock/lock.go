@@ -27,74 +27,200 @@ import (
 // with the clock directly, so a stuck heartbeat or a paused process cannot
 // make it look held longer.
 type Lock struct {
-	c         *Client
-	key       resourcelock.Key
-	slot      *slot
+	c    *Client
+	key  resourcelock.Key
+	slot *slot
+
+	// hold, the engine's holder of the row, is used only by the writer
+	// holding the write slot (writing): the lock's writes, heartbeats and
+	// release, go one at a time.
+	hold rvnlease.Holder
+
+	mu        sync.Mutex
+	row       heldRow   // the row as last confirmed
+	sent      time.Time // send time of the last confirmed write; written by c.valid
+	valid     rvnlease.Validity
+	err       error   // why it ended: ErrReleased or a *dynalease.LostError
+	x         *extras // what most locks never need, made on first use
+	holds     int32   // guarded by c.mu
 	reentrant bool
 	delete    bool // delete the row on release
-	monitor   *sessionMonitor
-	holds     int // guarded by c.mu
-
-	// writing serializes the lock's writes, heartbeats and release: a
-	// writer holds its one slot. hold, the engine's holder of the row, is
-	// used only by the writer holding it.
-	writing chan struct{}
-	hold    *rvnlease.Holder
-
-	mu          sync.Mutex
-	item        resourcelock.Item // as last confirmed
-	sent        time.Time         // send time of the last confirmed write; written by c.valid
-	valid       rvnlease.Validity // the lock's place in c.valid; see the invariant
-	lastErr     error             // the last failure of a heartbeat, for dynalease.Expired
-	ended       bool
-	err         error // why it ended: ErrReleased or a *dynalease.LostError
-	releaseSent bool  // a release of the row was sent after the lock expired
-	monitorT    clock.Timer
-	monitorRan  bool
-	handedOut   bool // Acquire returned it: counted in the metrics
-
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	ended     bool
+	writing   bool // a writer holds the write slot
+	handedOut bool // Acquire returned it: counted in the metrics
+	// releaseSent: a release of the row was sent after the lock expired.
+	releaseSent bool
 }
 
+// heldRow is what a lock keeps of its row as last confirmed: the fields
+// its next write and its methods read. The rest of the row is this
+// client's (owner, lease) or needs no keeping (renew time, key).
+type heldRow struct {
+	rvn           string
+	acquisitionID string
+	data          []byte
+	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
+	transitions   int64 // LeaderTransitions
+	generation    int64 // FenceGeneration
+}
+
+// extras is the part of a lock's state that most held locks never need,
+// made on first use; guarded by the lock's mu.
+type extras struct {
+	attributes map[string]any        // the row's, when it has any
+	queue      []resourcelock.Waiter // the row's waiters, when it has any
+	lastErr    error                 // the last failure of a heartbeat, for dynalease.Expired
+
+	monitor    *sessionMonitor
+	monitorT   clock.Timer
+	monitorRan bool
+
+	// ctx is cancelled with the lock's Err when it ends; made by the
+	// first Done or Context.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// writeFree is closed when the write slot is given back, for writers
+	// waiting for it; made by the first of them.
+	writeFree chan struct{}
+}
+
+// closed is the Done channel of a lock that ended before anybody asked.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
-	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
 		c:         c,
 		key:       k,
 		slot:      s,
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
-		monitor:   a.monitor,
 		holds:     1,
-		item:      it,
-		hold:      rvnlease.NewHolder(c.engine[0], holdPort{c: c, key: k}),
-		done:      make(chan struct{}),
-		writing:   make(chan struct{}, 1),
-		ctx:       ctx,
-		cancel:    cancel,
 	}
+	// A Holder kept by value, over a port that is one pointer: no
+	// allocation of their own.
+	l.hold = *rvnlease.NewHolder(c.engine[0], lockPort{l})
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.keepLocked(it)
+	if a.monitor != nil {
+		l.extrasLocked().monitor = a.monitor
+	}
 	c.valid.Start(l, sent)
 	l.armMonitorLocked()
 	return l
 }
 
-// startWrite takes the lock's write slot, waiting while another write of
-// the lock is under way, or until ctx is done.
-func (l *Lock) startWrite(ctx context.Context) error {
-	select {
-	case l.writing <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// extrasLocked returns the lock's extras, making them first.
+func (l *Lock) extrasLocked() *extras {
+	if l.x == nil {
+		l.x = &extras{}
+	}
+	return l.x
+}
+
+// keepLocked keeps what the lock needs of the row it, as last confirmed.
+func (l *Lock) keepLocked(it resourcelock.Item) {
+	r := heldRow{
+		rvn:           it.RVN,
+		acquisitionID: it.AcquisitionID,
+		data:          it.Data,
+		transitions:   it.LeaderTransitions,
+		generation:    it.FenceGeneration,
+	}
+	switch {
+	case r.acquisitionID == l.row.acquisitionID:
+		r.acquisitionID = l.row.acquisitionID // one copy of the string
+	case r.acquisitionID == r.rvn:
+		r.acquisitionID = r.rvn
+	}
+	if !it.AcquireTime.IsZero() {
+		r.acquired = it.AcquireTime.UnixMilli()
+	}
+	l.row = r
+	if len(it.Attributes) > 0 || len(it.Queue) > 0 {
+		x := l.extrasLocked()
+		x.attributes, x.queue = it.Attributes, it.Queue
+	} else if l.x != nil {
+		l.x.attributes, l.x.queue = nil, nil
 	}
 }
 
+// itemLocked returns the row as last confirmed, for a write over it: the
+// kept fields, this client's owner and lease, and the lock's key.
+func (l *Lock) itemLocked() resourcelock.Item {
+	it := resourcelock.Item{
+		Key: l.key,
+		Record: resourcelock.Record{
+			HolderIdentity:    l.c.cfg.owner,
+			RVN:               l.row.rvn,
+			LeaseDuration:     l.c.cfg.lease,
+			LeaderTransitions: l.row.transitions,
+			FenceGeneration:   l.row.generation,
+			AcquisitionID:     l.row.acquisitionID,
+			Data:              l.row.data,
+		},
+	}
+	if l.row.acquired != 0 {
+		// As stored: UTC, whole milliseconds, no monotonic reading.
+		it.AcquireTime = time.UnixMilli(l.row.acquired).UTC()
+	}
+	if l.x != nil {
+		it.Attributes, it.Queue = l.x.attributes, l.x.queue
+	}
+	return it
+}
+
+// lastErrLocked returns the last failure of a heartbeat since the last
+// confirmed one.
+func (l *Lock) lastErrLocked() error {
+	if l.x == nil {
+		return nil
+	}
+	return l.x.lastErr
+}
+
+// startWrite takes the lock's write slot, waiting while another write of
+// the lock is under way, or until ctx is done. A ctx already done takes
+// nothing.
+func (l *Lock) startWrite(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	for l.writing {
+		x := l.extrasLocked()
+		if x.writeFree == nil {
+			x.writeFree = make(chan struct{})
+		}
+		free := x.writeFree
+		l.mu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	l.writing = true
+	l.mu.Unlock()
+	return nil
+}
+
 // endWrite gives the write slot back.
-func (l *Lock) endWrite() { <-l.writing }
+func (l *Lock) endWrite() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writing = false
+	if l.x != nil && l.x.writeFree != nil {
+		close(l.x.writeFree)
+		l.x.writeFree = nil
+	}
+}
 
 // Key returns the lock's key (its partition key value).
 func (l *Lock) Key() string { return l.key.Partition }
@@ -109,14 +235,17 @@ func (l *Lock) Owner() string { return l.c.cfg.owner }
 func (l *Lock) Data() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return bytes.Clone(l.item.Data)
+	return bytes.Clone(l.row.data)
 }
 
 // Attributes returns the row's additional attributes as last written.
 func (l *Lock) Attributes() map[string]types.AttributeValue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return attributeValues(l.item.Attributes)
+	if l.x == nil {
+		return nil
+	}
+	return attributeValues(l.x.attributes)
 }
 
 // RVN returns the record version number of the lock's last confirmed
@@ -124,7 +253,7 @@ func (l *Lock) Attributes() map[string]types.AttributeValue {
 func (l *Lock) RVN() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.item.RVN
+	return l.row.rvn
 }
 
 // ValidUntil returns, on the client's clock, when the lock stops counting
@@ -154,7 +283,27 @@ func (l *Lock) IsHeld() bool {
 
 // Done returns a channel closed when the lock ends: lost, or released by
 // its holder. Err then tells which.
-func (l *Lock) Done() <-chan struct{} { return l.done }
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended && (l.x == nil || l.x.ctx == nil) {
+		return closed
+	}
+	return l.ctxLocked().Done()
+}
+
+// ctxLocked returns the context cancelled, with Err as its cause, when the
+// lock ends (at once when it has), making it first.
+func (l *Lock) ctxLocked() context.Context {
+	x := l.extrasLocked()
+	if x.ctx == nil {
+		x.ctx, x.cancel = context.WithCancelCause(context.Background())
+		if l.ended {
+			x.cancel(l.err)
+		}
+	}
+	return x.ctx
+}
 
 // Err returns nil while the lock is held, ErrReleased after its Release,
 // and a *dynalease.LostError (matching ErrLost) after it was lost.
@@ -168,8 +317,11 @@ func (l *Lock) Err() error {
 // with Err as its cause, when the lock ends: work that must stop when the
 // lock is lost runs under it.
 func (l *Lock) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	l.mu.Lock()
+	lctx := l.ctxLocked()
+	l.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(parent)
-	stop := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	stop := context.AfterFunc(lctx, func() { cancel(context.Cause(lctx)) })
 	return ctx, func() {
 		stop()
 		cancel(context.Canceled)
@@ -182,13 +334,14 @@ func (l *Lock) Context(parent context.Context) (context.Context, context.CancelF
 // starts a goroutine because a fake clock runs AfterFunc callbacks under
 // its own lock, so they may not read the clock.
 func (l *Lock) armMonitorLocked() {
-	if l.monitor == nil || l.monitorRan {
+	x := l.x
+	if x == nil || x.monitor == nil || x.monitorRan {
 		return
 	}
-	if l.monitorT != nil {
-		l.monitorT.Stop()
+	if x.monitorT != nil {
+		x.monitorT.Stop()
 	}
-	l.monitorT = l.c.clk.AfterFunc(l.sent.Add(l.monitor.safeTime).Sub(l.c.clk.Now()), func() { go l.checkMonitor() })
+	x.monitorT = l.c.clk.AfterFunc(l.sent.Add(x.monitor.safeTime).Sub(l.c.clk.Now()), func() { go l.checkMonitor() })
 }
 
 // expired ends the lock when its validity has run out.
@@ -196,7 +349,7 @@ func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
 	}
 }
 
@@ -204,14 +357,15 @@ func (l *Lock) expired() {
 // since the last confirmed write has passed its safe time.
 func (l *Lock) checkMonitor() {
 	l.mu.Lock()
-	run := !l.ended && !l.monitorRan && !l.c.clk.Now().Before(l.sent.Add(l.monitor.safeTime))
+	x := l.x
+	run := !l.ended && !x.monitorRan && !l.c.clk.Now().Before(l.sent.Add(x.monitor.safeTime))
 	if run {
-		l.monitorRan = true
+		x.monitorRan = true
 	}
 	l.mu.Unlock()
 	if run {
 		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "severity", "warning", "key", l.key.String())
-		l.monitor.callback()
+		x.monitor.callback()
 	}
 }
 
@@ -222,15 +376,17 @@ func (l *Lock) checkMonitor() {
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErr))
+		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
 	}
 	if !sent.Before(l.sent) {
-		l.item = it
+		l.keepLocked(it)
 	}
 	if l.ended {
 		return false
 	}
-	l.lastErr = nil
+	if l.x != nil {
+		l.x.lastErr = nil
+	}
 	if sent.After(l.sent) {
 		l.c.valid.Extend(l, sent)
 		l.armMonitorLocked()
@@ -281,9 +437,12 @@ func (l *Lock) endLocked(err error) {
 	l.err = err
 	l.c.failing.Forget(l.key.String()) // its heartbeats are over
 	l.c.valid.End(l)
-	if l.monitorT != nil {
-		l.monitorT.Stop()
+	if x := l.x; x != nil {
+		if x.monitorT != nil {
+			x.monitorT.Stop()
+		}
+		if x.cancel != nil {
+			x.cancel(err)
+		}
 	}
-	l.cancel(err)
-	close(l.done)
 }

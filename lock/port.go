@@ -112,3 +112,24 @@ func (p holdPort) UpdateDequeue(ctx context.Context, expect resourcelock.Precond
 func (p holdPort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
 	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
 }
+
+// lockPort is the port of a lock's holder: its key of the client's store,
+// written as holdPort writes it. It is one pointer, so that a lock keeps
+// it without an allocation of its own.
+type lockPort struct{ l *Lock }
+
+func (p lockPort) port() holdPort { return holdPort{c: p.l.c, key: p.l.key} }
+
+func (p lockPort) Get(ctx context.Context) (resourcelock.Item, error) { return p.port().Get(ctx) }
+
+func (p lockPort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	return p.port().Create(ctx, rec)
+}
+
+func (p lockPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	return p.port().Update(ctx, expect, rec)
+}
+
+func (p lockPort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
+	return p.port().Fence(ctx, holder, acquisitionID)
+}

@@ -72,7 +72,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
 		send := l.expiredUnreleasedLocked(err)
-		cur := l.item
+		cur := l.itemLocked()
 		l.mu.Unlock()
 		if send {
 			// Its validity passed on this clock, but nobody may have
@@ -89,7 +89,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	// caller has stopped acting on it.
 	l.endLocked(ErrReleased)
 	l.reportReleasedLocked()
-	cur := l.item
+	cur := l.itemLocked()
 	l.mu.Unlock()
 	return l.writeRelease(rctx, cur, r)
 }

@@ -44,10 +44,10 @@ type Client struct {
 // slot is this client's claim on one key: taken by an Acquire while it
 // works on the key, kept while the lock is held, given up when the lock is
 // released or lost. Other Acquires of the key by this client wait for free
-// to close rather than poll DynamoDB.
+// to close rather than poll DynamoDB; the first of them makes it.
 type slot struct {
-	free chan struct{}
-	lock *Lock // while held
+	free chan struct{} // guarded by the client's mu; nil until an Acquire waits
+	lock *Lock         // while held
 }
 
 // New returns a client as cfg says: on the lock table cfg.Table through
@@ -145,7 +145,7 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 		}
 		s := c.slots[k]
 		if s == nil {
-			s = &slot{free: make(chan struct{})}
+			s = &slot{}
 			c.slots[k] = s
 			c.mu.Unlock()
 			return s, nil, nil
@@ -155,12 +155,17 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 			c.mu.Unlock()
 			return nil, l, nil
 		}
-		c.mu.Unlock()
 		if a.failIfLocked {
+			c.mu.Unlock()
 			return nil, nil, fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
 		}
+		if s.free == nil {
+			s.free = make(chan struct{})
+		}
+		free := s.free
+		c.mu.Unlock()
 		select {
-		case <-s.free:
+		case <-free:
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
@@ -173,7 +178,9 @@ func (c *Client) unclaim(k resourcelock.Key, s *slot) {
 	defer c.mu.Unlock()
 	if c.slots[k] == s {
 		delete(c.slots, k)
-		close(s.free)
+		if s.free != nil {
+			close(s.free)
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ type Renewable interface {
 // with the loop name given to NewScheduler.
 type Scheduler struct {
 	clk     clockutil.Clock
+	epoch   time.Time // due times are kept as durations since
 	period  time.Duration
 	workers int
 	loop    string
@@ -64,6 +65,7 @@ type Scheduler struct {
 func NewScheduler(clk clockutil.Clock, period time.Duration, workers int, loop string) *Scheduler {
 	return &Scheduler{
 		clk:     clk,
+		epoch:   clk.Now(),
 		period:  period,
 		workers: workers,
 		loop:    loop,
@@ -92,7 +94,7 @@ func (s *Scheduler) Add(r Renewable, first time.Time) {
 
 func (s *Scheduler) push(r Renewable, due time.Time) {
 	s.mu.Lock()
-	heap.Push(&s.queue, dueRenewal{r: r, due: due})
+	s.queue.push(dueRenewal{r: r, due: due.Sub(s.epoch)})
 	s.version++
 	s.mu.Unlock()
 	s.poke()
@@ -142,7 +144,7 @@ func (s *Scheduler) dispatch() {
 		s.mu.Lock()
 		// Drop holds that ended; they are never renewed again.
 		for s.queue.Len() > 0 && s.queue[0].r.Ended() {
-			heap.Pop(&s.queue)
+			s.queue.pop()
 		}
 		if s.queue.Len() == 0 {
 			quiet, version := s.inflight == 0, s.version
@@ -158,10 +160,10 @@ func (s *Scheduler) dispatch() {
 			}
 		}
 		next := s.queue[0]
-		if next.due.After(s.clk.Now()) {
+		if due := s.epoch.Add(next.due); due.After(s.clk.Now()) {
 			quiet, version := s.inflight == 0, s.version
 			s.mu.Unlock()
-			t, passed := clockutil.TimerUntil(s.clk, next.due)
+			t, passed := clockutil.TimerUntil(s.clk, due)
 			if passed {
 				continue
 			}
@@ -178,7 +180,7 @@ func (s *Scheduler) dispatch() {
 			t.Stop()
 			continue
 		}
-		heap.Pop(&s.queue)
+		s.queue.pop()
 		s.inflight++
 		s.mu.Unlock()
 		select {
@@ -203,28 +205,53 @@ func (s *Scheduler) worker() {
 		s.inflight--
 		s.version++
 		if !closed && !r.Ended() {
-			heap.Push(&s.queue, dueRenewal{r: r, due: began.Add(s.period)})
+			s.queue.push(dueRenewal{r: r, due: began.Add(s.period).Sub(s.epoch)})
 		}
 		s.mu.Unlock()
 		s.poke()
 	}
 }
 
+// dueRenewal is one hold in the queue: 24 bytes, a lock client keeps one
+// per lock it holds.
 type dueRenewal struct {
 	r   Renewable
-	due time.Time
+	due time.Duration // since the scheduler's epoch
 }
 
-// dueQueue is a min-heap of renewals by due time.
+// dueQueue is a min-heap of renewals by due time. Its push and pop do
+// what heap.Push and heap.Pop do without boxing each renewal in an
+// interface value (an allocation per renewal).
 type dueQueue []dueRenewal
 
 func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q dueQueue) Less(i, j int) bool { return q[i].due < q[j].due }
 func (q dueQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
 func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueRenewal)) }
-func (q *dueQueue) Pop() any {
+func (q *dueQueue) Pop() any          { return q.removeLast() }
+
+// push adds x.
+func (q *dueQueue) push(x dueRenewal) {
+	*q = append(*q, x)
+	heap.Fix(q, len(*q)-1)
+}
+
+// pop removes the earliest renewal.
+func (q *dueQueue) pop() {
+	last := len(*q) - 1
+	q.Swap(0, last)
+	q.removeLast()
+	if last > 0 {
+		heap.Fix(q, 0)
+	}
+}
+
+// removeLast removes the last element, clearing its place so that the
+// queue does not keep an ended hold reachable.
+func (q *dueQueue) removeLast() dueRenewal {
 	old := *q
 	x := old[len(old)-1]
+	old[len(old)-1] = dueRenewal{}
 	*q = old[:len(old)-1]
 	return x
 }

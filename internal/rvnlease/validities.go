@@ -95,10 +95,10 @@ func (s *Validities[H]) End(h H) {
 	if v.index >= 0 {
 		s.remove(int(v.index))
 	}
-	if len(s.heap) == 0 && s.timer != nil {
-		s.timer.Stop()
-		s.timer, s.armed = nil, time.Time{}
-	}
+	// The timer stays set, even with no hold left: it fires once for
+	// nothing, and a hold started before then, whose end is later, needs
+	// no timer of its own (a client that acquires and releases one lock
+	// at a time sets no timer per lock).
 }
 
 // Passed reports whether the clock has reached h's end, or h ended. Call

@@ -54,5 +54,6 @@ func KeepDeadline(parent context.Context) (context.Context, context.CancelFunc) 
 	if d, ok := parent.Deadline(); ok {
 		return context.WithDeadline(detached, d)
 	}
-	return context.WithCancel(detached)
+	// Nothing ends it, so nothing is to be released either.
+	return detached, func() {}
 }

@@ -22,8 +22,14 @@ import (
 // its validity runs out, unless a later heartbeat is confirmed).
 func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
 	var h heartbeatConfig
-	for _, o := range opts {
-		o(&h)
+	if len(opts) > 0 {
+		// Options write through a pointer, which makes what it points to
+		// escape: a plain heartbeat allocates nothing for them.
+		p := new(heartbeatConfig)
+		for _, o := range opts {
+			o(p)
+		}
+		h = *p
 	}
 	if err := checkData(h.data); err != nil {
 		return err

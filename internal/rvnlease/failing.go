@@ -46,13 +46,14 @@ func (f *Failing) Note(key string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	el, failing := f.byKey[key]
+	if err == nil && !failing {
+		return // the common case: nothing to log, nothing to allocate
+	}
 	log := f.log
 	if key != "" {
 		log = log.WithValues("key", key)
 	}
 	switch {
-	case err == nil && !failing:
-		return
 	case err == nil:
 		f.removeLocked(el)
 		log.Info("requests to the lock table succeed again")

@@ -1,0 +1,96 @@
+package dynamodbstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+)
+
+func reviewStore(t *testing.T) (*dynamodbstore.Store, *dynamodb.Client, string) {
+	c := ddbtest.Client(t)
+	table := ddbtest.NewTable(t, c, ddbtest.TableSpec{})
+	s, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c, table
+}
+
+// Review: conditions on a row without a queue fail as conditions, not as
+// validation errors.
+func TestReviewDequeueOnARowWithoutAQueue(t *testing.T) {
+	s, _, _ := reviewStore(t)
+	ctx := context.Background()
+	k := resourcelock.Key{Partition: "k"}
+	cur, err := s.Create(ctx, k, resourcelock.Record{HolderIdentity: "a", RVN: "r1", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := resourcelock.Record{HolderIdentity: "a", RVN: "r2", LeaseDuration: time.Second, Released: true}
+	_, err = s.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: "a"}, rec,
+		resourcelock.WriteOptions{Dequeue: &resourcelock.Dequeue{Tickets: []string{"x"}, All: true}})
+	t.Logf("All with a ticket, no queue: %v", err)
+	if !errors.Is(err, resourcelock.ErrConflict) {
+		t.Errorf("want ErrConflict, got %v", err)
+	}
+	_, err = s.Leave(ctx, k, "x", 99)
+	t.Logf("Leave at 99, no queue: %v", err)
+	if !errors.Is(err, resourcelock.ErrConflict) {
+		t.Errorf("want ErrConflict, got %v", err)
+	}
+}
+
+// Review: MaxQueueLength entries of identities of MaxIdentityBytes beside
+// MaxDataBytes of data do not fit DynamoDB's 400 KB item.
+func TestReviewFullQueueWithLargeDataFitsTheItem(t *testing.T) {
+	s, _, _ := reviewStore(t)
+	ctx := context.Background()
+	k := resourcelock.Key{Partition: "big"}
+	cur, err := s.Create(ctx, k, resourcelock.Record{HolderIdentity: "a", RVN: "r1", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range resourcelock.MaxQueueLength {
+		id := fmt.Sprintf("%04d", i) + strings.Repeat("w", resourcelock.MaxIdentityBytes-4)
+		if _, err := s.Join(ctx, k, resourcelock.Waiter{Ticket: uuid.NewString(), Identity: id, Lease: time.Second}); err != nil {
+			t.Fatalf("Join %d: %v", i, err)
+		}
+	}
+	rec := resourcelock.Record{HolderIdentity: "a", RVN: "r2", LeaseDuration: time.Second, Data: make([]byte, resourcelock.MaxDataBytes)}
+	_, err = s.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: "a"}, rec, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatalf("holder's renewal with MaxDataBytes of data over a full queue: %v (permanent: %v)", err, resourcelock.Permanent(err))
+	}
+}
+
+// Review: an application attribute named "queue" (an AWS Java client's
+// additional attribute) makes the row unreadable.
+func TestReviewJavaAdditionalAttributeNamedQueue(t *testing.T) {
+	s, c, table := reviewStore(t)
+	ctx := context.Background()
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"key":                 &types.AttributeValueMemberS{Value: "j"},
+		"ownerName":           &types.AttributeValueMemberS{Value: "java"},
+		"leaseDuration":       &types.AttributeValueMemberS{Value: "20000"},
+		"recordVersionNumber": &types.AttributeValueMemberS{Value: uuid.NewString()},
+		"queue":               &types.AttributeValueMemberS{Value: "billing-jobs"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, resourcelock.Key{Partition: "j"}); err != nil {
+		t.Fatalf("Get of a Java row with an additional attribute \"queue\": %v (permanent: %v)", err, resourcelock.Permanent(err))
+	}
+}

@@ -2,6 +2,7 @@ package rvnlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -147,7 +148,8 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		return ans
 	case !a.Obs.Known || a.Obs.Free():
 		return a.queued(ctx, a.create(ctx))
-	case a.handedToMe() && a.Obs.RVN != a.tried:
+	case a.handedToMe():
+		// Retried every round (a poll apart once tried: TakeoverDue).
 		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
 		return a.queued(ctx, a.takeover(ctx))
 	case a.Obs.Expired(now) && !a.staleForTakeover(now):
@@ -174,7 +176,8 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	rec := a.newRecord(resourcelock.Item{})
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
 	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
-	if a.q != nil && a.q.place == 0 {
+	dequeued := a.q != nil && a.q.place == 0
+	if dequeued {
 		// At the head of the queue in the row that carries the RVN taken
 		// over (only a write that changes the RVN, or this waiter, takes
 		// the head out): its entry leaves in the same write.
@@ -183,7 +186,7 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	}
 	ans := a.w.write(ctx, rec, expect.RVN, send)
 	a.observe(ans)
-	if !ans.landed && ans.err == nil && !ans.missing && ans.item.RVN == expect.RVN && a.q != nil && a.q.place != 0 {
+	if dequeued && !ans.landed && ans.err == nil && !ans.missing && ans.item.RVN == expect.RVN && errors.Is(ans.cause, resourcelock.ErrConflict) && a.q.place != 0 {
 		// Refused on the queue alone (the waiter was not at its head
 		// after all): the takeover is still due, without the dequeue.
 		a.tried = ""

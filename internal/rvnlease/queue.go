@@ -42,6 +42,7 @@ type queued struct {
 	prevPlace int                   // place before the last row seen
 	queue     []resourcelock.Waiter // the queue of the last row seen
 	seenAt    time.Time             // when the last row was seen
+	last      resourcelock.Item     // the last row seen (zero when missing)
 	// The pace of the queue: the place and time of the last read that
 	// saw it move (zero until the first move after joining, whose wait
 	// includes the rest of a hold already under way), and the shortest
@@ -80,6 +81,10 @@ func (a *Acquirer) Place() int {
 // see notes the row an answer showed, for the queue.
 func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	q.seenAt = at
+	q.last = resourcelock.Item{}
+	if !missing {
+		q.last = it
+	}
 	q.place, q.queue = -1, it.Queue
 	if !missing {
 		q.place = it.Place(q.me.Ticket)
@@ -205,6 +210,11 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 		cancel()
 		cfg.observe("leave", start, err)
 		if err == nil {
+			if got.Place(q.me.Ticket) >= 0 {
+				// A duplicate entry (a Join that landed twice): leave it too.
+				it = got
+				continue
+			}
 			q.place = -1
 			return got
 		}
@@ -252,13 +262,13 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 // effort (see leave), within one request timeout even when ctx has ended.
 // It does nothing for an acquirer that is not queued.
 func (a *Acquirer) LeaveQueue(ctx context.Context) {
-	if a.q == nil || a.q.place < 0 {
+	if a.q == nil || (a.q.place < 0 && !(a.q.last.HandedTo != "" && a.q.last.HolderIdentity == a.w.cfg.Identity && !a.q.last.Released)) {
 		return
 	}
 	cfg := a.w.cfg
 	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	defer cancel()
-	a.leave(ctx, resourcelock.Item{Queue: a.q.queue})
+	a.leave(ctx, a.q.last)
 }
 
 // queueWait returns how long a queued waiter behind the head waits before

@@ -204,7 +204,7 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 // as the budget a call gets when no answer comes at all. The zero time
 // otherwise.
 func (at *acquireCall) graceEnd(obs rvnlease.Observation, now time.Time) time.Time {
-	if at.lastErr == nil || !obs.Expired(now) {
+	if at.lastErr == nil || !(obs.Expired(now) || at.acq.Handed()) {
 		return time.Time{}
 	}
 	return at.failingSince.Add(clockutil.Add(at.c.cfg.lease, at.cfg.additionalWait))
@@ -218,6 +218,9 @@ func (at *acquireCall) graceEnd(obs rvnlease.Observation, now time.Time) time.Ti
 func (at *acquireCall) giveUp(now time.Time, held bool, obs rvnlease.Observation) error {
 	waited := now.Sub(at.start)
 	switch {
+	case held && at.lastErr != nil && at.acq.Handed():
+		return fmt.Errorf("lock %q: it was handed to this client but confirming it kept failing for %v: %w",
+			at.key, now.Sub(at.failingSince), at.lastErr)
 	case held && at.lastErr != nil && obs.Expired(now):
 		return fmt.Errorf("lock %q: the lease of %q ran out but taking the lock over kept failing for %v: %w",
 			at.key, obs.Holder, now.Sub(at.failingSince), at.lastErr)

@@ -28,8 +28,8 @@
 // By default waiters get a lock in about the order they started waiting,
 // and a client that releases and asks again queues behind them
 // (Config.Unfair turns this off). The row keeps a queue of waiters
-// (attribute queue: ticket, owner name, lease) and, after a hand-over,
-// the ticket handed to (attribute handoff):
+// (attribute dynaleaseQueue: ticket, owner name, lease) and, after a
+// hand-over, the ticket handed to (attribute dynaleaseHandoff):
 //   - Join: a waiter that finds the lock held appends its entry (one
 //     write per wait, conditioned only on the row existing unreleased).
 //   - Wait: it reads at a pace set by its place: the head every refresh
@@ -72,9 +72,9 @@
 // A Java acquire by PutItem (the default) rewrites the whole row and drops
 // the queue; waiters then find their entry gone and join again. One by
 // UpdateItem (updateExistingLockRecord) keeps the queue, and may leave a
-// stale handoff, which no waiter confirms: the row names the Java holder. A Java client sees a handed row as
-// held, and takes it over after the head's lease only if the head never
-// confirms. A release with WithDeleteOnRelease deletes the row, queue
+// stale handoff, which no waiter confirms: the row names the Java holder.
+// A Java client sees a handed row as held, and takes it over after the
+// head's lease only if the head never confirms. A release with WithDeleteOnRelease deletes the row, queue
 // included, and hands nothing over.
 //
 // # What is not guaranteed

@@ -431,8 +431,8 @@ func takeTurns(t *testing.T, e *ddbEnv, h *holders, key string, a, b *ddbClient,
 		t.Fatalf("Acquire by %s: %v", winner.Owner(), first.err)
 	}
 	h.enter(winner.Owner())
-	if it := e.wantHeldBy("first Go acquisition", key, winner.Owner(), ""); str(it, "handoff") != "" {
-		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "handoff"))
+	if it := e.wantHeldBy("first Go acquisition", key, winner.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 	}
 	e.waitQueue(key, loser.Owner())
 	notReturned(t, rest, loser.Owner(), "while "+winner.Owner()+" holds the lock")
@@ -443,8 +443,8 @@ func takeTurns(t *testing.T, e *ddbEnv, h *holders, key string, a, b *ddbClient,
 	mustRelease(t, first.l)
 	second := await(t, e, rest, key, loser.Owner())
 	h.enter(loser.Owner())
-	if it := e.wantHeldBy("second Go acquisition", key, loser.Owner(), ""); str(it, "handoff") != "" {
-		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "handoff"))
+	if it := e.wantHeldBy("second Go acquisition", key, loser.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 	}
 	h.leave(loser.Owner())
 	mustRelease(t, second)
@@ -757,9 +757,9 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			it := e.item("k")
 			rh := str(it, "recordVersionNumber")
 			switch {
-			case str(it, "ownerName") != head.Owner() || str(it, "handoff") == "" || str(it, "isReleased") != "":
+			case str(it, "ownerName") != head.Owner() || str(it, "dynaleaseHandoff") == "" || str(it, "isReleased") != "":
 				t.Fatalf("after the release: owner %q, handoff %q, released %q; want handed to %s",
-					str(it, "ownerName"), str(it, "handoff"), str(it, "isReleased"), head.Owner())
+					str(it, "ownerName"), str(it, "dynaleaseHandoff"), str(it, "isReleased"), head.Owner())
 			case str(it, "leaseDuration") != strconv.FormatInt(headLease.Milliseconds(), 10):
 				t.Fatalf("the handed row's leaseDuration is %q, want the head's lease %v", str(it, "leaseDuration"), headLease)
 			case rh == held || len(queueOwnersOf(it)) != 0:
@@ -787,7 +787,7 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			// The PutItem drops the hand-over; the UpdateItem keeps it,
 			// knowing nothing of it: it names a ticket while the row
 			// names the Java holder, which hands nobody anything.
-			if got := str(it, "handoff"); (got != "") != update {
+			if got := str(it, "dynaleaseHandoff"); (got != "") != update {
 				t.Fatalf("handoff %q after the Java takeover", got)
 			}
 			notReturned(t, ph, head.Owner(), "while it was cut off")
@@ -805,8 +805,8 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			}
 			hl := await(t, e, ph, "k", head.Owner())
 			h.enter(head.Owner())
-			if it := e.wantHeldBy("the head's acquisition", "k", head.Owner(), ""); str(it, "handoff") != "" {
-				t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "handoff"))
+			if it := e.wantHeldBy("the head's acquisition", "k", head.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+				t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 			}
 			h.leave(head.Owner())
 			mustRelease(t, hl)

@@ -19,7 +19,7 @@ func (e *ddbEnv) queueOwners(key string) []string {
 // queueOwnersOf returns the owner names in the queue of a row.
 func queueOwnersOf(item map[string]types.AttributeValue) []string {
 	var owners []string
-	if l, ok := item["queue"].(*types.AttributeValueMemberL); ok {
+	if l, ok := item["dynaleaseQueue"].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {
 			if m, ok := v.(*types.AttributeValueMemberM); ok {
 				owners = append(owners, str(m.Value, "o"))
@@ -72,7 +72,7 @@ func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
 			if got := str(e.item("k"), "ownerName"); got != order[i].Owner() {
 				t.Fatalf("acquisition %d: the row names %s, want %s", i, got, order[i].Owner())
 			}
-			if str(e.item("k"), "handoff") != "" {
+			if str(e.item("k"), "dynaleaseHandoff") != "" {
 				t.Fatalf("acquisition %d: the row still carries the hand-over", i)
 			}
 			if i == 0 {

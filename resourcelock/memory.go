@@ -198,6 +198,9 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 		next.LeaderTransitions++
 		next.AcquisitionID = rec.RVN
 	}
+	if rec.HandedTo != "" {
+		next.AcquisitionID = "" // a hand-over is nobody's acquisition
+	}
 	if opts.KeepData {
 		next.Data = cur.Data
 	}

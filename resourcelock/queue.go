@@ -7,8 +7,9 @@ import (
 
 // MaxQueueLength is the most waiters a row's queue holds. A Join to a full
 // queue is refused; the waiter then waits without a place. With identities
-// of MaxIdentityBytes it keeps the queue well inside DynamoDB's 400 KB item.
-const MaxQueueLength = 100
+// of MaxIdentityBytes (about 54 KB of queue) beside MaxDataBytes of data
+// and the longest keys, a row stays under DynamoDB's 400 KB item limit.
+const MaxQueueLength = 50
 
 // Waiter is one entry of a row's queue: a client waiting to hold the lease.
 //

@@ -71,7 +71,10 @@ type Record struct {
 	// advice: the waiter holds only once a write of its own RVN,
 	// conditioned on this record's, lands (a takeover, which clears it).
 	// To everybody else a handed row is held, and is taken over like any
-	// silent holder's when nobody confirms it.
+	// silent holder's when nobody confirms it. A write that hands the
+	// row over clears AcquisitionID: the handed row is nobody's
+	// acquisition, so no guarded write or Fence conditioned on an earlier
+	// one passes on it.
 	HandedTo string
 }
 

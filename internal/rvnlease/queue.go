@@ -122,6 +122,12 @@ func (a *Acquirer) handedToMe() bool {
 	return a.q != nil && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
 }
 
+// Handed reports whether the watched row is a hand-over to this acquirer's
+// identity that it has not confirmed yet (a confirmation that failed is
+// sent again a poll later): like a lease that may be taken over, a reason
+// to keep trying past the caller's budget while the failures last.
+func (a *Acquirer) Handed() bool { return a.handedToMe() }
+
 // wantsToJoin reports whether the acquirer should join the queue now: it
 // is fair, the row is held by another, it is not in the queue and has
 // joins left.
@@ -199,7 +205,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 	for range maxLeaves {
 		i := it.Place(q.me.Ticket)
 		if i < 0 {
-			if it.HandedTo == q.me.Ticket && it.HolderIdentity == cfg.Identity {
+			if it.HandedTo != "" && it.HolderIdentity == cfg.Identity && !it.Released {
 				a.decline(ctx, it)
 			}
 			break

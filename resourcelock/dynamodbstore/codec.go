@@ -25,8 +25,8 @@ const (
 	attrRenewTime   = "renewTime"           // S, RFC 3339 UTC, optional
 	attrGeneration  = "fenceGeneration"     // N, optional
 	attrAcquisition = "acquisitionId"       // S, optional
-	attrQueue       = "queue"               // L of M, optional: the waiters
-	attrHandedTo    = "handoff"             // S, optional: the ticket a release handed the lease to
+	attrQueue       = "dynaleaseQueue"      // L of M, optional: the waiters
+	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
 
 	// DefaultPartitionKey is the partition key attribute name of a lock
 	// table, as in the AWS Java DynamoDB Lock Client.
@@ -121,6 +121,11 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 	}
 	if rec.HandedTo != "" {
 		assign(attrHandedTo, s(rec.HandedTo))
+		if !acquiring {
+			// A hand-over is nobody's acquisition: no guard or Fence
+			// conditioned on an earlier one may pass on it.
+			remove = append(remove, e.name(attrAcquisition))
+		}
 	} else {
 		remove = append(remove, e.name(attrHandedTo))
 	}

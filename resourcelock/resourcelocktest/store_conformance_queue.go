@@ -133,7 +133,7 @@ func testStoreQueueHandOver(t *testing.T, s resourcelock.Store) {
 		t.Fatalf("hand-over: %v", err)
 	}
 	want := storedItem(k, hand, 1)
-	want.AcquisitionID = cur.AcquisitionID // the holder's own write: not an acquisition
+	want.AcquisitionID = "" // a hand-over clears the acquisition
 	want.Queue = []resourcelock.Waiter{c}
 	wantStoreItem(t, "hand-over's answer", got, want)
 	wantStoredItem(t, "after the hand-over", s, k, want)

@@ -8,14 +8,11 @@ import (
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
-// Review R1: a fair waiter that is not at the queue's head (place 1 here)
-// takes over a dead holder's row; the takeover is throttled once and the
-// read that settles it shows the row unchanged. Like the unfair path (and
-// TestATakeoverThrottledOnceIsRetriedAfterAPoll), the retry must wait a
-// poll: instead, takeover() resets a.tried because place != 0, so
-// TakeoverDue stays true, Wait returns 0, and the takeover is sent again at
-// once (a hot loop while throttling lasts).
-func TestReviewThrottledTakeoverBehindTheHeadWaitsAPoll(t *testing.T) {
+// A fair waiter behind the queue's head (place 1 here) whose takeover of a
+// dead holder's row is throttled, the read settling it showing the row
+// unchanged, waits a poll before trying again, as an unfair waiter does
+// (a hot loop against a throttling table before).
+func TestThrottledTakeoverBehindTheHeadWaitsAPoll(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "dead", "r0", lease)
 	f.join("deadwaiter", lease) // dead too, at the head
@@ -36,9 +33,9 @@ func TestReviewThrottledTakeoverBehindTheHeadWaitsAPoll(t *testing.T) {
 	}
 }
 
-// Review R1b: the same for a hand-over confirmation (the waiter's entry is
-// already gone from the queue: place -1).
-func TestReviewThrottledConfirmationWaitsAPoll(t *testing.T) {
+// So does a throttled confirmation of a hand-over (the waiter's entry is
+// already out of the queue: place -1).
+func TestThrottledConfirmationWaitsAPoll(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "other", "r0", lease)
 	_, errs := f.acquireAsync("k")
@@ -59,11 +56,10 @@ func TestReviewThrottledConfirmationWaitsAPoll(t *testing.T) {
 	}
 }
 
-// Review R2: a confirmation whose write fails (timed out) and whose
-// settling read fails too is not sent again until the handed RVN has
-// stayed unchanged for the head's lease: every waiter loses a lease for
-// one failed request. It should be retried a poll later.
-func TestReviewAFailedConfirmationIsRetriedAPollLater(t *testing.T) {
+// A confirmation whose write and settling read both fail is sent again a
+// poll later, not once the handed RVN has stayed unchanged for the head's
+// lease (which cost every waiter a lease for one failed request before).
+func TestAFailedConfirmationIsRetriedAPollLater(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "other", "r0", lease)
 	locks, errs := f.acquireAsync("k")
@@ -93,11 +89,10 @@ func TestReviewAFailedConfirmationIsRetriedAPollLater(t *testing.T) {
 	}
 }
 
-// Review R3: a waiter that gives up after it has seen a hand-over to it
-// (its entry already out of the queue: place -1) does not pass it on:
-// LeaveQueue returns at once for place < 0, so decline never runs, and
-// the next waiter waits out this waiter's lease.
-func TestReviewAWaiterThatGivesUpAfterSeeingAHandOverPassesItOn(t *testing.T) {
+// A waiter that gives up after it has seen a hand-over to it (its entry
+// already out of the queue) passes the lock on, so that the next waiter
+// need not wait out its lease.
+func TestAWaiterThatGivesUpAfterSeeingAHandOverPassesItOn(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "other", "r0", lease)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,12 +121,10 @@ func TestReviewAWaiterThatGivesUpAfterSeeingAHandOverPassesItOn(t *testing.T) {
 	}
 }
 
-// Review R4: a Join whose answer was lost may land twice (an SDK retry, or
-// the engine joining again after the read settling it failed), and the
-// Store contract allows it. A waiter that then gives up removes only the
-// first of its entries; the other is later handed the lock, and every
-// other waiter waits out this waiter's lease.
-func TestReviewAWaiterThatGivesUpLeavesNoDuplicateEntry(t *testing.T) {
+// A Join whose answer was lost may land twice (the Store contract allows
+// it); a waiter that gives up removes every entry of its own, or the
+// second would later be handed the lock and cost the others a lease.
+func TestAWaiterThatGivesUpLeavesNoDuplicateEntry(t *testing.T) {
 	f := newFixture(t)
 	f.putForeign("k", "other", "r0", lease)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -18,7 +18,7 @@ import (
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-func reviewStore(t *testing.T) (*dynamodbstore.Store, *dynamodb.Client, string) {
+func queueStore(t *testing.T) (*dynamodbstore.Store, *dynamodb.Client, string) {
 	c := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, c, ddbtest.TableSpec{})
 	s, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
@@ -28,10 +28,10 @@ func reviewStore(t *testing.T) (*dynamodbstore.Store, *dynamodb.Client, string) 
 	return s, c, table
 }
 
-// Review: conditions on a row without a queue fail as conditions, not as
-// validation errors.
-func TestReviewDequeueOnARowWithoutAQueue(t *testing.T) {
-	s, _, _ := reviewStore(t)
+// Conditions on the queue of a row that has none fail as conditions, not
+// as validation errors.
+func TestDequeueOnARowWithoutAQueue(t *testing.T) {
+	s, _, _ := queueStore(t)
 	ctx := context.Background()
 	k := resourcelock.Key{Partition: "k"}
 	cur, err := s.Create(ctx, k, resourcelock.Record{HolderIdentity: "a", RVN: "r1", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
@@ -45,17 +45,17 @@ func TestReviewDequeueOnARowWithoutAQueue(t *testing.T) {
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Errorf("want ErrConflict, got %v", err)
 	}
-	_, err = s.Leave(ctx, k, "x", 99)
-	t.Logf("Leave at 99, no queue: %v", err)
+	_, err = s.Leave(ctx, k, "x", resourcelock.MaxQueueLength-1)
+	t.Logf("Leave at the last index, no queue: %v", err)
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Errorf("want ErrConflict, got %v", err)
 	}
 }
 
-// Review: MaxQueueLength entries of identities of MaxIdentityBytes beside
-// MaxDataBytes of data do not fit DynamoDB's 400 KB item.
-func TestReviewFullQueueWithLargeDataFitsTheItem(t *testing.T) {
-	s, _, _ := reviewStore(t)
+// A full queue of the longest identities beside MaxDataBytes of data fits
+// DynamoDB's 400 KB item: the holder's writes still land.
+func TestFullQueueWithLargeDataFitsTheItem(t *testing.T) {
+	s, _, _ := queueStore(t)
 	ctx := context.Background()
 	k := resourcelock.Key{Partition: "big"}
 	cur, err := s.Create(ctx, k, resourcelock.Record{HolderIdentity: "a", RVN: "r1", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
@@ -75,10 +75,11 @@ func TestReviewFullQueueWithLargeDataFitsTheItem(t *testing.T) {
 	}
 }
 
-// Review: an application attribute named "queue" (an AWS Java client's
-// additional attribute) makes the row unreadable.
-func TestReviewJavaAdditionalAttributeNamedQueue(t *testing.T) {
-	s, c, table := reviewStore(t)
+// An application attribute named "queue" (an AWS Java client's additional
+// attribute) is an application attribute: the queue's attribute names are
+// dynalease's own.
+func TestJavaAdditionalAttributeNamedQueue(t *testing.T) {
+	s, c, table := queueStore(t)
 	ctx := context.Background()
 	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 		"key":                 &types.AttributeValueMemberS{Value: "j"},

@@ -305,3 +305,44 @@ func TestAWaiterThatGivesUpPassesOnAHandOverToIt(t *testing.T) {
 	}
 	wantQueue(t, it)
 }
+
+// Two dead waiters in a row cost the others one lease, not two: the live
+// waiter behind them takes the lease over once the first hand-over has
+// run out, taking the second dead entry out of the queue in the same
+// write.
+func TestATakeoverRemovesTheDeadEntriesAheadOfIt(t *testing.T) {
+	f := newFixture(t)
+	const deadLease = 7 * time.Second
+	f.putForeign("k", "holder", "r0", lease)
+	f.join("dead1", deadLease)
+	f.join("dead2", deadLease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), "dead1", "dead2", ownerName)
+	it := f.item("k")
+	it.Record = resourcelock.Record{HolderIdentity: "dead1", RVN: "handed", LeaseDuration: deadLease, HandedTo: "ticket-dead1"}
+	it.Queue = it.Queue[1:]
+	f.mem.PutItem(it)
+	start := f.now()
+	for {
+		f.fc.Step(maxPoll)
+		select {
+		case l := <-locks:
+			if waited := f.now().Sub(start); waited > deadLease+3*maxPoll {
+				t.Fatalf("took over %v after the hand-over to the dead waiter, want about its lease %v", waited, deadLease)
+			}
+			it := f.item("k")
+			if it.RVN != l.RVN() {
+				t.Fatalf("row %+v, lock RVN %s", it.Record, l.RVN())
+			}
+			wantQueue(t, it)
+			return
+		case err := <-errs:
+			t.Fatalf("Acquire: %v", err)
+		case <-f.idle:
+		}
+		if f.now().Sub(start) > 3*lease {
+			t.Fatal("never acquired")
+		}
+	}
+}

@@ -176,19 +176,24 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	rec := a.newRecord(resourcelock.Item{})
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
 	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
-	dequeued := a.q != nil && a.q.place == 0
+	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.queue)
 	if dequeued {
-		// At the head of the queue in the row that carries the RVN taken
-		// over (only a write that changes the RVN, or this waiter, takes
-		// the head out): its entry leaves in the same write.
-		d := &resourcelock.Dequeue{Tickets: []string{a.q.me.Ticket}}
+		// In the queue of the row that carries the RVN taken over: the
+		// waiter's entry leaves in the same write, with the entries ahead
+		// of it, conditioned on their tickets. Those waiters read more
+		// often and did not take over a lease that ran out: they are
+		// most likely dead, and one that is not joins again.
+		d := &resourcelock.Dequeue{}
+		for _, w := range a.q.queue[:a.q.place+1] {
+			d.Tickets = append(d.Tickets, w.Ticket)
+		}
 		send = func(c context.Context) (resourcelock.Item, error) { return a.q.port.UpdateDequeue(c, expect, rec, d) }
 	}
 	ans := a.w.write(ctx, rec, expect.RVN, send)
 	a.observe(ans)
-	if dequeued && !ans.landed && ans.err == nil && !ans.missing && ans.item.RVN == expect.RVN && errors.Is(ans.cause, resourcelock.ErrConflict) && a.q.place != 0 {
-		// Refused on the queue alone (the waiter was not at its head
-		// after all): the takeover is still due, without the dequeue.
+	if dequeued && !ans.landed && ans.err == nil && !ans.missing && ans.item.RVN == expect.RVN && errors.Is(ans.cause, resourcelock.ErrConflict) {
+		// Refused on the queue alone (it moved since the waiter read
+		// it): the takeover is still due, with the queue as now seen.
 		a.tried = ""
 	}
 	return ans

@@ -14,12 +14,18 @@ import (
 // Acquire takes the lock on key, waiting while another owner holds it.
 //
 // A missing row is created at once and a released one taken at once. A
-// row held by another owner is polled every refresh period; it is taken
+// row held by another owner is waited for: with fair waiting (the
+// default, see the package doc) the call joins the row's queue and reads
+// at a pace set by its place, every refresh period at the head, and takes
+// the lock when it is handed to it; without, it polls every refresh
+// period. Either way it is taken
 // over, with a write conditioned on its RVN, once that RVN has stayed
 // unchanged for the holder's lease as measured on this client's clock from
 // the read that first returned it. Acquire gives up with an error matching
 // ErrLocked when the lock is still held after the holder's lease plus
-// WithAdditionalWait, and with ctx's error when ctx ends first. A takeover
+// WithAdditionalWait, whatever its place in the queue (give a long queue
+// a longer WithAdditionalWait), and with ctx's error when ctx ends first;
+// it then leaves the queue. A takeover
 // that fails for a reason waiting may fix (throttled, timed out) is tried
 // again a poll later, past that budget if need be, until such failures
 // have lasted the client's lease plus WithAdditionalWait; Acquire then
@@ -37,7 +43,8 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 // is missing or released, or when this client has already watched the
 // holder's RVN unchanged for the holder's lease (in earlier Acquire or
 // TryAcquire calls). Otherwise it returns an error matching ErrLocked,
-// having noted the holder's RVN for a later call.
+// having noted the holder's RVN for a later call. Like an Acquire with
+// WithFailIfLocked, it never joins the queue.
 func (c *Client) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquire(ctx, key, opts, true)
 }

@@ -79,6 +79,16 @@
 //
 // # What is not guaranteed
 //
+// Fair waiting gives about the order of waiting, not a strict one: AWS Java
+// clients and clients with Config.Unfair jump the queue; a waiter that
+// finds the queue full (resourcelock.MaxQueueLength), or whose entry kept
+// vanishing, waits without a place; a release with WithDeleteOnRelease
+// drops the queue; each dead waiter costs the others about its lease when
+// its turn comes (two or more in a row, about one lease); and a waiter
+// whose budget (the holder's lease plus WithAdditionalWait) runs out
+// gives up whatever its place. A handed row, until confirmed, shows the
+// waiter it was handed to as owner (Get, List), with no fencing token.
+//
 // A lease bounds how long the holder believes it holds the lock, not what
 // its process does meanwhile: a holder that checked IsHeld, or started work
 // under the lock's context, and then paused (a garbage-collection pause,

@@ -34,44 +34,19 @@ func (f *FaultyStore) Describe() string { return "faulty " + f.inner.Describe() 
 
 // Get reads through the wrapped store, subject to faults for OpGet.
 func (f *FaultyStore) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
-	var it resourcelock.Item
-	_, err := f.do(ctx, OpGet, func() (resourcelock.Record, error) {
-		var err error
-		it, err = f.inner.Get(ctx, key)
-		return it.Record, err
-	})
-	if err != nil {
-		return resourcelock.Item{}, err
-	}
-	return it, nil
+	return f.item(ctx, OpGet, func() (resourcelock.Item, error) { return f.inner.Get(ctx, key) })
 }
 
 // Create writes through the wrapped store, subject to faults for OpCreate.
 func (f *FaultyStore) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	var it resourcelock.Item
-	_, err := f.do(ctx, OpCreate, func() (resourcelock.Record, error) {
-		var err error
-		it, err = f.inner.Create(context.WithoutCancel(ctx), key, rec, opts)
-		return it.Record, err
-	})
-	if err != nil {
-		return resourcelock.Item{}, err
-	}
-	return it, nil
+	return f.item(ctx, OpCreate, func() (resourcelock.Item, error) { return f.inner.Create(context.WithoutCancel(ctx), key, rec, opts) })
 }
 
 // Update writes through the wrapped store, subject to faults for OpUpdate.
 func (f *FaultyStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	var it resourcelock.Item
-	_, err := f.do(ctx, OpUpdate, func() (resourcelock.Record, error) {
-		var err error
-		it, err = f.inner.Update(context.WithoutCancel(ctx), key, expect, rec, opts)
-		return it.Record, err
+	return f.item(ctx, OpUpdate, func() (resourcelock.Item, error) {
+		return f.inner.Update(context.WithoutCancel(ctx), key, expect, rec, opts)
 	})
-	if err != nil {
-		return resourcelock.Item{}, err
-	}
-	return it, nil
 }
 
 // Remove deletes through the wrapped store, subject to faults for OpRemove.
@@ -95,16 +70,9 @@ const OpFence Op = "Fence"
 
 // Fence passes through the wrapped store, subject to faults for OpFence.
 func (f *FaultyStore) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (resourcelock.Item, error) {
-	var it resourcelock.Item
-	_, err := f.do(ctx, OpFence, func() (resourcelock.Record, error) {
-		var err error
-		it, err = f.inner.Fence(context.WithoutCancel(ctx), key, holder, acquisitionID)
-		return it.Record, err
+	return f.item(ctx, OpFence, func() (resourcelock.Item, error) {
+		return f.inner.Fence(context.WithoutCancel(ctx), key, holder, acquisitionID)
 	})
-	if err != nil {
-		return resourcelock.Item{}, err
-	}
-	return it, nil
 }
 
 // CanFence forwards the wrapped store's CanFence.

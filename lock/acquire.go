@@ -23,9 +23,9 @@ import (
 // unchanged for the holder's lease as measured on this client's clock from
 // the read that first returned it. Acquire gives up with an error matching
 // ErrLocked when the lock is still held after the holder's lease plus
-// WithAdditionalWait, whatever its place in the queue (give a long queue
-// a longer WithAdditionalWait), and with ctx's error when ctx ends first;
-// it then leaves the queue. A takeover
+// WithAdditionalWait (waiting fairly: after the lock has stayed with one
+// holder that long, while the queue moves it waits on), and with ctx's
+// error when ctx ends first; it then leaves the queue. A takeover
 // that fails for a reason waiting may fix (throttled, timed out) is tried
 // again a poll later, past that budget if need be, until such failures
 // have lasted the client's lease plus WithAdditionalWait; Acquire then
@@ -124,7 +124,8 @@ type acquireCall struct {
 	acq   *rvnlease.Acquirer
 
 	deadline     time.Time // give up after this; zero until a holder is seen
-	budgetFrom   time.Time // when this call first found the lock held
+	budgetFrom   time.Time // when this call first found the lock held (fair: held by budgetHolder)
+	budgetHolder string
 	lastErr      error     // the last failure of a round, nil after a round without one
 	failingSince time.Time // when the rounds started failing; zero with lastErr nil
 }
@@ -303,17 +304,19 @@ func (at *acquireCall) noteError(res rvnlease.Result, now time.Time) error {
 
 // extendDeadline sets the wait budget when this call first finds the lock
 // held: the holder's lease, counted from when its RVN was first seen (but
-// not before this call started), plus the additional wait. Renewals by the
-// holder do not extend it; a later holder with a longer lease does, from
-// the same starting point.
+// not before this call started), plus the additional wait (and, behind the
+// queue's head, the yield to the head). Renewals by the holder do not
+// extend it; a later holder with a longer lease does, from the same
+// starting point. A fair waiter counts from the last time the lock changed
+// hands instead: while the queue moves, it keeps its place.
 func (at *acquireCall) extendDeadline(obs rvnlease.Observation) {
-	if at.budgetFrom.IsZero() {
-		at.budgetFrom = obs.SeenAt
+	if at.budgetFrom.IsZero() || (at.acq.Fair() && obs.Holder != at.budgetHolder) {
+		at.budgetFrom, at.budgetHolder = obs.SeenAt, obs.Holder
 		if at.budgetFrom.Before(at.start) {
 			at.budgetFrom = at.start
 		}
 	}
-	if d := at.budgetFrom.Add(clockutil.Add(obs.Lease, at.cfg.additionalWait)); d.After(at.deadline) {
+	if d := at.budgetFrom.Add(clockutil.Add(obs.Lease, at.cfg.additionalWait, at.acq.Yield())); d.After(at.deadline) {
 		at.deadline = d
 	}
 }

@@ -85,8 +85,8 @@
 // vanishing, waits without a place; a release with WithDeleteOnRelease
 // drops the queue; each dead waiter costs the others about its lease when
 // its turn comes (two or more in a row, about one lease); and a waiter
-// whose budget (the holder's lease plus WithAdditionalWait) runs out
-// gives up whatever its place. A handed row, until confirmed, shows the
+// gives up, whatever its place, once the lock has stayed with one holder
+// for that holder's lease plus WithAdditionalWait. A handed row, until confirmed, shows the
 // waiter it was handed to as owner (Get, List), with no fencing token.
 //
 // A lease bounds how long the holder believes it holds the lock, not what

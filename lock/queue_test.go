@@ -346,3 +346,33 @@ func TestATakeoverRemovesTheDeadEntriesAheadOfIt(t *testing.T) {
 		}
 	}
 }
+
+// A fair waiter keeps waiting while the queue moves: its budget counts
+// from the last time the lock changed hands, not from its start.
+func TestAFairWaiterWaitsOnWhileTheQueueMoves(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("k", "h0", "r0", lease)
+	f.join("w1", lease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	start := f.now()
+	for i := 1; f.now().Sub(start) < 3*lease; i++ {
+		// Another holder every 0.6 lease; the queue ahead of this waiter
+		// stays (w1 is slow to come back, say).
+		it := f.item("k")
+		it.Record = resourcelock.Record{HolderIdentity: "h" + string(rune('0'+i)), RVN: "r" + string(rune('0'+i)), LeaseDuration: lease}
+		f.mem.PutItem(it)
+		for end := f.now().Add(lease * 6 / 10); f.now().Before(end); {
+			f.fc.Step(maxPoll)
+			select {
+			case err := <-errs:
+				t.Fatalf("Acquire gave up %v after it started, while the lock kept changing hands: %v", f.now().Sub(start), err)
+			case <-locks:
+				t.Fatal("acquired without a hand-over")
+			case <-f.idle:
+			case <-time.After(patience):
+				t.Fatal("the waiter stopped reading")
+			}
+		}
+	}
+}

@@ -135,9 +135,13 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
+			// Its timer of the handed RVN starts two poll periods
+			// late (waiting longer is always safe), so that the waiters
+			// already queued, who see it a poll later at most, take over
+			// a hand-over nobody confirms before it does.
 			prev, _, _ := l.c.seen.get(l.key)
 			obs := rvnlease.Observation{Pace: prev.Pace}
-			obs.Observe(w.Item.Record, false, l.c.clk.Now())
+			obs.Observe(w.Item.Record, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
 			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
 		}
 	} else {

@@ -152,7 +152,7 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		// Retried every round (a poll apart once tried: TakeoverDue).
 		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
 		return a.queued(ctx, a.takeover(ctx))
-	case a.Obs.Expired(now) && !a.staleForTakeover(now):
+	case a.expired(now) && !a.staleForTakeover(now):
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
 		return a.queued(ctx, a.takeover(ctx))
 	default:
@@ -283,7 +283,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 // at once, whatever the caller's wait budget; only once per RVN, so a
 // takeover that keeps failing waits a poll like any other round.
 func (a *Acquirer) TakeoverDue() bool {
-	return a.Obs.Known && !a.Obs.Free() && (a.Obs.Expired(a.w.cfg.Clock.Now()) || a.handedToMe()) && a.Obs.RVN != a.tried
+	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.handedToMe()) && a.Obs.RVN != a.tried
 }
 
 // Wait returns how long to wait before the next round: zero when
@@ -295,7 +295,7 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 	}
 	wait := clockutil.Jittered(a.queueWait(period))
 	if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
-		if d := a.Obs.Expiry().Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
+		if d := a.Obs.Expiry().Add(a.yield()).Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
 			wait = d
 		}
 	}

@@ -183,6 +183,32 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	}
 }
 
+// yield is how much later than the watched lease's expiry a queued waiter
+// behind the head takes it over: a poll period and its jitter, so that the
+// head, which may have first seen the RVN up to a poll later, comes first
+// (a takeover takes the entries ahead of the taker out of the queue).
+// Waiting longer than the lease is always safe.
+func (a *Acquirer) yield() time.Duration {
+	if a.q == nil || a.q.place == 0 {
+		return 0
+	}
+	return a.q.period * 6 / 5
+}
+
+// Yield is how much later than the watched lease's expiry this acquirer
+// takes it over (see yield): zero for an unfair acquirer and the queue's
+// head. A caller's wait budget adds it.
+func (a *Acquirer) Yield() time.Duration { return a.yield() }
+
+// Fair reports whether the acquirer waits in the row's queue (Queue).
+func (a *Acquirer) Fair() bool { return a.q != nil }
+
+// expired reports whether the watched lease may be taken over by this
+// acquirer at local time now (see yield).
+func (a *Acquirer) expired(now time.Time) bool {
+	return a.Obs.Expired(now.Add(-a.yield()))
+}
+
 // watchesExpiry reports whether the acquirer wakes when the watched lease
 // may be taken over: unless it is fair and has at least two waiters ahead
 // of it, who read more often and take a dead holder over first.

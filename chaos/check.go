@@ -75,6 +75,7 @@ type term struct {
 	start, begin int64
 	end          int64
 	ended        bool // an end event closed it
+	unfair       bool // the process's lock client waits unfairly
 }
 
 // Violation is one breach of a guarantee, with the times around it.
@@ -120,6 +121,9 @@ func (c *controller) check(hist map[string][]entry, rtt time.Duration, began, en
 		}
 		p := &procLog{in: in, events: evs}
 		p.terms = buildTerms(in.name, evs)
+		for _, t := range p.terms {
+			t.unfair = in.unfair
+		}
 		ch.procs = append(ch.procs, p)
 	}
 	ch.run()
@@ -220,8 +224,13 @@ func (ch *checker) overlaps() {
 		}
 		if role == "elect" {
 			ch.r.Terms += len(ts)
-		} else {
-			ch.r.Holds += len(ts)
+			continue
+		}
+		ch.r.Holds += len(ts)
+		for _, t := range ts {
+			if t.unfair {
+				ch.r.UnfairHolds++
+			}
 		}
 	}
 	for _, p := range ch.procs {

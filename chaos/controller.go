@@ -30,6 +30,7 @@ type runConfig struct {
 	duration   time.Duration
 	seed       uint64
 	workers    int
+	unfair     int // workers (the last slots) whose lock clients wait unfairly
 	keys       int
 	lease      time.Duration
 	renew      time.Duration
@@ -55,6 +56,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.seed, "seed", seed, "seed of the nemesis and the workers (CHAOS_SEED)")
 	fs.StringVar(&c.dir, "dir", "", "directory for the logs and results (a new temporary one when empty)")
 	fs.IntVar(&c.workers, "workers", 5, "worker processes")
+	fs.IntVar(&c.unfair, "unfair-workers", 1, "workers, the last slots, whose lock clients wait unfairly (lock.Config.Unfair); the others wait fairly, the default")
 	fs.IntVar(&c.keys, "keys", 3, "lock keys the workers contend for")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "election LeaseDuration")
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
@@ -94,6 +96,7 @@ type instance struct {
 	done     chan struct{}
 	exit     error
 	killed   bool // the nemesis killed it: its exit is expected
+	unfair   bool // its lock client waits unfairly
 }
 
 type controller struct {
@@ -142,6 +145,9 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 	if err := checkBroken(cfg.broken); err != nil {
 		return nil, err
 	}
+	if cfg.unfair < 0 || cfg.unfair > cfg.workers {
+		return nil, fmt.Errorf("unfair workers %d: want 0 to %d", cfg.unfair, cfg.workers)
+	}
 	if cfg.dir == "" {
 		d, err := os.MkdirTemp("", "dynalease-chaos-")
 		if err != nil {
@@ -185,8 +191,8 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 			return nil, err
 		}
 	}
-	c.logf("%d workers up; nemesis for %v (seed %d, lease %v / renew %v / retry %v), logs in %s",
-		cfg.workers, cfg.duration, cfg.seed, cfg.lease, cfg.renew, cfg.retry, cfg.dir)
+	c.logf("%d workers up (%d waiting unfairly); nemesis for %v (seed %d, lease %v / renew %v / retry %v), logs in %s",
+		cfg.workers, cfg.unfair, cfg.duration, cfg.seed, cfg.lease, cfg.renew, cfg.retry, cfg.dir)
 
 	// The nemesis starts once someone leads.
 	for deadline := time.Now().Add(10 * cfg.lease); time.Now().Before(deadline) && c.byOwner(ctx, "leader") == nil; {
@@ -210,7 +216,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
 		"lock lease": cfg.lockLease.String(), "lock margin": cfg.lockMargin.String(), "round trip": rtt.String(),
-		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64),
+		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair),
 	}
 	return r, nil
 }
@@ -222,7 +228,7 @@ func (c *controller) start(slot int, id string) error {
 	n := c.instances
 	c.mu.Unlock()
 	name := fmt.Sprintf("%s#%d", id, n)
-	in := &instance{name: name, num: n, id: id, slot: slot, done: make(chan struct{}),
+	in := &instance{name: name, num: n, id: id, slot: slot, done: make(chan struct{}), unfair: c.unfairSlot(slot),
 		events:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
 		stderr:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id)),
 		rateFile: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.rate", n, id))}
@@ -236,7 +242,7 @@ func (c *controller) start(slot int, id string) error {
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
-		"-rate-file", in.rateFile, "-broken", c.cfg.broken)
+		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair))
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {
@@ -268,6 +274,10 @@ func (c *controller) start(slot int, id string) error {
 	c.logf("worker %s did not log its start within 30 s", name)
 	return nil
 }
+
+// unfairSlot reports whether the worker in slot waits unfairly for locks:
+// the last cfg.unfair slots do, whoever runs in them after a restart.
+func (c *controller) unfairSlot(slot int) bool { return slot >= c.cfg.workers-c.cfg.unfair }
 
 // stopAll ends every worker gracefully (SIGTERM, as on a rollout), killing
 // what does not exit within two leases.

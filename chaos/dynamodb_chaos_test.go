@@ -29,13 +29,13 @@ func buildChaos(t *testing.T) string {
 }
 
 // runChaos runs the controller in this process against DynamoDB Local,
-// with the first duration set unless cfg says otherwise, and logs the
-// table.
+// with the first duration set unless cfg says otherwise, five workers of
+// which one waits unfairly for locks, and logs the table.
 func runChaos(t *testing.T, bin string, cfg runConfig) *Report {
 	t.Helper()
 	cfg.endpoint = ddbtest.Endpoint(t)
 	cfg.bin, cfg.dir, cfg.quiet = bin, t.TempDir(), true
-	cfg.workers, cfg.keys = 5, 3
+	cfg.workers, cfg.keys, cfg.unfair = 5, 3, 1 // as make chaos: four fair lock clients, one unfair
 	if cfg.lease == 0 {
 		cfg.lease, cfg.renew, cfg.retry = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
 	}

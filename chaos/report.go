@@ -17,10 +17,11 @@ type Report struct {
 	Nemesis    map[string]int    `json:"nemesis"`
 	Violations []Violation       `json:"violations"`
 
-	Terms     int `json:"terms"`
-	Holds     int `json:"holds"`
-	Samples   int `json:"samples"`
-	Committed int `json:"committed"`
+	Terms       int `json:"terms"`
+	Holds       int `json:"holds"`
+	UnfairHolds int `json:"unfairHolds"` // lock holds of workers whose clients wait unfairly
+	Samples     int `json:"samples"`
+	Committed   int `json:"committed"`
 
 	Writes            int `json:"writes"`
 	Acked             int `json:"acked"`
@@ -93,6 +94,7 @@ func (r *Report) print(w io.Writer) {
 		fmt.Sprintf("%d / %d / %d (%d, %d)", r.Acked, r.Refused, r.UnknownApplied+r.UnknownNotApplied, r.UnknownApplied, r.UnknownNotApplied))
 	row("4. terms without a token, or tokens that fall", r.count("tokens"))
 	row("   terms / lock holds / belief samples / committed writes", fmt.Sprintf("%d / %d / %d / %d", r.Terms, r.Holds, r.Samples, r.Committed))
+	row("   lock holds by fair / unfair waiters", fmt.Sprintf("%d / %d", r.Holds-r.UnfairHolds, r.UnfairHolds))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)
 	maxG, maxH := 0, 0.0

@@ -40,6 +40,7 @@ type workerConfig struct {
 	seed                           uint64
 	rateFile                       string
 	broken                         string // a deliberately broken variant (broken.go), or ""
+	unfair                         bool   // the lock client waits unfairly (lock.Config.Unfair)
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
 	fs.StringVar(&c.rateFile, "rate-file", "", "file holding the rate of this worker's clock, read on SIGUSR2")
 	fs.StringVar(&c.broken, "broken", "", "a deliberately broken variant: guard or term (make test proves the checker catches each)")
+	fs.BoolVar(&c.unfair, "unfair", false, "the lock client waits unfairly (lock.Config.Unfair); fair waiting is the default")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -134,7 +136,11 @@ func runWorker(args []string) error {
 			stop()
 		}
 	}()
-	w.log.log(Event{Ev: "start", Worker: cfg.id, Pid: os.Getpid()})
+	mode := "fair"
+	if cfg.unfair {
+		mode = "unfair"
+	}
+	w.log.log(Event{Ev: "start", Worker: cfg.id, Pid: os.Getpid(), Detail: mode})
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
@@ -252,13 +258,16 @@ func (w *worker) lead(ctx context.Context, e *election.Elector) {
 }
 
 // lockLoop takes one of the keys, holds it a while with guarded writes and
-// releases it, again and again until ctx ends.
+// releases it, again and again until ctx ends. The client waits fairly
+// (the default: it joins the row's queue and is handed the lock) unless
+// the worker is one of the run's unfair ones; both kinds contend for the
+// same keys.
 func (w *worker) lockLoop(ctx context.Context) error {
 	margin := w.cfg.lockMargin
 	if margin == 0 {
 		margin = w.cfg.lockLease / 10 // the client's default
 	}
-	c, err := lock.New(lock.Config{Client: w.ddb, Table: w.cfg.locks, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, FenceTable: w.cfg.fences})
+	c, err := lock.New(lock.Config{Client: w.ddb, Table: w.cfg.locks, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, FenceTable: w.cfg.fences, Unfair: w.cfg.unfair})
 	if err != nil {
 		return err
 	}

@@ -74,8 +74,9 @@ type term struct {
 	token        int64
 	start, begin int64
 	end          int64
-	ended        bool // an end event closed it
-	unfair       bool // the process's lock client waits unfairly
+	ended        bool   // an end event closed it
+	how          string // the end event's detail ("release", ...)
+	unfair       bool   // the process's lock client waits unfairly
 }
 
 // Violation is one breach of a guarantee, with the times around it.
@@ -149,7 +150,7 @@ func buildTerms(proc string, evs []Event) []*term {
 				if e.T < t.end {
 					t.end = e.T
 				}
-				t.ended = true
+				t.ended, t.how = true, e.Detail
 				delete(open, e.Role)
 			}
 		}
@@ -167,10 +168,12 @@ func (ch *checker) run() {
 	ch.writes()
 	ch.tokens()
 	ch.liveness()
+	ch.deadWaiters()
 	ch.processes()
 	ch.r.Nemesis = map[string]int{}
 	for _, e := range ch.nemesis {
-		if e.Action != "" && !strings.HasSuffix(e.Action, "-heal") && !strings.HasSuffix(e.Action, "-exited") && e.Action != "start" {
+		// (The queued-* events are the kill-queued action's observations.)
+		if e.Action != "" && !strings.HasSuffix(e.Action, "-heal") && !strings.HasSuffix(e.Action, "-exited") && e.Action != "start" && !strings.HasPrefix(e.Action, "queued-") {
 			ch.r.Nemesis[e.Action]++
 		}
 	}
@@ -409,7 +412,7 @@ func (ch *checker) liveness() {
 		}
 		graceful := e.Action == "term"
 		switch e.Action {
-		case "stop-leader", "pause-write", "kill", "kill-same", "partition", "term":
+		case "stop-leader", "pause-write", "kill", "kill-same", "kill-queued", "partition", "term":
 		default:
 			continue
 		}

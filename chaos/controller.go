@@ -102,6 +102,7 @@ type instance struct {
 type controller struct {
 	cfg     runConfig
 	ddb     *dynamodb.Client
+	store   *dynamodbstore.Store // the lock table, read as the library decodes it
 	locks   string
 	fences  string
 	data    string
@@ -167,6 +168,11 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		}
 	}
 	defer c.dropTables()
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c.ddb, Table: c.locks})
+	if err != nil {
+		return nil, err
+	}
+	c.store = store
 	rtt, err := c.roundTrip(ctx)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ var allActions = []string{
 	"pause-write", // hold the leader's next guarded write past the lock checks, then stop the leader past its lease: the write leaves after the takeover
 	"kill",        // SIGKILL and restart under a new identity
 	"kill-same",   // SIGKILL and restart under the same identity (a restarted pod)
+	"kill-queued", // SIGKILL a lock worker queued for a key, holding none, and restart it under a new identity; watch its turn come and the lock taken over (queued.go)
 	"term",        // SIGTERM: graceful handover, then restart
 	"partition",   // black-hole the leader's proxy for 1.5 leases
 	"drop",        // drop half the answers of writes that landed, for 2 leases
@@ -92,6 +93,8 @@ func (c *controller) act(ctx context.Context, a string) {
 			c.mu.Unlock()
 		}
 		c.restart(in.slot, id)
+	case "kill-queued":
+		c.killQueued(ctx)
 	case "term":
 		in := c.leader(ctx)
 		c.mu.Lock()

@@ -286,8 +286,12 @@ func (w *worker) lockLoop(ctx context.Context) error {
 		key := "k" + strconv.Itoa(w.intn(w.cfg.keys))
 		role := "lock:" + key
 		actx, cancel := context.WithTimeout(ctx, 2*w.cfg.lockLease)
+		// The wait is logged (the checker tells a waiter killed in a
+		// row's queue from one killed while holding).
+		w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: role, Phase: "begin"})
 		l, err := c.Acquire(actx, key)
 		cancel()
+		w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: role, Phase: "end", Err: errString(err)})
 		if err != nil {
 			sleepCtx(ctx, time.Duration(w.intn(200))*time.Millisecond)
 			continue
@@ -315,9 +319,14 @@ func (w *worker) lockLoop(ctx context.Context) error {
 		} else if ctx.Err() == nil {
 			// The application stops acting on the lock when it calls
 			// Release; the lock ends before the release write leaves.
-			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: "release"})
+			del := w.intn(4) == 0
+			how := "release"
+			if del {
+				how = "release, deleting the row" // no hand-over: the queue goes with the row
+			}
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: how})
 			rctx, rcancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
-			_ = l.Release(rctx, lock.ReleaseDelete(w.intn(4) == 0))
+			_ = l.Release(rctx, lock.ReleaseDelete(del))
 			rcancel()
 		} else {
 			w.mu.Lock()
@@ -327,6 +336,13 @@ func (w *worker) lockLoop(ctx context.Context) error {
 		cancel()
 	}
 	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func ended(l *lock.Lock) bool {

@@ -30,6 +30,13 @@ type DeadWaiters struct {
 	// period + 2 round trips. Never counts turns after which nobody held
 	// the lock again before the run ended.
 	Delay Latencies `json:"delay"`
+	// NextWait: how long the next holder itself waited after the turn
+	// came (from the hand-over, or from its first Acquire of the key after
+	// it), against the same bound. It differs from Delay when a waiter
+	// there at the hand-over gave up (see GaveUp) and the next holder came
+	// later: a waiter's timer starts at its own first read of the handed
+	// RVN.
+	NextWait Latencies `json:"nextWait"`
 	// GaveUp counts the Acquire calls of the key, by others, that failed
 	// between a measured turn and the next hold: a waiter there at the
 	// hand-over must watch the handed RVN for a whole lease, which its
@@ -41,8 +48,8 @@ func (d DeadWaiters) String() string {
 	if d.Kills == 0 {
 		return "no queued waiter killed"
 	}
-	return fmt.Sprintf("%d killed (not waiting after all: %d; gone before their turn: %d; no turn seen: %d; unmatched: %d); delay %v; Acquire calls that gave up meanwhile: %d",
-		d.Kills, d.Missed, d.Gone, d.NoTurn, d.Unmatched, d.Delay, d.GaveUp)
+	return fmt.Sprintf("%d killed (not waiting after all: %d; gone before their turn: %d; no turn seen: %d; unmatched: %d); delay %v; Acquire calls that gave up meanwhile: %d; the next holder's own wait %v",
+		d.Kills, d.Missed, d.Gone, d.NoTurn, d.Unmatched, d.Delay, d.GaveUp, d.NextWait)
 }
 
 // deadWaiters: liveness under fair waiting, reported. For each waiter the
@@ -54,6 +61,7 @@ func (d DeadWaiters) String() string {
 func (ch *checker) deadWaiters() {
 	d := &ch.r.DeadWaiters
 	d.Delay.Bound = (ch.cfg.lockLease + ch.cfg.retry*12/10 + 2*ch.rtt).Seconds()
+	d.NextWait.Bound = d.Delay.Bound
 	byRole := ch.termsByRole()
 	for i, k := range ch.nemesis {
 		if k.Ev != "nemesis" || k.Action != "kill-queued" {
@@ -100,33 +108,39 @@ func (ch *checker) deadWaiters() {
 		}
 		if next == nil {
 			d.Delay.Never++
+			d.NextWait.Never++
 			continue
 		}
 		// A waiter that comes after the hand-over watches the handed RVN
 		// for a whole lease from its first read, as a waiter that was
 		// there does from the hand-over: the delay runs from the later
 		// of the hand-over and the first wait for the key after it.
-		waited := from.end
-		if first := ch.firstWait(k.Role, from.end, next.start, p); first > waited {
-			waited = first
-		}
-		delay := time.Duration(next.start - waited)
+		others := func(q *procLog) bool { return q != p }
+		nextHolder := func(q *procLog) bool { return q.in.name == next.proc }
+		d.Delay.addAt(next.start - max(from.end, ch.firstWait(k.Role, from.end, next.start, others)))
+		d.NextWait.addAt(next.start - max(from.end, ch.firstWait(k.Role, from.end, next.start, nextHolder)))
 		d.GaveUp += ch.gaveUp(k.Role, from.end, next.start, p)
-		d.Delay.add(delay.Seconds())
-		if delay.Seconds() > d.Delay.Bound {
-			d.Delay.OverBound++
-		}
+	}
+}
+
+// addAt adds a measurement of d nanoseconds, counting it over the bound
+// when it is.
+func (l *Latencies) addAt(d int64) {
+	s := time.Duration(d).Seconds()
+	l.add(s)
+	if s > l.Bound {
+		l.OverBound++
 	}
 }
 
 // firstWait returns the earliest time in [from, until) at which a process
-// other than dead was inside an Acquire of role, by the processes' logs
+// that which accepts was inside an Acquire of role, by the processes' logs
 // (an Acquire cut short by a kill lasts until the process's last event),
 // or 0 when none was.
-func (ch *checker) firstWait(role string, from, until int64, dead *procLog) int64 {
+func (ch *checker) firstWait(role string, from, until int64, which func(*procLog) bool) int64 {
 	var first int64
 	for _, p := range ch.procs {
-		if p == dead {
+		if !which(p) {
 			continue
 		}
 		var begin int64 // of the Acquire under way, 0 when none

@@ -137,7 +137,7 @@ func (c *controller) watchDeadEntry(ctx context.Context, v *victim) {
 			log("queued-turn", "handed over at RVN "+it.RVN)
 			deadline = time.Now().Add(3 * c.cfg.lockLease)
 		case handed == "" && it.Place(v.ticket) < 0:
-			log("queued-gone", "the entry left the queue unhanded")
+			log("queued-gone", "the entry is not in the row, unhanded (a release deleted the row, created again between two reads; or it left)")
 			return
 		case handed != "" && it.RVN != handed:
 			log("queued-taken", "by "+it.HolderIdentity)

@@ -22,21 +22,23 @@ type DeadWaiters struct {
 	NoTurn int `json:"noTurn"`
 	// Unmatched: a turn the workers' logs show no release for.
 	Unmatched int `json:"unmatched"`
-	// Delay: how long the others waited for the lock after the dead
-	// waiter's turn came: from the hand-over to it (the end of the hold
-	// whose release sent it), or from when somebody first waited for the
-	// key after that if nobody did then, to the send of the next hold's
-	// acquiring write; against the dead waiter's lease + 1.2 × the refresh
-	// period + 2 round trips. Never counts turns after which nobody held
-	// the lock again before the run ended.
+	// Delay: how long the others waited after the dead waiter's turn
+	// came: by the waiter that had waited longest, without giving up,
+	// when the next hold's acquiring write was sent, from the hand-over
+	// (the end of the hold whose release sent it) or from its own start if
+	// later; against the dead waiter's lease + 1.2 × the refresh period + 2
+	// round trips. A waiter watches the handed RVN for a lease from its own
+	// first read of it, so this is the bound for a waiter there at the
+	// hand-over and for one that came later alike. A worker's next Acquire
+	// of the same key within waitGap of a failed one continues its wait.
+	// Never counts turns after which nobody held the lock again before the
+	// run ended.
 	Delay Latencies `json:"delay"`
-	// NextWait: how long the next holder itself waited after the turn
-	// came (from the hand-over, or from its first Acquire of the key after
-	// it), against the same bound. It differs from Delay when a waiter
-	// there at the hand-over gave up (see GaveUp) and the next holder came
-	// later: a waiter's timer starts at its own first read of the handed
-	// RVN.
-	NextWait Latencies `json:"nextWait"`
+	// Idle: from the hand-over to the send of the next hold's acquiring
+	// write, the time the lock stood handed to the dead waiter, against the
+	// same bound. It exceeds Delay when the waiters there at the hand-over
+	// gave up (see GaveUp) and the next came later.
+	Idle Latencies `json:"idle"`
 	// GaveUp counts the Acquire calls of the key, by others, that failed
 	// between a measured turn and the next hold: a waiter there at the
 	// hand-over must watch the handed RVN for a whole lease, which its
@@ -48,8 +50,8 @@ func (d DeadWaiters) String() string {
 	if d.Kills == 0 {
 		return "no queued waiter killed"
 	}
-	return fmt.Sprintf("%d killed (not waiting after all: %d; gone before their turn: %d; no turn seen: %d; unmatched: %d); delay %v; Acquire calls that gave up meanwhile: %d; the next holder's own wait %v",
-		d.Kills, d.Missed, d.Gone, d.NoTurn, d.Unmatched, d.Delay, d.GaveUp, d.NextWait)
+	return fmt.Sprintf("%d killed (not waiting after all: %d; gone before their turn: %d; no turn seen: %d; unmatched: %d); the others' wait %v; the lock handed to the dead %v; Acquire calls that gave up meanwhile: %d",
+		d.Kills, d.Missed, d.Gone, d.NoTurn, d.Unmatched, d.Delay, d.Idle, d.GaveUp)
 }
 
 // deadWaiters: liveness under fair waiting, reported. For each waiter the
@@ -61,7 +63,7 @@ func (d DeadWaiters) String() string {
 func (ch *checker) deadWaiters() {
 	d := &ch.r.DeadWaiters
 	d.Delay.Bound = (ch.cfg.lockLease + ch.cfg.retry*12/10 + 2*ch.rtt).Seconds()
-	d.NextWait.Bound = d.Delay.Bound
+	d.Idle.Bound = d.Delay.Bound
 	byRole := ch.termsByRole()
 	for i, k := range ch.nemesis {
 		if k.Ev != "nemesis" || k.Action != "kill-queued" {
@@ -108,17 +110,11 @@ func (ch *checker) deadWaiters() {
 		}
 		if next == nil {
 			d.Delay.Never++
-			d.NextWait.Never++
+			d.Idle.Never++
 			continue
 		}
-		// A waiter that comes after the hand-over watches the handed RVN
-		// for a whole lease from its first read, as a waiter that was
-		// there does from the hand-over: the delay runs from the later
-		// of the hand-over and the first wait for the key after it.
-		others := func(q *procLog) bool { return q != p }
-		nextHolder := func(q *procLog) bool { return q.in.name == next.proc }
-		d.Delay.addAt(next.start - max(from.end, ch.firstWait(k.Role, from.end, next.start, others)))
-		d.NextWait.addAt(next.start - max(from.end, ch.firstWait(k.Role, from.end, next.start, nextHolder)))
+		d.Delay.addAt(next.start - max(from.end, ch.longestWait(k.Role, next.start, p)))
+		d.Idle.addAt(next.start - from.end)
 		d.GaveUp += ch.gaveUp(k.Role, from.end, next.start, p)
 	}
 }
@@ -133,41 +129,66 @@ func (l *Latencies) addAt(d int64) {
 	}
 }
 
-// firstWait returns the earliest time in [from, until) at which a process
-// that which accepts was inside an Acquire of role, by the processes' logs
-// (an Acquire cut short by a kill lasts until the process's last event),
-// or 0 when none was.
-func (ch *checker) firstWait(role string, from, until int64, which func(*procLog) bool) int64 {
+// waitGap is the longest pause between a worker's failed Acquire of a key
+// and its next one that still counts as one wait: the worker sleeps up to
+// 200 ms after a failure (lockLoop), and its client remembers the RVN it
+// watched.
+const waitGap = 300 * time.Millisecond
+
+// longestWait returns when the longest wait for role under way at t, by a
+// process other than dead, began (see waitGap), or 0 when none was under
+// way.
+func (ch *checker) longestWait(role string, t int64, dead *procLog) int64 {
 	var first int64
 	for _, p := range ch.procs {
-		if !which(p) {
+		if p == dead {
 			continue
 		}
-		var begin int64 // of the Acquire under way, 0 when none
-		var last int64
-		note := func(end int64) {
-			if begin != 0 && begin < until && end > from {
-				if t := max(begin, from); first == 0 || t < first {
-					first = t
-				}
-			}
-			begin = 0
-		}
-		for _, e := range p.events {
-			last = max(last, e.T)
-			if e.Ev != "acquire" || e.Role != role {
-				continue
-			}
-			if e.Phase == "begin" {
-				note(e.T) // (an unended one: a log cut short)
-				begin = e.T
-			} else {
-				note(e.T)
+		for _, w := range p.waits(role) {
+			if w.begin <= t && t <= w.end && (first == 0 || w.begin < first) {
+				first = w.begin
 			}
 		}
-		note(last)
 	}
 	return first
+}
+
+// wait is one wait of a process for a key: one Acquire call, or several
+// that each followed a failed one within waitGap.
+type wait struct {
+	begin, end int64
+	failed     bool // its last call failed
+}
+
+// waits returns the process's waits for role, by its log. A call that
+// never ended (the process was killed) lasts until its last event.
+func (p *procLog) waits(role string) []wait {
+	var out []wait
+	open := false
+	var last int64
+	for _, e := range p.events {
+		last = max(last, e.T)
+		if e.Ev != "acquire" || e.Role != role {
+			continue
+		}
+		n := len(out)
+		switch {
+		case e.Phase != "begin":
+			if n > 0 && open {
+				out[n-1].end, out[n-1].failed = e.T, e.Err != ""
+			}
+			open = false
+		case n > 0 && out[n-1].failed && e.T-out[n-1].end <= int64(waitGap):
+			open = true // the wait goes on
+		default:
+			out = append(out, wait{begin: e.T})
+			open = true
+		}
+	}
+	if n := len(out); n > 0 && open {
+		out[n-1].end = last
+	}
+	return out
 }
 
 // gaveUp counts the Acquire calls of role, by processes other than dead,

@@ -48,12 +48,12 @@ func TestDeadWaitersDelay(t *testing.T) {
 	// w3 comes 3 s after the hand-over and takes the lock 2.05 s later:
 	// the lock stood unused longer, but nobody waited more than 2.05 s.
 	d = check(proc("w3#3", acquire("begin", 4000), acquire("end", 6060), term(2, 6050, 7850)), queued, "queued-turn")
-	if len(d.Delay.Values) != 1 || d.Delay.Values[0] != 2.05 || d.NextWait.Values[0] != 2.05 {
-		t.Errorf("waiter come later: %+v, want one delay of 2.05 s", d)
+	if len(d.Delay.Values) != 1 || d.Delay.Values[0] != 2.05 || d.Idle.Values[0] != 5.05 {
+		t.Errorf("waiter come later: %+v, want one delay of 2.05 s, the lock handed to the dead for 5.05 s", d)
 	}
 	// w4 waits from 150 and gives up at 2150; w3 comes at 2500 and takes
-	// the lock at 4510: the lock stood unused 3.5 s while wanted, and w3
-	// itself waited 2.01 s.
+	// the lock at 4500: it stood handed to the dead 3.5 s, and the
+	// others waited 2 s at most without giving up.
 	gaveUp := acquire("end", 2150)
 	gaveUp.Err = "lock: held by another owner"
 	w4 := proc("w4#4", acquire("begin", 150), gaveUp)
@@ -66,11 +66,11 @@ func TestDeadWaitersDelay(t *testing.T) {
 		nemesis: []Event{nemesis("kill-queued", 200), nemesis("queued-turn", 1100)},
 	}
 	ch.deadWaiters()
-	if d := ch.r.DeadWaiters; d.Delay.Values[0] != 3.5 || d.Delay.OverBound != 1 || d.NextWait.Values[0] != 2 || d.NextWait.OverBound != 0 || d.GaveUp != 1 {
-		t.Errorf("waiter that gave up, another come later: %+v, want a delay of 3.5 s over the bound, the next holder's wait 2 s within it, one Acquire given up", d)
+	if d := ch.r.DeadWaiters; d.Idle.Values[0] != 3.5 || d.Idle.OverBound != 1 || d.Delay.Values[0] != 2 || d.Delay.OverBound != 0 || d.GaveUp != 1 {
+		t.Errorf("waiter that gave up, another come later: %+v, want the lock handed to the dead 3.5 s, over the bound, a delay of 2 s within it, one Acquire given up", d)
 	}
 	// A waiter that gave up during the dead waiter's lease and asked again
-	// waited from the hand-over.
+	// at once waited from the hand-over.
 	d = check(proc("w3#3", acquire("begin", 150), gaveUp, acquire("begin", 2160), acquire("end", 3110), term(2, 3100, 4900)), queued, "queued-turn")
 	if len(d.Delay.Values) != 1 || d.Delay.Values[0] != 2.1 || d.GaveUp != 1 {
 		t.Errorf("waiter that asked again: %+v, want one delay of 2.1 s and one Acquire that gave up", d)

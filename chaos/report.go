@@ -98,7 +98,7 @@ func (r *Report) print(w io.Writer) {
 	row("   lock holds by fair / unfair waiters", fmt.Sprintf("%d / %d", r.Holds-r.UnfairHolds, r.UnfairHolds))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)
-	row("   a lock waiter killed in the queue: from the release that handed it the lock to the next hold", r.DeadWaiters)
+	row("   a lock waiter killed in its queue: once its turn came, the others' wait, and the lock handed to the dead, to the next hold", r.DeadWaiters)
 	maxG, maxH := 0, 0.0
 	for _, ws := range r.Workers {
 		maxG, maxH = max(maxG, ws.MaxGoroutines), max(maxH, ws.MaxHeapMB)

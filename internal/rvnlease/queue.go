@@ -364,7 +364,8 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // changes only who it names. When the write is refused because the queue
 // moved (a waiter joined or left since cur was seen), or meets an earlier
 // write of this holder that landed unseen, it is written again over the
-// row found, up to maxRewrites writes; it returns the Written of the last.
+// row found, up to maxRewrites writes, the last of them a plain release
+// that ignores the queue; it returns the Written of the last.
 // A write that failed otherwise (throttled, timed out) and did not land is
 // not sent again: its Written says so.
 //
@@ -374,8 +375,14 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, port DequeuePort) Written {
 	identity := h.w.cfg.Identity
 	var w Written
-	for range maxRewrites {
+	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)
+		if try == maxRewrites {
+			// The queue kept moving: release without it, as an unfair
+			// holder does, rather than leave the row to run out. The
+			// waiters then race for it, once.
+			d, head = nil, nil
+		}
 		rec := next(cur)
 		if head != nil {
 			rec.Released = false
@@ -398,5 +405,5 @@ func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next 
 		}
 		cur = w.Item
 	}
-	return Written{Err: errors.New("the row kept changing under the release"), Item: w.Item}
+	return Written{Err: errors.New("the row kept showing earlier writes of this holder under the release"), Item: w.Item}
 }

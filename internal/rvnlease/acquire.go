@@ -148,7 +148,7 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		return ans
 	case !a.Obs.Known || a.Obs.Free():
 		return a.queued(ctx, a.create(ctx))
-	case a.handedToMe():
+	case a.Handed():
 		// Retried every round (a poll apart once tried: TakeoverDue).
 		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
 		return a.queued(ctx, a.takeover(ctx))
@@ -176,7 +176,7 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	rec := a.newRecord(resourcelock.Item{})
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
 	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
-	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.queue)
+	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.last.Queue)
 	if dequeued {
 		// In the queue of the row that carries the RVN taken over: the
 		// waiter's entry leaves in the same write, with the entries ahead
@@ -184,7 +184,7 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 		// often and did not take over a lease that ran out: they are
 		// most likely dead, and one that is not joins again.
 		d := &resourcelock.Dequeue{}
-		for _, w := range a.q.queue[:a.q.place+1] {
+		for _, w := range a.q.last.Queue[:a.q.place+1] {
 			d.Tickets = append(d.Tickets, w.Ticket)
 		}
 		send = func(c context.Context) (resourcelock.Item, error) { return a.q.port.UpdateDequeue(c, expect, rec, d) }
@@ -206,7 +206,7 @@ func (a *Acquirer) queued(ctx context.Context, ans answer) answer {
 	if a.q == nil || ans.landed || ans.err != nil {
 		return ans
 	}
-	if a.handedToMe() && a.Obs.RVN != a.tried {
+	if a.Handed() && a.Obs.RVN != a.tried {
 		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
 		return a.takeover(ctx)
 	}
@@ -283,7 +283,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 // at once, whatever the caller's wait budget; only once per RVN, so a
 // takeover that keeps failing waits a poll like any other round.
 func (a *Acquirer) TakeoverDue() bool {
-	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.handedToMe()) && a.Obs.RVN != a.tried
+	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.Handed()) && a.Obs.RVN != a.tried
 }
 
 // Wait returns how long to wait before the next round: zero when
@@ -295,7 +295,7 @@ func (a *Acquirer) Wait(period time.Duration) time.Duration {
 	}
 	wait := clockutil.Jittered(a.queueWait(period))
 	if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
-		if d := a.Obs.Expiry().Add(a.yield()).Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
+		if d := a.Obs.Expiry().Add(a.Yield()).Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
 			wait = d
 		}
 	}

@@ -38,15 +38,17 @@ type queued struct {
 	me        resourcelock.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
-	place     int                   // index of me in the last row seen; -1 when not in it
-	prevPlace int                   // place before the last row seen
-	queue     []resourcelock.Waiter // the queue of the last row seen
-	seenAt    time.Time             // when the last row was seen
-	last      resourcelock.Item     // the last row seen (zero when missing)
+	place     int               // index of me in the last row seen; -1 when not in it
+	prevPlace int               // place before the last row seen
+	seenAt    time.Time         // when the last row was seen
+	last      resourcelock.Item // the last row seen (zero when missing)
 	// The pace of the queue: the place and time of the last read that
 	// saw it move (zero until the first move after joining, whose wait
 	// includes the rest of a hold already under way), and the shortest
-	// time per place measured between two such reads since.
+	// time per place measured between two such reads since (zero until
+	// measured). The shortest, not the mean: a waiter that reads too
+	// early costs a read, one that reads too late holds up the hand-over
+	// to it.
 	movedPlace int
 	movedAt    time.Time
 	pace       time.Duration
@@ -56,7 +58,7 @@ type queued struct {
 // joins the row's queue (one write), waits reading at a pace set by its
 // place (the head every period, the n-th about when n hand-overs will
 // have passed), confirms a hand-over to it at once, and leaves the queue
-// when it gives up (Abandon) or acquires otherwise. lease is the lease
+// when it gives up (LeaveQueue) or acquires otherwise. lease is the lease
 // this acquirer will hold, written into a hand-over to it; period is the
 // head's poll period. Call it before the first Round.
 func (a *Acquirer) Queue(port QueuePort, lease, period time.Duration) {
@@ -85,7 +87,7 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	if !missing {
 		q.last = it
 	}
-	q.place, q.queue = -1, it.Queue
+	q.place = -1
 	if !missing {
 		q.place = it.Place(q.me.Ticket)
 	}
@@ -107,33 +109,24 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	}
 }
 
-// perPlace returns the shortest time one place of the queue has taken
-// between two reads since its first move, zero until measured. The
-// shortest, not the mean: a waiter that reads too early costs a read, one
-// that reads too late holds up the hand-over to it.
-func (q *queued) perPlace() time.Duration { return q.pace }
-
-// handedToMe reports whether the watched row is a hand-over to this
+// Handed reports whether the watched row is a hand-over to this fair
 // acquirer's identity, not yet confirmed: a row naming it, whose RVN it did
 // not write, with a ticket in HandedTo. One client runs one acquirer per
 // key at a time, so a hand-over to its identity is to this wait (or to an
-// earlier one of it, which the same confirmation serves).
-func (a *Acquirer) handedToMe() bool {
+// earlier one of it, which the same confirmation serves). A confirmation
+// that failed is sent again a poll later: like a lease that may be taken
+// over, a reason for the caller to keep trying past its budget while the
+// failures last.
+func (a *Acquirer) Handed() bool {
 	return a.q != nil && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
 }
-
-// Handed reports whether the watched row is a hand-over to this acquirer's
-// identity that it has not confirmed yet (a confirmation that failed is
-// sent again a poll later): like a lease that may be taken over, a reason
-// to keep trying past the caller's budget while the failures last.
-func (a *Acquirer) Handed() bool { return a.handedToMe() }
 
 // wantsToJoin reports whether the acquirer should join the queue now: it
 // is fair, the row is held by another, it is not in the queue and has
 // joins left.
 func (a *Acquirer) wantsToJoin() bool {
 	q := a.q
-	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.handedToMe() && q.place < 0 && q.joins < maxJoins
+	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.Handed() && q.place < 0 && q.joins < maxJoins
 }
 
 // join appends this acquirer to the row's queue and notes the row the
@@ -177,36 +170,37 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 		return a.w.settle(cur, false, returned)
 	case errors.Is(err, resourcelock.ErrNotFound):
 		return a.w.settle(resourcelock.Item{}, true, returned)
+	case resourcelock.Permanent(err):
+		// Waiting cannot fix it (say, a row too large for one more
+		// entry); the waiter polls without a place, and says so.
+		cfg.Log.Info("joining the queue failed; waiting without a place", "error", err.Error())
+		return answer{err: err}
 	default:
 		cfg.Log.V(1).Info("joining the queue failed; waiting without a place", "error", err.Error())
 		return answer{err: err}
 	}
 }
 
-// yield is how much later than the watched lease's expiry a queued waiter
+// Yield is how much later than the watched lease's expiry a queued waiter
 // behind the head takes it over: a poll period and its jitter, so that the
 // head, which may have first seen the RVN up to a poll later, comes first
 // (a takeover takes the entries ahead of the taker out of the queue).
-// Waiting longer than the lease is always safe.
-func (a *Acquirer) yield() time.Duration {
+// Waiting longer than the lease is always safe. It is zero for an unfair
+// acquirer and the queue's head; a caller's wait budget adds it.
+func (a *Acquirer) Yield() time.Duration {
 	if a.q == nil || a.q.place == 0 {
 		return 0
 	}
 	return a.q.period * 6 / 5
 }
 
-// Yield is how much later than the watched lease's expiry this acquirer
-// takes it over (see yield): zero for an unfair acquirer and the queue's
-// head. A caller's wait budget adds it.
-func (a *Acquirer) Yield() time.Duration { return a.yield() }
-
 // Fair reports whether the acquirer waits in the row's queue (Queue).
 func (a *Acquirer) Fair() bool { return a.q != nil }
 
 // expired reports whether the watched lease may be taken over by this
-// acquirer at local time now (see yield).
+// acquirer at local time now (see Yield).
 func (a *Acquirer) expired(now time.Time) bool {
-	return a.Obs.Expired(now.Add(-a.yield()))
+	return a.Obs.Expired(now.Add(-a.Yield()))
 }
 
 // watchesExpiry reports whether the acquirer wakes when the watched lease
@@ -315,7 +309,7 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	if q == nil || q.place <= 0 {
 		return period
 	}
-	per := q.perPlace()
+	per := q.pace
 	if per > 0 {
 		a.Obs.Pace = per
 	} else if per = a.Obs.Pace; per <= 0 {

@@ -126,7 +126,9 @@ func (l *Lock) extrasLocked() *extras {
 // keepLocked keeps what the lock needs of the row it, as last confirmed.
 func (l *Lock) keepLocked(it resourcelock.Item) {
 	r := heldRow{
-		rvn:           it.RVN,
+		// A copy: the decoded RVN shares its memory with the rest of the
+		// answer it came in, which keeping it would keep alive.
+		rvn:           strings.Clone(it.RVN),
 		acquisitionID: it.AcquisitionID,
 		data:          it.Data,
 		transitions:   it.LeaderTransitions,

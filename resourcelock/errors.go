@@ -38,3 +38,7 @@ var ErrPermanent = errors.New("resourcelock: waiting cannot fix this")
 // ErrThrottled is matched by a store's errors that refuse a request for
 // capacity: waiting fixes them. It is for metrics (RequestOutcome).
 var ErrThrottled = errors.New("resourcelock: throttled")
+
+// ErrNotMany is returned when a lock on a set of keys is asked of a store
+// that cannot write several rows in one request (see ManyStore).
+var ErrNotMany = errors.New("resourcelock: the store cannot write several rows in one request")

@@ -22,7 +22,8 @@ type memoryStore struct {
 // NewLease). Keys may carry sort key values or not; the store does not
 // enforce a schema. It keeps fencing generations. It does not delete rows
 // when their TTL passes, and it has no guarded writes (those are
-// DynamoDB transactions). It is safe for concurrent use.
+// DynamoDB transactions). It implements ManyStore, with DynamoDB's limit
+// of 100 rows per request. It is safe for concurrent use.
 //
 // A test that must set up rows no client would write (a foreign or corrupt
 // row, a row deleted as TTL would) reaches them through
@@ -97,7 +98,7 @@ func (s *memoryStore) Get(ctx context.Context, key Key) (Item, error) {
 // opts.OnlyIfExists) or released.
 func (s *memoryStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
 	return s.write(ctx, key, "create", rec, opts, func(cur Item, ok bool) bool {
-		return (!ok && !opts.OnlyIfExists) || (ok && cur.Released)
+		return createAdmits(cur, ok, opts.OnlyIfExists)
 	}, true)
 }
 
@@ -125,7 +126,7 @@ func (s *memoryStore) Remove(ctx context.Context, key Key, expect Precondition) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !ok || cur.RVN != expect.RVN || (expect.HolderIdentity != "" && cur.HolderIdentity != expect.HolderIdentity) {
+	if !removeAdmits(cur, ok, expect) {
 		return conflict(key, "remove", cur, ok)
 	}
 	delete(s.items, key)
@@ -169,6 +170,18 @@ func conflict(key Key, op string, cur Item, ok bool) error {
 	return Conflict(fmt.Sprintf("memory/%s: %s", key, op), current, nil)
 }
 
+// createAdmits reports whether Create's condition holds on the row cur
+// (ok when there is one).
+func createAdmits(cur Item, ok, onlyIfExists bool) bool {
+	return (!ok && !onlyIfExists) || (ok && cur.Released)
+}
+
+// removeAdmits reports whether Remove's condition on expect holds on the
+// row cur (ok when there is one).
+func removeAdmits(cur Item, ok bool, expect Precondition) bool {
+	return ok && cur.RVN == expect.RVN && (expect.HolderIdentity == "" || cur.HolderIdentity == expect.HolderIdentity)
+}
+
 func matches(cur Record, expect Precondition) bool {
 	return cur.RVN == expect.RVN && (expect.HolderIdentity == "" || (cur.HolderIdentity == expect.HolderIdentity && !cur.Released))
 }
@@ -187,6 +200,12 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	if !admit(cur, ok) || !QueueMatches(cur.Queue, opts.Dequeue) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
+	return cloneItem(s.applyLocked(key, cur, rec, opts, acquiring)), nil
+}
+
+// applyLocked stores rec at key over the row cur, as a write whose
+// condition held, and returns the row stored. s.mu is held.
+func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptions, acquiring bool) Item {
 	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires, Queue: cur.Queue}
 	if opts.Dequeue != nil {
 		next.Queue = slices.Clone(cur.Queue[len(opts.Dequeue.Tickets):])
@@ -211,7 +230,7 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 		next.Attributes[name] = v
 	}
 	s.items[key] = next
-	return cloneItem(next), nil
+	return next
 }
 
 // Join appends w to the queue of the row at key.

@@ -101,6 +101,7 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 			tc.run(t, suite.New(t))
 		})
 	}
+	t.Run("Many", func(t *testing.T) { runManyConformance(t, suite.New) })
 	t.Run("Lease", func(t *testing.T) { runLeaseConformance(t, suite.New, false) })
 	if suite.NewWithSortKey != nil {
 		t.Run("SortKeys", func(t *testing.T) { testStoreSortKeys(t, suite.NewWithSortKey(t)) })

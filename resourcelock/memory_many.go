@@ -1,0 +1,68 @@
+package resourcelock
+
+import (
+	"context"
+	"fmt"
+)
+
+// memoryMaxMany is the memory store's MaxMany: DynamoDB's, so that code
+// tested on the memory store meets the same limit.
+const memoryMaxMany = 100
+
+// MaxMany returns 100, DynamoDB's limit on the items of one transaction.
+func (s *memoryStore) MaxMany() int { return memoryMaxMany }
+
+// GetMany returns the rows at keys, by key.
+func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, error) {
+	if err := CheckMany(keys, memoryMaxMany); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: get many: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Key]Item, len(keys))
+	for _, k := range keys {
+		if it, ok := s.items[k]; ok {
+			out[k] = cloneItem(it)
+		}
+	}
+	return out, nil
+}
+
+// WriteMany applies every write or none.
+func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
+	writes, err := PrepareWrites(writes, memoryMaxMany)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: write many: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range writes {
+		cur, ok := s.items[w.Key]
+		var admitted bool
+		switch w.Kind {
+		case WriteCreate:
+			admitted = createAdmits(cur, ok, false)
+		case WriteUpdate:
+			admitted = ok && matches(cur.Record, w.Expect)
+		case WriteRemove:
+			admitted = removeAdmits(cur, ok, w.Expect)
+		}
+		if !admitted {
+			return Conflict(fmt.Sprintf("memory/%s: write many", w.Key), nil, nil)
+		}
+	}
+	for _, w := range writes {
+		if w.Kind == WriteRemove {
+			delete(s.items, w.Key)
+			continue
+		}
+		s.applyLocked(w.Key, s.items[w.Key], w.Record, w.Options, w.acquiring())
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package resourcelocktest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// runManyConformance runs the ManyStore and Set subtests when the store
+// implements ManyStore.
+func runManyConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store) {
+	tests := []struct {
+		name string
+		run  func(*testing.T, resourcelock.ManyStore)
+	}{
+		{"GetMany", testManyGet},
+		{"WriteManyAllOrNothing", testManyAllOrNothing},
+		{"WriteManyKinds", testManyKinds},
+		{"ManyRefusedBeforeSending", testManyInvalid},
+		{"SetHeldWhole", testSetHeldWhole},
+		{"SetTakeoverOfMixedMembers", testSetTakeoverMixed},
+		{"SetTakeoverRefusedWhenAMemberMoved", testSetTakeoverMoved},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ok := newStore(t).(resourcelock.ManyStore)
+			if !ok {
+				t.Skip("the store does not implement ManyStore")
+			}
+			tc.run(t, s)
+		})
+	}
+}
+
+func testManyGet(t *testing.T, s resourcelock.ManyStore) {
+	a, b, missing := storeKey("many-a"), storeKey("many-b"), storeKey("many-missing")
+	ia := mustCreate(t, s, a, heldBy("x", time.Second, "a's"), resourcelock.WriteOptions{})
+	ib := mustCreate(t, s, b, heldBy("y", 2*time.Second, ""), resourcelock.WriteOptions{})
+	rows, err := s.GetMany(ctx(t), []resourcelock.Key{a, missing, b})
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("GetMany returned %d rows, want 2 (the missing one absent)", len(rows))
+	}
+	wantStoreItem(t, "GetMany's a", rows[a], ia)
+	wantStoreItem(t, "GetMany's b", rows[b], ib)
+}
+
+func testManyAllOrNothing(t *testing.T, s resourcelock.ManyStore) {
+	held, free := storeKey("many-held"), storeKey("many-free")
+	h := mustCreate(t, s, held, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	err := s.WriteMany(ctx(t), []resourcelock.Write{
+		{Key: free, Kind: resourcelock.WriteCreate, Record: heldBy("me", time.Second, "")},
+		{Key: held, Kind: resourcelock.WriteCreate, Record: heldBy("me", time.Second, "")},
+	})
+	wantConflict(t, "WriteMany over a held row", err)
+	wantNoItem(t, "the free row, after the WriteMany refused", s, free)
+	wantStoredItem(t, "the held row, after the WriteMany refused", s, held, h)
+
+	// The same with the condition on the other row.
+	err = s.WriteMany(ctx(t), []resourcelock.Write{
+		{Key: held, Kind: resourcelock.WriteUpdate, Expect: asHolder(h), Record: heldBy("x", time.Second, "")},
+		{Key: free, Kind: resourcelock.WriteUpdate, Expect: resourcelock.Precondition{RVN: "nope"}, Record: heldBy("x", time.Second, "")},
+	})
+	wantConflict(t, "WriteMany updating a missing row", err)
+	wantStoredItem(t, "the held row, after the second WriteMany refused", s, held, h)
+}
+
+func testManyKinds(t *testing.T, s resourcelock.ManyStore) {
+	c, u, r := storeKey("many-create"), storeKey("many-update"), storeKey("many-remove")
+	iu := mustCreate(t, s, u, heldBy("me", time.Second, "kept"), resourcelock.WriteOptions{})
+	ir := mustCreate(t, s, r, heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	rc, ru := heldBy("me", 3*time.Second, ""), heldBy("me", 3*time.Second, "")
+	if err := s.WriteMany(ctx(t), []resourcelock.Write{
+		{Key: c, Kind: resourcelock.WriteCreate, Record: rc},
+		{Key: u, Kind: resourcelock.WriteUpdate, Expect: asHolder(iu), Record: ru, Options: resourcelock.WriteOptions{KeepData: true}},
+		{Key: r, Kind: resourcelock.WriteRemove, Expect: asHolder(ir)},
+	}); err != nil {
+		t.Fatalf("WriteMany: %v", err)
+	}
+	wantStoredItem(t, "the created row", s, c, storedItem(c, rc, 1))
+	want := storedItem(u, ru, 1)
+	want.AcquisitionID, want.Data = iu.AcquisitionID, iu.Data // a holder's write keeps both
+	wantStoredItem(t, "the updated row", s, u, want)
+	wantNoItem(t, "the removed row", s, r)
+}
+
+func testManyInvalid(t *testing.T, s resourcelock.ManyStore) {
+	a := storeKey("many-invalid")
+	for what, keys := range map[string][]resourcelock.Key{
+		"no keys":       nil,
+		"a key twice":   {a, a},
+		"too many keys": manyKeys(s.MaxMany() + 1),
+		"an empty key":  {a, {}},
+	} {
+		if _, err := s.GetMany(ctx(t), keys); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+			t.Errorf("GetMany of %s: %v, want ErrInvalidArgument", what, err)
+		}
+		writes := make([]resourcelock.Write, len(keys))
+		for i, k := range keys {
+			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate, Record: heldBy("me", time.Second, "")}
+		}
+		if err := s.WriteMany(ctx(t), writes); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+			t.Errorf("WriteMany of %s: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	wantNoItem(t, "a key of the refused writes", s, a)
+}
+
+func manyKeys(n int) []resourcelock.Key {
+	keys := make([]resourcelock.Key, n)
+	for i := range keys {
+		keys[i] = storeKey("many")
+	}
+	return keys
+}
+
+func mustSet(t *testing.T, s resourcelock.ManyStore, keys ...resourcelock.Key) *resourcelock.Set {
+	t.Helper()
+	set, err := resourcelock.NewSet(s, keys)
+	if err != nil {
+		t.Fatalf("NewSet: %v", err)
+	}
+	return set
+}
+
+func testSetHeldWhole(t *testing.T, s resourcelock.ManyStore) {
+	a, b := storeKey("set-a"), storeKey("set-b")
+	set := mustSet(t, s, b, a, b) // sorted, without the duplicate
+	if len(set.Keys()) != 2 {
+		t.Fatalf("Keys: %v, want two", set.Keys())
+	}
+	if _, err := set.Get(ctx(t)); !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Get of a set of missing rows: %v, want ErrNotFound", err)
+	}
+	r := heldBy("me", 2*time.Second, "")
+	got, err := set.Create(ctx(t), r, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if got.RVN != r.RVN || got.AcquisitionID != r.RVN || got.HolderIdentity != "me" || got.Released {
+		t.Fatalf("Create returned %s, want the record written, acquired by it", formatStoreItem(got))
+	}
+	read, err := set.Get(ctx(t))
+	if err != nil || read.RVN != r.RVN || read.HolderIdentity != "me" || read.LeaseDuration != 2*time.Second || read.AcquisitionID != r.RVN {
+		t.Fatalf("Get of the set just created: %s, %v; want its record", formatStoreItem(read), err)
+	}
+	for _, k := range []resourcelock.Key{a, b} {
+		if it := mustGetItem(t, s, k); it.RVN != r.RVN || it.HolderIdentity != "me" {
+			t.Fatalf("member %s: %s, want the set's record", k, formatStoreItem(it))
+		}
+	}
+	if _, err := set.Create(ctx(t), heldBy("other", time.Second, ""), resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+		t.Fatalf("Create of a held set: %v, want ErrConflict", err)
+	}
+	// A renewal by the holder, then a release.
+	r2 := heldBy("me", 2*time.Second, "")
+	got, err = set.Update(ctx(t), asHolder(read), r2, resourcelock.WriteOptions{})
+	if err != nil || got.AcquisitionID != r.RVN {
+		t.Fatalf("renewal: %s, %v; want it to keep the acquisition %s", formatStoreItem(got), err, r.RVN)
+	}
+	rel := releasedBy("me")
+	if _, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r2.RVN, HolderIdentity: "me"}, rel, resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	read, err = set.Get(ctx(t))
+	if err != nil || !read.Released || read.RVN != rel.RVN {
+		t.Fatalf("Get of the released set: %s, %v; want released with the release's RVN", formatStoreItem(read), err)
+	}
+}
+
+func testSetTakeoverMixed(t *testing.T, s resourcelock.ManyStore) {
+	held, released, missing := storeKey("set-held"), storeKey("set-released"), storeKey("set-missing")
+	h := mustCreate(t, s, held, heldBy("java", 3*time.Second, ""), resourcelock.WriteOptions{})
+	r := mustCreate(t, s, released, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	mustUpdate(t, s, released, asHolder(r), releasedBy("x"), resourcelock.WriteOptions{})
+	set := mustSet(t, s, held, released, missing)
+	seen, err := set.Get(ctx(t))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if seen.Released || seen.HolderIdentity != "java" || seen.LeaseDuration != 3*time.Second || seen.RVN == h.RVN {
+		t.Fatalf("Get of a set with one member held: %s; want held by java for its 3s lease, with a composite RVN", formatStoreItem(seen))
+	}
+	// A holder's write on a composite is refused; a takeover on it lands.
+	if _, err := set.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN, HolderIdentity: "java"}, heldBy("java", time.Second, ""), resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+		t.Fatalf("a holder's write on a set of mixed members: %v, want ErrConflict", err)
+	}
+	mine := heldBy("me", time.Second, "")
+	if _, err := set.Update(ctx(t), asTakeover(seen), mine, resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("takeover on the composite RVN: %v", err)
+	}
+	for _, k := range []resourcelock.Key{held, released, missing} {
+		if it := mustGetItem(t, s, k); it.RVN != mine.RVN || it.HolderIdentity != "me" || it.AcquisitionID != mine.RVN {
+			t.Fatalf("member %s after the takeover: %s, want the taker's record", k, formatStoreItem(it))
+		}
+	}
+}
+
+func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
+	a, b := storeKey("set-moved-a"), storeKey("set-moved-b")
+	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	set := mustSet(t, s, a, b)
+	seen, err := set.Get(ctx(t))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	// x renews a: the composite seen is out of date.
+	mustUpdate(t, s, a, asHolder(ia), heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "a takeover after a member was renewed", err)
+	wantNoItem(t, "the missing member, after the refused takeover", s, b)
+	// b created meanwhile by another: the composite that saw it missing is out of date too.
+	ia = mustGetItem(t, s, a)
+	mustUpdate(t, s, a, asHolder(ia), releasedBy("x"), resourcelock.WriteOptions{})
+	seen, _ = set.Get(ctx(t))
+	mustCreate(t, s, b, heldBy("y", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = set.Create(ctx(t), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "a Create after a member was taken", err)
+	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "a takeover after a missing member was created", err)
+	if it := mustGetItem(t, s, a); !it.Released {
+		t.Fatalf("member a after the refused writes: %s, want released", formatStoreItem(it))
+	}
+}

@@ -54,31 +54,53 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if err != nil {
 		return nil, err
 	}
+	return c.acquireTarget(ctx, target{key: k}, a, try)
+}
+
+// target is what one Acquire takes: one key, or a set of keys (set). Its
+// slots are this client's claims on its keys, once taken.
+type target struct {
+	key  resourcelock.Key // the key, or the set's name
+	slot *slot            // one key's slot
+	set  *setHold         // a set's rows and slots
+}
+
+// acquireTarget takes t: its slots in this client, then the lease.
+func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, try bool) (*Lock, error) {
 	if try {
 		a.failIfLocked = true
 	}
+	k := t.key
 	// Close ends the call as ctx would, and it then returns ErrClosed.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
 	defer stop()
-	s, held, err := c.claim(ctx, k, a)
-	if err != nil || held != nil {
-		return held, closedOr(ctx, err)
+	if t.set != nil {
+		if err := c.claimSet(ctx, t.set, a); err != nil {
+			return nil, closedOr(ctx, err)
+		}
+		t.slot = t.set.slots[0]
+	} else {
+		s, held, err := c.claim(ctx, k, a)
+		if err != nil || held != nil {
+			return held, closedOr(ctx, err)
+		}
+		t.slot = s
 	}
-	at := &acquireCall{c: c, key: k, cfg: a, try: try, slot: s}
+	at := &acquireCall{c: c, key: k, cfg: a, try: try, target: t}
 	l, err := at.run(ctx)
 	c.failing.Forget(k.String()) // nothing retries for this call any more
 	at.remember(ctx, l != nil)
 	if err != nil {
-		c.unclaim(k, s)
+		c.unclaimTarget(t)
 		return nil, closedOr(ctx, err)
 	}
 	l.countAcquired(c.clk.Since(at.start))
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
-		s.lock = l
+		t.own(l)
 	}
 	c.mu.Unlock()
 	if closed {
@@ -115,13 +137,13 @@ func closedOr(ctx context.Context, err error) error {
 // deadline is when this call gives up, set once a holder is seen (or, when
 // no answer ever came, from the start and this client's own lease).
 type acquireCall struct {
-	c     *Client
-	key   resourcelock.Key
-	cfg   acquireConfig
-	try   bool
-	slot  *slot
-	start time.Time
-	acq   *rvnlease.Acquirer
+	c      *Client
+	key    resourcelock.Key
+	cfg    acquireConfig
+	try    bool
+	target target
+	start  time.Time
+	acq    *rvnlease.Acquirer
 
 	deadline     time.Time // give up after this; zero until a holder is seen
 	budgetFrom   time.Time // when this call first found the lock held (fair: held by budgetHolder)
@@ -134,8 +156,11 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 	c := at.c
 	at.start = c.clk.Now()
 	port := acquirePort{c: c, key: at.key, cfg: &at.cfg}
+	if at.target.set != nil {
+		port.set = at.target.set.rows
+	}
 	at.acq = rvnlease.NewAcquirer(c.engineFor(at.cfg.onlyIfExists), port, at.newRecord)
-	if c.cfg.fair && !at.try && !at.cfg.failIfLocked {
+	if c.cfg.fair && !at.try && !at.cfg.failIfLocked && port.set == nil {
 		at.acq.Queue(port, c.cfg.lease, at.cfg.refresh)
 	}
 	obs, doubt, _ := c.seen.get(at.key)
@@ -157,7 +182,7 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 					return nil, fmt.Errorf("lock %q: %w", at.key, err)
 				}
 			}
-			return newLock(c, at.key, at.slot, at.cfg, res.Item, res.Sent), nil
+			return newLock(c, at.target, at.cfg, res.Item, res.Sent), nil
 		}
 		obs := at.acq.Obs
 		now := c.clk.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ type Client struct {
 type slot struct {
 	free chan struct{} // guarded by the client's mu; nil until an Acquire waits
 	lock *Lock         // while held
+	// set is the set whose first key this is, for a set's slots; set
+	// once, before the slot is shared.
+	set *setHold
 }
 
 // New returns a client as cfg says: on the lock table cfg.Table through
@@ -263,7 +267,8 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	var held []*Lock
 	for _, s := range c.slots {
-		if s.lock != nil {
+		// A set's lock holds several slots: released once.
+		if s.lock != nil && !slices.Contains(held, s.lock) {
 			held = append(held, s.lock)
 		}
 	}

@@ -29,7 +29,7 @@ import (
 type Lock struct {
 	c    *Client
 	key  resourcelock.Key
-	slot *slot
+	slot *slot // the key's, or a set's first key's (which has the set)
 
 	// hold, the engine's holder of the row, is used only by the writer
 	// holding the write slot (writing): the lock's writes, heartbeats and
@@ -92,11 +92,11 @@ var closed = func() chan struct{} {
 	return ch
 }()
 
-func newLock(c *Client, k resourcelock.Key, s *slot, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
+func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
 	l := &Lock{
 		c:         c,
-		key:       k,
-		slot:      s,
+		key:       t.key,
+		slot:      t.slot,
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
 		holds:     1,
@@ -428,7 +428,7 @@ func (l *Lock) loseLocked(err error) {
 	l.endLocked(err)
 	// The slot is the client's, taken under its mutex, which may not be
 	// taken under the lock's.
-	go l.c.unclaim(l.key, l.slot)
+	go l.c.unclaimLock(l)
 }
 
 // endLocked marks the lock ended with err. The caller lets go of the

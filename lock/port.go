@@ -41,6 +41,7 @@ func (c *Client) observeRequest(op string, err error, d time.Duration) {
 type acquirePort struct {
 	c   *Client
 	key resourcelock.Key
+	set *resourcelock.Set // the rows of a set lock, instead of key
 	cfg *acquireConfig
 }
 
@@ -51,65 +52,96 @@ func (p acquirePort) options() resourcelock.WriteOptions {
 }
 
 func (p acquirePort) Get(ctx context.Context) (resourcelock.Item, error) {
-	return p.c.store.Get(ctx, p.key)
+	return holdPort{c: p.c, key: p.key, set: p.set}.Get(ctx)
 }
 
 func (p acquirePort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
 	o := p.options()
+	if p.set != nil {
+		return p.set.Create(ctx, rec, o)
+	}
 	o.OnlyIfExists = p.cfg.onlyIfExists
 	return p.c.store.Create(ctx, p.key, rec, o)
 }
 
 func (p acquirePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	if p.set != nil {
+		return p.set.Update(ctx, expect, rec, p.options())
+	}
 	return p.c.store.Update(ctx, p.key, expect, rec, p.options())
 }
 
 func (p acquirePort) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+	if p.set != nil {
+		return resourcelock.Item{}, errNoQueue
+	}
 	return p.c.store.Join(ctx, p.key, w)
 }
 
 func (p acquirePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if p.set != nil {
+		return resourcelock.Item{}, errNoQueue
+	}
 	o := p.options()
 	o.Dequeue = d
 	return p.c.store.Update(ctx, p.key, expect, rec, o)
 }
 
 func (p acquirePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+	if p.set != nil {
+		return resourcelock.Item{}, errNoQueue
+	}
 	return p.c.store.Leave(ctx, p.key, ticket, index)
 }
 
 func (p acquirePort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
-	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
+	return holdPort{c: p.c, key: p.key, set: p.set}.Fence(ctx, holder, acquisitionID)
 }
 
-// holdPort is one key of the client's store as its holder writes it:
-// heartbeats and releases, with the record's own data.
+// holdPort is one key of the client's store, or the rows of a set, as its
+// holder writes it: heartbeats and releases, with the record's own data.
 type holdPort struct {
 	c   *Client
 	key resourcelock.Key
+	set *resourcelock.Set // the rows of a set lock, instead of key
 }
 
 func (p holdPort) Get(ctx context.Context) (resourcelock.Item, error) {
+	if p.set != nil {
+		return p.set.Get(ctx)
+	}
 	return p.c.store.Get(ctx, p.key)
 }
 
 func (p holdPort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	if p.set != nil {
+		return p.set.Create(ctx, rec, p.c.writeOptions(nil))
+	}
 	return p.c.store.Create(ctx, p.key, rec, p.c.writeOptions(nil))
 }
 
 func (p holdPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	if p.set != nil {
+		return p.set.Update(ctx, expect, rec, p.c.writeOptions(nil))
+	}
 	return p.c.store.Update(ctx, p.key, expect, rec, p.c.writeOptions(nil))
 }
 
 // UpdateDequeue is a release that takes waiters out of the queue (a
 // hand-over), or expects it empty.
 func (p holdPort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if p.set != nil {
+		return resourcelock.Item{}, errNoQueue
+	}
 	o := p.c.writeOptions(nil)
 	o.Dequeue = d
 	return p.c.store.Update(ctx, p.key, expect, rec, o)
 }
 
 func (p holdPort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
+	if p.set != nil {
+		return p.set.Fence(ctx, holder, acquisitionID)
+	}
 	return p.c.store.Fence(ctx, p.key, holder, acquisitionID)
 }
 
@@ -118,7 +150,13 @@ func (p holdPort) Fence(ctx context.Context, holder, acquisitionID string) (reso
 // it without an allocation of its own.
 type lockPort struct{ l *Lock }
 
-func (p lockPort) port() holdPort { return holdPort{c: p.l.c, key: p.l.key} }
+func (p lockPort) port() holdPort {
+	hp := holdPort{c: p.l.c, key: p.l.key}
+	if set := p.l.slot.set; set != nil {
+		hp.set = set.rows
+	}
+	return hp
+}
 
 func (p lockPort) Get(ctx context.Context) (resourcelock.Item, error) { return p.port().Get(ctx) }
 

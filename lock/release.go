@@ -51,7 +51,7 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 }
 
 func (l *Lock) release(ctx context.Context, r releaseConfig) error {
-	defer l.c.unclaim(l.key, l.slot)
+	defer l.c.unclaimLock(l)
 	rctx, cancel := clockutil.KeepDeadline(ctx)
 	defer cancel()
 	// A heartbeat under way finishes first (bounded by the request
@@ -116,6 +116,9 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	if del {
 		// A later heartbeat that landed unseen is deleted in turn.
 		w := l.hold.RemoveOwn(rctx, cur, func(ctx context.Context, expect resourcelock.Precondition) error {
+			if set := l.slot.set; set != nil {
+				return set.rows.Remove(ctx, expect)
+			}
 			return l.c.store.Remove(ctx, l.key, expect)
 		})
 		return l.afterRelease(w, cur)
@@ -128,7 +131,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		return rec
 	}
 	var w rvnlease.Written
-	if l.c.cfg.fair {
+	if l.c.cfg.fair && l.slot.set == nil {
 		// Handed to the queue's head when others wait; an earlier
 		// heartbeat that landed unseen is written over again.
 		w = l.hold.ReleaseQueued(rctx, cur, next, holdPort{c: l.c, key: l.key})
@@ -145,7 +148,8 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
 		}
 	} else {
-		// An earlier heartbeat that landed unseen is written over again.
+		// Unfair, or a set (whose rows nobody queues on for it): an
+		// earlier heartbeat that landed unseen is written over again.
 		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
 	}
 	return l.afterRelease(w, cur)
@@ -163,7 +167,7 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 		}
 		return nil
 	case w.Lost:
-		lost := w.Loss(l.key.String())
+		lost := w.Loss(l.lossName())
 		l.mu.Lock()
 		if _, already := l.err.(*dynalease.LostError); !already {
 			l.err = lost

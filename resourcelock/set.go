@@ -21,9 +21,13 @@ import (
 //     record, with that RVN. Only such a set is held by anybody as a whole.
 //   - Otherwise its RVN is a composite of every member's state (missing, or
 //     its RVN and whether released), which changes whenever any member's
-//     does, since RVNs are never reused. It is released when every member
-//     is missing or released; otherwise it is held by the holder of the
-//     first held member, with the longest lease of the held members.
+//     does, since RVNs are never reused. It is held, with the longest
+//     lease of the held members, by the holder of the first member held
+//     by somebody else than this Set's last write; and released when
+//     there is none (every member missing or released, or, for the Set
+//     that holds them, carrying its own last write), naming the holder
+//     of the first member that does not carry its last write (who
+//     released it). Departed names that member.
 //   - Every member missing: ErrNotFound.
 //
 // Writes go to every member in one WriteMany, conditioned member by member
@@ -63,6 +67,8 @@ type Set struct {
 
 	mu            sync.Mutex
 	acquisitionID string // of the last acquisition seen or written
+	mine          string // the RVN of this Set's last write that landed
+	departed      Key    // see Departed
 }
 
 // compositeMark starts a composite RVN; a member RVN that starts with it is
@@ -152,17 +158,31 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			}
 		}
 		if uniform {
+			s.mu.Lock()
+			s.departed = Key{}
+			s.mu.Unlock()
 			rec := first.Record
 			rec.Data, rec.LeaderTransitions, rec.FenceGeneration = nil, 0, 0
 			return Item{Key: s.key, Record: rec}, nil
 		}
 	}
+	s.mu.Lock()
+	mine := s.mine
+	s.mu.Unlock()
 	var b strings.Builder
 	b.WriteString(compositeMark)
 	rec := Record{Released: true}
+	departed, found := Key{}, false
 	for _, k := range s.keys {
 		b.WriteByte(0)
 		r, ok := rows[k]
+		held := ok && !r.Released && (mine == "" || r.RVN != mine)
+		if !found && (!ok || r.Released || mine == "" || r.RVN != mine) && (held || mine != "") {
+			// The first member held by another or, for the holder, the
+			// first one that left its last write.
+			departed, found = k, true
+			rec.HolderIdentity = r.HolderIdentity
+		}
 		switch {
 		case !ok:
 			b.WriteByte('-')
@@ -171,8 +191,10 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			b.WriteByte('~')
 		default:
 			b.WriteByte('=')
+		}
+		if held {
 			if rec.Released {
-				rec.Released, rec.HolderIdentity, rec.HandedTo = false, r.HolderIdentity, ""
+				rec.Released, rec.HolderIdentity = false, r.HolderIdentity
 				rec.AcquireTime, rec.RenewTime = r.AcquireTime, r.RenewTime
 			}
 			rec.LeaseDuration = max(rec.LeaseDuration, r.LeaseDuration)
@@ -180,7 +202,21 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 		b.WriteString(r.RVN)
 	}
 	rec.RVN = b.String()
+	s.mu.Lock()
+	s.departed = departed
+	s.mu.Unlock()
 	return Item{Key: s.key, Record: rec}, nil
+}
+
+// Departed returns the member that the last Get found not held as a whole
+// with the others: the first one held by somebody else or, for the Set
+// that wrote the members last, the first one that no longer carries that
+// write (taken, released or deleted by another). It returns false when
+// the last Get found the set whole, free, or missing.
+func (s *Set) Departed() (Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.departed, s.departed != Key{}
 }
 
 // expectations returns, member by member, the write that the state named by
@@ -283,5 +319,6 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, opts WriteO
 		s.acquisitionID = rec.RVN
 	}
 	out.AcquisitionID = s.acquisitionID
+	s.mine = rec.RVN
 	return Item{Key: s.key, Record: out}, nil
 }

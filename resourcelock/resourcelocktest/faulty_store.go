@@ -110,3 +110,54 @@ func (f *FaultyStore) item(ctx context.Context, op Op, apply func() (resourceloc
 	}
 	return it, nil
 }
+
+// OpGetMany and OpWriteMany name ManyStore.GetMany and ManyStore.WriteMany.
+const (
+	OpGetMany   Op = "GetMany"
+	OpWriteMany Op = "WriteMany"
+)
+
+var _ resourcelock.ManyStore = (*FaultyStore)(nil)
+
+// MaxMany forwards the wrapped store's MaxMany, or 0 when it is not a
+// ManyStore.
+func (f *FaultyStore) MaxMany() int {
+	if m, ok := f.inner.(resourcelock.ManyStore); ok {
+		return m.MaxMany()
+	}
+	return 0
+}
+
+// GetMany reads through the wrapped store, subject to faults for
+// OpGetMany. It returns resourcelock.ErrNotMany when the wrapped store is
+// not a ManyStore.
+func (f *FaultyStore) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
+	m, ok := f.inner.(resourcelock.ManyStore)
+	if !ok {
+		return nil, resourcelock.ErrNotMany
+	}
+	var rows map[resourcelock.Key]resourcelock.Item
+	_, err := f.do(ctx, OpGetMany, func() (resourcelock.Record, error) {
+		var err error
+		rows, err = m.GetMany(ctx, keys)
+		return resourcelock.Record{}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// WriteMany writes through the wrapped store, subject to faults for
+// OpWriteMany. It returns resourcelock.ErrNotMany when the wrapped store
+// is not a ManyStore.
+func (f *FaultyStore) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
+	m, ok := f.inner.(resourcelock.ManyStore)
+	if !ok {
+		return resourcelock.ErrNotMany
+	}
+	_, err := f.do(ctx, OpWriteMany, func() (resourcelock.Record, error) {
+		return resourcelock.Record{}, m.WriteMany(context.WithoutCancel(ctx), writes)
+	})
+	return err
+}

@@ -5,9 +5,9 @@ import "github.com/dynalease/dynalease/resourcelock"
 // MemoryStore is resourcelock.NewMemoryStore's store with its rows open
 // to the test: read as stored, and written or deleted without any
 // condition, as another client, a corrupting bug or DynamoDB's TTL might.
-// Its Store methods are the memory store's own.
+// Its ManyStore methods are the memory store's own.
 type MemoryStore struct {
-	resourcelock.Store
+	resourcelock.ManyStore
 	rows
 }
 
@@ -31,5 +31,5 @@ type rows interface {
 // NewMemoryStore returns an empty memory store.
 func NewMemoryStore() *MemoryStore {
 	s := resourcelock.NewMemoryStore()
-	return &MemoryStore{Store: s, rows: s.(rows)}
+	return &MemoryStore{ManyStore: s.(resourcelock.ManyStore), rows: s.(rows)}
 }

@@ -1,0 +1,206 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// AcquireSet takes the locks on keys all at once, waiting while any of
+// them is held by another owner, and returns one Lock that holds them all.
+// It never holds some of the keys while waiting for the others: each
+// attempt is one transaction that takes every key or none (see
+// resourcelock.Set for the rules and the safety argument), so two callers
+// taking overlapping sets in any order never deadlock.
+//
+// The rows are ordinary lock rows, each named by one key: an AWS Java
+// lock client, or a lock of this library on one of the keys, holding a
+// key blocks the set, and sees the key as held while the set holds it.
+// A key whose row is held by another owner is taken over with the others
+// once every such row's RVN has stayed unchanged, on this client's clock,
+// for at least its holder's lease (the set waits for the longest); the
+// budget, WithAdditionalWait, TryAcquireSet and ctx work as for Acquire.
+//
+// The returned lock heartbeats, releases and ends as one: every heartbeat
+// and the release are one transaction over all the keys, and the lock is
+// lost, with a *dynalease.LostError, when any key is taken, released or
+// deleted by another. Key returns the keys joined by commas; Keys returns
+// them.
+//
+// Keys are partition key values, sorted and without duplicates; on a table
+// with a sort key every member has the sort key value of
+// WithSortKeyValue. A set holds at most the store's MaxMany keys (100 on
+// DynamoDB, whose transactions hold at most 100 items), and a larger one
+// is refused before any request, naming the limit.
+//
+// What a set does not have yet (refused with an error matching
+// ErrInvalidOption): data (WithData), attributes (WithAttributes),
+// reentrancy (WithReentrant), WithOnlyIfExists, and a client with fencing
+// tokens. A set waits unfairly: it polls every refresh period and does not
+// join the keys' queues, so fair waiters of a single key may be served
+// before it.
+func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
+	return c.acquireSet(ctx, keys, opts, false)
+}
+
+// TryAcquireSet takes the locks on keys all at once if it can without
+// waiting, as TryAcquire does for one key; otherwise it returns an error
+// matching ErrLocked and takes none of them.
+func (c *Client) TryAcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
+	return c.acquireSet(ctx, keys, opts, true)
+}
+
+func (c *Client) acquireSet(ctx context.Context, keys []string, opts []AcquireOption, try bool) (*Lock, error) {
+	a, set, err := c.setConfig(keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquireTarget(ctx, target{key: set.rows.Key(), set: set}, a, try)
+}
+
+// setHold is what a lock on a set keeps of it: the rows, and this client's
+// slot on each key (in the order of rows.Keys()).
+type setHold struct {
+	rows  *resourcelock.Set
+	keys  []resourcelock.Key
+	slots []*slot
+}
+
+// setConfig validates an AcquireSet's keys and options and returns its
+// rows.
+func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, *setHold, error) {
+	if len(keys) == 0 {
+		return acquireConfig{}, nil, invalid("keys", "a set needs at least one key")
+	}
+	var a acquireConfig
+	members := make([]resourcelock.Key, len(keys))
+	for i, key := range keys {
+		var k resourcelock.Key
+		var err error
+		if a, k, err = c.acquireConfig(key, opts); err != nil {
+			return a, nil, err
+		}
+		members[i] = k
+	}
+	switch {
+	case len(a.data) > 0 || !a.replaceData:
+		return a, nil, invalid("WithData", "a set of keys carries no data")
+	case len(a.attributes) > 0:
+		return a, nil, invalid("WithAttributes", "a set of keys carries no attributes")
+	case a.reentrant:
+		return a, nil, invalid("WithReentrant", "a set of keys is not reentrant")
+	case a.onlyIfExists:
+		return a, nil, invalid("WithOnlyIfExists", "a set of keys takes missing rows too")
+	case c.cfg.fencing:
+		return a, nil, invalid("WithFencing", "a set of keys has no fencing token")
+	}
+	store, ok := c.store.(resourcelock.ManyStore)
+	if !ok {
+		return a, nil, &OptionError{Option: "keys", Err: fmt.Errorf("%w: %s", resourcelock.ErrNotMany, c.store.Describe())}
+	}
+	rows, err := resourcelock.NewSet(store, members)
+	if err != nil {
+		return a, nil, &OptionError{Option: "keys", Err: err}
+	}
+	return a, &setHold{rows: rows, keys: rows.Keys()}, nil
+}
+
+// claimSet takes this client's slots on every key of set, all or none:
+// while another Acquire of this client works on or holds any of them, it
+// takes none and waits for that one to be freed, then tries again. So a
+// set never holds some of its slots while waiting for others.
+func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) error {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return ErrClosed
+		}
+		busy := slices.IndexFunc(set.keys, func(k resourcelock.Key) bool { return c.slots[k] != nil })
+		if busy < 0 {
+			set.slots = make([]*slot, len(set.keys))
+			for i, k := range set.keys {
+				set.slots[i] = &slot{}
+				c.slots[k] = set.slots[i]
+			}
+			set.slots[0].set = set
+			c.mu.Unlock()
+			return nil
+		}
+		k := set.keys[busy]
+		if a.failIfLocked {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
+		}
+		s := c.slots[k]
+		if s.free == nil {
+			s.free = make(chan struct{})
+		}
+		free := s.free
+		c.mu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// unclaimTarget gives up the slots of t.
+func (c *Client) unclaimTarget(t target) {
+	if t.set == nil {
+		c.unclaim(t.key, t.slot)
+		return
+	}
+	for i, k := range t.set.keys {
+		c.unclaim(k, t.set.slots[i])
+	}
+}
+
+// unclaimLock gives up the slots of l.
+func (c *Client) unclaimLock(l *Lock) {
+	c.unclaimTarget(target{key: l.key, slot: l.slot, set: l.slot.set})
+}
+
+// own records l as the holder of t's slots. The client's mu is held.
+func (t target) own(l *Lock) {
+	if t.set == nil {
+		t.slot.lock = l
+		return
+	}
+	for _, s := range t.set.slots {
+		s.lock = l
+	}
+}
+
+// Keys returns the keys the lock holds: its key, or the members of a set
+// (sorted), as partition key values.
+func (l *Lock) Keys() []string {
+	set := l.slot.set
+	if set == nil {
+		return []string{l.key.Partition}
+	}
+	keys := make([]string, len(set.keys))
+	for i, k := range set.keys {
+		keys[i] = k.Partition
+	}
+	return keys
+}
+
+// lossName names l in the error of its loss: its key, and for a set the
+// key that another took, released or deleted, as the last read found it.
+func (l *Lock) lossName() string {
+	if set := l.slot.set; set != nil {
+		if k, ok := set.rows.Departed(); ok {
+			return fmt.Sprintf("%s (key %s)", l.key, k)
+		}
+	}
+	return l.key.String()
+}
+
+// errNoQueue is returned by the queue operations of a set's rows, which
+// nobody queues on (a set waits unfairly).
+var errNoQueue = errors.New("lock: a set of keys has no queue")

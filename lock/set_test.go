@@ -1,0 +1,301 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// acquireSetAsync runs AcquireSet in the background.
+func (f *fixture) acquireSetAsync(keys []string, opts ...AcquireOption) (chan *Lock, chan error) {
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.AcquireSet(context.Background(), keys, opts...)
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	return locks, errs
+}
+
+// wantMembers checks that every key's row carries one RVN written by this
+// client, held or released as said, and returns that RVN.
+func (f *fixture) wantMembers(released bool, keys ...string) string {
+	f.t.Helper()
+	var rvn string
+	for i, k := range keys {
+		it := f.item(k)
+		if it.HolderIdentity != ownerName || it.Released != released {
+			f.t.Fatalf("row %q: held by %q, released %t; want %q, released %t", k, it.HolderIdentity, it.Released, ownerName, released)
+		}
+		if i == 0 {
+			rvn = it.RVN
+		} else if it.RVN != rvn {
+			f.t.Fatalf("row %q carries RVN %s, row %q %s: a set writes one RVN to all", k, it.RVN, keys[0], rvn)
+		}
+	}
+	return rvn
+}
+
+// wantMissing checks that none of keys has a row.
+func (f *fixture) wantMissing(keys ...string) {
+	f.t.Helper()
+	for _, k := range keys {
+		if it, ok := f.mem.Item(resourcelock.Key{Partition: k}); ok {
+			f.t.Fatalf("row %q exists (held by %q): a set must take all its keys or none", k, it.HolderIdentity)
+		}
+	}
+}
+
+func TestAcquireSetTakesFreeKeysInOneWriteAndHoldsThemAsOne(t *testing.T) {
+	f := newFixture(t)
+	l, err := f.c.AcquireSet(context.Background(), []string{"b", "a", "c", "a"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpWriteMany)
+	if got := l.Keys(); !slices.Equal(got, []string{"a", "b", "c"}) || l.Key() != "a,b,c" {
+		t.Fatalf("Keys() = %v, Key() = %q; want [a b c] and \"a,b,c\"", got, l.Key())
+	}
+	first := f.wantMembers(false, "a", "b", "c")
+	if l.RVN() != first || !l.ValidUntil().Equal(epoch.Add(validity)) {
+		t.Fatalf("lock RVN %s valid until %v; want %s until %v", l.RVN(), l.ValidUntil(), first, epoch.Add(validity))
+	}
+
+	f.fc.Step(period)
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpWriteMany)
+	if renewed := f.wantMembers(false, "a", "b", "c"); renewed == first || !l.ValidUntil().Equal(epoch.Add(period+validity)) {
+		t.Fatalf("after a heartbeat: RVN %s (was %s), valid until %v; want a new RVN on all three, valid until %v", renewed, first, l.ValidUntil(), epoch.Add(period+validity))
+	}
+
+	// Another Acquire of this client waits in process for a key of the set.
+	locks, errs := f.acquireAsync("b")
+	select {
+	case <-locks:
+		t.Fatal("Acquire of a key of a held set returned at once")
+	case err := <-errs:
+		t.Fatalf("Acquire of a key of a held set: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.wantMembers(true, "a", "b", "c")
+	select {
+	case lb := <-locks:
+		if !lb.IsHeld() || f.item("b").HolderIdentity != ownerName || f.item("b").Released {
+			t.Fatal("b not taken after the set's release")
+		}
+	case err := <-errs:
+		t.Fatalf("Acquire after the set's release: %v", err)
+	case <-time.After(patience):
+		t.Fatal("Acquire of a key did not return after the set's release")
+	}
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpWriteMany, rlt.OpCreate)
+}
+
+// A set with one member held by another owner waits, polls the members in
+// one read, never writes any member meanwhile, and takes all of them in one
+// write once the held member's RVN has stayed unchanged for its holder's
+// lease on this client's clock.
+func TestAcquireSetTakesOverAStaleMemberAfterItsLease(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 6 * time.Second
+	f.putForeign("b", "java-host", "r1", holderLease)
+	locks, errs := f.acquireSetAsync([]string{"a", "b", "c"})
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany)
+	for f.now().Before(epoch.Add(holderLease)) {
+		f.fc.Step(maxPoll)
+		if f.now().Before(epoch.Add(holderLease)) {
+			f.waitIdle("acquire")
+			f.wantOps(rlt.OpGetMany)
+			f.wantMissing("a", "c")
+		}
+	}
+	select {
+	case l := <-locks:
+		f.waitIdle("heartbeat")
+		ops := f.ops()
+		if ops[len(ops)-1] != rlt.OpWriteMany {
+			t.Fatalf("requests %v, want the takeover WriteMany last", ops)
+		}
+		f.store.ResetCalls()
+		f.wantMembers(false, "a", "b", "c")
+		if !l.IsHeld() {
+			t.Fatal("the set is not held")
+		}
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	case <-time.After(patience):
+		t.Fatal("AcquireSet did not return")
+	}
+}
+
+func TestAcquireSetGivesUpWithoutTakingAnyKeyWhileAMemberIsRenewed(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	f.putForeign("b", "other", "r0", holderLease)
+	_, errs := f.acquireSetAsync([]string{"a", "b", "c"}, WithAdditionalWait(2*time.Second))
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		f.putForeign("b", "other", fmt.Sprint("r", i), holderLease) // the holder renews
+		if i > 100 {
+			t.Fatal("never gave up")
+		}
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			continue
+		case err := <-errs:
+			if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), `"other"`) {
+				t.Fatalf("AcquireSet = %v, want ErrLocked naming the holder", err)
+			}
+			if waited := f.now().Sub(epoch); waited < holderLease+2*time.Second {
+				t.Fatalf("gave up after %v, before the holder's lease + the additional wait", waited)
+			}
+			f.wantMissing("a", "c")
+			if f.item("b").HolderIdentity != "other" {
+				t.Fatal("took a renewed member")
+			}
+			return
+		case <-time.After(patience):
+			t.Fatal("AcquireSet neither waited nor returned")
+		}
+	}
+}
+
+// When another takes one member, the next heartbeat finds it: the whole set
+// is lost, with the member and the reason in the error.
+func TestASetIsLostWhenOneMemberIsTaken(t *testing.T) {
+	f := newFixture(t)
+	l, err := f.c.AcquireSet(context.Background(), []string{"a", "b", "c"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	f.putForeign("b", "thief", "stolen", lease)
+	f.fc.Step(period)
+	select {
+	case <-l.Done():
+	case <-time.After(patience):
+		t.Fatal("the set was not lost")
+	}
+	var lost *dynalease.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key b") {
+		t.Fatalf("Err() = %v, want stolen by thief, naming key b", l.Err())
+	}
+	f.store.ResetCalls()
+
+	// A released member, likewise.
+	l, err = f.c.AcquireSet(context.Background(), []string{"x", "y"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	y := f.item("y")
+	y.Released, y.HolderIdentity = true, "admin"
+	f.mem.PutItem(y)
+	f.fc.Step(period)
+	select {
+	case <-l.Done():
+	case <-time.After(patience):
+		t.Fatal("the set was not lost")
+	}
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.ReleasedElsewhere || !strings.Contains(lost.Lease, "key y") {
+		t.Fatalf("Err() = %v, want released elsewhere, naming key y", l.Err())
+	}
+}
+
+// A set's write whose answer was lost but which landed is adopted as ours
+// by the read that follows, with its send time.
+func TestASetsLandedWriteWithALostAnswerIsAdopted(t *testing.T) {
+	f := newFixture(t)
+	f.store.Inject(rlt.OpWriteMany, 1, rlt.Fault{Land: true, Err: errReset})
+	l, err := f.c.AcquireSet(context.Background(), []string{"a", "b"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany)
+	if !l.IsHeld() || !l.ValidUntil().Equal(epoch.Add(validity)) || l.RVN() != f.wantMembers(false, "a", "b") {
+		t.Fatal("a landed acquisition of a set was not adopted with its send time")
+	}
+}
+
+func TestAcquireSetRefusesBeforeAnyRequest(t *testing.T) {
+	f := newFixture(t)
+	f.freeRun()
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprint("k", i)
+	}
+	for what, call := range map[string]func() error{
+		"101 keys": func() error { _, err := f.c.AcquireSet(context.Background(), many); return err },
+		"no keys":  func() error { _, err := f.c.AcquireSet(context.Background(), nil); return err },
+		"data": func() error {
+			_, err := f.c.AcquireSet(context.Background(), []string{"a", "b"}, WithData([]byte("x")))
+			return err
+		},
+		"reentrant": func() error {
+			_, err := f.c.TryAcquireSet(context.Background(), []string{"a", "b"}, WithReentrant())
+			return err
+		},
+	} {
+		err := call()
+		if !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("AcquireSet with %s: %v, want ErrInvalidOption", what, err)
+		}
+		if what == "101 keys" && (err == nil || !strings.Contains(err.Error(), "100")) {
+			t.Errorf("AcquireSet with 101 keys: %v, want the limit of 100 named", err)
+		}
+	}
+	f.wantOps()
+}
+
+// Two sets of this client over the same keys, taken in opposite orders,
+// never deadlock in process: a set takes its slots all at once or none.
+func TestOverlappingSetsOfOneClientNeverDeadlock(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	done := make(chan error, 2)
+	for _, keys := range [][]string{{"a", "b", "c"}, {"c", "b", "a"}} {
+		go func() {
+			for range 20 {
+				l, err := f.c.AcquireSet(context.Background(), keys)
+				if err != nil {
+					done <- err
+					return
+				}
+				if err := l.Release(context.Background()); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(patience):
+			t.Fatal("two overlapping sets deadlocked")
+		}
+	}
+}

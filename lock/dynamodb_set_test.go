@@ -1,0 +1,174 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/lock"
+)
+
+// wantSetRows checks, with raw reads, that every key's row is held by l
+// with l's RVN: a set is never held in part.
+func (e *ddbEnv) wantSetRows(l *lock.Lock) {
+	e.t.Helper()
+	rvn := l.RVN()
+	for _, k := range l.Keys() {
+		it := e.item(k)
+		if str(it, "ownerName") != l.Owner() || str(it, "recordVersionNumber") != rvn || str(it, "isReleased") != "" {
+			e.t.Errorf("row %q: owner %q, RVN %q, released %q; want %q's set RVN %q, held", k,
+				str(it, "ownerName"), str(it, "recordVersionNumber"), str(it, "isReleased"), l.Owner(), rvn)
+		}
+	}
+}
+
+// Three clients take overlapping sets, two of them over the same keys in
+// opposite orders, again and again: none deadlocks, none ever holds part of
+// a set, and no key is held by two of them at once.
+func TestDynamoDBOverlappingSetsNeverDeadlockNorHoldPart(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	sets := [][]string{{"k1", "k2", "k3"}, {"k3", "k2", "k1"}, {"k2", "k4"}}
+	var mu sync.Mutex
+	holder := map[string]string{}
+	var acquisitions atomic.Int32
+	ctx, cancel := context.WithTimeout(t.Context(), 3*patience)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, keys := range sets {
+		c := e.newClient()
+		wg.Go(func() {
+			for range 8 {
+				l, err := c.AcquireSet(ctx, keys)
+				if err != nil {
+					t.Errorf("client %d: AcquireSet(%v): %v", i, keys, err)
+					return
+				}
+				mu.Lock()
+				for _, k := range l.Keys() {
+					if h := holder[k]; h != "" {
+						t.Errorf("key %s held by %s and %s at once", k, h, c.Owner())
+					}
+					holder[k] = c.Owner()
+				}
+				mu.Unlock()
+				e.wantSetRows(l)
+				acquisitions.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				mu.Lock()
+				for _, k := range l.Keys() {
+					holder[k] = ""
+				}
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("client %d: Release: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := acquisitions.Load(); n != 24 {
+		t.Fatalf("%d acquisitions, want 24", n)
+	}
+}
+
+// The most keys a transaction holds: 99 and 100 keys commit in one
+// request each, and 101 are refused before any request, naming the limit.
+func TestDynamoDBSetSizeLimit(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient(lock.WithHeartbeatPeriod(0)) // only the requests counted here
+	keys := func(n int) []string {
+		ks := make([]string, n)
+		for i := range ks {
+			ks[i] = fmt.Sprintf("item-%03d", i)
+		}
+		return ks
+	}
+	for _, n := range []int{99, 100} {
+		l, err := c.AcquireSet(t.Context(), keys(n))
+		if err != nil {
+			t.Fatalf("AcquireSet of %d keys: %v", n, err)
+		}
+		c.wantCounts(t, fmt.Sprintf("AcquireSet of %d free keys", n), map[string]int{"TransactWriteItems": 1})
+		if len(l.Keys()) != n {
+			t.Fatalf("the set holds %d keys, want %d", len(l.Keys()), n)
+		}
+		e.wantSetRows(l)
+		mustRelease(t, l)
+		c.wantCounts(t, fmt.Sprintf("Release of %d keys", n), map[string]int{"TransactWriteItems": 1})
+	}
+	_, err := c.AcquireSet(t.Context(), keys(101))
+	if !errors.Is(err, lock.ErrInvalidOption) || !strings.Contains(err.Error(), "100") {
+		t.Fatalf("AcquireSet of 101 keys: %v, want ErrInvalidOption naming the limit of 100", err)
+	}
+	c.wantCounts(t, "AcquireSet of 101 keys", map[string]int{})
+}
+
+// A member held by an AWS Java lock client blocks the set, which takes
+// none of its keys meanwhile, and Java clients see each key of a held set
+// as held.
+func TestDynamoDBJavaHeldMemberBlocksASet(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	java := javaHost{e: e, owner: "host-j.example", lease: testLease}
+	rvn, err := java.acquireNew(ctx, "m2")
+	if err != nil {
+		t.Fatalf("Java acquire: %v", err)
+	}
+	c := e.newTimedClient()
+	if _, err := c.TryAcquireSet(ctx, []string{"m1", "m2", "m3"}); !errors.Is(err, lock.ErrLocked) || !strings.Contains(err.Error(), java.owner) {
+		t.Fatalf("TryAcquireSet with a Java-held member: %v, want ErrLocked naming %s", err, java.owner)
+	}
+	for _, k := range []string{"m1", "m3"} {
+		if it := e.item(k); len(it) != 0 {
+			t.Fatalf("row %s written while a member was held: a set takes all keys or none", k)
+		}
+	}
+	// The Java host keeps renewing, then releases: the set waits, then
+	// takes all three.
+	beats := java.startHeartbeats("m2", rvn, testLease/4)
+	got := make(chan error, 1)
+	var l *lock.Lock
+	go func() {
+		var err error
+		l, err = c.AcquireSet(ctx, []string{"m1", "m2", "m3"}, lock.WithAdditionalWait(patience))
+		got <- err
+	}()
+	time.Sleep(2 * testLease)
+	select {
+	case err := <-got:
+		t.Fatalf("AcquireSet returned while the Java host held a member: %v", err)
+	default:
+	}
+	res := beats.halt(t)
+	if err := java.release(ctx, "m2", res.lastRVN); err != nil {
+		t.Fatalf("Java release: %v", err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("AcquireSet after the Java release: %v", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("AcquireSet did not return after the Java release")
+	}
+	e.wantSetRows(l)
+	for _, k := range l.Keys() {
+		if _, err := java.acquireNew(ctx, k); !conditionFailed(err) {
+			t.Fatalf("Java acquire of %s while the set holds it: %v, want a failed condition", k, err)
+		}
+		if _, err := java.acquireReleased(ctx, k); !conditionFailed(err) {
+			t.Fatalf("Java acquire of released %s while the set holds it: %v, want a failed condition", k, err)
+		}
+	}
+	mustRelease(t, l)
+}

@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // wantSetRows checks, with raw reads, that every key's row is held by l
@@ -171,4 +176,63 @@ func TestDynamoDBJavaHeldMemberBlocksASet(t *testing.T) {
 		}
 	}
 	mustRelease(t, l)
+}
+
+// Guard over a set checks every key's row in its transaction: it commits
+// while the set is whole, and once another takes one key it applies
+// nothing and the set is lost, naming the key. Its items and checks
+// together fit in one transaction.
+func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient(lock.WithHeartbeatPeriod(0))
+	l, err := c.AcquireSet(t.Context(), []string{"g1", "g2"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	put := func(id string) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(e.table), Item: map[string]types.AttributeValue{
+			e.pk: &types.AttributeValueMemberS{Value: id}, "v": &types.AttributeValueMemberS{Value: "guarded"},
+		}}}
+	}
+	c.ft.Reset()
+	if err := l.Guard(t.Context(), put("data-1")); err != nil {
+		t.Fatalf("Guard over a whole set: %v", err)
+	}
+	c.wantCounts(t, "Guard", map[string]int{"TransactWriteItems": 1})
+	if str(e.item("data-1"), "v") != "guarded" {
+		t.Fatal("the guarded write did not land")
+	}
+
+	e.put(javaItem("g2", "thief", "stolen-rvn", testLease, nil, false))
+	err = l.Guard(t.Context(), put("data-2"))
+	var lost *dynalease.LostError
+	if !errors.Is(err, lock.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) || !errors.As(err, &lost) ||
+		lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key g2") {
+		t.Fatalf("Guard after a key was taken: %v, want ErrLost and ErrGuardLost, stolen by thief, naming key g2", err)
+	}
+	if len(e.item("data-2")) != 0 {
+		t.Fatal("a guarded write landed after a key of the set was taken")
+	}
+	if l.IsHeld() || !errors.Is(l.Err(), lock.ErrLost) {
+		t.Fatalf("the set after a refused guard: held %t, Err %v; want lost", l.IsHeld(), l.Err())
+	}
+
+	keys := make([]string, 99)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("big-%02d", i)
+	}
+	big, err := c.AcquireSet(t.Context(), keys)
+	if err != nil {
+		t.Fatalf("AcquireSet of 99 keys: %v", err)
+	}
+	c.ft.Reset()
+	if err := big.Guard(t.Context(), put("data-3"), put("data-4")); !errors.Is(err, lock.ErrInvalidOption) {
+		t.Fatalf("Guard of 2 items over 99 keys: %v, want ErrInvalidOption (101 actions)", err)
+	}
+	c.wantCounts(t, "a Guard refused before sending", map[string]int{})
+	if err := big.Guard(t.Context(), put("data-3")); err != nil {
+		t.Fatalf("Guard of 1 item over 99 keys: %v", err)
+	}
+	mustRelease(t, big)
 }

@@ -52,7 +52,9 @@ func (l *Lock) Token() int64 {
 // Guard refuses at once, without a request, a lock that is already known
 // to be released or lost. It takes up to 99 items by default: DynamoDB
 // allows 100 actions per transaction, and one checks the lock row (see
-// Config.MaxTransactItems).
+// Config.MaxTransactItems). A lock on a set of keys (AcquireSet) checks
+// every key's row in the same transaction, and takes that many fewer
+// items; losing any key fails the write as losing the lock does.
 func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
@@ -67,7 +69,12 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	h := dynamodbstore.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.row.acquisitionID}
 	l.mu.Unlock()
 	started := l.c.clk.Now()
-	err := g.Guard(ctx, l.key, h, items)
+	var err error
+	if set := l.slot.set; set != nil {
+		err = g.GuardKeys(ctx, set.keys, h, items)
+	} else {
+		err = g.Guard(ctx, l.key, h, items)
+	}
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
 	l.c.cfg.metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
 	switch {
@@ -79,7 +86,8 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request
 		// was in flight.
-		lost := l.hold.Lost(context.WithoutCancel(ctx), l.lossName(), err)
+		lost := l.hold.Lost(context.WithoutCancel(ctx), l.key.String(), err)
+		lost.Lease = l.lossName() // after the read that found the loss
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.loseLocked(lost)

@@ -72,6 +72,10 @@ type Guarder interface {
 	// the request's error, after which the outcome is unknown unless the
 	// caller reads its items back.
 	Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error
+	// GuardKeys is Guard with a check of every row at keys (a lock on a
+	// set of keys), each of which must show h; the checks and the items
+	// together fit in one transaction.
+	GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error
 }
 
 // TransactAPI is the part of the DynamoDB client that Guard uses.
@@ -85,24 +89,35 @@ var _ Guarder = (*Store)(nil)
 // Guard commits items with a ConditionCheck on the lock row in one
 // TransactWriteItems.
 func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
+	return d.GuardKeys(ctx, []resourcelock.Key{key}, h, items)
+}
+
+// GuardKeys commits items with a ConditionCheck on each lock row in one
+// TransactWriteItems.
+func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
 	}
-	if err := d.checkGuarded(key, h, items); err != nil {
+	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err
 	}
-	e := newExpression()
-	cond := e.name(attrOwner) + " = " + e.value(s(h.HolderIdentity)) + " AND " +
-		e.name(attrAcquisition) + " = " + e.value(s(h.AcquisitionID)) + " AND (attribute_not_exists(" +
-		e.name(attrReleased) + ") OR " + e.name(attrReleased) + " <> " + e.value(s(releasedValue)) + ")"
-	all := append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
-		TableName:                 aws.String(d.table),
-		Key:                       d.keys.itemKey(key.Partition, key.Sort),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-	}}}, items...)
+	key := keys[0] // names the request in errors
+	all := make([]types.TransactWriteItem, 0, len(keys)+len(items))
+	for _, k := range keys {
+		e := newExpression()
+		cond := e.name(attrOwner) + " = " + e.value(s(h.HolderIdentity)) + " AND " +
+			e.name(attrAcquisition) + " = " + e.value(s(h.AcquisitionID)) + " AND (attribute_not_exists(" +
+			e.name(attrReleased) + ") OR " + e.name(attrReleased) + " <> " + e.value(s(releasedValue)) + ")"
+		all = append(all, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:                 aws.String(d.table),
+			Key:                       d.keys.itemKey(k.Partition, k.Sort),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+		}})
+	}
+	all = append(all, items...)
 
 	var err error
 	for try := 0; try < guardRetries; try++ {
@@ -121,11 +136,11 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, item
 		if !errors.As(err, &tce) {
 			return wrapTableError(d.table, d.describeKey(key)+": guarded write", err)
 		}
-		switch verdict, index := classifyCancel(tce.CancellationReasons); verdict {
+		switch verdict, index := classifyCancel(tce.CancellationReasons, len(keys)); verdict {
 		case cancelLost:
-			return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
+			return fmt.Errorf("%s: %w", d.describeKey(keys[index]), resourcelock.ErrGuardLost)
 		case cancelItem:
-			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - 1})
+			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - len(keys)})
 		case cancelConflict:
 			if d.onConflict != nil {
 				d.onConflict()
@@ -134,7 +149,7 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, item
 		case cancelOther:
 			return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)
 		case cancelUnknown:
-			return d.classifyByReading(ctx, key, h, err)
+			return d.classifyByReading(ctx, keys, h, err)
 		}
 	}
 	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), ErrTransactionConflict, err)
@@ -150,9 +165,9 @@ const (
 	cancelOther                         // other reasons: throttling, validation, size
 )
 
-// classifyCancel reads a cancelled transaction's reasons. The lock check is
-// item 0.
-func classifyCancel(reasons []types.CancellationReason) (cancelVerdict, int) {
+// classifyCancel reads a cancelled transaction's reasons. The lock checks
+// are its first checks items.
+func classifyCancel(reasons []types.CancellationReason, checks int) (cancelVerdict, int) {
 	if len(reasons) == 0 {
 		return cancelUnknown, 0
 	}
@@ -160,8 +175,8 @@ func classifyCancel(reasons []types.CancellationReason) (cancelVerdict, int) {
 	for i, r := range reasons {
 		switch code := aws.ToString(r.Code); code {
 		case "ConditionalCheckFailed":
-			if i == 0 {
-				return cancelLost, 0
+			if i < checks {
+				return cancelLost, i
 			}
 			return cancelItem, i
 		case "TransactionConflict":
@@ -189,26 +204,33 @@ func reasonCodes(reasons []types.CancellationReason) string {
 	return strings.Join(codes, ", ")
 }
 
-// classifyByReading decides, from the lock row, what cancelled a
+// classifyByReading decides, from the lock rows, what cancelled a
 // transaction whose reasons were not given.
-func (d *Store) classifyByReading(ctx context.Context, key resourcelock.Key, h Holding, txErr error) error {
-	it, err := d.Get(ctx, key)
-	switch {
-	case errors.Is(err, resourcelock.ErrNotFound):
-		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
-	case err != nil:
-		return fmt.Errorf("%s: guarded write cancelled (%w); reading the lock to tell why failed: %w", d.describeKey(key), txErr, err)
-	case it.HolderIdentity != h.HolderIdentity || it.AcquisitionID != h.AcquisitionID || it.Released:
-		return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
+func (d *Store) classifyByReading(ctx context.Context, keys []resourcelock.Key, h Holding, txErr error) error {
+	for _, key := range keys {
+		it, err := d.Get(ctx, key)
+		switch {
+		case errors.Is(err, resourcelock.ErrNotFound):
+			return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
+		case err != nil:
+			return fmt.Errorf("%s: guarded write cancelled (%w); reading the lock to tell why failed: %w", d.describeKey(key), txErr, err)
+		case it.HolderIdentity != h.HolderIdentity || it.AcquisitionID != h.AcquisitionID || it.Released:
+			return fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrGuardLost)
+		}
 	}
-	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), &ItemConditionError{Index: -1}, txErr)
+	return fmt.Errorf("%s: %w (%w)", d.describeKey(keys[0]), &ItemConditionError{Index: -1}, txErr)
 }
 
 // checkGuarded refuses, before any request, a guarded write that could
 // never be right.
-func (d *Store) checkGuarded(key resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
-	if err := d.keys.checkKey(key); err != nil {
+func (d *Store) checkGuarded(keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
+	if err := resourcelock.CheckMany(keys, d.maxItems-1); err != nil {
 		return err
+	}
+	for _, key := range keys {
+		if err := d.keys.checkKey(key); err != nil {
+			return err
+		}
 	}
 	if h.HolderIdentity == "" || h.AcquisitionID == "" {
 		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", resourcelock.ErrInvalidArgument)
@@ -216,18 +238,19 @@ func (d *Store) checkGuarded(key resourcelock.Key, h Holding, items []types.Tran
 	if len(items) == 0 {
 		return fmt.Errorf("%w: guarded write with no items", resourcelock.ErrInvalidArgument)
 	}
-	if max := d.maxItems - 1; len(items) > max {
-		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the lock check (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
-			resourcelock.ErrInvalidArgument, len(items), max, d.maxItems, MaxTransactItemsLimit)
+	if max := d.maxItems - len(keys); len(items) > max {
+		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the %d lock checks (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
+			resourcelock.ErrInvalidArgument, len(items), max, len(keys), d.maxItems, MaxTransactItemsLimit)
 	}
-	lockKey := d.keys.itemKey(key.Partition, key.Sort)
 	for i, it := range items {
 		table, itemKey, err := d.target(it)
 		if err != nil {
 			return fmt.Errorf("%w: item %d: %v", resourcelock.ErrInvalidArgument, i, err)
 		}
-		if table == d.table && sameKey(itemKey, lockKey, d.keys) {
-			return fmt.Errorf("%w: item %d writes the lock row itself", resourcelock.ErrInvalidArgument, i)
+		for _, key := range keys {
+			if table == d.table && sameKey(itemKey, d.keys.itemKey(key.Partition, key.Sort), d.keys) {
+				return fmt.Errorf("%w: item %d writes the lock row %s itself", resourcelock.ErrInvalidArgument, i, key)
+			}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ package iam_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -81,6 +82,12 @@ func (r *recorder) record(op string, params any) {
 			case it.Delete != nil:
 				r.add("DeleteItem", aws.ToString(it.Delete.TableName))
 			}
+		}
+		return
+	}
+	if tg, ok := params.(*dynamodb.TransactGetItemsInput); ok {
+		for _, it := range tg.TransactItems {
+			r.add("GetItem", aws.ToString(it.Get.TableName))
 		}
 		return
 	}
@@ -263,6 +270,32 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A set: one transaction to take, renew and delete its rows; and, with
+	// a key held by another, one to read them.
+	l, err = c.AcquireSet(ctx, []string{"s1", "s2"}, lock.WithSortKeyValue("a"), lock.WithDeleteOnRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lock.New(lock.Config{Client: client(t, r), Table: table, SortKeyAttribute: "sortKey", ManualHeartbeats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.Acquire(ctx, "s3", lock.WithSortKeyValue("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryAcquireSet(ctx, []string{"s3", "s4"}, lock.WithSortKeyValue("a")); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("TryAcquireSet with a key held by another: %v, want ErrLocked", err)
+	}
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Get(ctx, "k", lock.WithSortKeyValue("a")); err != nil {

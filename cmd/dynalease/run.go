@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,9 +20,10 @@ func newRun(c *common) *cobra.Command {
 	var (
 		wait, grace time.Duration
 		noWait      bool
+		keys        []string
 	)
 	cmd := &cobra.Command{
-		Use:   "run NAME -- COMMAND [ARGS...]",
+		Use:   "run {NAME | --keys K1,K2,...} -- COMMAND [ARGS...]",
 		Short: "Run COMMAND while holding the lock NAME; stop it if the lock is lost",
 		Long: `run acquires the lock NAME (waiting while another owner holds it, up to
 --wait, or failing at once with --no-wait), starts COMMAND in a process group
@@ -34,16 +36,31 @@ and when it exits stops what is left of its process group, releases the lock
 and exits with its code. A group that is still there 5 s after SIGKILL is
 never followed by a release: the lock is left to run out.
 
+With --keys instead of NAME, run takes the locks on all the keys at once,
+in one transaction, or none of them (see lock.Client.AcquireSet): two runs
+over overlapping keys, in any order, never deadlock. DYNALEASE_LOCK then
+holds the keys joined by commas; a set has no fencing token yet, so
+DYNALEASE_TOKEN stays unset.
+
 If the lock is lost while COMMAND runs, its whole process group gets SIGTERM
 at once, SIGKILL after --grace, and run exits 74. The lock's safety margin is
 set to --grace plus one second, so the group is stopped before any other
 owner may take the lock over; settings that leave no room for that are
 refused.`,
-		Args: nameThenCommand("usage: dynalease run NAME -- COMMAND [ARGS...]"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(keys) > 0 {
+				return commandOnly("usage: dynalease run --keys K1,K2,... -- COMMAND [ARGS...]")(cmd, args)
+			}
+			return nameThenCommand("usage: dynalease run NAME -- COMMAND [ARGS...]")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.runCommand(cmd.Context(), args[0], args[1:], wait, noWait, grace)
+			if len(keys) > 0 {
+				return c.runCommand(cmd.Context(), target{keys: keys}, args, wait, noWait, grace)
+			}
+			return c.runCommand(cmd.Context(), target{name: args[0]}, args[1:], wait, noWait, grace)
 		},
 	}
+	cmd.Flags().StringSliceVar(&keys, "keys", nil, "take these keys all at once, or none, instead of the lock NAME")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "give up acquiring after this long; 0 waits the holder's lease (the lock client's budget)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once (exit 73) when the lock is held")
 	cmd.Flags().DurationVar(&grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
@@ -80,7 +97,38 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 	return lc, nil
 }
 
-func (c *common) runCommand(ctx context.Context, name string, argv []string, wait time.Duration, noWait bool, grace time.Duration) error {
+// target is what run takes: the lock name, or the keys of a set.
+type target struct {
+	name string
+	keys []string
+}
+
+// String names the target: the lock name, or the keys joined by commas.
+func (t target) String() string {
+	if len(t.keys) > 0 {
+		return strings.Join(t.keys, ",")
+	}
+	return t.name
+}
+
+// acquire takes t, waiting (Acquire) or not (TryAcquire).
+func (t target) acquire(ctx context.Context, lc *lock.Client, try bool, opts ...lock.AcquireOption) (*lock.Lock, error) {
+	switch {
+	case len(t.keys) > 0 && try:
+		return lc.TryAcquireSet(ctx, t.keys, opts...)
+	case len(t.keys) > 0:
+		return lc.AcquireSet(ctx, t.keys, opts...)
+	case try:
+		return lc.TryAcquire(ctx, t.name, opts...)
+	}
+	return lc.Acquire(ctx, t.name, opts...)
+}
+
+func (c *common) runCommand(ctx context.Context, t target, argv []string, wait time.Duration, noWait bool, grace time.Duration) error {
+	name := t.String()
+	if len(t.keys) > 0 {
+		c.noFencing = true // a set has no fencing token yet
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -110,11 +158,11 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 	}
 	var l *lock.Lock
 	if noWait {
-		l, err = lc.TryAcquire(actx, name)
+		l, err = t.acquire(actx, lc, true)
 	} else {
 		// --wait longer than the holder's lease keeps waiting: the budget
 		// is the lease plus this much, and the context ends it at --wait.
-		l, err = lc.Acquire(actx, name, lock.WithAdditionalWait(wait))
+		l, err = t.acquire(actx, lc, false, lock.WithAdditionalWait(wait))
 	}
 	if err != nil {
 		if actx.Err() != nil { // --wait ran out, or a signal stopped the wait
@@ -174,6 +222,16 @@ func (c *common) runCommand(ctx context.Context, name string, argv []string, wai
 			}
 			return exit(exitLost, nil)
 		}
+	}
+}
+
+// commandOnly accepts exactly -- COMMAND [ARGS...].
+func commandOnly(usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < 1 || cmd.ArgsLenAtDash() != 0 {
+			return exit(exitUsage, errors.New(usage))
+		}
+		return nil
 	}
 }
 

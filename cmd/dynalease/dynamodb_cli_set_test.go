@@ -1,0 +1,80 @@
+package main_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run --keys takes all the keys or none: a run over overlapping keys waits
+// without taking any of its keys, then runs; a set's loss of one key stops
+// the command.
+func TestDynamoDBRunKeysTakesAllOrNone(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	first := c.command("--owner=first", "run", "--keys", "a,b", "--", "sh", "-c",
+		`echo "$DYNALEASE_LOCK ${DYNALEASE_TOKEN:-none}" > env1; touch running1; while [ ! -e finish1 ]; do sleep 0.02; done`)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first command runs", func() bool { return exists(c.file("running1")) })
+	for _, k := range []string{"a", "b"} {
+		if owner, released := c.row(k); owner != "first" || released {
+			t.Fatalf("row %s while the command runs: owner %q released %v", k, owner, released)
+		}
+	}
+	env, _ := os.ReadFile(c.file("env1"))
+	if got := strings.TrimSpace(string(env)); got != "a,b none" {
+		t.Fatalf("environment %q, want the keys and no token", got)
+	}
+	if out, code := c.run("run", "--no-wait", "--keys", "b,c", "--", "touch", "never"); code != 73 || exists(c.file("never")) {
+		t.Fatalf("--no-wait on a set with a held key: %d %q", code, out)
+	}
+	if owner, _ := c.row("c"); owner != "" {
+		t.Fatalf("row c written by a set that could not take b: owner %q", owner)
+	}
+	second := c.command("--owner=second", "run", "--keys", "c,b", "--", "touch", "ran2")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if owner, _ := c.row("c"); owner != "" || exists(c.file("ran2")) {
+		t.Fatalf("the waiting set took c (owner %q) or ran while b was held", owner)
+	}
+	if err := os.WriteFile(c.file("finish1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := second.Wait(); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if !exists(c.file("ran2")) {
+		t.Fatal("the second command never ran")
+	}
+
+	// The loss of one key stops the command.
+	third := c.command("--owner=third", "--lease=4s", "--heartbeat=500ms", "run", "--grace=500ms", "--keys", "x,y", "--", "sh", "-c", `touch running3; sleep 60`)
+	if err := third.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- third.Wait() }()
+	eventually(t, "the third command runs", func() bool { return exists(c.file("running3")) })
+	c.steal("y")
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(patience):
+		t.Fatal("run did not return after a key was stolen")
+	}
+	if err == nil || third.ProcessState.ExitCode() != 74 {
+		t.Fatalf("run after a key was stolen: %v, want exit 74", err)
+	}
+
+	if out, code := c.run("run", "--keys", "a,b", "name", "--", "true"); code != 64 {
+		t.Fatalf("run with both --keys and NAME: %d %q, want the usage exit 64", code, out)
+	}
+}

@@ -1,8 +1,11 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -77,4 +80,55 @@ func TestDynamoDBRunKeysTakesAllOrNone(t *testing.T) {
 	if out, code := c.run("run", "--keys", "a,b", "name", "--", "true"); code != 64 {
 		t.Fatalf("run with both --keys and NAME: %d %q, want the usage exit 64", code, out)
 	}
+}
+
+// run --permits N NAME holds one of N permits: N runs hold at once, the
+// next waits; a SIGSTOPped holder's permit is taken over after its lease,
+// not before.
+func TestDynamoDBRunPermits(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	const lease = 4 * time.Second
+	var runs []*exec.Cmd
+	for i := range 2 {
+		r := c.command(fmt.Sprintf("--owner=p%d", i), "--lease=4s", "--heartbeat=500ms", "run", "--grace=500ms", "--permits", "2", "pay", "--",
+			"sh", "-c", fmt.Sprintf(`echo "$DYNALEASE_LOCK $DYNALEASE_TOKEN" > env%d; sleep 60`, i))
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Process.Kill(); _ = r.Wait() })
+		runs = append(runs, r)
+	}
+	eventually(t, "two permit holders run", func() bool { return exists(c.file("env0")) && exists(c.file("env1")) })
+	slots := map[string]bool{}
+	for i := range 2 {
+		env, _ := os.ReadFile(c.file(fmt.Sprintf("env%d", i)))
+		f := strings.Fields(string(env))
+		if len(f) != 2 || !strings.HasPrefix(f[0], "pay#permit-") || f[1] == "" {
+			t.Fatalf("environment of permit holder %d: %q", i, env)
+		}
+		slots[f[0]] = true
+	}
+	if len(slots) != 2 {
+		t.Fatalf("the two holders hold slots %v, want two distinct", slots)
+	}
+	if out, code := c.run("run", "--no-wait", "--permits", "2", "pay", "--", "touch", "never"); code != 73 || exists(c.file("never")) {
+		t.Fatalf("--no-wait with both permits held: %d %q", code, out)
+	}
+	// SIGSTOP the first holder (its command is in a process group of its
+	// own and keeps running; only the supervisor that renews is paused).
+	if err := runs[0].Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	out, code := c.run("--lease=4s", "run", "--grace=500ms", "--wait=30s", "--permits", "2", "pay", "--", "true")
+	took := time.Since(stopped)
+	if code != 0 {
+		t.Fatalf("a third run after a holder was stopped: %d %q", code, out)
+	}
+	if took < lease {
+		t.Fatalf("the stopped holder's permit was taken %v after the stop, before its %v lease", took, lease)
+	}
+	t.Logf("the stopped holder's permit was taken %v after the stop (lease %v)", took, lease)
+	_ = runs[0].Process.Signal(syscall.SIGCONT)
 }

@@ -21,9 +21,10 @@ func newRun(c *common) *cobra.Command {
 		wait, grace time.Duration
 		noWait      bool
 		keys        []string
+		permits     int
 	)
 	cmd := &cobra.Command{
-		Use:   "run {NAME | --keys K1,K2,...} -- COMMAND [ARGS...]",
+		Use:   "run {NAME | --keys K1,K2,... | --permits N NAME} -- COMMAND [ARGS...]",
 		Short: "Run COMMAND while holding the lock NAME; stop it if the lock is lost",
 		Long: `run acquires the lock NAME (waiting while another owner holds it, up to
 --wait, or failing at once with --no-wait), starts COMMAND in a process group
@@ -42,12 +43,20 @@ over overlapping keys, in any order, never deadlock. DYNALEASE_LOCK then
 holds the keys joined by commas; a set has no fencing token yet, so
 DYNALEASE_TOKEN stays unset.
 
+With --permits N, NAME is a semaphore of N permits: run takes one of them
+(see lock.Client.AcquirePermit), waiting while all N are held, and the
+command runs while it holds it. DYNALEASE_LOCK then names the permit's slot
+(NAME#permit-I), and DYNALEASE_TOKEN is the permit's own fencing token.
+
 If the lock is lost while COMMAND runs, its whole process group gets SIGTERM
 at once, SIGKILL after --grace, and run exits 74. The lock's safety margin is
 set to --grace plus one second, so the group is stopped before any other
 owner may take the lock over; settings that leave no room for that are
 refused.`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if len(keys) > 0 && permits != 0 {
+				return exit(exitUsage, errors.New("--keys and --permits do not go together"))
+			}
 			if len(keys) > 0 {
 				return commandOnly("usage: dynalease run --keys K1,K2,... -- COMMAND [ARGS...]")(cmd, args)
 			}
@@ -57,9 +66,10 @@ refused.`,
 			if len(keys) > 0 {
 				return c.runCommand(cmd.Context(), target{keys: keys}, args, wait, noWait, grace)
 			}
-			return c.runCommand(cmd.Context(), target{name: args[0]}, args[1:], wait, noWait, grace)
+			return c.runCommand(cmd.Context(), target{name: args[0], permits: permits}, args[1:], wait, noWait, grace)
 		},
 	}
+	cmd.Flags().IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: take one of them")
 	cmd.Flags().StringSliceVar(&keys, "keys", nil, "take these keys all at once, or none, instead of the lock NAME")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "give up acquiring after this long; 0 waits the holder's lease (the lock client's budget)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once (exit 73) when the lock is held")
@@ -99,8 +109,9 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 
 // target is what run takes: the lock name, or the keys of a set.
 type target struct {
-	name string
-	keys []string
+	name    string
+	keys    []string
+	permits int // NAME is a semaphore of this many permits; 0 for a lock
 }
 
 // String names the target: the lock name, or the keys joined by commas.
@@ -114,6 +125,10 @@ func (t target) String() string {
 // acquire takes t, waiting (Acquire) or not (TryAcquire).
 func (t target) acquire(ctx context.Context, lc *lock.Client, try bool, opts ...lock.AcquireOption) (*lock.Lock, error) {
 	switch {
+	case t.permits != 0 && try:
+		return lc.TryAcquirePermit(ctx, t.name, t.permits, opts...)
+	case t.permits != 0:
+		return lc.AcquirePermit(ctx, t.name, t.permits, opts...)
 	case len(t.keys) > 0 && try:
 		return lc.TryAcquireSet(ctx, t.keys, opts...)
 	case len(t.keys) > 0:
@@ -194,7 +209,7 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 	if !l.IsHeld() { // a pause since Acquire may have cost the lock
 		return exit(exitLost, fmt.Errorf("lock %q lost before the command started: %v", name, l.Err()))
 	}
-	ch, err := startChild(log, argv, childEnv(name, lc.Owner(), l.Token()))
+	ch, err := startChild(log, argv, childEnv(l.Key(), lc.Owner(), l.Token()))
 	if err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return exit(exitUsage, err)

@@ -1,0 +1,183 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func (f *fixture) tryPermit(name string, permits int) (*Lock, error) {
+	f.t.Helper()
+	l, err := f.c.TryAcquirePermit(context.Background(), name, permits)
+	if err == nil && f.c.sched != nil {
+		f.waitIdle("heartbeat")
+	}
+	return l, err
+}
+
+func (f *fixture) mustPermit(name string, permits int) *Lock {
+	f.t.Helper()
+	l, err := f.tryPermit(name, permits)
+	if err != nil {
+		f.t.Fatalf("TryAcquirePermit(%q, %d): %v", name, permits, err)
+	}
+	return l
+}
+
+func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
+	f := newFixture(t)
+	held := map[string]*Lock{}
+	for range 3 {
+		l := f.mustPermit("pay", 3)
+		if held[l.Key()] != nil {
+			t.Fatalf("two permits on slot %s", l.Key())
+		}
+		held[l.Key()] = l
+	}
+	for i := range 3 {
+		if held[PermitKey("pay", i)] == nil || f.item(PermitKey("pay", i)).HolderIdentity != ownerName {
+			t.Fatalf("slot %d not held after three permits: %v", i, held)
+		}
+	}
+	f.store.ResetCalls()
+	if _, err := f.tryPermit("pay", 3); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a fourth of three permits: %v, want ErrLocked", err)
+	}
+	f.wantOps(rlt.OpGetMany) // one read of the three slots, no write
+	if err := held[PermitKey("pay", 1)].Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.store.ResetCalls()
+	if l := f.mustPermit("pay", 3); l.Key() != PermitKey("pay", 1) {
+		t.Fatalf("the freed permit is slot %s, want slot 1", l.Key())
+	}
+	f.wantOps(rlt.OpGetMany, rlt.OpCreate)
+	infos, err := f.c.Permits(context.Background(), "pay", 3)
+	if err != nil || len(infos) != 3 {
+		t.Fatalf("Permits: %v, %v; want three rows", infos, err)
+	}
+}
+
+// A permit whose holder went silent is taken over after its holder's
+// lease, watched on this client's clock from the read that first showed
+// its RVN; a slot whose holder renews is never taken.
+func TestAPermitOfASilentHolderIsTakenOverAfterItsLease(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 6 * time.Second
+	f.putForeign(PermitKey("pay", 0), "live", "l0", holderLease)
+	f.putForeign(PermitKey("pay", 1), "dead", "d0", holderLease)
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.AcquirePermit(context.Background(), "pay", 2)
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		f.putForeign(PermitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			if i > 100 {
+				t.Fatal("never took the silent permit over")
+			}
+			continue
+		case l := <-locks:
+			if l.Key() != PermitKey("pay", 1) {
+				t.Fatalf("took slot %s, want the silent holder's slot 1", l.Key())
+			}
+			if f.now().Before(epoch.Add(holderLease)) {
+				t.Fatalf("took the permit over at %v, before the holder's lease of %v", f.now().Sub(epoch), holderLease)
+			}
+			if f.item(PermitKey("pay", 0)).HolderIdentity != "live" {
+				t.Fatal("took the live holder's slot")
+			}
+			return
+		case err := <-errs:
+			t.Fatalf("AcquirePermit: %v", err)
+		case <-time.After(patience):
+			t.Fatal("AcquirePermit neither waited nor returned")
+		}
+	}
+}
+
+func TestAcquirePermitGivesUpWhenEveryHolderRenews(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	errs := make(chan error, 1)
+	f.putForeign(PermitKey("pay", 0), "a", "a0", holderLease)
+	go func() {
+		_, err := f.c.AcquirePermit(context.Background(), "pay", 1, WithAdditionalWait(time.Second))
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	for i := 1; i < 100; i++ {
+		f.putForeign(PermitKey("pay", 0), "a", fmt.Sprint("a", i), holderLease)
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			continue
+		case err := <-errs:
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("AcquirePermit = %v, want ErrLocked", err)
+			}
+			if waited := f.now().Sub(epoch); waited < holderLease+time.Second {
+				t.Fatalf("gave up after %v, before the holder's lease + the additional wait", waited)
+			}
+			return
+		case <-time.After(patience):
+			t.Fatal("AcquirePermit neither waited nor returned")
+		}
+	}
+	t.Fatal("never gave up")
+}
+
+// Lowering n keeps the permits held; new acquisitions with the new n use
+// only its slots. Raising n admits a new holder at once.
+func TestChangingTheNumberOfPermits(t *testing.T) {
+	f := newFixture(t)
+	held := map[string]*Lock{}
+	for range 3 {
+		l := f.mustPermit("jobs", 3)
+		held[l.Key()] = l
+	}
+	if _, err := f.tryPermit("jobs", 2); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a permit of 2 while slots 0 and 1 are held: %v, want ErrLocked", err)
+	}
+	if err := held[PermitKey("jobs", 2)].Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.tryPermit("jobs", 2); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a permit of 2 after slot 2 was released: %v, want ErrLocked (slot 2 is beyond 2 permits)", err)
+	}
+	if l := f.mustPermit("jobs", 4); l.Key() != PermitKey("jobs", 2) && l.Key() != PermitKey("jobs", 3) {
+		t.Fatalf("a permit of 4 took slot %s, want 2 or 3", l.Key())
+	}
+	if err := held[PermitKey("jobs", 0)].Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := f.mustPermit("jobs", 2); l.Key() != PermitKey("jobs", 0) {
+		t.Fatalf("a permit of 2 took slot %s, want the freed slot 0", l.Key())
+	}
+}
+
+func TestAcquirePermitRefusesBadCounts(t *testing.T) {
+	f := newFixture(t)
+	f.freeRun()
+	for _, n := range []int{0, -1, 101} {
+		if _, err := f.c.AcquirePermit(context.Background(), "x", n); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("AcquirePermit with %d permits: %v, want ErrInvalidOption", n, err)
+		}
+	}
+	if _, err := f.c.AcquirePermit(context.Background(), "x", 2, WithReentrant()); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("AcquirePermit WithReentrant: %v, want ErrInvalidOption", err)
+	}
+	f.wantOps()
+}

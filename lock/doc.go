@@ -77,7 +77,52 @@
 // head's lease only if the head never confirms. A release with WithDeleteOnRelease deletes the row, queue
 // included, and hands nothing over.
 //
+// # Sets of keys
+//
+// AcquireSet takes several keys as one lock: all of them or none, never
+// some. It runs the one engine over a resourcelock.Set, which folds the
+// keys' rows into one lease (see its doc for the folding rules and the
+// safety argument): every acquisition, heartbeat and release is one
+// transaction over all the rows, conditioned row by row on the state the
+// client saw, so two clients taking overlapping sets, in any order,
+// neither deadlock nor hold part of a set while they wait. A key held by
+// another owner (an AWS Java client, a lock on that key alone, another
+// set) is taken over with the others once its RVN has stayed unchanged
+// for its holder's lease on this client's clock; the set waits for the
+// longest. Within one client, a set takes its keys' slots all at once or
+// none, so overlapping Acquire and AcquireSet calls of one client never
+// deadlock either. The set is lost when any of its rows is taken,
+// released or deleted by another, and the LostError names that key.
+// Guard over a set checks every row in its transaction.
+//
+// # Semaphores
+//
+// AcquirePermit takes one of n permits of a name. The semaphore is n
+// ordinary lock rows, its slots (PermitKey(name, 0) to PermitKey(name,
+// n-1)), and a permit is the lock on one slot: each slot is held by at
+// most one owner at a time, by the argument above, and nobody takes a
+// slot outside 0 to n-1, so at most n hold permits. No count is read and
+// then written, so no race between acquirers can exceed it. A waiter
+// reads every slot in one request per poll and takes a free one, or one
+// whose RVN it watched unchanged for its holder's lease.
+//
+// n is each caller's, not stored with the semaphore. A caller with a
+// smaller n than another takes only the lower slots (and waits while they
+// are held, even with higher ones free); a caller with a larger n may
+// hold a slot the others never look at, so the semaphore then admits up
+// to the largest n in use. Lowering n while permits are held keeps every
+// permit held until it is released or lost: the holders of slots at or
+// above the new n finish, and callers with the new n never take those
+// slots again. Raising n admits new holders at once. Every client of one
+// semaphore should use one n, changed by a rolling restart, with the
+// bound above meanwhile.
+//
 // # What is not guaranteed
+//
+// Sets and permits wait unfairly: they poll, do not queue, and may be
+// overtaken by fair waiters of single keys. A set carries no data,
+// attributes or fencing token (a client with fencing refuses sets), and a
+// lost set's other rows are left to run out, not released.
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients and clients with Config.Unfair jump the queue; a waiter that

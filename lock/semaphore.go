@@ -12,31 +12,6 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// A semaphore of n permits on a name is n ordinary lock rows, its slots,
-// named PermitKey(name, 0) to PermitKey(name, n-1). A permit is the lock
-// on one slot, taken, held, renewed, released, fenced and guarded like any
-// lock of this client: the same engine, the same RVN rule per slot.
-//
-// Why at most n hold permits: each slot is a lock, held by at most one
-// owner at a time (the safety argument of the package doc, slot by slot),
-// and nobody takes a slot outside 0 to n-1. No count is read and then
-// written, so no race between two acquirers can exceed it.
-//
-// What n means when callers disagree: n is each caller's, not stored. A
-// caller asking with a smaller n than another takes only the lower slots,
-// and waits while they are held even though higher ones are free; a caller
-// with a larger n may hold a slot the others never look at, so the
-// semaphore then admits up to the largest n in use. Lowering n while
-// permits are held keeps every permit held until it is released (or lost):
-// the holders of slots at or above the new n finish, and their slots are
-// not taken again by callers with the new n. Raising n admits new holders
-// at once. Every client of one semaphore should use one n, changed by a
-// rolling restart, with the bound above meanwhile.
-//
-// What is not guaranteed: waiting for a permit is not fair (waiters poll;
-// the first to find a slot free takes it), and a waiter reads every slot
-// each poll (one TransactGetItems of n items).
-
 // PermitKey returns the key of slot i of the semaphore name:
 // "NAME#permit-I".
 func PermitKey(name string, i int) string { return name + "#permit-" + strconv.Itoa(i) }
@@ -56,8 +31,10 @@ func PermitKey(name string, i int) string { return name + "#permit-" + strconv.I
 // several permits of one semaphore; each AcquirePermit takes another slot.
 //
 // permits must lie between 1 and the store's MaxMany (100 on DynamoDB).
-// Of the acquire options, those of a set are refused (see AcquireSet)
-// except that data may be stored with a permit.
+// WithReentrant and WithFailIfLocked are refused (TryAcquirePermit does
+// not wait); the other acquire options apply to the permit's row. See the
+// package doc for why at most permits hold, and what permits means when
+// callers disagree or change it.
 func (c *Client) AcquirePermit(ctx context.Context, name string, permits int, opts ...AcquireOption) (*Lock, error) {
 	return c.acquirePermit(ctx, name, permits, opts, false)
 }

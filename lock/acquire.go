@@ -60,9 +60,10 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 // target is what one Acquire takes: one key, or a set of keys (set). Its
 // slots are this client's claims on its keys, once taken.
 type target struct {
-	key  resourcelock.Key // the key, or the set's name
-	slot *slot            // one key's slot
-	set  *setHold         // a set's rows and slots
+	key    resourcelock.Key // the key, or the set's name
+	slot   *slot            // one key's slot
+	set    *setHold         // a set's rows and slots
+	permit bool             // the key is a semaphore's slot
 }
 
 // acquireTarget takes t: its slots in this client, then the lease.

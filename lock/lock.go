@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -48,6 +49,7 @@ type Lock struct {
 	ended     bool
 	writing   bool // a writer holds the write slot
 	handedOut bool // Acquire returned it: counted in the metrics
+	permit    bool // a semaphore's permit (AcquirePermit)
 	// releaseSent: a release of the row was sent after the lock expired.
 	releaseSent bool
 }
@@ -97,6 +99,7 @@ func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent ti
 		c:         c,
 		key:       t.key,
 		slot:      t.slot,
+		permit:    t.permit,
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
 		holds:     1,
@@ -396,6 +399,17 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	return true
 }
 
+// kind names the lock's kind for the metrics.
+func (l *Lock) kind() string {
+	switch {
+	case l.slot.set != nil:
+		return metrics.KindSet
+	case l.permit:
+		return metrics.KindPermit
+	}
+	return metrics.KindLock
+}
+
 // countAcquired counts the lock as handed out after waiting wait; from
 // here on its release or loss is counted too (a loss before this call is
 // counted now).
@@ -403,16 +417,16 @@ func (l *Lock) countAcquired(wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.handedOut = true
-	l.c.cfg.metrics.Acquired(wait)
+	l.c.cfg.metrics.Acquired(l.kind(), wait)
 	if le, ok := l.err.(*dynalease.LostError); ok {
-		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 }
 
 // reportReleasedLocked counts the release of a lock that was handed out.
 func (l *Lock) reportReleasedLocked() {
 	if l.handedOut {
-		l.c.cfg.metrics.Released()
+		l.c.cfg.metrics.Released(l.kind())
 	}
 }
 
@@ -423,7 +437,7 @@ func (l *Lock) loseLocked(err error) {
 	}
 	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
 	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
-		l.c.cfg.metrics.LockLost(strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)
 	// The slot is the client's, taken under its mutex, which may not be

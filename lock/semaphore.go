@@ -165,7 +165,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 			candidates = append(candidates[off:], candidates[:off]...)
 		}
 		for _, k := range candidates {
-			l, err := c.acquireTarget(ctx, target{key: k}, a, true)
+			l, err := c.acquireTarget(ctx, target{key: k, permit: true}, a, true)
 			switch {
 			case err == nil:
 				return l, nil

@@ -67,16 +67,28 @@ type Election interface {
 // Locks receives one lock Client's reports.
 type Locks interface {
 	Requests
-	// Acquired reports a lock handed out after waiting d.
-	Acquired(wait time.Duration)
-	// Released reports a lock given up by its holder.
-	Released()
-	// LockLost reports a lock lost, by reason: "expired", "stolen",
-	// "released_elsewhere" or "deleted".
-	LockLost(reason string)
+	// Acquired reports a lock of kind (KindLock, KindSet or KindPermit)
+	// handed out after waiting d.
+	Acquired(kind string, wait time.Duration)
+	// Released reports a lock of kind given up by its holder.
+	Released(kind string)
+	// LockLost reports a lock of kind lost, by reason: "expired",
+	// "stolen", "released_elsewhere" or "deleted".
+	LockLost(kind, reason string)
 	// Heartbeat reports one heartbeat: OK, Lost or Error.
 	Heartbeat(outcome Outcome, d time.Duration)
 }
+
+// The kinds of lock a Locks is told of: a lock on one key, on a set of
+// keys, or a permit of a semaphore.
+const (
+	KindLock   = "lock"
+	KindSet    = "set"
+	KindPermit = "permit"
+)
+
+// Kinds lists every kind, for recorders that make their series up front.
+var Kinds = []string{KindLock, KindSet, KindPermit}
 
 // Nop is an Election and a Locks that records nothing: the default.
 type Nop struct{}
@@ -93,7 +105,7 @@ func (Nop) Leading(bool, time.Time)                {}
 func (Nop) LeaderChanged()                         {}
 func (Nop) Round(Outcome, time.Duration)           {}
 func (Nop) Renewal(Outcome, time.Duration)         {}
-func (Nop) Acquired(time.Duration)                 {}
-func (Nop) Released()                              {}
-func (Nop) LockLost(string)                        {}
+func (Nop) Acquired(string, time.Duration)         {}
+func (Nop) Released(string)                        {}
+func (Nop) LockLost(string, string)                {}
 func (Nop) Heartbeat(Outcome, time.Duration)       {}

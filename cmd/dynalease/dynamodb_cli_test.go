@@ -472,7 +472,7 @@ func TestDynamoDBRunServesMetricsAndProbes(t *testing.T) {
 	c := newCLI(t)
 	_, get := startServing(t, c, "run", "job", "--", "sh", "-c", `while true; do sleep 0.02; done`)
 	eventually(t, "ready once the lock is held", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
-	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="job"} 1`) {
+	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="job",kind="lock"} 1`) {
 		t.Fatalf("metrics without the held lock:\n%s", body)
 	}
 	if code, _ := get("/healthz"); code != http.StatusOK {

@@ -99,7 +99,7 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	client1 := map[string]string{"client": "orders"}
+	client1 := map[string]string{"client": "orders", "kind": "lock"}
 	req := func(op, outcome string) map[string]string {
 		return map[string]string{"scope": "lock", "name": "orders", "operation": op, "outcome": outcome}
 	}
@@ -135,7 +135,7 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 	if err := l.Heartbeat(t.Context()); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Heartbeat of a stolen lock = %v", err)
 	}
-	want(t, reg, "dynalease_lock_lost_total", map[string]string{"client": "orders", "reason": "stolen"}, 1)
+	want(t, reg, "dynalease_lock_lost_total", map[string]string{"client": "orders", "kind": "lock", "reason": "stolen"}, 1)
 	want(t, reg, "dynalease_lock_held", client1, 0)
 	want(t, reg, "dynalease_requests_total", req("update", "condition_failed"), 1)
 	want(t, reg, "dynalease_lock_heartbeats_total", map[string]string{"client": "orders", "outcome": "lost"}, 1)
@@ -150,6 +150,33 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, reg, "dynalease_lock_held", client1, 0)
+
+	// Sets and permits are counted by kind: permits in use are the held
+	// permits.
+	set, err := c.AcquireSet(t.Context(), []string{"s1", "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	permit, err := c.AcquirePermit(t.Context(), "pay", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofKind := func(kind string) map[string]string { return map[string]string{"client": "orders", "kind": kind} }
+	want(t, reg, "dynalease_lock_held", ofKind("set"), 1)
+	want(t, reg, "dynalease_lock_held", ofKind("permit"), 1)
+	want(t, reg, "dynalease_lock_acquisitions_total", ofKind("set"), 1)
+	want(t, reg, "dynalease_lock_acquisitions_total", ofKind("permit"), 1)
+	want(t, reg, "dynalease_lock_held", client1, 0)
+	stealRow(t, raw, table, "s2")
+	if err := set.Heartbeat(t.Context()); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Heartbeat of a set with a stolen key = %v", err)
+	}
+	want(t, reg, "dynalease_lock_lost_total", map[string]string{"client": "orders", "kind": "set", "reason": "stolen"}, 1)
+	want(t, reg, "dynalease_lock_held", ofKind("set"), 0)
+	if err := permit.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want(t, reg, "dynalease_lock_held", ofKind("permit"), 0)
 }
 
 // An elector's metrics over a term and its loss to another owner.

@@ -17,10 +17,10 @@
 //	dynalease_election_round_duration_seconds{election}
 //	dynalease_election_renewals_total{election,outcome}        leader renewals: ok, lost, error
 //	dynalease_election_renewal_duration_seconds{election}
-//	dynalease_lock_held{client}                                locks held now
-//	dynalease_lock_acquisitions_total{client}
-//	dynalease_lock_acquire_wait_seconds{client}                from Acquire's call to the lock
-//	dynalease_lock_lost_total{client,reason}                   expired, stolen, released_elsewhere, deleted
+//	dynalease_lock_held{client,kind}                           locks held now; kind: lock, set, permit
+//	dynalease_lock_acquisitions_total{client,kind}
+//	dynalease_lock_acquire_wait_seconds{client,kind}           from Acquire's call to the lock
+//	dynalease_lock_lost_total{client,kind,reason}              expired, stolen, released_elsewhere, deleted
 //	dynalease_lock_heartbeats_total{client,outcome}            ok, lost, error
 //	dynalease_lock_heartbeat_duration_seconds{client}
 //	dynalease_requests_total{scope,name,operation,outcome}     store requests: ok, condition_failed, throttled, timeout, error
@@ -103,10 +103,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		renewals:      counter("dynalease_election_renewals_total", "Leader renewals by outcome (ok, lost, error).", "election", "outcome"),
 		renewalDur:    histogram("dynalease_election_renewal_duration_seconds", "Duration of leader renewals, settling included.", requestBuckets, "election"),
 
-		held:         gauge("dynalease_lock_held", "Locks held now.", "client"),
-		acquisitions: counter("dynalease_lock_acquisitions_total", "Locks acquired.", "client"),
-		acquireWait:  histogram("dynalease_lock_acquire_wait_seconds", "Time from an Acquire's call to the lock.", waitBuckets, "client"),
-		lost:         counter("dynalease_lock_lost_total", "Locks lost, by reason (expired, stolen, released_elsewhere, deleted).", "client", "reason"),
+		held:         gauge("dynalease_lock_held", "Locks held now, by kind (lock, set, permit: permits in use).", "client", "kind"),
+		acquisitions: counter("dynalease_lock_acquisitions_total", "Locks acquired, by kind (lock, set, permit).", "client", "kind"),
+		acquireWait:  histogram("dynalease_lock_acquire_wait_seconds", "Time from an Acquire's call to the lock, by kind.", waitBuckets, "client", "kind"),
+		lost:         counter("dynalease_lock_lost_total", "Locks lost, by kind and reason (expired, stolen, released_elsewhere, deleted).", "client", "kind", "reason"),
 		heartbeats:   counter("dynalease_lock_heartbeats_total", "Heartbeats by outcome (ok, lost, error).", "client", "outcome"),
 		heartbeatDur: histogram("dynalease_lock_heartbeat_duration_seconds", "Duration of heartbeats, settling included.", requestBuckets, "client"),
 
@@ -149,8 +149,10 @@ func (m *Metrics) Election(name string) metrics.Election {
 // Locks returns the recorder of the lock client called name, for
 // lock.Config.Metrics.
 func (m *Metrics) Locks(name string) metrics.Locks {
-	m.held.WithLabelValues(name)
-	m.acquisitions.WithLabelValues(name)
+	for _, kind := range metrics.Kinds {
+		m.held.WithLabelValues(name, kind)
+		m.acquisitions.WithLabelValues(name, kind)
+	}
 	return &locks{requests: m.requestsFor("lock", name), m: m, name: name}
 }
 
@@ -257,17 +259,17 @@ type locks struct {
 	name string
 }
 
-func (l *locks) Acquired(wait time.Duration) {
-	l.m.acquisitions.WithLabelValues(l.name).Inc()
-	l.m.acquireWait.WithLabelValues(l.name).Observe(wait.Seconds())
-	l.m.held.WithLabelValues(l.name).Inc()
+func (l *locks) Acquired(kind string, wait time.Duration) {
+	l.m.acquisitions.WithLabelValues(l.name, kind).Inc()
+	l.m.acquireWait.WithLabelValues(l.name, kind).Observe(wait.Seconds())
+	l.m.held.WithLabelValues(l.name, kind).Inc()
 }
 
-func (l *locks) Released() { l.m.held.WithLabelValues(l.name).Dec() }
+func (l *locks) Released(kind string) { l.m.held.WithLabelValues(l.name, kind).Dec() }
 
-func (l *locks) LockLost(reason string) {
-	l.m.lost.WithLabelValues(l.name, reason).Inc()
-	l.m.held.WithLabelValues(l.name).Dec()
+func (l *locks) LockLost(kind, reason string) {
+	l.m.lost.WithLabelValues(l.name, kind, reason).Inc()
+	l.m.held.WithLabelValues(l.name, kind).Dec()
 }
 
 func (l *locks) Heartbeat(outcome metrics.Outcome, d time.Duration) {

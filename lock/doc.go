@@ -120,9 +120,9 @@
 // # What is not guaranteed
 //
 // Sets and permits wait unfairly: they poll, do not queue, and may be
-// overtaken by fair waiters of single keys. A set carries no data,
-// attributes or fencing token (a client with fencing refuses sets), and a
-// lost set's other rows are left to run out, not released.
+// overtaken by fair waiters of single keys. A set carries no data or
+// attributes, and a lost set's other rows are left to run out, not
+// released.
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients and clients with Config.Unfair jump the queue; a waiter that

@@ -36,12 +36,19 @@ import (
 // DynamoDB, whose transactions hold at most 100 items), and a larger one
 // is refused before any request, naming the limit.
 //
+// On a client with fencing tokens, the set's one token (Token) is given by
+// resourcelock.ManyStore.FenceMany: every key's row gets one new
+// generation, above every generation any of them had, so the token is
+// higher than every token any key had before, and every later acquisition
+// of any key gets a higher one. Such a set holds at most half as many
+// keys (50 on DynamoDB: a row of the fence table and a lock row per key,
+// in one transaction).
+//
 // What a set does not have yet (refused with an error matching
 // ErrInvalidOption): data (WithData), attributes (WithAttributes),
-// reentrancy (WithReentrant), WithOnlyIfExists, and a client with fencing
-// tokens. A set waits unfairly: it polls every refresh period and does not
-// join the keys' queues, so fair waiters of a single key may be served
-// before it.
+// reentrancy (WithReentrant) and WithOnlyIfExists. A set waits unfairly:
+// it polls every refresh period and does not join the keys' queues, so
+// fair waiters of a single key may be served before it.
 func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquireSet(ctx, keys, opts, false)
 }
@@ -94,8 +101,6 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 		return a, nil, invalid("WithReentrant", "a set of keys is not reentrant")
 	case a.onlyIfExists:
 		return a, nil, invalid("WithOnlyIfExists", "a set of keys takes missing rows too")
-	case c.cfg.fencing:
-		return a, nil, invalid("WithFencing", "a set of keys has no fencing token")
 	}
 	store, ok := c.store.(resourcelock.ManyStore)
 	if !ok {
@@ -104,6 +109,9 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	rows, err := resourcelock.NewSet(store, members)
 	if err != nil {
 		return a, nil, &OptionError{Option: "keys", Err: err}
+	}
+	if n, most := len(rows.Keys()), store.MaxFenceMany(); c.cfg.fencing && n > most {
+		return a, nil, invalid("keys", "%d keys; a client with fencing tokens takes at most %d in a set (fencing writes two items per key in one transaction)", n, most)
 	}
 	return a, &setHold{rows: rows, keys: rows.Keys()}, nil
 }

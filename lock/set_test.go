@@ -299,3 +299,44 @@ func TestOverlappingSetsOfOneClientNeverDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// On a client with fencing tokens, a set's token is one new generation on
+// every key's row, above every token any key had before.
+func TestASetOnAFencingClientHasOneTokenAboveItsKeys(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	single := f.acquire("b")
+	before := single.Token()
+	if err := single.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.c.AcquireSet(context.Background(), []string{"a", "b"})
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	token := l.Token()
+	if token <= before || token == 0 {
+		t.Fatalf("the set's token %#x is not above b's earlier %#x", token, before)
+	}
+	for _, k := range []string{"a", "b"} {
+		if got := f.item(k).FencingToken(); got != token {
+			t.Fatalf("row %s carries token %#x, want the set's %#x", k, got, token)
+		}
+	}
+	if err := l.Heartbeat(context.Background()); err != nil || l.Token() != token {
+		t.Fatalf("after a heartbeat: token %#x, %v; want %#x kept", l.Token(), err, token)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	later := f.acquire("a")
+	if later.Token() <= token {
+		t.Fatalf("a later lock on a has token %#x, not above the set's %#x", later.Token(), token)
+	}
+	many := make([]string, 51)
+	for i := range many {
+		many[i] = fmt.Sprint("m", i)
+	}
+	if _, err := f.c.AcquireSet(context.Background(), many); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("a set of 51 keys on a fencing client: %v, want ErrInvalidOption", err)
+	}
+}

@@ -27,6 +27,19 @@ type ManyStore interface {
 	WriteMany(ctx context.Context, writes []Write) error
 	// MaxMany returns the most rows one GetMany or WriteMany may name.
 	MaxMany() int
+	// FenceMany gives the rows at keys one new fencing generation, higher
+	// than every generation the store gave any of them before, and
+	// restarts their counters at 2, all or nothing: each row must name
+	// holder and carry acquisitionID, or it returns an error wrapping
+	// ErrConflict and changes no row. So the rows then carry one fencing
+	// token, higher than every token any of them carried before, and
+	// every later acquisition of any of them gets a higher one still. It
+	// returns the generation. It may send several requests, and refuses
+	// more keys than MaxFenceMany. ErrNoFencing when the store keeps no
+	// generations.
+	FenceMany(ctx context.Context, keys []Key, holder, acquisitionID string) (int64, error)
+	// MaxFenceMany returns the most rows one FenceMany may name.
+	MaxFenceMany() int
 }
 
 // WriteKind is the condition and action of one row of a WriteMany.

@@ -66,3 +66,41 @@ func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
 	}
 	return nil
 }
+
+// MaxFenceMany returns 50, DynamoDB's: a fence there writes two items per
+// key in one transaction.
+func (s *memoryStore) MaxFenceMany() int { return memoryMaxMany / 2 }
+
+// FenceMany gives the rows at keys one generation above all of theirs.
+func (s *memoryStore) FenceMany(ctx context.Context, keys []Key, holder, acquisitionID string) (int64, error) {
+	if err := CheckMany(keys, s.MaxFenceMany()); err != nil {
+		return 0, err
+	}
+	if holder == "" || acquisitionID == "" {
+		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memory: fence many: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.generations == nil {
+		s.generations = map[Key]int64{}
+	}
+	var gen int64
+	for _, k := range keys {
+		cur, ok := s.items[k]
+		if !ok || cur.HolderIdentity != holder || cur.AcquisitionID != acquisitionID {
+			return 0, fmt.Errorf("memory/%s: fence many: %w", k, ErrConflict)
+		}
+		gen = max(gen, s.generations[k])
+	}
+	gen++
+	for _, k := range keys {
+		s.generations[k] = gen
+		cur := s.items[k]
+		cur.FenceGeneration, cur.LeaderTransitions = gen, 2
+		s.items[k] = cur
+	}
+	return gen, nil
+}

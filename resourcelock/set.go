@@ -54,10 +54,10 @@ import (
 //
 // # What is not kept
 //
-// A Set carries no data, no attributes and no fencing token (Data,
-// LeaderTransitions and FenceGeneration are zero in its items); its rows'
-// queues are left as they are, and nobody waiting for a set queues on
-// them. Writes of a Set return the record written, not the rows read back
+// A Set carries no data and no attributes; its rows' queues are left as
+// they are, and nobody waiting for a set queues on them. Its fencing
+// token is the one Fence gives every member alike (a set acquired without
+// Fence has none: LeaderTransitions and FenceGeneration are zero). Writes of a Set return the record written, not the rows read back
 // (a transaction returns none): the acquisition ID is the acquiring
 // write's RVN, kept by the Set for its later writes.
 type Set struct {
@@ -69,6 +69,9 @@ type Set struct {
 	acquisitionID string // of the last acquisition seen or written
 	mine          string // the RVN of this Set's last write that landed
 	departed      Key    // see Departed
+	// The fencing token of the current acquisition, once FenceMany gave
+	// it: a holder's writes leave it on the rows.
+	generation, transitions int64
 }
 
 // compositeMark starts a composite RVN; a member RVN that starts with it is
@@ -162,7 +165,14 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			s.departed = Key{}
 			s.mu.Unlock()
 			rec := first.Record
-			rec.Data, rec.LeaderTransitions, rec.FenceGeneration = nil, 0, 0
+			rec.Data = nil
+			for _, k := range s.keys[1:] {
+				if r := rows[k]; r.FenceGeneration != first.FenceGeneration || r.LeaderTransitions != first.LeaderTransitions {
+					// No one token on every row: none for the set.
+					rec.LeaderTransitions, rec.FenceGeneration = 0, 0
+					break
+				}
+			}
 			return Item{Key: s.key, Record: rec}, nil
 		}
 	}
@@ -290,9 +300,27 @@ func (s *Set) Remove(ctx context.Context, expect Precondition) error {
 	return s.store.WriteMany(ctx, writes)
 }
 
-// Fence refuses: a set has no fencing token.
-func (s *Set) Fence(context.Context, string, string) (Item, error) {
-	return Item{}, fmt.Errorf("%s: %w: a set of rows has no fencing token", s.key, ErrNoFencing)
+// Fence gives every member one new fencing generation (see
+// ManyStore.FenceMany), so that the set's token, carried by every member,
+// is higher than every token any member carried before, and lower than
+// the token of any later acquisition of any member. It returns the set
+// as fenced.
+func (s *Set) Fence(ctx context.Context, holder, acquisitionID string) (Item, error) {
+	gen, err := s.store.FenceMany(ctx, s.keys, holder, acquisitionID)
+	if err != nil {
+		return Item{}, err
+	}
+	it, err := s.Get(ctx)
+	if err != nil {
+		return Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
+	}
+	if it.FenceGeneration != gen || it.LeaderTransitions != 2 || it.AcquisitionID != acquisitionID {
+		return Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, ErrConflict)
+	}
+	s.mu.Lock()
+	s.generation, s.transitions = gen, 2
+	s.mu.Unlock()
+	return it, nil
 }
 
 // write sends writes, each carrying rec and opts, and returns the set as
@@ -309,16 +337,19 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, opts WriteO
 		return Item{}, err
 	}
 	out := rec
-	out.Data, out.LeaderTransitions, out.FenceGeneration = nil, 0, 0
+	out.Data = nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case rec.HandedTo != "":
 		s.acquisitionID = ""
+		s.generation, s.transitions = 0, 0
 	case acquiring:
 		s.acquisitionID = rec.RVN
+		s.generation, s.transitions = 0, 0
 	}
 	out.AcquisitionID = s.acquisitionID
+	out.LeaderTransitions, out.FenceGeneration = s.transitions, s.generation
 	s.mine = rec.RVN
 	return Item{Key: s.key, Record: out}, nil
 }

@@ -40,8 +40,8 @@ never followed by a release: the lock is left to run out.
 With --keys instead of NAME, run takes the locks on all the keys at once,
 in one transaction, or none of them (see lock.Client.AcquireSet): two runs
 over overlapping keys, in any order, never deadlock. DYNALEASE_LOCK then
-holds the keys joined by commas; a set has no fencing token yet, so
-DYNALEASE_TOKEN stays unset.
+holds the keys joined by commas, and DYNALEASE_TOKEN the set's one
+fencing token, higher than every token any of the keys had before.
 
 With --permits N, NAME is a semaphore of N permits: run takes one of them
 (see lock.Client.AcquirePermit), waiting while all N are held, and the
@@ -141,9 +141,6 @@ func (t target) acquire(ctx context.Context, lc *lock.Client, try bool, opts ...
 
 func (c *common) runCommand(ctx context.Context, t target, argv []string, wait time.Duration, noWait bool, grace time.Duration) error {
 	name := t.String()
-	if len(t.keys) > 0 {
-		c.noFencing = true // a set has no fencing token yet
-	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -360,6 +360,18 @@ func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A fenced set: its generations are read from the fence table and
+	// written with the rows in one transaction; its guard checks each row.
+	set, err := c.AcquireSet(ctx, []string{"s1", "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Guard(ctx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	check(t, "fencing-guarded-writes.json", r, map[string]string{table: "LockTable", fences: "FenceTable", app: "AppTable"})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -149,4 +150,124 @@ func (d *Store) describeMany(keys []resourcelock.Key) string {
 		return d.describeKey(keys[0])
 	}
 	return fmt.Sprintf("%s and %d more", d.describeKey(keys[0]), len(keys)-1)
+}
+
+// fenceManyTries bounds the rounds of FenceMany whose fence-table
+// condition failed because a generation grew between its read and its
+// write.
+const fenceManyTries = 3
+
+// MaxFenceMany returns half of MaxMany: FenceMany writes a fence-table row
+// and a lock row per key in one transaction.
+func (d *Store) MaxFenceMany() int { return d.maxItems / 2 }
+
+// FenceMany reads the keys' generations from the fence table in one
+// TransactGetItems, then in one TransactWriteItems raises each to one more
+// than the largest (conditioned on each still being below it) and writes
+// it into every lock row with the counter at 2 (conditioned on holder and
+// acquisition). A generation that grew meanwhile cancels the transaction,
+// which is read and tried again.
+func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (int64, error) {
+	if d.fenceTable == "" {
+		return 0, fmt.Errorf("%s: %w", d.describeMany(keys), resourcelock.ErrNoFencing)
+	}
+	if err := resourcelock.CheckMany(keys, d.MaxFenceMany()); err != nil {
+		return 0, err
+	}
+	if holder == "" || acquisitionID == "" {
+		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
+	}
+	getAPI, ok := d.client.(TransactGetAPI)
+	writeAPI, ok2 := d.client.(TransactAPI)
+	if !ok || !ok2 {
+		return 0, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems or TransactWriteItems", resourcelock.ErrNotMany)
+	}
+	what := d.describeMany(keys) + ": fence"
+	var err error
+	for try := 0; try < fenceManyTries; try++ {
+		var gen int64
+		if gen, err = d.nextGeneration(ctx, getAPI, keys); err != nil {
+			return 0, err
+		}
+		if gen > resourcelock.MaxFenceGeneration {
+			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(resourcelock.MaxFenceGeneration))
+		}
+		g := &types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}
+		items := make([]types.TransactWriteItem, 0, 2*len(keys))
+		for _, k := range keys {
+			items = append(items, types.TransactWriteItem{Update: &types.Update{
+				TableName:                 aws.String(d.fenceTable),
+				Key:                       map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))},
+				UpdateExpression:          aws.String("SET #g = :g"),
+				ConditionExpression:       aws.String("attribute_not_exists(#g) OR #g < :g"),
+				ExpressionAttributeNames:  map[string]string{"#g": fenceGenerationAttr},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":g": g},
+			}})
+		}
+		for _, k := range keys {
+			e := newExpression()
+			update := "SET " + e.name(attrGeneration) + " = " + e.value(g) + ", " + e.name(attrTransitions) + " = " + e.value(&types.AttributeValueMemberN{Value: "2"})
+			cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND " +
+				e.name(attrOwner) + " = " + e.value(s(holder)) + " AND " + e.name(attrAcquisition) + " = " + e.value(s(acquisitionID))
+			items = append(items, types.TransactWriteItem{Update: &types.Update{
+				TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
+				UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
+				ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			}})
+		}
+		tctx, cancel := d.bound(ctx)
+		_, err = writeAPI.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		cancel()
+		if err == nil {
+			return gen, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return 0, wrapTableError(d.table, what, err)
+		}
+		retry := false
+		for i, r := range tce.CancellationReasons {
+			switch aws.ToString(r.Code) {
+			case "ConditionalCheckFailed":
+				if i >= len(keys) {
+					return 0, resourcelock.Conflict(fmt.Sprintf("%s (%s)", what, keys[i-len(keys)]), nil, err)
+				}
+				retry = true // a generation grew since it was read
+			case "TransactionConflict":
+				retry = true
+			}
+		}
+		if !retry {
+			return 0, fmt.Errorf("%s: cancelled (%s): %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
+		}
+	}
+	return 0, fmt.Errorf("%s: generations kept changing (%d tries): %w", what, fenceManyTries, err)
+}
+
+// nextGeneration reads the keys' generations in the fence table and
+// returns one more than the largest.
+func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []resourcelock.Key) (int64, error) {
+	gets := make([]types.TransactGetItem, len(keys))
+	for i, k := range keys {
+		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.fenceTable), Key: map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))}}}
+	}
+	ctx, cancel := d.bound(ctx)
+	defer cancel()
+	out, err := api.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: gets})
+	if err != nil {
+		return 0, wrapTableError(d.fenceTable, d.describeMany(keys)+": read fencing generations", err)
+	}
+	var top int64
+	for _, r := range out.Responses {
+		n, ok := r.Item[fenceGenerationAttr].(*types.AttributeValueMemberN)
+		if !ok {
+			continue
+		}
+		g, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: fencing generation %q is not an integer", d.describeMany(keys), n.Value)
+		}
+		top = max(top, g)
+	}
+	return top + 1, nil
 }

@@ -161,3 +161,31 @@ func (f *FaultyStore) WriteMany(ctx context.Context, writes []resourcelock.Write
 	})
 	return err
 }
+
+// OpFenceMany names ManyStore.FenceMany.
+const OpFenceMany Op = "FenceMany"
+
+// MaxFenceMany forwards the wrapped store's MaxFenceMany, or 0 when it is
+// not a ManyStore.
+func (f *FaultyStore) MaxFenceMany() int {
+	if m, ok := f.inner.(resourcelock.ManyStore); ok {
+		return m.MaxFenceMany()
+	}
+	return 0
+}
+
+// FenceMany passes through the wrapped store, subject to faults for
+// OpFenceMany.
+func (f *FaultyStore) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (int64, error) {
+	m, ok := f.inner.(resourcelock.ManyStore)
+	if !ok {
+		return 0, resourcelock.ErrNotMany
+	}
+	var gen int64
+	_, err := f.do(ctx, OpFenceMany, func() (resourcelock.Record, error) {
+		var err error
+		gen, err = m.FenceMany(context.WithoutCancel(ctx), keys, holder, acquisitionID)
+		return resourcelock.Record{}, err
+	})
+	return gen, err
+}

@@ -22,6 +22,7 @@ func runManyConformance(t *testing.T, newStore func(t *testing.T) resourcelock.S
 		{"SetHeldWhole", testSetHeldWhole},
 		{"SetTakeoverOfMixedMembers", testSetTakeoverMixed},
 		{"SetTakeoverRefusedWhenAMemberMoved", testSetTakeoverMoved},
+		{"SetFenceTokenAboveEveryMembers", testSetFence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,5 +225,66 @@ func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
 	wantConflict(t, "a takeover after a missing member was created", err)
 	if it := mustGetItem(t, s, a); !it.Released {
 		t.Fatalf("member a after the refused writes: %s, want released", formatStoreItem(it))
+	}
+}
+
+// A set's token is one generation above every member's, on every member,
+// and a later acquisition of any member gets a higher one still.
+func testSetFence(t *testing.T, s resourcelock.ManyStore) {
+	a, b := storeKey("fence-a"), storeKey("fence-b")
+	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	var err error
+	for range 2 {
+		if ia, err = s.Fence(ctx(t), a, "x", ia.AcquisitionID); err != nil {
+			t.Fatalf("Fence of a: %v", err)
+		}
+	}
+	before := ia.FencingToken()
+	mustUpdate(t, s, a, asHolder(ia), releasedBy("x"), resourcelock.WriteOptions{})
+
+	set := mustSet(t, s, a, b)
+	r := heldBy("me", time.Second, "")
+	got, err := set.Create(ctx(t), r, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := s.FenceMany(ctx(t), []resourcelock.Key{a, b}, "someone-else", got.AcquisitionID); !errors.Is(err, resourcelock.ErrConflict) {
+		t.Fatalf("FenceMany by another holder: %v, want ErrConflict", err)
+	}
+	fenced, err := set.Fence(ctx(t), "me", got.AcquisitionID)
+	if err != nil {
+		t.Fatalf("Set.Fence: %v", err)
+	}
+	token := fenced.FencingToken()
+	if token <= before {
+		t.Fatalf("the set's token %#x is not above member a's earlier token %#x", token, before)
+	}
+	for _, k := range []resourcelock.Key{a, b} {
+		if it := mustGetItem(t, s, k); it.FencingToken() != token {
+			t.Fatalf("member %s carries token %#x, want the set's %#x", k, it.FencingToken(), token)
+		}
+	}
+	// A renewal keeps the token.
+	renewed, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r.RVN, HolderIdentity: "me"}, heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	if err != nil || renewed.FencingToken() != token {
+		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", renewed.FencingToken(), err, token)
+	}
+	read, err := set.Get(ctx(t))
+	if err != nil || read.FencingToken() != token {
+		t.Fatalf("Get: token %#x, %v; want %#x", read.FencingToken(), err, token)
+	}
+	if _, err := set.Update(ctx(t), asHolder(read), releasedBy("me"), resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	// A later acquisition of b alone, fenced, gets a higher token.
+	ib, err := s.Create(ctx(t), b, heldBy("y", time.Second, ""), resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Create of b: %v", err)
+	}
+	if ib, err = s.Fence(ctx(t), b, "y", ib.AcquisitionID); err != nil {
+		t.Fatalf("Fence of b: %v", err)
+	}
+	if ib.FencingToken() <= token {
+		t.Fatalf("b's later token %#x is not above the set's %#x", ib.FencingToken(), token)
 	}
 }

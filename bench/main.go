@@ -167,6 +167,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"5 holding many locks", b.rowHold},
 		{"6 contention", b.rowContention},
 		{"6b queued waiter killed", b.rowKilledWaiter},
+		{"8 semaphore", b.rowSemaphore},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

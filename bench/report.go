@@ -23,6 +23,7 @@ type results struct {
 	Contention           *contentionResult   `json:"contention"`
 	ContentionUnfair     *contentionResult   `json:"contention_unfair"`
 	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
+	Semaphore            *semaphoreResult    `json:"semaphore"`
 	Microbenchmarks      *microResult        `json:"microbenchmarks"`
 	Errors               []string            `json:"errors,omitempty"`
 }
@@ -172,6 +173,7 @@ func printTable(w io.Writer, r *results) {
 	printHold(w, r)
 	printContention(w, r)
 	printKilledWaiter(w, r)
+	printSemaphore(w, r)
 	printMicro(w, r)
 	if len(r.Errors) > 0 {
 		section(w, "Errors")

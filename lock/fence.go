@@ -86,8 +86,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request
 		// was in flight.
-		lost := l.hold.Lost(context.WithoutCancel(ctx), l.key.String(), err)
-		lost.Lease = l.lossName() // after the read that found the loss
+		lost := l.setLoss(l.hold.Lost(context.WithoutCancel(ctx), l.key.String(), err))
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.loseLocked(lost)

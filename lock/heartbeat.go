@@ -75,7 +75,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		}
 		return nil
 	case w.Lost:
-		l.loseLocked(w.Loss(l.lossName()))
+		l.loseLocked(l.setLoss(w.Loss(l.key.String())))
 		return l.err
 	default:
 		l.c.failing.Note(l.key.String(), w.Err)

@@ -167,7 +167,7 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 		}
 		return nil
 	case w.Lost:
-		lost := w.Loss(l.lossName())
+		lost := l.setLoss(w.Loss(l.key.String()))
 		l.mu.Lock()
 		if _, already := l.err.(*dynalease.LostError); !already {
 			l.err = lost

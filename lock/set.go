@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -198,15 +199,28 @@ func (l *Lock) Keys() []string {
 	return keys
 }
 
-// lossName names l in the error of its loss: its key, and for a set the
-// key that another took, released or deleted, as the last read found it.
-func (l *Lock) lossName() string {
-	if set := l.slot.set; set != nil {
-		if k, ok := set.rows.Departed(); ok {
-			return fmt.Sprintf("%s (key %s)", l.key, k)
-		}
+// setLoss returns e, a loss of l found by a write or a read, with the
+// key that another took, released or deleted named for a set, and the
+// reason that key shows, as the read that found the loss saw it.
+func (l *Lock) setLoss(e *dynalease.LostError) *dynalease.LostError {
+	set := l.slot.set
+	if set == nil {
+		return e
 	}
-	return l.key.String()
+	d, ok := set.rows.Departure()
+	if !ok {
+		return e
+	}
+	e.Lease = fmt.Sprintf("%s (key %s)", l.key, d.Key)
+	switch {
+	case d.Missing:
+		e.Reason, e.Holder = dynalease.Deleted, ""
+	case d.Released:
+		e.Reason, e.Holder = dynalease.ReleasedElsewhere, d.Holder
+	default:
+		e.Reason, e.Holder = dynalease.Stolen, d.Holder
+	}
+	return e
 }
 
 // errNoQueue is returned by the queue operations of a set's rows, which

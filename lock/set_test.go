@@ -340,3 +340,88 @@ func TestASetOnAFencingClientHasOneTokenAboveItsKeys(t *testing.T) {
 		t.Fatalf("a set of 51 keys on a fencing client: %v, want ErrInvalidOption", err)
 	}
 }
+
+// Others taking and freeing a free member again and again do not restart
+// the set's wait for a silent holder of another member: the set takes all
+// its keys once that holder's RVN has stayed unchanged for its lease.
+func TestAFreeMemberChurningDoesNotHoldUpASetsTakeover(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 6 * time.Second
+	f.putForeign("b", "dead", "d0", holderLease)
+	locks, errs := f.acquireSetAsync([]string{"a", "b"})
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		// a is taken and released by others between the set's polls.
+		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "a"},
+			Record: resourcelock.Record{HolderIdentity: "churner", RVN: fmt.Sprint("c", i), LeaseDuration: holderLease, Released: true}})
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			if i > 100 {
+				t.Fatal("the set never took the silent member over")
+			}
+			continue
+		case l := <-locks:
+			if f.now().Before(epoch.Add(holderLease)) {
+				t.Fatalf("took the set at %v, before the silent holder's lease of %v", f.now().Sub(epoch), holderLease)
+			}
+			if f.now().After(epoch.Add(holderLease + 2*maxPoll)) {
+				t.Fatalf("took the set at %v, long after the silent holder's lease of %v: the churn restarted the wait", f.now().Sub(epoch), holderLease)
+			}
+			if !l.IsHeld() {
+				t.Fatal("the set is not held")
+			}
+			f.freeRun()
+			return
+		case err := <-errs:
+			t.Fatalf("AcquireSet: %v", err)
+		case <-time.After(patience):
+			t.Fatal("AcquireSet neither waited nor returned")
+		}
+	}
+}
+
+// A member deleted by another is a loss of the set for that reason; a
+// theft found after a heartbeat whose answer was lost (but which landed)
+// names the thief.
+func TestASetsLossNamesTheKeyAndItsReason(t *testing.T) {
+	f := newFixture(t)
+	l, err := f.c.AcquireSet(context.Background(), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitIdle("heartbeat")
+	f.mem.DeleteItem(resourcelock.Key{Partition: "b"})
+	f.fc.Step(period)
+	select {
+	case <-l.Done():
+	case <-time.After(patience):
+		t.Fatal("the set was not lost")
+	}
+	var lost *dynalease.LostError
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Deleted || !strings.Contains(lost.Lease, "key b") {
+		t.Fatalf("Err() = %v, want deleted, naming key b", l.Err())
+	}
+
+	l, err = f.c.AcquireSet(context.Background(), []string{"x", "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitIdle("heartbeat")
+	f.store.Inject(rlt.OpWriteMany, 1, rlt.Fault{Land: true, Err: errReset})
+	f.fc.Step(period) // a heartbeat that lands unseen, settled by a read
+	f.waitIdle("heartbeat")
+	if !l.IsHeld() || l.RVN() != f.item("y").RVN {
+		t.Fatal("the heartbeat that landed unseen was not adopted")
+	}
+	f.putForeign("y", "thief", "stolen", lease)
+	f.fc.Step(period)
+	select {
+	case <-l.Done():
+	case <-time.After(patience):
+		t.Fatal("the set was not lost")
+	}
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key y") {
+		t.Fatalf("Err() = %v, want stolen by thief, naming key y", l.Err())
+	}
+}

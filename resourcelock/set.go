@@ -2,6 +2,7 @@ package resourcelock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,56 +20,69 @@ import (
 //   - Every member present with one holder, one RVN and one acquisition,
 //     all held or all released, as a write of a Set leaves them: that
 //     record, with that RVN. Only such a set is held by anybody as a whole.
-//   - Otherwise its RVN is a composite of every member's state (missing, or
-//     its RVN and whether released), which changes whenever any member's
-//     does, since RVNs are never reused. It is held, with the longest
-//     lease of the held members, by the holder of the first member held
-//     by somebody else than this Set's last write; and released when
-//     there is none (every member missing or released, or, for the Set
-//     that holds them, carrying its own last write), naming the holder
-//     of the first member that does not carry its last write (who
-//     released it). Departed names that member.
+//   - Otherwise its RVN is a composite: the RVN of each held member, and a
+//     mark for each free one (missing or released). It changes whenever a
+//     held member changes or a free one becomes held, since RVNs are never
+//     reused; a free member that stays free, however often others take
+//     and free it meanwhile, leaves it as it is. It is released when every
+//     member is free; otherwise held, for the longest lease of the held
+//     members, by the holder of the first member held by somebody other
+//     than this Set. Departure names the member that keeps the set from
+//     being whole, and how (taken, released, deleted).
 //   - Every member missing: ErrNotFound.
+//
+// A Set tells its own writes by their RVNs, which it remembers from the
+// moment it sends them: a row carrying one was written by this Set,
+// whether or not the answer came back.
 //
 // Writes go to every member in one WriteMany, conditioned member by member
 // on the state the expected RVN names: a plain RVN on every member
 // carrying it (with the holder, when the precondition names one); a
-// composite on each member's own RVN, or on the member being missing or
-// released where it was missing. Create conditions every member on being
-// missing or released.
+// composite, which only a takeover may expect, on each held member's RVN
+// and on each free member being missing or released. Create conditions
+// every member on being missing or released.
 //
 // # Why that is safe
 //
 // A waiter takes a set over only after watching the set's RVN unchanged
 // for the set's lease on its own clock (the engine's rule for one row).
-// An unchanged composite means that no member changed since it was first
-// read, and the set's lease is at least each held member's own lease, so
-// each member was watched unchanged for at least its holder's lease: the
-// rule for one row, member by member. The takeover is one WriteMany
-// conditioned on each member's RVN as watched, so it lands only if no
-// member changed since, and then on all members at once. A holder's
-// renewal and release are conditioned on its RVN on every member, so they
-// land only while it still holds them all; a member taken by another (an
-// AWS Java client taking over one row, a forced release) makes the set
-// lost to its holder, who stops at its validity like any holder.
+// An unchanged composite means that no held member changed since it was
+// first read, and the set's lease is at least each held member's own
+// lease, so each held member was watched unchanged for at least its
+// holder's lease: the rule for one row, member by member. A free member
+// may be taken at once, as a free row may. The takeover is one WriteMany
+// conditioned on each held member's RVN as watched and on each free
+// member still being free, so it lands only if that is still so, and then
+// on all members at once. A holder's renewal and release are conditioned
+// on its RVN on every member, so they land only while it still holds them
+// all; a member taken by another (an AWS Java client taking over one row,
+// a forced release) makes the set lost to its holder, who stops at its
+// validity like any holder.
 //
 // # What is not kept
 //
 // A Set carries no data and no attributes; its rows' queues are left as
 // they are, and nobody waiting for a set queues on them. Its fencing
 // token is the one Fence gives every member alike (a set acquired without
-// Fence has none: LeaderTransitions and FenceGeneration are zero). Writes of a Set return the record written, not the rows read back
-// (a transaction returns none): the acquisition ID is the acquiring
-// write's RVN, kept by the Set for its later writes.
+// Fence has none: LeaderTransitions and FenceGeneration are zero). Writes
+// of a Set return the record written, not the rows read back (a
+// transaction returns none): the acquisition ID is the acquiring write's
+// RVN, kept by the Set for its later writes. The set waits for its held
+// members as one: the longest lease counts from the last change of any of
+// them, not each from its own.
 type Set struct {
 	store ManyStore
 	keys  []Key
 	key   Key
 
-	mu            sync.Mutex
-	acquisitionID string // of the last acquisition seen or written
-	mine          string // the RVN of this Set's last write that landed
-	departed      Key    // see Departed
+	mu sync.Mutex
+	// written: the RVNs of this Set's writes that may be on the rows (the
+	// last that landed, and any sent since); acquiring: those of its
+	// acquiring writes among them. A row carrying one was written by
+	// this Set: RVNs are never reused.
+	written, acquiring []string
+	acquisitionID      string // of this Set's acquisition, for its holder's writes
+	departure          Departure
 	// The fencing token of the current acquisition, once FenceMany gave
 	// it: a holder's writes leave it on the rows.
 	generation, transitions int64
@@ -122,33 +136,40 @@ func (s *Set) Get(ctx context.Context) (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
-	it, err := s.fold(rows)
-	if err != nil {
-		return Item{}, err
-	}
-	if !it.Released && it.AcquisitionID != "" {
-		s.mu.Lock()
-		s.acquisitionID = it.AcquisitionID
-		s.mu.Unlock()
-	}
-	return it, nil
+	return s.fold(rows)
 }
 
-// Members returns the member rows as last read by GetMany, for callers
-// that show them (a missing member is absent).
-func (s *Set) Members(ctx context.Context) (map[Key]Item, error) {
-	return s.store.GetMany(ctx, s.keys)
+// Departure says which member keeps a set from being held as a whole, and
+// how: the first member that does not carry a write of this Set (for the
+// Set that wrote the members; for any other, the first member held by
+// somebody).
+type Departure struct {
+	Key      Key
+	Missing  bool   // the row was deleted
+	Released bool   // the row is marked released, by Holder
+	Holder   string // the row's holder identity ("" when missing)
+}
+
+// Departure returns what the last Get found keeping the set from being
+// whole, and false when it found the set whole, or free, or missing.
+func (s *Set) Departure() (Departure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.departure, s.departure.Key != Key{}
 }
 
 // fold folds the member rows into one item (see Set).
 func (s *Set) fold(rows map[Key]Item) (Item, error) {
+	for _, r := range rows {
+		if strings.IndexByte(r.RVN, 0) >= 0 {
+			return Item{}, fmt.Errorf("%w: %s: the RVN holds a NUL byte", ErrInvalidRecord, r.Key)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.departure = Departure{}
 	if len(rows) == 0 {
 		return Item{}, fmt.Errorf("%s: %w", s.key, ErrNotFound)
-	}
-	for _, r := range rows {
-		if strings.HasPrefix(r.RVN, compositeMark) {
-			return Item{}, fmt.Errorf("%w: %s: RVN starts with a NUL byte", ErrInvalidRecord, r.Key)
-		}
 	}
 	first := rows[s.keys[0]]
 	if len(rows) == len(s.keys) {
@@ -161,9 +182,6 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			}
 		}
 		if uniform {
-			s.mu.Lock()
-			s.departed = Key{}
-			s.mu.Unlock()
 			rec := first.Record
 			rec.Data = nil
 			for _, k := range s.keys[1:] {
@@ -173,66 +191,56 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 					break
 				}
 			}
+			if slices.Contains(s.acquiring, rec.AcquisitionID) {
+				// An acquisition of this Set's, whose answer may have
+				// been lost: its writes keep its ID.
+				s.acquisitionID = rec.AcquisitionID
+			}
 			return Item{Key: s.key, Record: rec}, nil
 		}
 	}
-	s.mu.Lock()
-	mine := s.mine
-	s.mu.Unlock()
 	var b strings.Builder
 	b.WriteString(compositeMark)
 	rec := Record{Released: true}
-	departed, found := Key{}, false
+	var others string // the holder of the first member held by somebody else
 	for _, k := range s.keys {
 		b.WriteByte(0)
 		r, ok := rows[k]
-		held := ok && !r.Released && (mine == "" || r.RVN != mine)
-		if !found && (!ok || r.Released || mine == "" || r.RVN != mine) && (held || mine != "") {
-			// The first member held by another or, for the holder, the
-			// first one that left its last write.
-			departed, found = k, true
-			rec.HolderIdentity = r.HolderIdentity
+		// A released row is never ours: a forced release, and the AWS
+		// Java client's, keep the RVN they found.
+		ours := ok && !r.Released && slices.Contains(s.written, r.RVN)
+		if s.departure.Key == (Key{}) && !ours && (len(s.written) > 0 || (ok && !r.Released)) {
+			s.departure = Departure{Key: k, Missing: !ok, Released: ok && r.Released, Holder: r.HolderIdentity}
 		}
-		switch {
-		case !ok:
-			b.WriteByte('-')
+		if !ok || r.Released {
+			// Free: whoever freed it and however often, it may be taken
+			// at once, so its state does not restart the set's timer.
+			b.WriteByte('f')
 			continue
-		case r.Released:
-			b.WriteByte('~')
-		default:
-			b.WriteByte('=')
 		}
-		if held {
-			if rec.Released {
-				rec.Released, rec.HolderIdentity = false, r.HolderIdentity
-				rec.AcquireTime, rec.RenewTime = r.AcquireTime, r.RenewTime
-			}
-			rec.LeaseDuration = max(rec.LeaseDuration, r.LeaseDuration)
-		}
+		b.WriteByte('=')
 		b.WriteString(r.RVN)
+		if rec.Released {
+			rec.Released = false
+			rec.HolderIdentity, rec.AcquireTime, rec.RenewTime = r.HolderIdentity, r.AcquireTime, r.RenewTime
+		}
+		if !ours && others == "" {
+			others = r.HolderIdentity
+		}
+		rec.LeaseDuration = max(rec.LeaseDuration, r.LeaseDuration)
+	}
+	if others != "" {
+		rec.HolderIdentity = others
 	}
 	rec.RVN = b.String()
-	s.mu.Lock()
-	s.departed = departed
-	s.mu.Unlock()
 	return Item{Key: s.key, Record: rec}, nil
 }
 
-// Departed returns the member that the last Get found not held as a whole
-// with the others: the first one held by somebody else or, for the Set
-// that wrote the members last, the first one that no longer carries that
-// write (taken, released or deleted by another). It returns false when
-// the last Get found the set whole, free, or missing.
-func (s *Set) Departed() (Key, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.departed, s.departed != Key{}
-}
-
 // expectations returns, member by member, the write that the state named by
-// rvn calls for: for a composite, a WriteUpdate on each present member's
-// RVN and a WriteCreate where it was missing; for a plain RVN, a
-// WriteUpdate on it everywhere, with holder when not empty.
+// rvn calls for: for a plain RVN, a WriteUpdate on it everywhere, with
+// holder when not empty; for a composite, which no holder's write may
+// expect (its rows are not held as one), a WriteUpdate on each held
+// member's RVN and a WriteCreate where the member was free.
 func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 	writes := make([]Write, len(s.keys))
 	if !strings.HasPrefix(rvn, compositeMark) {
@@ -241,6 +249,10 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 		}
 		return writes, nil
 	}
+	if holder != "" {
+		return nil, Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+			errors.New("the rows are not held as one set"))
+	}
 	parts := strings.Split(rvn[len(compositeMark):], "\x00")
 	if len(parts) != len(s.keys)+1 || parts[0] != "" {
 		return nil, fmt.Errorf("%w: %s: the expected RVN is a composite of another set", ErrInvalidArgument, s.key)
@@ -248,10 +260,10 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 	for i, k := range s.keys {
 		p := parts[i+1]
 		switch {
-		case p == "-":
+		case p == "f":
 			writes[i] = Write{Key: k, Kind: WriteCreate}
-		case len(p) > 1 && (p[0] == '=' || p[0] == '~'):
-			writes[i] = Write{Key: k, Kind: WriteUpdate, Expect: Precondition{RVN: p[1:], HolderIdentity: holder}}
+		case len(p) > 1 && p[0] == '=':
+			writes[i] = Write{Key: k, Kind: WriteUpdate, Expect: Precondition{RVN: p[1:]}}
 		default:
 			return nil, fmt.Errorf("%w: %s: malformed composite RVN", ErrInvalidArgument, s.key)
 		}
@@ -281,21 +293,22 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record, opts 
 	return s.write(ctx, writes, rec, opts, expect.HolderIdentity == "")
 }
 
-// Remove deletes every member when the set is in the state expect names; a
-// member that was missing must still be missing or released, and is left
-// as it is.
+// Remove deletes every member when each carries the RVN expect names (with
+// its holder, when it names one). A composite RVN is refused: only rows
+// held as one set are removed as one.
 func (s *Set) Remove(ctx context.Context, expect Precondition) error {
 	if err := CheckPrecondition(expect); err != nil {
 		return err
+	}
+	if strings.HasPrefix(expect.RVN, compositeMark) {
+		return Conflict(fmt.Sprintf("%s: remove", s.key), nil, errors.New("the rows are not held as one set"))
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
 	if err != nil {
 		return err
 	}
 	for i := range writes {
-		if writes[i].Kind == WriteUpdate {
-			writes[i].Kind = WriteRemove
-		}
+		writes[i].Kind = WriteRemove
 	}
 	return s.store.WriteMany(ctx, writes)
 }
@@ -326,30 +339,46 @@ func (s *Set) Fence(ctx context.Context, holder, acquisitionID string) (Item, er
 // write sends writes, each carrying rec and opts, and returns the set as
 // written.
 func (s *Set) write(ctx context.Context, writes []Write, rec Record, opts WriteOptions, acquiring bool) (Item, error) {
-	rec, opts, err := PrepareWrite(s.keys[0], rec, opts)
-	if err != nil {
-		return Item{}, err
-	}
 	for i := range writes {
 		writes[i].Record, writes[i].Options = rec, opts
 	}
+	s.mu.Lock()
+	s.written = remember(s.written, rec.RVN)
+	if acquiring {
+		s.acquiring = remember(s.acquiring, rec.RVN)
+	}
+	s.mu.Unlock()
 	if err := s.store.WriteMany(ctx, writes); err != nil {
 		return Item{}, err
 	}
-	out := rec
+	out, err := prepareRecord(rec)
+	if err != nil {
+		return Item{}, err
+	}
 	out.Data = nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case rec.HandedTo != "":
-		s.acquisitionID = ""
-		s.generation, s.transitions = 0, 0
-	case acquiring:
+	// Landed: every earlier write of this Set was conditioned on a state
+	// this one replaced, so none of them can land any more.
+	s.written = []string{rec.RVN}
+	if acquiring {
+		s.acquiring = []string{rec.RVN}
 		s.acquisitionID = rec.RVN
 		s.generation, s.transitions = 0, 0
 	}
 	out.AcquisitionID = s.acquisitionID
 	out.LeaderTransitions, out.FenceGeneration = s.transitions, s.generation
-	s.mine = rec.RVN
 	return Item{Key: s.key, Record: out}, nil
+}
+
+// maxWritten bounds the RVNs a Set remembers as its own writes.
+const maxWritten = 16
+
+// remember adds rvn to the RVNs list, dropping the oldest beyond
+// maxWritten.
+func remember(list []string, rvn string) []string {
+	if len(list) == maxWritten {
+		list = list[1:]
+	}
+	return append(list, rvn)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -235,4 +237,40 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 		t.Fatalf("Guard of 1 item over 99 keys: %v", err)
 	}
 	mustRelease(t, big)
+}
+
+// DynamoDB cancels a transaction, read or write, while another write to
+// one of its rows is under way (TransactionConflict): a set's reads and
+// writes try again a few times, and when the conflicts last, a heartbeat
+// fails without the set being lost.
+func TestDynamoDBSetRidesOutTransactionConflicts(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	c := e.newClient(lock.WithHeartbeatPeriod(0))
+	other := e.newClient()
+	held := mustAcquire(t, other, "tc-2")
+	conflict := func(op string, times int) {
+		c.ft.Add(faulthttp.Rule{Op: op, Times: times, Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("TransactionConflict", "None"))})
+	}
+	conflict("TransactGetItems", 2)
+	if _, err := c.TryAcquireSet(t.Context(), []string{"tc-1", "tc-2"}); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("TryAcquireSet with a held key and two conflicted reads: %v, want ErrLocked", err)
+	}
+	mustRelease(t, held)
+	conflict("TransactWriteItems", 2)
+	l, err := c.AcquireSet(t.Context(), []string{"tc-1", "tc-2"})
+	if err != nil {
+		t.Fatalf("AcquireSet with two conflicted writes: %v", err)
+	}
+	e.wantSetRows(l)
+	conflict("TransactWriteItems", 100)
+	err = l.Heartbeat(t.Context())
+	c.ft.Clear()
+	if err == nil || errors.Is(err, lock.ErrLost) || !l.IsHeld() {
+		t.Fatalf("a heartbeat whose transactions kept conflicting: %v, held %t; want a failure, still held", err, l.IsHeld())
+	}
+	if err := l.Heartbeat(t.Context()); err != nil {
+		t.Fatalf("the next heartbeat: %v", err)
+	}
+	mustRelease(t, l)
 }

@@ -14,7 +14,9 @@ import (
 type ManyStore interface {
 	Store
 	// GetMany returns the rows at keys, read as one consistent snapshot,
-	// by key; a missing row is absent from the map. keys must be
+	// by key; a missing row is absent from the map. It returns each row's
+	// key and record without its data: no Data, Attributes, Queue or
+	// Expires (so that a read of many rows stays small). keys must be
 	// distinct and at most MaxMany.
 	GetMany(ctx context.Context, keys []Key) (map[Key]Item, error)
 	// WriteMany applies every write or none, each with the condition of

@@ -25,7 +25,9 @@ func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, er
 	out := make(map[Key]Item, len(keys))
 	for _, k := range keys {
 		if it, ok := s.items[k]; ok {
-			out[k] = cloneItem(it)
+			rec := it.Record
+			rec.Data = nil
+			out[k] = Item{Key: it.Key, Record: rec}
 		}
 	}
 	return out, nil

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -30,9 +28,11 @@ const DefaultMaxTransactItems = MaxTransactItemsLimit
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
 const guardRetries = 4
 
-// ErrTransactionConflict is returned by Guard when the transaction kept
-// being cancelled by conflicting concurrent writes. Nothing was applied.
-var ErrTransactionConflict = errors.New("dynamodbstore: guarded write cancelled by concurrent writes")
+// ErrTransactionConflict is matched by the error of a transaction (Guard,
+// and GetMany and WriteMany of a set of rows) that DynamoDB kept
+// cancelling for conflicting concurrent writes to its items. Nothing was
+// applied.
+var ErrTransactionConflict = errors.New("dynamodbstore: transaction cancelled by concurrent writes")
 
 // ItemConditionError reports that the condition of one of the caller's
 // items failed (its Index in the caller's list, or -1 when the server gave
@@ -119,40 +119,25 @@ func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holdin
 	}
 	all = append(all, items...)
 
-	var err error
-	for try := 0; try < guardRetries; try++ {
-		if try > 0 {
-			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "guard"); werr != nil {
-				return werr
-			}
-		}
-		tctx, cancel := d.bound(ctx)
-		_, err = api.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
-			return wrapTableError(d.table, d.describeKey(key)+": guarded write", err)
-		}
-		switch verdict, index := classifyCancel(tce.CancellationReasons, len(keys)); verdict {
-		case cancelLost:
-			return fmt.Errorf("%s: %w", d.describeKey(keys[index]), resourcelock.ErrGuardLost)
-		case cancelItem:
-			return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - len(keys)})
-		case cancelConflict:
-			if d.onConflict != nil {
-				d.onConflict()
-			}
-			continue
-		case cancelOther:
-			return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)
-		case cancelUnknown:
-			return d.classifyByReading(ctx, keys, h, err)
-		}
+	err := d.transactWrite(ctx, api, all)
+	if err == nil {
+		return nil
 	}
-	return fmt.Errorf("%s: %w (%w)", d.describeKey(key), ErrTransactionConflict, err)
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return wrapTableError(d.table, d.describeKey(key)+": guarded write", err)
+	}
+	switch verdict, index := classifyCancel(tce.CancellationReasons, len(keys)); verdict {
+	case cancelLost:
+		return fmt.Errorf("%s: %w", d.describeKey(keys[index]), resourcelock.ErrGuardLost)
+	case cancelItem:
+		return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - len(keys)})
+	case cancelConflict:
+		return fmt.Errorf("%s: %w (%w)", d.describeKey(key), ErrTransactionConflict, err)
+	case cancelOther:
+		return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)
+	}
+	return d.classifyByReading(ctx, keys, h, err)
 }
 
 type cancelVerdict int

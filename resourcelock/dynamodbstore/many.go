@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,8 +27,12 @@ var _ resourcelock.ManyStore = (*Store)(nil)
 func (d *Store) MaxMany() int { return d.maxItems }
 
 // GetMany reads the rows at keys with one TransactGetItems: a snapshot of
-// them all, each read strongly consistently. It costs two read units per
-// row of up to 4 KB.
+// them all, each read strongly consistently. It reads only the record's
+// attributes (the rows it returns have no data, attributes, queue or
+// TTL), so that a response stays far below the 4 MB a TransactGetItems
+// may return. It costs two read units per row of up to 4 KB. A read
+// cancelled by writes to its rows under way is tried again a few times,
+// then returns an error wrapping ErrTransactionConflict.
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
 	api, ok := d.client.(TransactGetAPI)
 	if !ok {
@@ -36,17 +41,19 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	if err := resourcelock.CheckMany(keys, d.maxItems); err != nil {
 		return nil, err
 	}
+	proj, names := d.keys.recordProjection()
 	gets := make([]types.TransactGetItem, len(keys))
 	for i, k := range keys {
 		if err := d.keys.checkKey(k); err != nil {
 			return nil, err
 		}
-		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort)}}
+		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
+			ProjectionExpression: aws.String(proj), ExpressionAttributeNames: names}}
 	}
-	ctx, cancel := d.bound(ctx)
-	defer cancel()
-	out, err := api.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: gets})
-	if err != nil {
+	out, err := d.transactGet(ctx, api, gets)
+	if onlyConflicts(err) {
+		return nil, fmt.Errorf("%s: get: %w (%w)", d.describeMany(keys), ErrTransactionConflict, err)
+	} else if err != nil {
 		return nil, wrapTableError(d.table, d.describeMany(keys)+": get", err)
 	}
 	if len(out.Responses) != len(keys) {
@@ -73,8 +80,9 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 //
 // A failed condition of any row returns a resourcelock.Conflict carrying
 // no row. A cancellation by concurrent writes to the same rows
-// (TransactionConflict) applied nothing either; it is returned as it is,
-// not as a conflict, and like any failure the caller reads to learn more.
+// (TransactionConflict) applied nothing either: it is sent again a few
+// times, then returned as a Conflict too (wrapping
+// ErrTransactionConflict), after which the caller reads to learn more.
 func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
@@ -92,23 +100,24 @@ func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 			return err
 		}
 	}
-	ctx, cancel := d.bound(ctx)
-	defer cancel()
-	_, err = api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err = d.transactWrite(ctx, api, items)
 	if err == nil {
 		return nil
 	}
 	what := d.describeMany(keys) + ": write"
 	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		for i, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-				return resourcelock.Conflict(fmt.Sprintf("%s (%s)", what, keys[i]), nil, err)
-			}
-		}
-		return fmt.Errorf("%s: cancelled (%s), nothing applied: %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
+	if !errors.As(err, &tce) {
+		return wrapTableError(d.table, what, err)
 	}
-	return wrapTableError(d.table, what, err)
+	switch verdict, index := classifyCancel(tce.CancellationReasons, len(keys)); verdict {
+	case cancelLost:
+		return resourcelock.Conflict(fmt.Sprintf("%s (%s)", what, keys[index]), nil, err)
+	case cancelConflict:
+		// Concurrent writes kept cancelling it: nothing was applied, as
+		// when a condition fails; the caller reads to learn more.
+		return resourcelock.Conflict(what, nil, fmt.Errorf("%w (%w)", ErrTransactionConflict, err))
+	}
+	return fmt.Errorf("%s: cancelled (%s), nothing applied: %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
 }
 
 // transactItem returns the transaction item of one write, with the
@@ -215,10 +224,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 				ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 			}})
 		}
-		tctx, cancel := d.bound(ctx)
-		_, err = writeAPI.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		cancel()
-		if err == nil {
+		if err = d.transactWrite(ctx, writeAPI, items); err == nil {
 			return gen, nil
 		}
 		var tce *types.TransactionCanceledException
@@ -251,9 +257,7 @@ func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []r
 	for i, k := range keys {
 		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.fenceTable), Key: map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))}}}
 	}
-	ctx, cancel := d.bound(ctx)
-	defer cancel()
-	out, err := api.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: gets})
+	out, err := d.transactGet(ctx, api, gets)
 	if err != nil {
 		return 0, wrapTableError(d.fenceTable, d.describeMany(keys)+": read fencing generations", err)
 	}
@@ -270,4 +274,20 @@ func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []r
 		top = max(top, g)
 	}
 	return top + 1, nil
+}
+
+// recordProjection returns the projection of GetMany: the key and the
+// record without its data, with its attribute names.
+func (s keySchema) recordProjection() (string, map[string]string) {
+	e := newExpression()
+	attrs := []string{s.partitionKey, attrOwner, attrLease, attrRVN, attrReleased, attrTransitions,
+		attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition, attrHandedTo}
+	if s.sortKey != "" {
+		attrs = append(attrs, s.sortKey)
+	}
+	parts := make([]string, len(attrs))
+	for i, a := range attrs {
+		parts[i] = e.name(a)
+	}
+	return strings.Join(parts, ", "), e.names
 }

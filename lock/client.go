@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -267,8 +266,9 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	var held []*Lock
 	for _, s := range c.slots {
-		// A set's lock holds several slots: released once.
-		if s.lock != nil && !slices.Contains(held, s.lock) {
+		// A set's lock holds several slots, and is listed from its
+		// first one only: released once.
+		if s.lock != nil && (s.lock.slot == s) {
 			held = append(held, s.lock)
 		}
 	}

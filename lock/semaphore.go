@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -31,8 +32,8 @@ func PermitKey(name string, i int) string { return name + "#permit-" + strconv.I
 // several permits of one semaphore; each AcquirePermit takes another slot.
 //
 // permits must lie between 1 and the store's MaxMany (100 on DynamoDB).
-// WithReentrant and WithFailIfLocked are refused (TryAcquirePermit does
-// not wait); the other acquire options apply to the permit's row. See the
+// WithReentrant, WithFailIfLocked (TryAcquirePermit does not wait) and
+// WithAcquireOnlyIfExists are refused; the other acquire options apply to the permit's row. See the
 // package doc for why at most permits hold, and what permits means when
 // callers disagree or change it.
 func (c *Client) AcquirePermit(ctx context.Context, name string, permits int, opts ...AcquireOption) (*Lock, error) {
@@ -91,6 +92,8 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 		return nil, nil, a, invalid("WithReentrant", "a permit is not reentrant")
 	case a.failIfLocked:
 		return nil, nil, a, invalid("WithFailIfLocked", "use TryAcquirePermit")
+	case a.onlyIfExists:
+		return nil, nil, a, invalid("WithAcquireOnlyIfExists", "a semaphore's slots are made as they are first taken")
 	}
 	return store, keys, a, nil
 }
@@ -116,16 +119,30 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	defer cancel(nil)
 	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
 	defer stop()
-	budgetFrom := c.clk.Now()
+	start := c.clk.Now()
+	budgetFrom := start
 	var lastErr error
+	answered := false // a read of the slots succeeded in this call
+	failKey := "semaphore " + name
+	defer c.failing.Forget(failKey)
+	// What this call watched of each slot: its own, not only in the
+	// client's bounded cache, which a semaphore of many permits would
+	// churn, restarting every watch. Seeded from the cache (earlier calls'
+	// watches), and handed to it for the slot an acquisition tries.
+	obs := make([]rvnlease.Observation, len(keys))
+	for i, k := range keys {
+		obs[i], _, _ = c.seen.get(k)
+	}
 	holders := make([]string, len(keys)) // each slot's holder at the last read, "" when free
+	seen := make([]bool, len(keys))
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, closedOr(ctx, err)
 		}
 		rows, err := c.readSlots(ctx, store, keys)
+		c.failing.Note(failKey, err)
 		now := c.clk.Now()
-		var candidates []resourcelock.Key
+		var candidates []int
 		longest := time.Duration(0)
 		if err != nil {
 			if resourcelock.Permanent(err) || try {
@@ -133,25 +150,24 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 			}
 			lastErr = err
 		} else {
+			answered, lastErr = true, nil
 			moved := false
 			for i, k := range keys {
 				it, ok := rows[k]
-				obs, doubt, _ := c.seen.get(k)
-				obs.Observe(it.Record, !ok, now)
-				c.seen.put(k, obs, doubt)
-				holder := obs.Holder
-				if obs.Free() {
+				obs[i].Observe(it.Record, !ok, now)
+				holder := obs[i].Holder
+				if obs[i].Free() {
 					holder = ""
 				}
-				if holders[i] != "" && holders[i] != holder {
+				if seen[i] && holders[i] != holder {
 					moved = true // the slot changed hands, not a renewal
 				}
-				holders[i] = holder
+				holders[i], seen[i] = holder, true
 				switch {
-				case obs.Free() || obs.Expired(now):
-					candidates = append(candidates, k)
+				case obs[i].Free() || obs[i].Expired(now):
+					candidates = append(candidates, i)
 				default:
-					longest = max(longest, obs.Lease)
+					longest = max(longest, obs[i].Lease)
 				}
 			}
 			if moved {
@@ -164,8 +180,14 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 			off := rand.IntN(n)
 			candidates = append(candidates[off:], candidates[:off]...)
 		}
-		for _, k := range candidates {
+		for _, i := range candidates {
+			k := keys[i]
+			_, doubt, _ := c.seen.get(k)
+			c.seen.put(k, obs[i], doubt)
 			l, err := c.acquireTarget(ctx, target{key: k, permit: true}, a, true)
+			if o, _, ok := c.seen.get(k); ok && err != nil {
+				obs[i] = o // what the attempt learned
+			}
 			switch {
 			case err == nil:
 				return l, nil
@@ -189,16 +211,19 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 		}
 		deadline := budgetFrom.Add(clockutil.Add(longest, a.additionalWait))
 		if !now.Before(deadline) {
+			if !answered {
+				return nil, fmt.Errorf("semaphore %q: no answer from the lock table after %v: %w", name, now.Sub(start), lastErr)
+			}
 			if lastErr != nil {
 				return nil, fmt.Errorf("%w: all %d permits of %q stayed held for %v (and the last request failed: %w)", ErrLocked, permits, name, now.Sub(budgetFrom), lastErr)
 			}
 			return nil, fmt.Errorf("%w: all %d permits of %q stayed held for %v", ErrLocked, permits, name, now.Sub(budgetFrom))
 		}
 		wait := clockutil.Jittered(a.refresh)
-		for _, k := range keys {
+		for _, o := range obs {
 			// Wake when a watched lease may be taken over.
-			if obs, _, ok := c.seen.get(k); ok && obs.Known && !obs.Free() {
-				if d := obs.Expiry().Sub(now); d > 0 && d < wait {
+			if o.Known && !o.Free() {
+				if d := o.Expiry().Sub(now); d > 0 && d < wait {
 					wait = d
 				}
 			}

@@ -108,6 +108,81 @@ func TestAPermitOfASilentHolderIsTakenOverAfterItsLease(t *testing.T) {
 	}
 }
 
+// A semaphore of more permits than the client's observation cache holds
+// still watches each slot from its first read: the silent holder's
+// permit is taken over after its lease.
+func TestAPermitIsTakenOverWithASmallObservationCache(t *testing.T) {
+	f := newFixture(t, WithObservationCacheSize(2))
+	const holderLease = 6 * time.Second
+	for i := range 3 {
+		f.putForeign(PermitKey("pay", i), fmt.Sprint("h", i), fmt.Sprint("r", i), holderLease)
+	}
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.AcquirePermit(context.Background(), "pay", 3)
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		// Slots 0 and 1 renew; slot 2's holder is silent.
+		f.putForeign(PermitKey("pay", 0), "h0", fmt.Sprint("r0-", i), holderLease)
+		f.putForeign(PermitKey("pay", 1), "h1", fmt.Sprint("r1-", i), holderLease)
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			if i > 100 {
+				t.Fatal("never took the silent permit over")
+			}
+			continue
+		case l := <-locks:
+			if l.Key() != PermitKey("pay", 2) || f.now().Before(epoch.Add(holderLease)) || f.now().After(epoch.Add(holderLease+2*maxPoll)) {
+				t.Fatalf("took slot %s at %v; want slot 2 just after the %v lease", l.Key(), f.now().Sub(epoch), holderLease)
+			}
+			f.freeRun()
+			return
+		case err := <-errs:
+			t.Fatalf("AcquirePermit: %v", err)
+		case <-time.After(patience):
+			t.Fatal("AcquirePermit neither waited nor returned")
+		}
+	}
+}
+
+// When the slots cannot be read at all, AcquirePermit gives up with the
+// failure, not with ErrLocked: nobody was seen holding a permit.
+func TestAcquirePermitWithNoAnswerIsNotLocked(t *testing.T) {
+	f := newFixture(t)
+	f.store.Inject(rlt.OpGetMany, 1000, rlt.Fault{Err: errReset})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.AcquirePermit(context.Background(), "pay", 2)
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	for i := 0; i < 100; i++ {
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			continue
+		case err := <-errs:
+			if err == nil || errors.Is(err, ErrLocked) || !errors.Is(err, errReset) {
+				t.Fatalf("AcquirePermit with every read failing: %v, want the failure, not ErrLocked", err)
+			}
+			if f.now().Before(epoch.Add(lease)) {
+				t.Fatalf("gave up after %v, before this client's lease", f.now().Sub(epoch))
+			}
+			return
+		case <-time.After(patience):
+			t.Fatal("AcquirePermit neither waited nor returned")
+		}
+	}
+	t.Fatal("never gave up")
+}
+
 func TestAcquirePermitGivesUpWhenEveryHolderRenews(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 4 * time.Second

@@ -25,7 +25,7 @@ func TestDynamoDBSemaphoreNeverAdmitsMoreThanItsPermits(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range clients {
-		c := e.newClient(lock.WithHeartbeatPeriod(0))
+		c := e.newClient() // heartbeats every 250 ms: slot writes under way while others read
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				l, err := c.AcquirePermit(ctx, "pay", permits, lock.WithAdditionalWait(time.Minute))

@@ -158,20 +158,30 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 			c.mu.Unlock()
 			return nil, l, nil
 		}
-		if a.failIfLocked {
-			c.mu.Unlock()
-			return nil, nil, fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
+		if err := c.waitSlotLocked(ctx, k, s, a); err != nil {
+			return nil, nil, err
 		}
-		if s.free == nil {
-			s.free = make(chan struct{})
-		}
-		free := s.free
+	}
+}
+
+// waitSlotLocked waits, with the client's mu held on entry and released,
+// until slot s on key k is given up, or fails at once with ErrLocked for
+// a call that may not wait (WithFailIfLocked, TryAcquire).
+func (c *Client) waitSlotLocked(ctx context.Context, k resourcelock.Key, s *slot, a acquireConfig) error {
+	if a.failIfLocked {
 		c.mu.Unlock()
-		select {
-		case <-free:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
+		return fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
+	}
+	if s.free == nil {
+		s.free = make(chan struct{})
+	}
+	free := s.free
+	c.mu.Unlock()
+	select {
+	case <-free:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

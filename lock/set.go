@@ -140,20 +140,8 @@ func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) er
 			return nil
 		}
 		k := set.keys[busy]
-		if a.failIfLocked {
-			c.mu.Unlock()
-			return fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
-		}
-		s := c.slots[k]
-		if s.free == nil {
-			s.free = make(chan struct{})
-		}
-		free := s.free
-		c.mu.Unlock()
-		select {
-		case <-free:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := c.waitSlotLocked(ctx, k, c.slots[k], a); err != nil {
+			return err
 		}
 	}
 }

@@ -78,16 +78,17 @@ func New(cfg Config) (*Client, error) {
 		return nil, invalid("FenceTable", "is empty, and Fencing on a DynamoDB table needs one")
 	}
 	store, err := dynamodbstore.New(dynamodbstore.Config{
-		Client:           cfg.Client,
-		Table:            cfg.Table,
-		PartitionKey:     c.partitionKey,
-		SortKey:          c.sortKey,
-		TTLAttribute:     c.ttlAttribute,
-		RequestTimeout:   c.requestTimeout,
-		FenceTable:       c.fenceTable,
-		Clock:            c.clock,
-		MaxTransactItems: c.maxTransact,
-		OnGuardConflict:  func() { c.metrics.GuardedWrite("conflict_retried") },
+		Client:             cfg.Client,
+		Table:              cfg.Table,
+		PartitionKey:       c.partitionKey,
+		SortKey:            c.sortKey,
+		TTLAttribute:       c.ttlAttribute,
+		RequestTimeout:     c.requestTimeout,
+		FenceTable:         c.fenceTable,
+		Clock:              c.clock,
+		SingleWriterRegion: cfg.SingleWriterRegion,
+		MaxTransactItems:   c.maxTransact,
+		OnGuardConflict:    func() { c.metrics.GuardedWrite("conflict_retried") },
 	})
 	if err != nil {
 		return nil, &OptionError{Option: storeField(err), Err: err}
@@ -131,6 +132,25 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}
 	return c
+}
+
+// CheckTable checks the lock table (and the fence table) now, with one
+// DescribeTable each, as the client otherwise does before its first
+// request: it refuses a global table with multi-Region eventual
+// consistency (dynamodbstore.ErrEventualGlobalTable) unless
+// Config.SingleWriterRegion, and notes an MRSC global table, on which
+// guarded writes and sets of keys fail before sending
+// (dynamodbstore.ErrTransactionsOnMRSC). It returns the check's error,
+// and nil for a store other than DynamoDB's. Call it at startup to fail
+// fast.
+func (c *Client) CheckTable(ctx context.Context) error {
+	if s, ok := c.store.(interface {
+		Tables(context.Context) ([]dynamodbstore.TableInfo, error)
+	}); ok {
+		_, err := s.Tables(ctx)
+		return err
+	}
+	return nil
 }
 
 // Owner returns the owner name this client writes into its locks.

@@ -115,6 +115,12 @@ type Config struct {
 	// requests; every later one none.
 	Fencing    bool
 	FenceTable string
+	// SingleWriterRegion states that every client of the table writes
+	// through one region; only then is a global table with multi-Region
+	// eventual consistency (MREC) accepted. See
+	// dynamodbstore.Config.SingleWriterRegion: the library cannot check
+	// it, and if it is false, locks on such a table are not locks.
+	SingleWriterRegion bool
 	// MaxTransactItems is the most items a TransactWriteItems may hold,
 	// from 2 to dynamodbstore.MaxTransactItemsLimit (100, DynamoDB's limit
 	// and the default), which bounds Lock.Guard to one less; lower it only

@@ -115,6 +115,12 @@ func (e *fgEnv) newClient(name string, opts ...lock.Option) *fgClient {
 		t.Fatalf("lock.NewOn(%s): %v", name, err)
 	}
 	c.Client = lc
+	// The table check, made now so that the tests count only their own
+	// operations' requests.
+	if err := lc.CheckTable(t.Context()); err != nil {
+		t.Fatalf("CheckTable: %v", err)
+	}
+	ft.Reset()
 	t.Cleanup(func() {
 		ft.Clear()
 		ctx, cancel := context.WithTimeout(context.Background(), fgPatient)

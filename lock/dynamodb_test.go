@@ -156,6 +156,15 @@ func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 		t.Fatalf("lock.New: %v", err)
 	}
 	c.Client = lc
+	// The table check, which the client otherwise makes before its first
+	// request: the tests count the requests of the operations they make.
+	if err := lc.CheckTable(t.Context()); err != nil {
+		t.Fatalf("CheckTable: %v", err)
+	}
+	c.ft.Reset()
+	c.mu.Lock()
+	c.sent = nil
+	c.mu.Unlock()
 	t.Cleanup(func() {
 		c.ft.Clear()
 		ctx, cancel := context.WithTimeout(context.Background(), patience)

@@ -33,6 +33,7 @@ func WithPartitionKeyAttribute(name string) Option {
 func WithSortKeyAttribute(name string) Option { return func(c *Config) { c.SortKeyAttribute = name } }
 func WithTTL(slack time.Duration) Option      { return func(c *Config) { c.TTL = slack } }
 func WithTTLAttribute(name string) Option     { return func(c *Config) { c.TTLAttribute = name } }
+func WithSingleWriterRegion() Option          { return func(c *Config) { c.SingleWriterRegion = true } }
 func WithFencing(table string) Option {
 	return func(c *Config) { c.Fencing, c.FenceTable = true, table }
 }

@@ -132,3 +132,21 @@ func TestDynamoDBRunPermits(t *testing.T) {
 	t.Logf("the stopped holder's permit was taken %v after the stop (lease %v)", took, lease)
 	_ = runs[0].Process.Signal(syscall.SIGCONT)
 }
+
+// check-table describes a single-region table, counts its locks and says
+// it is usable.
+func TestDynamoDBCheckTable(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	if out, code := c.run("--owner=h", "run", "held-by-check", "--", "true"); code != 0 {
+		t.Fatalf("run: %d %q", code, out)
+	}
+	out, code := c.run("check-table")
+	if code != 0 || !strings.Contains(out, "single-region") || !strings.Contains(out, "1 rows, 0 held, 1 released") || !strings.Contains(out, "usable") {
+		t.Fatalf("check-table: %d %q", code, out)
+	}
+	out, code = c.run("check-table", "--json")
+	if code != 0 || !strings.Contains(out, `"verdict":"usable"`) {
+		t.Fatalf("check-table --json: %d %q", code, out)
+	}
+}

@@ -24,6 +24,7 @@ type common struct {
 	lease, heartbeat, requestTimeout                     time.Duration
 	noFencing                                            bool
 	unfair                                               bool // run: lock.Config.Unfair
+	singleWriter                                         bool // SingleWriterRegion
 }
 
 func envOr(name, def string) string {
@@ -58,8 +59,8 @@ AWS_PROFILE, instance or pod role). Flags fall back to the environment
 variables named in their help.
 
 Exit codes: the command's own when it ran; 1 no such lock (get, release);
-64 usage error; 69 DynamoDB unreachable, or the table missing or of another
-schema; 73 lock not acquired (run), or changed before release --force could
+64 usage error; 69 DynamoDB unreachable, or the table missing, of another
+schema, or refused (check-table: a global table with eventual consistency); 73 lock not acquired (run), or changed before release --force could
 write; 74 lock lost while the command ran.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -68,6 +69,7 @@ write; 74 lock lost while the command ran.`,
 	f.StringVar(&c.table, "table", envOr("DYNALEASE_TABLE", "dynalease-locks"), "lock table (DYNALEASE_TABLE)")
 	f.StringVar(&c.fenceTable, "fence-table", envOr("DYNALEASE_FENCE_TABLE", ""), "fencing table; TABLE-fences when empty (DYNALEASE_FENCE_TABLE)")
 	f.BoolVar(&c.noFencing, "no-fencing", false, "no fencing token (DYNALEASE_TOKEN stays unset)")
+	f.BoolVar(&c.singleWriter, "single-writer-region", false, "accept a global table with eventual multi-Region consistency (MREC): you state that every client of it writes through one region, which dynalease cannot check")
 	f.StringVar(&c.endpoint, "endpoint", envOr("DYNALEASE_ENDPOINT", os.Getenv("DYNAMODB_ENDPOINT")), "DynamoDB endpoint URL, e.g. DynamoDB Local (DYNALEASE_ENDPOINT, DYNAMODB_ENDPOINT)")
 	f.StringVar(&c.region, "region", envOr("DYNALEASE_REGION", ""), "AWS region; the SDK's when empty (DYNALEASE_REGION)")
 	f.StringVar(&c.owner, "owner", envOr("DYNALEASE_OWNER", ""), "owner name written into locks, unique per process; host name and a UUID when empty (DYNALEASE_OWNER, which run and elect do not pass on to their command)")
@@ -76,7 +78,7 @@ write; 74 lock lost while the command ran.`,
 	f.DurationVar(&c.requestTimeout, "request-timeout", envDuration("DYNALEASE_REQUEST_TIMEOUT", 2*time.Second), "bound on each request (DYNALEASE_REQUEST_TIMEOUT)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", envOr("DYNALEASE_METRICS_ADDR", ""), "for run and elect: serve /metrics, /healthz and /readyz here, e.g. :9090 (DYNALEASE_METRICS_ADDR)")
 	f.StringVar(&c.logLevel, "log-level", envOr("DYNALEASE_LOG_LEVEL", "error"), "error, info or debug (DYNALEASE_LOG_LEVEL)")
-	root.AddCommand(newRun(c), newElect(c), newGet(c), newList(c), newObserve(c), newRelease(c), newCreateTable(c))
+	root.AddCommand(newRun(c), newElect(c), newGet(c), newList(c), newObserve(c), newRelease(c), newCreateTable(c), newCheckTable(c))
 	return root
 }
 

@@ -117,7 +117,10 @@ func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 	c := ddbtest.Client(t, r.option, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, keyRecorder(func(op string, params any) {
 			ks, ok := leadingKeys(params)
-			if !ok {
+			// DescribeTable (the table check) reads the table's
+			// description, no item: the policy's statement for it has
+			// no key condition, and needs none.
+			if !ok && op != "DescribeTable" {
 				keyless = append(keyless, op)
 			}
 			keys = append(keys, ks)

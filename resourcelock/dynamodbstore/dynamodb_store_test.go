@@ -53,6 +53,11 @@ func newStoreTable(t *testing.T, spec ddbtest.TableSpec, edit ...func(*dynamodbs
 		t.Fatalf("dynamodbstore.New: %v", err)
 	}
 	st.store = s
+	// The table check, made now so that the tests count only their own
+	// operations' requests (a table a test breaks on purpose fails it; the
+	// store then checks again at its first request).
+	_, _ = s.Tables(t.Context())
+	st.ft.Reset()
 	return st
 }
 

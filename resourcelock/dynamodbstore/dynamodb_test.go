@@ -81,6 +81,15 @@ func (f *fixture) lock(t *testing.T, client dynamodbstore.ItemAPI, name, id stri
 	if err != nil {
 		t.Fatalf("dynamodbstore.NewLease: %v", err)
 	}
+	// The table check, which the store otherwise makes before its first
+	// request: the tests count and fault their operations' requests.
+	// (It fails when a test broke the client first; the store then
+	// checks again at its first request.)
+	if s, ok := l.Store().(*dynamodbstore.Store); ok {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, _ = s.Tables(ctx)
+		cancel()
+	}
 	return l
 }
 
@@ -676,6 +685,7 @@ func TestDynamoDBOneRequestPerOperation(t *testing.T) {
 	name := uuid.NewString()
 	a := f.lock(t, client, name, "a")
 	b := f.lock(t, client, name, "b")
+	ft.Reset() // the two table checks
 	ctx := testCtx(t)
 	get := map[string]int{opGetItem: 1}
 	upd := map[string]int{opUpdateItem: 1}
@@ -773,8 +783,8 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 	t.Run("request held before sending", func(t *testing.T) {
 		t.Parallel()
 		client, ft := f.faulty(t)
-		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
 		l := f.lock(t, client, uuid.NewString(), "me", withTimeout)
+		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
 		timed(t, "Get", func() error { _, err := l.Get(context.Background()); return err })
 		timed(t, "Create", func() error { _, err := l.Create(context.Background(), newRec(time.Second, "")); return err })
 		timed(t, "Update", func() error {
@@ -801,8 +811,8 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 		t.Parallel()
 		// Without the bound, 1000 attempts 50 ms apart would take over 50 s.
 		client, ft := f.faulty(t, quickRetries(1000, 50*time.Millisecond))
-		ft.Add(faulthttp.Rule{Fault: faulthttp.InternalServerError()})
 		l := f.lock(t, client, uuid.NewString(), "me", withTimeout)
+		ft.Add(faulthttp.Rule{Fault: faulthttp.InternalServerError()})
 		timed(t, "Get", func() error { _, err := l.Get(context.Background()); return err })
 		if n := ft.Count(opGetItem); n < 2 {
 			t.Errorf("Get made %d attempts, want retries within the timeout", n)
@@ -816,8 +826,8 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 	t.Run("caller context shorter than the timeout", func(t *testing.T) {
 		t.Parallel()
 		client, ft := f.faulty(t)
-		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
 		l := f.lock(t, client, uuid.NewString(), "me", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Minute })
+		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
 		timed(t, "Get", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
@@ -899,6 +909,7 @@ func TestDynamoDBThrottling(t *testing.T) {
 	client, ft := f.faulty(t, noRetries)
 	name := uuid.NewString()
 	l := f.lock(t, client, name, "me")
+	ft.Reset() // the table check
 
 	h := ft.Add(faulthttp.Rule{Op: opUpdateItem, Fault: faulthttp.Throttling()})
 	_, err := l.Create(testCtx(t), newRec(time.Second, ""))

@@ -102,6 +102,9 @@ func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holdin
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err
 	}
+	if err := d.noTransactions(ctx, "guarded write"); err != nil {
+		return err
+	}
 	key := keys[0] // names the request in errors
 	all := make([]types.TransactWriteItem, 0, len(keys)+len(items))
 	for _, k := range keys {

@@ -46,6 +46,8 @@ type LeaseConfig struct {
 	MaxTransactItems int
 	// OnGuardConflict: see Config.
 	OnGuardConflict func()
+	// SingleWriterRegion: see Config.
+	SingleWriterRegion bool
 }
 
 // NewLease returns the lease on the item cfg names, for election.New and
@@ -56,15 +58,16 @@ func NewLease(cfg LeaseConfig) (*resourcelock.Lease, error) {
 		return nil, badConfig("Client", "is nil")
 	}
 	store, err := New(Config{
-		Client:           itemOnly{cfg.Client},
-		Table:            cfg.Table,
-		PartitionKey:     cfg.PartitionKey,
-		SortKey:          cfg.SortKey,
-		TTLAttribute:     cfg.TTLAttribute,
-		RequestTimeout:   cfg.RequestTimeout,
-		FenceTable:       cfg.FenceTable,
-		MaxTransactItems: cfg.MaxTransactItems,
-		OnGuardConflict:  cfg.OnGuardConflict,
+		Client:             itemOnly{cfg.Client},
+		Table:              cfg.Table,
+		PartitionKey:       cfg.PartitionKey,
+		SortKey:            cfg.SortKey,
+		TTLAttribute:       cfg.TTLAttribute,
+		RequestTimeout:     cfg.RequestTimeout,
+		FenceTable:         cfg.FenceTable,
+		MaxTransactItems:   cfg.MaxTransactItems,
+		OnGuardConflict:    cfg.OnGuardConflict,
+		SingleWriterRegion: cfg.SingleWriterRegion,
 	})
 	if err != nil {
 		return nil, err
@@ -98,6 +101,17 @@ func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
 	}
 	return t.TransactWriteItems(ctx, in, optFns...)
+}
+
+// DescribeTable passes through to the client when it has DescribeTable,
+// so that the table check (see Store.Tables) covers a lease too; without,
+// the check is skipped.
+func (i itemOnly) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	d, ok := i.ItemAPI.(DescribeAPI)
+	if !ok {
+		return nil, errNoDescribe
+	}
+	return d.DescribeTable(ctx, in, optFns...)
 }
 
 func (itemOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {

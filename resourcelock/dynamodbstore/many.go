@@ -41,6 +41,9 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	if err := resourcelock.CheckMany(keys, d.maxItems); err != nil {
 		return nil, err
 	}
+	if err := d.noTransactions(ctx, "read of several rows"); err != nil {
+		return nil, err
+	}
 	proj, names := d.keys.recordProjection()
 	gets := make([]types.TransactGetItem, len(keys))
 	for i, k := range keys {
@@ -90,6 +93,9 @@ func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 	}
 	writes, err := resourcelock.PrepareWrites(writes, d.maxItems)
 	if err != nil {
+		return err
+	}
+	if err := d.noTransactions(ctx, "write of several rows"); err != nil {
 		return err
 	}
 	keys := make([]resourcelock.Key, len(writes))
@@ -185,6 +191,9 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	}
 	if holder == "" || acquisitionID == "" {
 		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
+	}
+	if err := d.noTransactions(ctx, "fence of several rows"); err != nil {
+		return 0, err
 	}
 	getAPI, ok := d.client.(TransactGetAPI)
 	writeAPI, ok2 := d.client.(TransactAPI)

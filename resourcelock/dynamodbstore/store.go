@@ -68,6 +68,15 @@ type Config struct {
 	// retried after a transaction conflict (for metrics: the lock package
 	// reports it as a guarded write outcome "conflict_retried").
 	OnGuardConflict func()
+	// SingleWriterRegion states that every client of the lock table (and
+	// of the fence table) writes through one and the same region. Without
+	// it, a Store refuses a global table with multi-Region eventual
+	// consistency (MREC) with ErrEventualGlobalTable: conditional writes
+	// sent to two regions of such a table can both succeed, and then two
+	// clients hold one lock. With it, the Store uses such a table as a
+	// single-region one; the library cannot check the statement, and if
+	// it is false, locks on the table are not locks.
+	SingleWriterRegion bool
 	// FenceTable names the table that keeps each key's fencing generation
 	// (partition key "key", type S; CreateTable makes one). Empty disables
 	// Fence. It must not be the lock table: the AWS Java lock client cannot
@@ -87,6 +96,9 @@ type Store struct {
 	maxItems   int
 	clock      clockutil.Clock
 	onConflict func() // called before each retry of a guarded write after a conflict
+	// singleWriter: Config.SingleWriterRegion.
+	singleWriter bool
+	check        tableCheck
 }
 
 var _ resourcelock.Store = (*Store)(nil)
@@ -131,7 +143,7 @@ func New(cfg Config) (*Store, error) {
 	case maxItems > MaxTransactItemsLimit:
 		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
-	return &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict}, nil
+	return &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}, nil
 }
 
 // Describe returns "dynamodb:TABLE".
@@ -147,6 +159,9 @@ func (d *Store) describeKey(k resourcelock.Key) string {
 // Get reads the row at key with a strongly consistent GetItem.
 func (d *Store) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
 	if err := d.keys.checkKey(key); err != nil {
+		return resourcelock.Item{}, err
+	}
+	if err := d.ready(ctx); err != nil {
 		return resourcelock.Item{}, err
 	}
 	ctx, cancel := d.bound(ctx)
@@ -176,6 +191,9 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 	if err != nil {
 		return resourcelock.Item{}, err
 	}
+	if err := d.writeReady(ctx, opts); err != nil {
+		return resourcelock.Item{}, err
+	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, true, opts)
 	// Build only the condition that is sent: each one binds values, and
@@ -198,6 +216,9 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	if err != nil {
 		return resourcelock.Item{}, err
 	}
+	if err := d.writeReady(ctx, opts); err != nil {
+		return resourcelock.Item{}, err
+	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
 	return d.update(ctx, key, "update", e, update, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue))
@@ -209,6 +230,9 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 		return err
 	}
 	if err := resourcelock.CheckPrecondition(expect); err != nil {
+		return err
+	}
+	if err := d.ready(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := d.bound(ctx)
@@ -233,6 +257,9 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 // Scan reads every row with consistent, paginated Scan requests, or one
 // partition's rows with Query requests.
 func (d *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
+	if err := d.ready(ctx); err != nil {
+		return err
+	}
 	var start map[string]types.AttributeValue
 	for {
 		items, next, err := d.page(ctx, partition, start)
@@ -288,6 +315,21 @@ func (d *Store) page(ctx context.Context, partition string, start map[string]typ
 	return out.Items, out.LastEvaluatedKey, nil
 }
 
+// writeReady checks the tables (see ready) and refuses a TTL on an MRSC
+// global table, which does not support TTL.
+func (d *Store) writeReady(ctx context.Context, opts resourcelock.WriteOptions) error {
+	if err := d.ready(ctx); err != nil {
+		return err
+	}
+	d.check.mu.Lock()
+	mrsc := d.check.mrsc
+	d.check.mu.Unlock()
+	if mrsc && !opts.Expires.IsZero() {
+		return fmt.Errorf("%s: %w: MRSC global tables do not support TTL", d.Describe(), resourcelock.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // prepare validates a write before any request and returns its record
 // and options as written (resourcelock.PrepareWrite).
 func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, resourcelock.WriteOptions, error) {
@@ -302,6 +344,9 @@ func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts reso
 }
 
 func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *expression, update, condition string) (resourcelock.Item, error) {
+	if err := d.ready(ctx); err != nil {
+		return resourcelock.Item{}, err
+	}
 	ctx, cancel := d.bound(ctx)
 	defer cancel()
 	out, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -136,19 +136,30 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 
 // CheckTable checks the lock table (and the fence table) now, with one
 // DescribeTable each, as the client otherwise does before its first
-// request: it refuses a global table with multi-Region eventual
+// request to each: it refuses a global table with multi-Region eventual
 // consistency (dynamodbstore.ErrEventualGlobalTable) unless
 // Config.SingleWriterRegion, and notes an MRSC global table, on which
-// guarded writes and sets of keys fail before sending
-// (dynamodbstore.ErrTransactionsOnMRSC). It returns the check's error,
-// and nil for a store other than DynamoDB's. Call it at startup to fail
-// fast.
+// guarded writes, sets of keys and semaphores (transactions) fail before
+// sending (dynamodbstore.ErrTransactionsOnMRSC) and a Config.TTL is
+// refused (CheckTable refuses it too). Call it at startup to fail fast.
+//
+// It checks nothing, and returns nil, for a store other than DynamoDB's,
+// and for a DynamoDB client without DescribeTable (a wrapper of the SDK's
+// client that does not pass it on): such a client is not protected from
+// an eventually consistent global table.
 func (c *Client) CheckTable(ctx context.Context) error {
-	if s, ok := c.store.(interface {
+	s, ok := c.store.(interface {
 		Tables(context.Context) ([]dynamodbstore.TableInfo, error)
-	}); ok {
-		_, err := s.Tables(ctx)
+	})
+	if !ok {
+		return nil
+	}
+	infos, err := s.Tables(ctx)
+	if err != nil {
 		return err
+	}
+	if c.cfg.ttlSlack > 0 && len(infos) > 0 && infos[0].StronglyConsistent() {
+		return invalid("TTL", "is set, but %s is an MRSC global table, which has no TTL", infos[0].Table)
 	}
 	return nil
 }

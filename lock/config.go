@@ -156,6 +156,7 @@ func (cfg Config) tableField() string {
 		{"TTLAttribute", cfg.TTLAttribute != ""},
 		{"FenceTable", cfg.FenceTable != ""},
 		{"MaxTransactItems", cfg.MaxTransactItems != 0},
+		{"SingleWriterRegion", cfg.SingleWriterRegion},
 	} {
 		if f.set {
 			return f.name

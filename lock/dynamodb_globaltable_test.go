@@ -112,6 +112,9 @@ func TestDynamoDBStrongGlobalTable(t *testing.T) {
 	if _, err := c.AcquireSet(t.Context(), []string{"a", "b"}); !errors.Is(err, dynamodbstore.ErrTransactionsOnMRSC) {
 		t.Fatalf("AcquireSet on an MRSC table: %v, want ErrTransactionsOnMRSC", err)
 	}
+	if _, err := c.AcquirePermit(t.Context(), "pay", 2); !errors.Is(err, dynamodbstore.ErrTransactionsOnMRSC) {
+		t.Fatalf("AcquirePermit on an MRSC table: %v, want ErrTransactionsOnMRSC", err)
+	}
 	mustRelease(t, l)
 	got := ft.Counts()
 	if got["TransactWriteItems"] != 0 || got["TransactGetItems"] != 0 || got["DescribeTable"] != 1 {
@@ -119,6 +122,9 @@ func TestDynamoDBStrongGlobalTable(t *testing.T) {
 	}
 
 	ttl, _ := globalClient(t, e, "STRONG", lock.WithTTL(time.Hour))
+	if err := ttl.CheckTable(t.Context()); !errors.Is(err, lock.ErrInvalidOption) || !strings.Contains(err.Error(), "MRSC") {
+		t.Fatalf("CheckTable with a TTL on an MRSC table: %v, want ErrInvalidOption naming MRSC", err)
+	}
 	if _, err := ttl.Acquire(t.Context(), "t"); !errors.Is(err, resourcelock.ErrInvalidArgument) || !strings.Contains(err.Error(), "MRSC") {
 		t.Fatalf("Acquire with a TTL on an MRSC table: %v, want refused naming MRSC", err)
 	}

@@ -46,8 +46,10 @@ func (l *Lock) Token() int64 {
 // cancelling it (nothing applied; transient conflicts with the lock's own
 // heartbeats are retried first); an error matching ErrInvalidOption for
 // items refused before any request (one on the lock row itself, or too
-// many for one transaction). Any other error leaves the outcome unknown,
-// as for any DynamoDB write whose answer was lost.
+// many for one transaction); dynamodbstore.ErrTransactionsOnMRSC on an MRSC
+// global table, which has no transactions (nothing sent). Any other error
+// leaves the outcome unknown, as for any DynamoDB write whose answer was
+// lost.
 //
 // Guard refuses at once, without a request, a lock that is already known
 // to be released or lost. It takes up to 99 items by default: DynamoDB

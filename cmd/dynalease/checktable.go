@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,7 +55,8 @@ guarded writes, sets of keys or TTL. It exits 69 when the table is refused or
 cannot be read.`,
 		Args: exactArgs(0, "usage: dynalease check-table"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 4*c.requestTimeout+time.Minute) // the scan pages too
+			defer cancel()
 			db, err := c.client(ctx)
 			if err != nil {
 				return err
@@ -87,7 +89,9 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 	}
 	var lockInfo dynamodbstore.TableInfo
 	for _, t := range tables {
-		info, err := dynamodbstore.DescribeLockTable(ctx, db, t.name)
+		dctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
+		info, err := dynamodbstore.DescribeLockTable(dctx, db, t.name)
+		cancel()
 		if err != nil {
 			if t.role == "fences" && errors.Is(err, dynamodbstore.ErrTableNotFound) {
 				rep.Tables = append(rep.Tables, tableReport{Table: t.name, Role: t.role, Kind: "missing (no fencing tokens until it is created)"})
@@ -100,7 +104,10 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 		}
 		tr := tableReport{Table: t.name, Role: t.role, PartitionKey: info.PartitionKey, SortKey: info.SortKey, Kind: info.Kind(),
 			Regions: info.Regions, Witnesses: info.Witnesses, TTL: "unknown"}
-		if out, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.name)}); err == nil && out.TimeToLiveDescription != nil {
+		tctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
+		out, err := db.DescribeTimeToLive(tctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.name)})
+		cancel()
+		if err == nil && out.TimeToLiveDescription != nil {
 			tr.TTL = strings.ToLower(string(out.TimeToLiveDescription.TimeToLiveStatus))
 			if a := aws.ToString(out.TimeToLiveDescription.AttributeName); a != "" {
 				tr.TTL += " (" + a + ")"
@@ -139,7 +146,7 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 	}
 	switch {
 	case lockInfo.StronglyConsistent():
-		rep.Verdict = "usable (MRSC): leases, elections and fencing tokens work; guarded writes, sets of keys and TTL are refused (no transactions or TTL on MRSC)"
+		rep.Verdict = "usable (MRSC): leases, elections and fencing tokens work; guarded writes, sets of keys, semaphores and TTL are refused (no transactions or TTL on MRSC)"
 	case lockInfo.Global():
 		rep.Verdict = "usable only because --single-writer-region states that every client writes through one region (MREC)"
 	default:

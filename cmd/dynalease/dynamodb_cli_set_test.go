@@ -150,3 +150,42 @@ func TestDynamoDBCheckTable(t *testing.T) {
 		t.Fatalf("check-table --json: %d %q", code, out)
 	}
 }
+
+// check-table on a global table (DescribeTable answered by the test hook,
+// as Amazon DynamoDB describes one; DynamoDB Local has none): MREC refused
+// with exit 69, accepted with --single-writer-region; MRSC usable, with
+// what it lacks named.
+func TestDynamoDBCheckTableOnGlobalTables(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	describe := func(consistency string) string {
+		return `{"Table":{"TableName":"` + c.table + `","TableStatus":"ACTIVE","KeySchema":[{"AttributeName":"key","KeyType":"HASH"}],` +
+			`"Replicas":[{"RegionName":"eu-west-1"},{"RegionName":"eu-central-1"}],"MultiRegionConsistency":"` + consistency + `"}}`
+	}
+	check := func(consistency string, args ...string) (string, int) {
+		cmd := c.command(append([]string{"check-table"}, args...)...)
+		cmd.Path = hookBin
+		cmd.Env = append(cmd.Env, "DYNALEASE_TESTHOOK_DESCRIBE_TABLE="+describe(consistency))
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	if out, code := check("EVENTUAL"); code != 69 || !strings.Contains(out, "refused") || !strings.Contains(out, "eu-central-1") {
+		t.Fatalf("check-table on an MREC table: %d %q, want exit 69, refused, naming the replicas", code, out)
+	}
+	if out, code := check("EVENTUAL", "--single-writer-region"); code != 0 || !strings.Contains(out, "single-writer-region") {
+		t.Fatalf("check-table --single-writer-region on an MREC table: %d %q, want usable, saying why", code, out)
+	}
+	if out, code := check("STRONG"); code != 0 || !strings.Contains(out, "MRSC") || !strings.Contains(out, "guarded writes") {
+		t.Fatalf("check-table on an MRSC table: %d %q, want usable, naming what MRSC lacks", code, out)
+	}
+	// run on an MREC table is refused before the command starts.
+	cmd := c.command("run", "job", "--", "touch", "never")
+	cmd.Path = hookBin
+	cmd.Env = append(cmd.Env, "DYNALEASE_TESTHOOK_DESCRIBE_TABLE="+describe("EVENTUAL"))
+	if out, err := cmd.CombinedOutput(); err == nil || exists(c.file("never")) || !strings.Contains(string(out), "eventual") {
+		t.Fatalf("run on an MREC table: %v %q, want refused before the command", err, out)
+	}
+}

@@ -50,7 +50,7 @@ func (c *common) readClient(ctx context.Context) (*lock.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := lock.New(lock.Config{Client: db, Table: c.table, ManualHeartbeats: true, RequestTimeout: c.requestTimeout})
+	lc, err := lock.New(lock.Config{Client: db, Table: c.table, ManualHeartbeats: true, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter})
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

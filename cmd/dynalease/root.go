@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -98,7 +99,11 @@ func (c *common) client(ctx context.Context) (*dynamodb.Client, error) {
 			return nil, exit(exitUsage, errors.New("no AWS region: set --region, DYNALEASE_REGION or AWS_REGION"))
 		}
 	}
+	hook := describeTableHook()
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if hook != nil {
+			o.HTTPClient = &http.Client{Transport: hook}
+		}
 		if c.endpoint != "" {
 			o.BaseEndpoint = aws.String(c.endpoint)
 			// DynamoDB Local omits the response checksum on errors.

@@ -2,7 +2,10 @@
 
 package main
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // The test hooks (see testhook_on.go) do nothing in a normal build.
 
@@ -11,3 +14,5 @@ func pauseBeforeStart() {}
 func groupGoneWait() time.Duration { return defaultGroupGoneWait }
 
 func groupNeverGone() bool { return false }
+
+func describeTableHook() http.RoundTripper { return nil }

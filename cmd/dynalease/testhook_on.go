@@ -3,10 +3,13 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/dynalease/dynalease/internal/faulthttp"
 )
 
 // Test hooks, compiled only into the binary the command's tests build with
@@ -44,3 +47,17 @@ func groupGoneWait() time.Duration {
 // DYNALEASE_TESTHOOK_GROUP_NEVER_GONE is set: a member stuck in the kernel
 // (uninterruptible sleep) that SIGKILL cannot end.
 func groupNeverGone() bool { return os.Getenv("DYNALEASE_TESTHOOK_GROUP_NEVER_GONE") != "" }
+
+// describeTableHook answers DescribeTable with the JSON body in
+// DYNALEASE_TESTHOOK_DESCRIBE_TABLE when it is set, as Amazon DynamoDB
+// describes a global table (DynamoDB Local has none); every other request
+// goes to the endpoint.
+func describeTableHook() http.RoundTripper {
+	body := os.Getenv("DYNALEASE_TESTHOOK_DESCRIBE_TABLE")
+	if body == "" {
+		return nil
+	}
+	ft := faulthttp.New(nil)
+	ft.Add(faulthttp.Rule{Op: "DescribeTable", Fault: faulthttp.Status(http.StatusOK, body)})
+	return ft
+}

@@ -38,7 +38,7 @@ func (d *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisi
 	if holder == "" || acquisitionID == "" {
 		return resourcelock.Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
 	}
-	if err := d.ready(ctx); err != nil {
+	if err := d.readyFence(ctx); err != nil {
 		return resourcelock.Item{}, err
 	}
 	gen, err := d.bumpGeneration(ctx, key)

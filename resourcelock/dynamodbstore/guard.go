@@ -102,7 +102,7 @@ func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holdin
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err
 	}
-	if err := d.noTransactions(ctx, "guarded write"); err != nil {
+	if err := d.noTransactions(ctx, "guarded write", false); err != nil {
 		return err
 	}
 	key := keys[0] // names the request in errors

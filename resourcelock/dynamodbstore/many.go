@@ -41,7 +41,7 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	if err := resourcelock.CheckMany(keys, d.maxItems); err != nil {
 		return nil, err
 	}
-	if err := d.noTransactions(ctx, "read of several rows"); err != nil {
+	if err := d.noTransactions(ctx, "read of several rows", false); err != nil {
 		return nil, err
 	}
 	proj, names := d.keys.recordProjection()
@@ -95,7 +95,7 @@ func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 	if err != nil {
 		return err
 	}
-	if err := d.noTransactions(ctx, "write of several rows"); err != nil {
+	if err := d.noTransactions(ctx, "write of several rows", false); err != nil {
 		return err
 	}
 	keys := make([]resourcelock.Key, len(writes))
@@ -192,7 +192,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	if holder == "" || acquisitionID == "" {
 		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
 	}
-	if err := d.noTransactions(ctx, "fence of several rows"); err != nil {
+	if err := d.noTransactions(ctx, "fence of several rows", true); err != nil {
 		return 0, err
 	}
 	getAPI, ok := d.client.(TransactGetAPI)

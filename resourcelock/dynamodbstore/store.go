@@ -98,7 +98,8 @@ type Store struct {
 	onConflict func() // called before each retry of a guarded write after a conflict
 	// singleWriter: Config.SingleWriterRegion.
 	singleWriter bool
-	check        tableCheck
+	// The checks of the lock table and of the fence table (see ready).
+	lockCheck, fenceCheck tableCheck
 }
 
 var _ resourcelock.Store = (*Store)(nil)
@@ -257,6 +258,11 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 // Scan reads every row with consistent, paginated Scan requests, or one
 // partition's rows with Query requests.
 func (d *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
+	if partition != "" {
+		if err := resourcelock.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
+			return err
+		}
+	}
 	if err := d.ready(ctx); err != nil {
 		return err
 	}
@@ -321,10 +327,7 @@ func (d *Store) writeReady(ctx context.Context, opts resourcelock.WriteOptions) 
 	if err := d.ready(ctx); err != nil {
 		return err
 	}
-	d.check.mu.Lock()
-	mrsc := d.check.mrsc
-	d.check.mu.Unlock()
-	if mrsc && !opts.Expires.IsZero() {
+	if d.mrsc() && !opts.Expires.IsZero() {
 		return fmt.Errorf("%s: %w: MRSC global tables do not support TTL", d.Describe(), resourcelock.ErrInvalidArgument)
 	}
 	return nil

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -34,10 +34,18 @@ type TableInfo struct {
 	// Consistency is the global table's multi-Region consistency:
 	// "EVENTUAL" (MREC) or "STRONG" (MRSC); empty when not global.
 	Consistency string
+	// Version is the table's global tables version ("2019.11.21", or
+	// "2017.11.29" for a legacy global table, whose replicas DescribeTable
+	// does not list); empty when DescribeTable names none.
+	Version string
 }
 
-// Global reports whether the table has replicas in other regions.
-func (t TableInfo) Global() bool { return len(t.Regions) > 0 || len(t.Witnesses) > 0 }
+// Global reports whether the table is a global table: it has replicas or
+// witnesses in other regions, or DescribeTable names a global tables
+// version.
+func (t TableInfo) Global() bool {
+	return len(t.Regions) > 0 || len(t.Witnesses) > 0 || t.Version != ""
+}
 
 // StronglyConsistent reports whether the table is a global table with
 // multi-Region strong consistency (MRSC).
@@ -80,6 +88,7 @@ func DescribeLockTable(ctx context.Context, api DescribeAPI, table string) (Tabl
 	for _, r := range d.Replicas {
 		info.Regions = append(info.Regions, aws.ToString(r.RegionName))
 	}
+	info.Version = aws.ToString(d.GlobalTableVersion)
 	for _, w := range d.GlobalTableWitnesses {
 		info.Witnesses = append(info.Witnesses, aws.ToString(w.RegionName))
 	}
@@ -114,79 +123,154 @@ var ErrTransactionsOnMRSC = errors.New("dynamodbstore: MRSC global tables do not
 // errNoDescribe is a client's answer to DescribeTable when it has none.
 var errNoDescribe = errors.New("dynamodbstore: the client cannot describe tables")
 
-// tableCheck is a Store's check of its tables, made once, before its first
-// request.
+// tableCheck is a Store's check of one of its tables, made once, before
+// the first request that needs it, by one caller while the others wait
+// (each on its own context).
 type tableCheck struct {
-	mu    sync.Mutex
-	done  bool
-	err   error // a refusal, kept
-	mrsc  bool  // the lock table is an MRSC global table
-	infos []TableInfo
+	mu      sync.Mutex
+	running chan struct{} // closed when the check under way ends; nil when none is
+	done    bool
+	err     error // a refusal, kept
+	info    TableInfo
+	skipped bool // the client cannot describe tables: nothing was checked
 }
 
-// ready checks the store's tables with one DescribeTable each, the first
-// time it is called; a failure that waiting may fix is returned and the
-// check is made again next time. A refusal is kept.
-func (d *Store) ready(ctx context.Context) error {
-	c := &d.check
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done {
-		return c.err
-	}
-	api, ok := d.client.(DescribeAPI)
-	if !ok {
-		c.done = true
-		return nil
-	}
-	var infos []TableInfo
-	for _, table := range []string{d.table, d.fenceTable} {
-		if table == "" {
-			continue
-		}
-		dctx, cancel := d.bound(ctx)
-		info, err := DescribeLockTable(dctx, api, table)
-		cancel()
-		if errors.Is(err, errNoDescribe) {
-			c.done = true // a client that cannot describe tables: no check
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		infos = append(infos, info)
-	}
-	c.done, c.infos = true, infos
-	for _, info := range infos {
-		if info.Global() && !info.StronglyConsistent() && !d.singleWriter {
-			c.err = fmt.Errorf("%s: table %s: %w (replicas in %v) (%w)", d.Describe(), info.Table, ErrEventualGlobalTable, info.Regions, resourcelock.ErrPermanent)
+// run checks table once: the first caller describes it; a caller that
+// comes while it does waits for it, or for its own ctx. A failure that
+// waiting may fix is returned to the caller that met it, and the next
+// call checks again; a refusal (refuse's answer) is kept.
+func (c *tableCheck) run(ctx context.Context, describe func(context.Context) (TableInfo, error), refuse func(TableInfo) error) error {
+	for {
+		c.mu.Lock()
+		if c.done {
+			c.mu.Unlock()
 			return c.err
 		}
+		if wait := c.running; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		running := make(chan struct{})
+		c.running = running
+		c.mu.Unlock()
+
+		info, err := describe(ctx)
+		c.mu.Lock()
+		c.running = nil
+		close(running)
+		switch {
+		case errors.Is(err, errNoDescribe):
+			c.done, c.skipped, err = true, true, nil
+		case err == nil:
+			c.done, c.info, c.err = true, info, refuse(info)
+			err = c.err
+		}
+		c.mu.Unlock()
+		return err
 	}
-	c.mrsc = infos[0].StronglyConsistent()
-	return nil
 }
 
-// Tables returns what the check found of the store's tables (the lock
-// table, then the fence table), checking them first if it has not yet.
-func (d *Store) Tables(ctx context.Context) ([]TableInfo, error) {
-	err := d.ready(ctx)
-	d.check.mu.Lock()
-	defer d.check.mu.Unlock()
-	return slices.Clone(d.check.infos), err
+// result returns what the check found, and whether it was made.
+func (c *tableCheck) result() (TableInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info, c.done && !c.skipped && c.err == nil
 }
 
-// noTransactions returns ErrTransactionsOnMRSC, naming what, on an MRSC
-// table, after the table check; the check's own error otherwise.
-func (d *Store) noTransactions(ctx context.Context, what string) error {
+// checkTable checks one of the store's tables (see ready).
+func (d *Store) checkTable(ctx context.Context, c *tableCheck, table string) error {
+	return c.run(ctx, func(ctx context.Context) (TableInfo, error) {
+		api, ok := d.client.(DescribeAPI)
+		if !ok {
+			return TableInfo{}, errNoDescribe
+		}
+		dctx, cancel := d.bound(ctx)
+		defer cancel()
+		info, err := DescribeLockTable(dctx, api, table)
+		if isAccessDenied(err) {
+			err = fmt.Errorf("%w (the table check needs dynamodb:DescribeTable on %s: see docs/iam)", err, table)
+		}
+		return info, err
+	}, func(info TableInfo) error {
+		if info.Global() && !info.StronglyConsistent() && !d.singleWriter {
+			return fmt.Errorf("%s: table %s: %w (replicas in %v) (%w)", d.Describe(), info.Table, ErrEventualGlobalTable, info.Regions, resourcelock.ErrPermanent)
+		}
+		return nil
+	})
+}
+
+// ready checks the lock table, with one DescribeTable, the first time it
+// is called (the fence table is checked at the first request to it; see
+// readyFence). A global table with eventual consistency is refused unless
+// Config.SingleWriterRegion, and the refusal kept; a failure that waiting
+// may fix is returned, and the table checked again at the next call.
+func (d *Store) ready(ctx context.Context) error {
+	return d.checkTable(ctx, &d.lockCheck, d.table)
+}
+
+// readyFence checks the lock table and the fence table.
+func (d *Store) readyFence(ctx context.Context) error {
 	if err := d.ready(ctx); err != nil {
 		return err
 	}
-	d.check.mu.Lock()
-	mrsc := d.check.mrsc
-	d.check.mu.Unlock()
-	if mrsc {
-		return fmt.Errorf("%s: %s: %w (%w)", d.Describe(), what, ErrTransactionsOnMRSC, resourcelock.ErrPermanent)
+	if d.fenceTable == "" {
+		return nil
+	}
+	return d.checkTable(ctx, &d.fenceCheck, d.fenceTable)
+}
+
+// Tables checks the store's tables, if it has not yet, and returns what it
+// found of them: the lock table, then the fence table when there is one.
+// A client that cannot describe tables (it lacks DescribeTable) is not
+// checked: Tables then returns no table and no error.
+func (d *Store) Tables(ctx context.Context) ([]TableInfo, error) {
+	err := d.readyFence(ctx)
+	var out []TableInfo
+	for _, c := range []*tableCheck{&d.lockCheck, &d.fenceCheck} {
+		if info, ok := c.result(); ok {
+			out = append(out, info)
+		}
+	}
+	return out, err
+}
+
+// noTransactions returns ErrTransactionsOnMRSC, naming what, when a table
+// the transaction writes (the lock table, and with fence the fence table)
+// is an MRSC global table, after the tables' check; the check's own error
+// otherwise.
+func (d *Store) noTransactions(ctx context.Context, what string, fence bool) error {
+	checks := []*tableCheck{&d.lockCheck}
+	if fence {
+		if err := d.readyFence(ctx); err != nil {
+			return err
+		}
+		checks = append(checks, &d.fenceCheck)
+	} else if err := d.ready(ctx); err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if info, ok := c.result(); ok && info.StronglyConsistent() {
+			return fmt.Errorf("%s: %s: %w (%s) (%w)", d.Describe(), what, ErrTransactionsOnMRSC, info.Table, resourcelock.ErrPermanent)
+		}
 	}
 	return nil
+}
+
+// mrsc reports whether the lock table was found to be an MRSC global
+// table.
+func (d *Store) mrsc() bool {
+	info, ok := d.lockCheck.result()
+	return ok && info.StronglyConsistent()
+}
+
+// isAccessDenied reports whether err is DynamoDB's refusal for want of
+// permission.
+func isAccessDenied(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException"
 }

@@ -168,6 +168,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"6 contention", b.rowContention},
 		{"6b queued waiter killed", b.rowKilledWaiter},
 		{"8 semaphore", b.rowSemaphore},
+		{"9 sets", b.rowSets},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

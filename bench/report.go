@@ -24,6 +24,7 @@ type results struct {
 	ContentionUnfair     *contentionResult   `json:"contention_unfair"`
 	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
 	Semaphore            *semaphoreResult    `json:"semaphore"`
+	Sets                 *setsResult         `json:"sets"`
 	Microbenchmarks      *microResult        `json:"microbenchmarks"`
 	Errors               []string            `json:"errors,omitempty"`
 }
@@ -174,6 +175,7 @@ func printTable(w io.Writer, r *results) {
 	printContention(w, r)
 	printKilledWaiter(w, r)
 	printSemaphore(w, r)
+	printSets(w, r)
 	printMicro(w, r)
 	if len(r.Errors) > 0 {
 		section(w, "Errors")

@@ -120,9 +120,16 @@
 // # What is not guaranteed
 //
 // Sets and permits wait unfairly: they poll, do not queue, and may be
-// overtaken by fair waiters of single keys. A set carries no data or
-// attributes, and a lost set's other rows are left to run out, not
-// released.
+// overtaken by fair waiters of single keys. A set waits for its held keys
+// as one: the longest of their leases counts from the last change of any
+// of them, not each from its own, so a set over keys whose holders keep
+// changing may wait longer than any one of them would. Within one client,
+// a set needs all its keys' slots free at the same moment, and may wait
+// in process behind this client's own locks on single keys for as long as
+// they are taken one after another. A set carries no data or attributes,
+// and a lost set's other rows are left to run out, not released. On an
+// MRSC global table, sets and semaphores are refused (see
+// dynamodbstore.ErrTransactionsOnMRSC).
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients and clients with Config.Unfair jump the queue; a waiter that

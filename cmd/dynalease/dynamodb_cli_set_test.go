@@ -92,7 +92,9 @@ func TestDynamoDBRunPermits(t *testing.T) {
 	var runs []*exec.Cmd
 	for i := range 2 {
 		r := c.command(fmt.Sprintf("--owner=p%d", i), "--lease=4s", "--heartbeat=500ms", "run", "--grace=500ms", "--permits", "2", "pay", "--",
-			"sh", "-c", fmt.Sprintf(`echo "$DYNALEASE_LOCK $DYNALEASE_TOKEN" > env%d; sleep 60`, i))
+			// Written aside, then renamed: the test waits for the file to
+			// appear, and must not read it half written.
+			"sh", "-c", fmt.Sprintf(`echo "$DYNALEASE_LOCK $DYNALEASE_TOKEN" > env%d.tmp && mv env%d.tmp env%d; sleep 60`, i, i, i))
 		if err := r.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -161,7 +161,7 @@ func (at *acquireCall) run(ctx context.Context) (*Lock, error) {
 		port.set = at.target.set.rows
 	}
 	at.acq = rvnlease.NewAcquirer(c.engineFor(at.cfg.onlyIfExists), port, at.newRecord)
-	if c.cfg.fair && !at.try && !at.cfg.failIfLocked && port.set == nil {
+	if c.cfg.fair && !at.try && !at.cfg.failIfLocked {
 		at.acq.Queue(port, c.cfg.lease, at.cfg.refresh)
 	}
 	obs, doubt, _ := c.seen.get(at.key)

@@ -119,8 +119,14 @@
 //
 // # What is not guaranteed
 //
-// Sets and permits wait unfairly: they poll, do not queue, and may be
-// overtaken by fair waiters of single keys. A set waits for its held keys
+// A set queues on its first key only (see AcquireSet): waiters for sets
+// with the same first key are served in order, but a set is not ordered
+// against waiters of its other keys, and a set whose first key is free
+// while another is held polls without a place. A set handed its first key
+// while another of its keys is held keeps the hand-over while it waits
+// (the others see the first key held by it, and take it over after its
+// lease, as from any silent holder). Permits wait unfairly: they poll,
+// do not queue, and may be overtaken. A set waits for its held keys
 // as one: the longest of their leases counts from the last change of any
 // of them, not each from its own, so a set over keys whose holders keep
 // changing may wait longer than any one of them would. Within one client,

@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -88,4 +89,69 @@ func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
 	if item := e.item("k"); str(item, "isReleased") != "1" || len(e.queueOwners("k")) != 0 {
 		t.Fatalf("after the last release: released %q, queue %v", str(item, "isReleased"), e.queueOwners("k"))
 	}
+}
+
+// Against DynamoDB Local: waiters for a set get it in the order they
+// joined the queue of its first key, a waiter for that key alone among
+// them, and a client that releases the set and asks again queues behind
+// them; a release hands the first key over and frees the others.
+func TestDynamoDBSetWaitersGetTheSetInTheOrderTheyQueued(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	keys := []string{"s-a", "s-b", "s-c"}
+	cs := []*ddbClient{e.newClient(), e.newClient(), e.newClient(), e.newClient()}
+	held, err := cs[0].AcquireSet(ctx, keys)
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	var pending []<-chan acquired
+	var want []string
+	for i, c := range cs[1:] {
+		if i == 1 {
+			// The second waiter wants the first key alone.
+			pending = append(pending, acquireAsync(ctx, c, "s-a", lock.WithAdditionalWait(time.Hour)))
+		} else {
+			pending = append(pending, acquireSetAsync(ctx, c, keys, lock.WithAdditionalWait(time.Hour)))
+		}
+		want = append(want, c.Owner())
+		e.waitQueue("s-a", want...)
+	}
+	mustRelease(t, held)
+	if owner := str(e.item("s-a"), "ownerName"); owner != cs[1].Owner() {
+		t.Fatalf("after the release the first key names %s, want the queue's head %s", owner, cs[1].Owner())
+	}
+	pending = append(pending, acquireSetAsync(ctx, cs[0], keys, lock.WithAdditionalWait(time.Hour)))
+	order := []*ddbClient{cs[1], cs[2], cs[3], cs[0]}
+	for i, ch := range pending {
+		select {
+		case a := <-ch:
+			if a.err != nil {
+				t.Fatalf("acquisition %d by %s: %v", i, order[i].Owner(), a.err)
+			}
+			if got := str(e.item("s-a"), "ownerName"); got != order[i].Owner() {
+				t.Fatalf("acquisition %d: the first key names %s, want %s", i, got, order[i].Owner())
+			}
+			if i == 0 {
+				e.waitQueue("s-a", cs[2].Owner(), cs[3].Owner(), cs[0].Owner())
+			}
+			mustRelease(t, a.l)
+		case <-time.After(patience):
+			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Owner(), e.queueOwners("s-a"))
+		}
+	}
+	for _, k := range keys {
+		if item := e.item(k); str(item, "isReleased") != "1" || len(queueOwnersOf(item)) != 0 {
+			t.Fatalf("%s after the last release: released %q, queue %v", k, str(item, "isReleased"), queueOwnersOf(item))
+		}
+	}
+}
+
+func acquireSetAsync(ctx context.Context, c *ddbClient, keys []string, opts ...lock.AcquireOption) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		l, err := c.AcquireSet(ctx, keys, opts...)
+		ch <- acquired{l, err, time.Now()}
+	}()
+	return ch
 }

@@ -73,14 +73,14 @@ func (p acquirePort) Update(ctx context.Context, expect resourcelock.Preconditio
 
 func (p acquirePort) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
 	if p.set != nil {
-		return resourcelock.Item{}, errNoQueue
+		return p.set.Join(ctx, w)
 	}
 	return p.c.store.Join(ctx, p.key, w)
 }
 
 func (p acquirePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
 	if p.set != nil {
-		return resourcelock.Item{}, errNoQueue
+		return p.set.UpdateDequeue(ctx, expect, rec, d, p.options())
 	}
 	o := p.options()
 	o.Dequeue = d
@@ -89,7 +89,7 @@ func (p acquirePort) UpdateDequeue(ctx context.Context, expect resourcelock.Prec
 
 func (p acquirePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
 	if p.set != nil {
-		return resourcelock.Item{}, errNoQueue
+		return p.set.Leave(ctx, ticket, index)
 	}
 	return p.c.store.Leave(ctx, p.key, ticket, index)
 }
@@ -131,7 +131,7 @@ func (p holdPort) Update(ctx context.Context, expect resourcelock.Precondition, 
 // hand-over), or expects it empty.
 func (p holdPort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
 	if p.set != nil {
-		return resourcelock.Item{}, errNoQueue
+		return p.set.UpdateDequeue(ctx, expect, rec, d, p.c.writeOptions(nil))
 	}
 	o := p.c.writeOptions(nil)
 	o.Dequeue = d

@@ -131,10 +131,11 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		return rec
 	}
 	var w rvnlease.Written
-	if l.c.cfg.fair && l.slot.set == nil {
-		// Handed to the queue's head when others wait; an earlier
-		// heartbeat that landed unseen is written over again.
-		w = l.hold.ReleaseQueued(rctx, cur, next, holdPort{c: l.c, key: l.key})
+	if l.c.cfg.fair {
+		// Handed to the queue's head when others wait (a set's first
+		// key: see resourcelock.Set); an earlier heartbeat that landed
+		// unseen is written over again.
+		w = l.hold.ReleaseQueued(rctx, cur, next, lockPort{l}.port())
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
@@ -148,8 +149,8 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
 		}
 	} else {
-		// Unfair, or a set (whose rows nobody queues on for it): an
-		// earlier heartbeat that landed unseen is written over again.
+		// Unfair: an earlier heartbeat that landed unseen is written
+		// over again.
 		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
 	}
 	return l.afterRelease(w, cur)

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -47,9 +46,17 @@ import (
 //
 // What a set does not have yet (refused with an error matching
 // ErrInvalidOption): data (WithData), attributes (WithAttributes),
-// reentrancy (WithReentrant) and WithOnlyIfExists. A set waits unfairly:
-// it polls every refresh period and does not join the keys' queues, so
-// fair waiters of a single key may be served before it.
+// reentrancy (WithReentrant) and WithOnlyIfExists.
+//
+// A fair client's set waits in the queue of its first key (in sorted
+// order), as Acquire of that key alone would: waiters for sets with the
+// same first key, and for that key alone, are served about in the order
+// they began to wait, and a releaser asking again queues behind them. A
+// release of a set hands its first key to that queue's head and frees the
+// others. The queue does not order the set against waiters of its other
+// keys: a set whose first key is free while another key is held polls
+// without a place, and a single-key waiter of another key may take it
+// first. See resourcelock.Set for the rules.
 func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquireSet(ctx, keys, opts, false)
 }
@@ -210,7 +217,3 @@ func (l *Lock) setLoss(e *dynalease.LostError) *dynalease.LostError {
 	}
 	return e
 }
-
-// errNoQueue is returned by the queue operations of a set's rows, which
-// nobody queues on (a set waits unfairly).
-var errNoQueue = errors.New("lock: a set of keys has no queue")

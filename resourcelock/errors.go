@@ -42,3 +42,8 @@ var ErrThrottled = errors.New("resourcelock: throttled")
 // ErrNotMany is returned when a lock on a set of keys is asked of a store
 // that cannot write several rows in one request (see ManyStore).
 var ErrNotMany = errors.New("resourcelock: the store cannot write several rows in one request")
+
+// ErrNotQueued is the cause of a Set's Join that found no queue to join:
+// its first member free, missing, or handed to the joining waiter
+// already. The Conflict that carries it carries the set as read instead.
+var ErrNotQueued = errors.New("resourcelock: no queue to join")

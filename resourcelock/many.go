@@ -15,7 +15,7 @@ type ManyStore interface {
 	Store
 	// GetMany returns the rows at keys, read as one consistent snapshot,
 	// by key; a missing row is absent from the map. It returns each row's
-	// key and record without its data: no Data, Attributes, Queue or
+	// key, record without its data, and queue: no Data, Attributes or
 	// Expires (so that a read of many rows stays small). keys must be
 	// distinct and at most MaxMany.
 	GetMany(ctx context.Context, keys []Key) (map[Key]Item, error)
@@ -24,8 +24,9 @@ type ManyStore interface {
 	// error wrapping ErrConflict; the error carries no row (CurrentItem
 	// reports none), so a caller that needs them reads. A WriteMany whose
 	// answer was lost may have landed, whole. Keys must be distinct and
-	// at most MaxMany; a write's options may not carry Dequeue or
-	// OnlyIfExists.
+	// at most MaxMany; a write's options may not carry OnlyIfExists. A
+	// write's Dequeue conditions that row's write on its queue and takes
+	// the entries it names out, as for Store.Update.
 	WriteMany(ctx context.Context, writes []Write) error
 	// MaxMany returns the most rows one GetMany or WriteMany may name.
 	MaxMany() int
@@ -66,7 +67,7 @@ type Write struct {
 	Expect Precondition // WriteUpdate and WriteRemove
 	Record Record       // WriteCreate and WriteUpdate
 	// Options are those of Store.Create and Store.Update, without
-	// Dequeue and OnlyIfExists.
+	// OnlyIfExists; a Dequeue is allowed on WriteCreate and WriteUpdate.
 	Options WriteOptions
 }
 
@@ -112,8 +113,11 @@ func PrepareWrites(writes []Write, max int) ([]Write, error) {
 	}
 	out := slices.Clone(writes)
 	for i, w := range out {
-		if w.Options.Dequeue != nil || w.Options.OnlyIfExists {
-			return nil, fmt.Errorf("%w: a write of many rows cannot dequeue or require an existing row", ErrInvalidArgument)
+		if w.Options.OnlyIfExists {
+			return nil, fmt.Errorf("%w: a write of many rows cannot require an existing row", ErrInvalidArgument)
+		}
+		if w.Options.Dequeue != nil && w.Kind == WriteRemove {
+			return nil, fmt.Errorf("%w: a removal cannot dequeue", ErrInvalidArgument)
 		}
 		switch w.Kind {
 		case WriteCreate:

@@ -3,6 +3,7 @@ package resourcelock
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // memoryMaxMany is the memory store's MaxMany: DynamoDB's, so that code
@@ -27,7 +28,7 @@ func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, er
 		if it, ok := s.items[k]; ok {
 			rec := it.Record
 			rec.Data = nil
-			out[k] = Item{Key: it.Key, Record: rec}
+			out[k] = Item{Key: it.Key, Record: rec, Queue: slices.Clone(it.Queue)}
 		}
 	}
 	return out, nil
@@ -55,7 +56,7 @@ func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
 		case WriteRemove:
 			admitted = removeAdmits(cur, ok, w.Expect)
 		}
-		if !admitted {
+		if !admitted || !QueueMatches(cur.Queue, w.Options.Dequeue) {
 			return Conflict(fmt.Sprintf("memory/%s: write many", w.Key), nil, nil)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -59,10 +60,40 @@ import (
 // a forced release) makes the set lost to its holder, who stops at its
 // validity like any holder.
 //
+// # Waiting in a queue
+//
+// A set's queue is the queue of its first member (in key order). A waiter
+// for the set joins it (Join), and the folded Item carries it as its
+// Queue, so that the engine's fair waiting works on a set as on one row:
+// waiters for sets with the same first key, and waiters for that key
+// alone, are served in the order they joined. The other members' queues
+// are left as they are.
+//
+// A holder's release that finds waiters in that queue (UpdateDequeue with
+// a record naming HandedTo) hands the first member to the queue's head,
+// naming it holder with its lease and ticket, and marks the other members
+// released, in one WriteMany. The head may want other keys than the
+// releaser held: it takes them as it takes any free key.
+//
+// The fold tells a member handed to this Set's waiter (a row naming the
+// identity and the ticket it joined with) from one held by another: when
+// every other member is free, the fold is a hand-over to the waiter
+// (HolderIdentity and HandedTo name it), which it confirms by a takeover
+// conditioned on the handed member's RVN and on every other member being
+// free, as every takeover of a set is conditioned. While another member is
+// held, the set waits for it and keeps the handed member: other waiters see
+// that member held by this waiter, and take it over once its RVN stayed
+// unchanged for the waiter's lease, as they take over any silent holder's.
+// A set waiter that gives up then leaves the hand-over to run out that
+// way; one that gives up when the hand-over is whole passes it on.
+//
+// None of this bears on safety: no queue entry or hand-over gives anybody
+// a hold, which only a write of one's own RVN, conditioned as above,
+// proves.
+//
 // # What is not kept
 //
-// A Set carries no data and no attributes; its rows' queues are left as
-// they are, and nobody waiting for a set queues on them. Its fencing
+// A Set carries no data and no attributes. Its fencing
 // token is the one Fence gives every member alike (a set acquired without
 // Fence has none: LeaderTransitions and FenceGeneration are zero). Writes
 // of a Set return the record written, not the rows read back (a
@@ -86,6 +117,11 @@ type Set struct {
 	// The fencing token of the current acquisition, once FenceMany gave
 	// it: a holder's writes leave it on the rows.
 	generation, transitions int64
+	// The waiter this Set joined its first member's queue as (Join), and
+	// whether the last fold found that member handed to it.
+	waiter Waiter
+	handed bool
+	last   map[Key]Item // the rows of the last fold
 }
 
 // compositeMark starts a composite RVN; a member RVN that starts with it is
@@ -167,6 +203,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last = rows
 	s.departure = Departure{}
 	if len(rows) == 0 {
 		return Item{}, fmt.Errorf("%s: %w", s.key, ErrNotFound)
@@ -196,13 +233,18 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 				// been lost: its writes keep its ID.
 				s.acquisitionID = rec.AcquisitionID
 			}
-			return Item{Key: s.key, Record: rec}, nil
+			s.handed = rec.HandedTo != "" && s.handedToMe(first)
+			return Item{Key: s.key, Record: rec, Queue: first.Queue}, nil
 		}
 	}
 	var b strings.Builder
 	b.WriteString(compositeMark)
 	rec := Record{Released: true}
 	var others string // the holder of the first member held by somebody else
+	// Whether a member is handed to this Set's waiter, and whether every
+	// held member is.
+	s.handed = false
+	allHanded := true
 	for _, k := range s.keys {
 		b.WriteByte(0)
 		r, ok := rows[k]
@@ -224,16 +266,29 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			rec.Released = false
 			rec.HolderIdentity, rec.AcquireTime, rec.RenewTime = r.HolderIdentity, r.AcquireTime, r.RenewTime
 		}
-		if !ours && others == "" {
+		handed := !ours && s.handedToMe(r)
+		s.handed = s.handed || handed
+		allHanded = allHanded && handed
+		if !ours && !handed && others == "" {
 			others = r.HolderIdentity
 		}
 		rec.LeaseDuration = max(rec.LeaseDuration, r.LeaseDuration)
 	}
-	if others != "" {
+	switch {
+	case others != "":
 		rec.HolderIdentity = others
+	case s.handed && allHanded:
+		// Handed to this waiter, the rest free: it may confirm at once.
+		rec.HolderIdentity, rec.HandedTo = s.waiter.Identity, s.waiter.Ticket
 	}
 	rec.RVN = b.String()
-	return Item{Key: s.key, Record: rec}, nil
+	return Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}, nil
+}
+
+// handedToMe reports whether the row r is a hand-over to this Set's
+// waiter, unconfirmed. s.mu is held.
+func (s *Set) handedToMe(r Item) bool {
+	return s.waiter.Ticket != "" && !r.Released && r.HandedTo == s.waiter.Ticket && r.HolderIdentity == s.waiter.Identity
 }
 
 // expectations returns, member by member, the write that the state named by
@@ -277,7 +332,7 @@ func (s *Set) Create(ctx context.Context, rec Record, opts WriteOptions) (Item, 
 	for i, k := range s.keys {
 		writes[i] = Write{Key: k, Kind: WriteCreate}
 	}
-	return s.write(ctx, writes, rec, opts, true)
+	return s.write(ctx, fill(writes, rec, opts, nil), rec, true)
 }
 
 // Update writes rec on every member when the set is in the state expect
@@ -290,7 +345,153 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record, opts 
 	if err != nil {
 		return Item{}, err
 	}
-	return s.write(ctx, writes, rec, opts, expect.HolderIdentity == "")
+	return s.write(ctx, fill(writes, rec, opts, nil), rec, expect.HolderIdentity == "")
+}
+
+// UpdateDequeue is Update with d conditioning the first member's write on
+// its queue and taking the entries it names out (see WriteOptions.Dequeue):
+// the set's queue (see Set). A record naming HandedTo is a holder's
+// hand-over: the first member is handed over and the others are marked
+// released, each with rec's RVN. A holder's write that expects a composite
+// (a waiter passing on the first member, handed to it, while others are
+// free) writes the first member only, conditioned on its RVN and holder.
+func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue, opts WriteOptions) (Item, error) {
+	if err := CheckPrecondition(expect); err != nil {
+		return Item{}, err
+	}
+	var writes []Write
+	if expect.HolderIdentity != "" && strings.HasPrefix(expect.RVN, compositeMark) {
+		w, err := s.firstExpectation(expect)
+		if err != nil {
+			return Item{}, err
+		}
+		writes = []Write{w}
+	} else {
+		var err error
+		if writes, err = s.expectations(expect.RVN, expect.HolderIdentity); err != nil {
+			return Item{}, err
+		}
+	}
+	return s.write(ctx, fill(writes, rec, opts, d), rec, expect.HolderIdentity == "")
+}
+
+// firstExpectation returns the write of the first member that a holder's
+// write expecting the composite expect calls for: an update conditioned on
+// the member's RVN in it and on the holder.
+func (s *Set) firstExpectation(expect Precondition) (Write, error) {
+	writes, err := s.expectations(expect.RVN, "")
+	if err != nil {
+		return Write{}, err
+	}
+	w := writes[0]
+	if w.Kind != WriteUpdate {
+		return Write{}, Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+			errors.New("the first member is free: there is nothing to pass on"))
+	}
+	w.Expect.HolderIdentity = expect.HolderIdentity
+	return w, nil
+}
+
+// fill gives every write rec and opts, and the first one d. A hand-over
+// (rec naming HandedTo) goes to the first row only: the others get rec
+// marked released by the releaser.
+func fill(writes []Write, rec Record, opts WriteOptions, d *Dequeue) []Write {
+	released := rec
+	released.Released, released.HandedTo = true, ""
+	for i := range writes {
+		writes[i].Record, writes[i].Options = rec, opts
+		if i > 0 && rec.HandedTo != "" {
+			writes[i].Record = released
+			writes[i].Record.HolderIdentity = writes[i].Expect.HolderIdentity
+		}
+	}
+	writes[0].Options.Dequeue = d
+	return writes
+}
+
+// Join queues w on the set's first member (see Set) and returns the set as
+// it then stands: the first member as the answer shows it, folded with the
+// other members as the last read of the set showed them (read anew when
+// there was none). When the last read showed that member free, missing,
+// or handed to this Set's waiter already, Join sends nothing: it returns a
+// Conflict that carries no row, whose cause matches ErrNotQueued. A join
+// refused by the store returns a Conflict carrying the set folded with
+// the row that refused it. w is the waiter this Set waits as from then
+// on.
+func (s *Set) Join(ctx context.Context, w Waiter) (Item, error) {
+	s.mu.Lock()
+	s.waiter = w
+	skip := s.last != nil && !s.joinableLocked()
+	s.mu.Unlock()
+	if skip {
+		return Item{}, Conflict(fmt.Sprintf("%s: join", s.key), nil, ErrNotQueued)
+	}
+	first, err := s.store.Join(ctx, s.keys[0], w)
+	if err != nil {
+		return s.refusal(ctx, "join", err)
+	}
+	return s.foldFirst(ctx, first, true)
+}
+
+// joinableLocked reports whether the last fold showed the first member
+// held by another than this Set's waiter. s.mu is held.
+func (s *Set) joinableLocked() bool {
+	r, ok := s.last[s.keys[0]]
+	return ok && !r.Released && !s.handedToMe(r) && !slices.Contains(s.written, r.RVN)
+}
+
+// Leave takes the entry ticket at index out of the set's queue (see
+// Store.Leave) and returns the set as it then stands, folded as Join folds
+// it. A refusal is a Conflict carrying the set so folded.
+func (s *Set) Leave(ctx context.Context, ticket string, index int) (Item, error) {
+	first, err := s.store.Leave(ctx, s.keys[0], ticket, index)
+	if err != nil {
+		return s.refusal(ctx, "leave", err)
+	}
+	return s.foldFirst(ctx, first, true)
+}
+
+// refusal returns the error of a Join or Leave of the first member that
+// failed with err: a Conflict carrying the set folded with the row err
+// carries (or without the row, when it is missing), or err itself when it
+// taught nothing of the row.
+func (s *Set) refusal(ctx context.Context, op string, err error) (Item, error) {
+	cur, ok := CurrentItem(err)
+	var it Item
+	var ferr error
+	switch {
+	case ok:
+		it, ferr = s.foldFirst(ctx, cur, true)
+	case errors.Is(err, ErrNotFound):
+		it, ferr = s.foldFirst(ctx, Item{}, false)
+	case errors.Is(err, ErrConflict):
+		// A refusal that carries no row: the caller reads.
+		return Item{}, Conflict(fmt.Sprintf("%s: %s", s.key, op), nil, errors.New(err.Error()))
+	default:
+		return Item{}, err
+	}
+	if ferr != nil {
+		return Item{}, ferr
+	}
+	return Item{}, Conflict(fmt.Sprintf("%s: %s", s.key, op), &it, errors.New(err.Error()))
+}
+
+// foldFirst folds the first member's row first (missing unless present)
+// with the other members as the last fold saw them, or reads the set when
+// there was none.
+func (s *Set) foldFirst(ctx context.Context, first Item, present bool) (Item, error) {
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	if last == nil {
+		return s.Get(ctx)
+	}
+	rows := maps.Clone(last)
+	delete(rows, s.keys[0])
+	if present {
+		rows[s.keys[0]] = first
+	}
+	return s.fold(rows)
 }
 
 // Remove deletes every member when each carries the RVN expect names (with
@@ -336,12 +537,9 @@ func (s *Set) Fence(ctx context.Context, holder, acquisitionID string) (Item, er
 	return it, nil
 }
 
-// write sends writes, each carrying rec and opts, and returns the set as
+// write sends writes, which carry rec (see fill), and returns the set as
 // written.
-func (s *Set) write(ctx context.Context, writes []Write, rec Record, opts WriteOptions, acquiring bool) (Item, error) {
-	for i := range writes {
-		writes[i].Record, writes[i].Options = rec, opts
-	}
+func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring bool) (Item, error) {
 	s.mu.Lock()
 	s.written = remember(s.written, rec.RVN)
 	if acquiring {

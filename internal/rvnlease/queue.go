@@ -166,6 +166,11 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	case err == nil:
 		cfg.Log.V(1).Info("joined the queue", "place", it.Place(q.me.Ticket), "holder", it.HolderIdentity)
 		return a.w.settle(it, false, returned)
+	case errors.Is(err, resourcelock.ErrNotQueued):
+		// Nothing to queue on (a set's first key is free), and nothing
+		// sent: it does not count, and the caller reads.
+		q.joins--
+		return answer{err: err}
 	case ok:
 		return a.w.settle(cur, false, returned)
 	case errors.Is(err, resourcelock.ErrNotFound):

@@ -28,9 +28,9 @@ func (d *Store) MaxMany() int { return d.maxItems }
 
 // GetMany reads the rows at keys with one TransactGetItems: a snapshot of
 // them all, each read strongly consistently. It reads only the record's
-// attributes (the rows it returns have no data, attributes, queue or
-// TTL), so that a response stays far below the 4 MB a TransactGetItems
-// may return. It costs two read units per row of up to 4 KB. A read
+// attributes and the queue (the rows it returns have no data, attributes
+// or TTL), so that a response stays far below the 4 MB a TransactGetItems
+// may return (a full queue is about 6 KB). It costs two read units per row of up to 4 KB. A read
 // cancelled by writes to its rows under way is tried again a few times,
 // then returns an error wrapping ErrTransactionConflict.
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
@@ -152,6 +152,7 @@ func (d *Store) transactItem(w resourcelock.Write) (types.TransactWriteItem, err
 		update = writeItemUpdate(e, d.keys, w.Record, w.Expect.HolderIdentity == "", w.Options)
 		cond = d.keys.updateCondition(e, w.Expect)
 	}
+	cond = withDequeue(e, cond, w.Options.Dequeue)
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(d.table), Key: key, UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
@@ -285,12 +286,12 @@ func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []r
 	return top + 1, nil
 }
 
-// recordProjection returns the projection of GetMany: the key and the
-// record without its data, with its attribute names.
+// recordProjection returns the projection of GetMany: the key, the record
+// without its data, and the queue, with their attribute names.
 func (s keySchema) recordProjection() (string, map[string]string) {
 	e := newExpression()
 	attrs := []string{s.partitionKey, attrOwner, attrLease, attrRVN, attrReleased, attrTransitions,
-		attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition, attrHandedTo}
+		attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition, attrHandedTo, attrQueue}
 	if s.sortKey != "" {
 		attrs = append(attrs, s.sortKey)
 	}

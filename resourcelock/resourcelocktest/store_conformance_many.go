@@ -18,11 +18,13 @@ func runManyConformance(t *testing.T, newStore func(t *testing.T) resourcelock.S
 		{"GetMany", testManyGet},
 		{"WriteManyAllOrNothing", testManyAllOrNothing},
 		{"WriteManyKinds", testManyKinds},
+		{"ManyQueues", testManyQueues},
 		{"ManyRefusedBeforeSending", testManyInvalid},
 		{"SetHeldWhole", testSetHeldWhole},
 		{"SetTakeoverOfMixedMembers", testSetTakeoverMixed},
 		{"SetTakeoverRefusedWhenAMemberMoved", testSetTakeoverMoved},
 		{"SetFenceTokenAboveEveryMembers", testSetFence},
+		{"SetQueueAndHandOver", testSetQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +90,57 @@ func testManyKinds(t *testing.T, s resourcelock.ManyStore) {
 	want.AcquisitionID, want.Data = iu.AcquisitionID, iu.Data // a holder's write keeps both
 	wantStoredItem(t, "the updated row", s, u, want)
 	wantNoItem(t, "the removed row", s, r)
+}
+
+// GetMany returns each row's queue, and a WriteMany's Dequeue conditions
+// its row's write on the queue and takes the entries out, all or nothing
+// with the other rows.
+func testManyQueues(t *testing.T, s resourcelock.ManyStore) {
+	a, b := storeKey("many-queue-a"), storeKey("many-queue-b")
+	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	ib := mustCreate(t, s, b, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	w1 := resourcelock.Waiter{Ticket: "t1", Identity: "w1", Lease: time.Second}
+	w2 := resourcelock.Waiter{Ticket: "t2", Identity: "w2", Lease: 2 * time.Second}
+	for _, w := range []resourcelock.Waiter{w1, w2} {
+		if _, err := s.Join(ctx(t), a, w); err != nil {
+			t.Fatalf("Join: %v", err)
+		}
+	}
+	rows, err := s.GetMany(ctx(t), []resourcelock.Key{a, b})
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if q := rows[a].Queue; len(q) != 2 || q[0] != w1 || q[1] != w2 {
+		t.Fatalf("GetMany's queue of a: %+v, want w1 and w2", q)
+	}
+	if len(rows[b].Queue) != 0 {
+		t.Fatalf("GetMany's queue of b: %+v, want none", rows[b].Queue)
+	}
+
+	// A hand-over of a to w1 conditioned on a queue starting with w2 is
+	// refused, and b is left as it was.
+	hand := heldBy("w1", w1.Lease, "")
+	hand.HandedTo = w1.Ticket
+	release := releasedBy("x")
+	writes := func(d *resourcelock.Dequeue) []resourcelock.Write {
+		return []resourcelock.Write{
+			{Key: a, Kind: resourcelock.WriteUpdate, Expect: asHolder(ia), Record: hand, Options: resourcelock.WriteOptions{Dequeue: d}},
+			{Key: b, Kind: resourcelock.WriteUpdate, Expect: asHolder(ib), Record: release},
+		}
+	}
+	wantConflict(t, "WriteMany dequeuing the wrong ticket", s.WriteMany(ctx(t), writes(&resourcelock.Dequeue{Tickets: []string{"t2"}})))
+	wantConflict(t, "WriteMany expecting an empty queue", s.WriteMany(ctx(t), writes(&resourcelock.Dequeue{All: true})))
+	wantStoredItem(t, "b, after the refused WriteMany", s, b, ib)
+	if err := s.WriteMany(ctx(t), writes(&resourcelock.Dequeue{Tickets: []string{"t1"}})); err != nil {
+		t.Fatalf("WriteMany handing a to w1: %v", err)
+	}
+	got := mustGetItem(t, s, a)
+	if got.HolderIdentity != "w1" || got.HandedTo != "t1" || len(got.Queue) != 1 || got.Queue[0] != w2 {
+		t.Fatalf("a after the hand-over: %+v queue %+v, want handed to w1 with w2 left queued", got.Record, got.Queue)
+	}
+	if got := mustGetItem(t, s, b); !got.Released {
+		t.Fatalf("b after the hand-over: %+v, want released", got.Record)
+	}
 }
 
 func testManyInvalid(t *testing.T, s resourcelock.ManyStore) {
@@ -287,5 +340,72 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 	}
 	if ib.FencingToken() <= token {
 		t.Fatalf("b's later token %#x is not above the set's %#x", ib.FencingToken(), token)
+	}
+}
+
+// A set's waiter queues on its first member; the holder's release hands
+// that member to it and frees the others in one write; the waiter's fold
+// is then a hand-over to it, which its takeover confirms. A waiter finds
+// nothing to join while the first member is free.
+func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
+	a, b := storeKey("setq-a"), storeKey("setq-b")
+	holder, waiter := mustSet(t, s, a, b), mustSet(t, s, a, b)
+	r := heldBy("h", 2*time.Second, "")
+	held, err := holder.Create(ctx(t), r, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := waiter.Get(ctx(t)); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	w := resourcelock.Waiter{Ticket: "tw", Identity: "w", Lease: 3 * time.Second}
+	joined, err := waiter.Join(ctx(t), w)
+	if err != nil || joined.Place(w.Ticket) != 0 || joined.HolderIdentity != "h" {
+		t.Fatalf("Join: %s queue %+v, %v; want held by h with the waiter first in the queue", formatStoreItem(joined), joined.Queue, err)
+	}
+
+	// The release hands the first member over, conditioned on the queue.
+	hand := releasedBy("h")
+	hand.Released, hand.HolderIdentity, hand.LeaseDuration, hand.HandedTo = false, w.Identity, w.Lease, w.Ticket
+	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{All: true}, resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+		t.Fatalf("a release expecting an empty queue: %v, want ErrConflict", err)
+	}
+	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{Tickets: []string{w.Ticket}}, resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("hand-over: %v", err)
+	}
+	if it := mustGetItem(t, s, a); it.HolderIdentity != w.Identity || it.HandedTo != w.Ticket || it.Released || len(it.Queue) != 0 {
+		t.Fatalf("first member after the hand-over: %s queue %+v", formatStoreItem(it), it.Queue)
+	}
+	if it := mustGetItem(t, s, b); !it.Released || it.HandedTo != "" || it.HolderIdentity != "h" {
+		t.Fatalf("second member after the hand-over: %s, want released by h", formatStoreItem(it))
+	}
+
+	// The waiter sees a hand-over to it, and confirms it.
+	seen, err := waiter.Get(ctx(t))
+	if err != nil || seen.HolderIdentity != w.Identity || seen.HandedTo != w.Ticket || seen.Released {
+		t.Fatalf("the waiter's Get: %s, %v; want a hand-over to it", formatStoreItem(seen), err)
+	}
+	if _, err := waiter.Join(ctx(t), w); !errors.Is(err, resourcelock.ErrNotQueued) {
+		t.Fatalf("Join with the first member handed to the waiter: %v, want ErrNotQueued", err)
+	}
+	mine := heldBy(w.Identity, w.Lease, "")
+	if _, err := waiter.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN}, mine, resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("confirmation: %v", err)
+	}
+	for _, k := range []resourcelock.Key{a, b} {
+		if it := mustGetItem(t, s, k); it.RVN != mine.RVN || it.HandedTo != "" || it.Released {
+			t.Fatalf("member %s after the confirmation: %s", k, formatStoreItem(it))
+		}
+	}
+
+	// With the first member free, there is nothing to join.
+	c, d := storeKey("setq-c"), storeKey("setq-d")
+	mustCreate(t, s, d, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
+	other := mustSet(t, s, c, d)
+	if _, err := other.Get(ctx(t)); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if _, err := other.Join(ctx(t), w); !errors.Is(err, resourcelock.ErrNotQueued) {
+		t.Fatalf("Join with the first member missing: %v, want ErrNotQueued", err)
 	}
 }

@@ -1,0 +1,215 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// putSet stores the rows of keys as one set held by owner with rvn,
+// keeping the first row's queue.
+func (f *fixture) putSet(owner, rvn string, l time.Duration, keys ...string) {
+	for i, k := range keys {
+		it := resourcelock.Item{Key: resourcelock.Key{Partition: k},
+			Record: resourcelock.Record{HolderIdentity: owner, RVN: rvn, LeaseDuration: l, AcquisitionID: "acq-" + owner}}
+		if i == 0 {
+			if cur, ok := f.mem.Item(it.Key); ok {
+				it.Queue = cur.Queue
+			}
+		}
+		f.mem.PutItem(it)
+	}
+}
+
+// joinKey queues a waiter of another client on key, as its Acquire would.
+func (f *fixture) joinKey(key, identity string, l time.Duration) resourcelock.Waiter {
+	f.t.Helper()
+	w := resourcelock.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
+	if _, err := f.mem.Join(context.Background(), resourcelock.Key{Partition: key}, w); err != nil {
+		f.t.Fatalf("Join %s: %v", identity, err)
+	}
+	return w
+}
+
+// handFirstToMe writes the set's rows as its holder's release would with
+// this client at the head of the first key's queue: the first key handed
+// to it, the others released.
+func (f *fixture) handFirstToMe(rvn string, keys ...string) {
+	f.t.Helper()
+	first := f.item(keys[0])
+	if len(first.Queue) == 0 || first.Queue[0].Identity != ownerName {
+		f.t.Fatalf("queue %+v does not start with this client", first.Queue)
+	}
+	head := first.Queue[0]
+	first.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: rvn, LeaseDuration: head.Lease, HandedTo: head.Ticket}
+	first.Queue = first.Queue[1:]
+	f.mem.PutItem(first)
+	for _, k := range keys[1:] {
+		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: k},
+			Record: resourcelock.Record{HolderIdentity: "other", RVN: rvn, LeaseDuration: lease, Released: true}})
+	}
+}
+
+// A set waiter joins the queue of the set's first key, reads the set once
+// a poll meanwhile, and confirms a hand-over of that key at its next read,
+// long before the holder's lease would have let it take over: one write
+// of its own over every key, conditioned on the handed RVN of the first
+// and on the others being free.
+func TestASetWaiterQueuesOnItsFirstKeyAndConfirmsAHandOver(t *testing.T) {
+	f := newFixture(t)
+	keys := []string{"a", "b", "c"}
+	f.putSet("other", "r0", lease, keys...)
+	locks, errs := f.acquireSetAsync(keys)
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany, rlt.OpJoin)
+	wantQueue(t, f.item("a"), ownerName)
+	for i := range 3 { // the holder renews; the waiter only reads
+		f.putSet("other", "r"+string(rune('1'+i)), lease, keys...)
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+		f.wantOps(rlt.OpGetMany)
+	}
+	start := f.now()
+	f.handFirstToMe("handed", keys...)
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		f.waitIdle("heartbeat")
+		f.wantOps(rlt.OpGetMany, rlt.OpWriteMany)
+		if rvn := f.wantMembers(false, keys...); rvn != l.RVN() {
+			t.Fatalf("rows carry %s, the lock %s", rvn, l.RVN())
+		}
+		if it := f.item("a"); it.HandedTo != "" {
+			t.Fatalf("the first key still carries the hand-over: %+v", it.Record)
+		}
+		wantQueue(t, f.item("a"))
+		if waited := f.now().Sub(start); waited > maxPoll {
+			t.Fatalf("confirmed %v after the hand-over, want within a poll", waited)
+		}
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	case <-time.After(patience):
+		t.Fatalf("the hand-over was never confirmed; calls %s", summarize(f.ops()))
+	}
+}
+
+// A set's release with waiters queued on its first key hands that key to
+// the first of them and frees the others, in one write; the releaser asking
+// again queues behind those already waiting. A release that expected the
+// queue empty is refused, read and written again.
+func TestReleasingASetHandsItsFirstKeyToTheQueuesHead(t *testing.T) {
+	f := newFixture(t)
+	keys := []string{"a", "b"}
+	l, err := f.c.AcquireSet(context.Background(), keys)
+	if err != nil {
+		t.Fatalf("AcquireSet: %v", err)
+	}
+	f.waitIdle("heartbeat")
+	w1 := f.joinKey("a", "w1", 7*time.Second)
+	f.joinKey("a", "w2", 8*time.Second)
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany, rlt.OpWriteMany)
+	a, b := f.item("a"), f.item("b")
+	if a.Released || a.HolderIdentity != "w1" || a.HandedTo != w1.Ticket || a.LeaseDuration != w1.Lease {
+		t.Fatalf("first key after the release: %+v, want handed to w1 with its lease", a.Record)
+	}
+	wantQueue(t, a, "w2")
+	if !b.Released || b.HandedTo != "" || b.HolderIdentity != ownerName {
+		t.Fatalf("second key after the release: %+v, want released by this client", b.Record)
+	}
+
+	// Asking again, the releaser queues behind those already waiting.
+	_, errs := f.acquireSetAsync(keys)
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("a"), "w2", ownerName)
+	select {
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	default:
+	}
+	f.wantMissingHolder("b", ownerName)
+}
+
+// wantMissingHolder checks that the row of key is not held by owner.
+func (f *fixture) wantMissingHolder(key, owner string) {
+	f.t.Helper()
+	if it, ok := f.mem.Item(resourcelock.Key{Partition: key}); ok && !it.Released && it.HolderIdentity == owner {
+		f.t.Fatalf("row %q is held by %s: a waiting set took part of its keys", key, owner)
+	}
+}
+
+// A set handed its first key while another of its keys is held waits for
+// that key, never holding part of the set, and takes them all within a
+// poll of that key's release. It does not join the first key's queue
+// again meanwhile (it would then take the entries of later waiters out
+// with its own).
+func TestASetHandedItsFirstKeyWaitsForItsOtherKeys(t *testing.T) {
+	f := newFixture(t)
+	keys := []string{"a", "b"}
+	f.putSet("other", "r0", lease, keys...)
+	locks, errs := f.acquireSetAsync(keys)
+	f.waitIdle("acquire")
+	f.joinKey("a", "later", lease)
+	f.handFirstToMe("handed", keys...)
+	f.putForeign("b", "x", "x0", lease) // b taken before the confirmation
+	f.store.ResetCalls()
+	for i := range 5 {
+		f.putForeign("b", "x", "x"+string(rune('1'+i)), lease) // x renews
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+		f.wantOps(rlt.OpGetMany)
+		wantQueue(t, f.item("a"), "later")
+		if it := f.item("a"); it.RVN != "handed" {
+			t.Fatalf("the first key was written while b is held: %+v", it.Record)
+		}
+	}
+	b := f.item("b")
+	b.Released = true
+	f.mem.PutItem(b)
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		f.waitIdle("heartbeat")
+		if rvn := f.wantMembers(false, keys...); rvn != l.RVN() {
+			t.Fatalf("rows carry %s, the lock %s", rvn, l.RVN())
+		}
+		wantQueue(t, f.item("a"), "later")
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	case <-time.After(patience):
+		t.Fatalf("the set was never taken; calls %s", summarize(f.ops()))
+	}
+}
+
+// A set whose first key is free while another key is held has no queue to
+// join, and polls without joining; once the first key is held, it joins
+// its queue, however many polls it made before.
+func TestASetJoinsOnceItsFirstKeyIsHeld(t *testing.T) {
+	f := newFixture(t)
+	f.putForeign("b", "x", "x0", lease)
+	_, errs := f.acquireSetAsync([]string{"a", "b"})
+	f.waitIdle("acquire")
+	f.store.ResetCalls()
+	for i := range 5 {
+		f.putForeign("b", "x", "x"+string(rune('1'+i)), lease) // x renews
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+		f.wantOps(rlt.OpGetMany)
+	}
+	f.putForeign("a", "y", "y0", lease)
+	f.fc.Step(maxPoll)
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpGetMany, rlt.OpJoin)
+	wantQueue(t, f.item("a"), ownerName)
+	select {
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	default:
+	}
+}

@@ -27,6 +27,13 @@ const (
 	// for the whole renew deadline, as a leader whose term outlived the
 	// lease others wait would.
 	brokenTerm = "term"
+	// brokenSet takes a set's first key alone, as a set taken member by
+	// member that stopped after its first would be held: the worker then
+	// believes it holds the other key while somebody else does.
+	brokenSet = "set"
+	// brokenPermit asks the semaphore for one permit more than the run's
+	// bound: more holders than the bound then hold permits at once.
+	brokenPermit = "permit"
 )
 
 // admitAnyLockCheck is a client option that rewrites the lock check of
@@ -88,8 +95,8 @@ func (w *worker) electionLease() (*resourcelock.Lease, error) {
 // checkBroken refuses an unknown variant.
 func checkBroken(v string) error {
 	switch v {
-	case "", brokenGuard, brokenTerm:
+	case "", brokenGuard, brokenTerm, brokenSet, brokenPermit:
 		return nil
 	}
-	return fmt.Errorf("unknown broken variant %q (want %q or %q)", v, brokenGuard, brokenTerm)
+	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit)
 }

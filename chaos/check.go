@@ -169,6 +169,8 @@ func (ch *checker) run() {
 	ch.tokens()
 	ch.liveness()
 	ch.deadWaiters()
+	ch.permits()
+	ch.sets()
 	ch.processes()
 	ch.r.Nemesis = map[string]int{}
 	for _, e := range ch.nemesis {

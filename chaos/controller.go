@@ -32,6 +32,7 @@ type runConfig struct {
 	workers    int
 	unfair     int // workers (the last slots) whose lock clients wait unfairly
 	keys       int
+	permits    int // the semaphore's permits (0: no permit loop)
 	lease      time.Duration
 	renew      time.Duration
 	retry      time.Duration
@@ -57,14 +58,15 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "directory for the logs and results (a new temporary one when empty)")
 	fs.IntVar(&c.workers, "workers", 5, "worker processes")
 	fs.IntVar(&c.unfair, "unfair-workers", 1, "workers, the last slots, whose lock clients wait unfairly (lock.Config.Unfair); the others wait fairly, the default")
-	fs.IntVar(&c.keys, "keys", 3, "lock keys the workers contend for")
+	fs.IntVar(&c.keys, "keys", 3, "lock keys the workers contend for, one at a time or two as a set")
+	fs.IntVar(&c.permits, "permits", 2, "permits of the semaphore the workers also contend for (0: none)")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "election LeaseDuration")
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
 	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
 	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lock lease, when zero)")
 	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
-	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term) to show the checker catches it")
+	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term, set, permit) to show the checker catches it")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
 			if !knownAction(a) {
@@ -222,7 +224,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
 		"lock lease": cfg.lockLease.String(), "lock margin": cfg.lockMargin.String(), "round trip": rtt.String(),
-		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair),
+		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair), "permits": strconv.Itoa(cfg.permits),
 	}
 	return r, nil
 }
@@ -248,7 +250,8 @@ func (c *controller) start(slot int, id string) error {
 		"-lease", c.cfg.lease.String(), "-renew", c.cfg.renew.String(), "-retry", c.cfg.retry.String(),
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
-		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair))
+		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair),
+		"-permits", strconv.Itoa(c.cfg.permits))
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

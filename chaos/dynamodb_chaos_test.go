@@ -36,6 +36,7 @@ func runChaos(t *testing.T, bin string, cfg runConfig) *Report {
 	cfg.endpoint = ddbtest.Endpoint(t)
 	cfg.bin, cfg.dir, cfg.quiet = bin, t.TempDir(), true
 	cfg.workers, cfg.keys, cfg.unfair = 5, 3, 1 // as make chaos: four fair lock clients, one unfair
+	cfg.permits = 2
 	if cfg.lease == 0 {
 		cfg.lease, cfg.renew, cfg.retry = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
 	}
@@ -69,6 +70,36 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	// A check that saw nothing proves nothing.
 	if r.Terms < 5 || r.Holds < 20 || r.Acked < 200 || r.Samples < 1000 {
 		t.Errorf("too little happened: %d terms, %d lock holds, %d acknowledged writes, %d samples", r.Terms, r.Holds, r.Acked, r.Samples)
+	}
+	if r.SetHolds < 5 || r.PermitHolds < 20 || r.MaxPermitHolders != 2 {
+		t.Errorf("too little happened: %d set holds, %d permit holds, at most %d permit holders at once (want the bound, 2, reached)", r.SetHolds, r.PermitHolds, r.MaxPermitHolders)
+	}
+}
+
+// TestDynamoDBChaosCatchesASetTakenByItsFirstKey runs the variant whose
+// sets take their first key alone: a worker then believes it holds the
+// other key while another holds it, and the checker must say so.
+func TestDynamoDBChaosCatchesASetTakenByItsFirstKey(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t),
+		runConfig{duration: 25 * time.Second, seed: 6, broken: brokenSet, actions: []string{"stop-holder"}})
+	if r.count("overlap") == 0 {
+		t.Error("the checker found no key held twice in a build whose sets take their first key alone")
+	}
+}
+
+// TestDynamoDBChaosCatchesASemaphoreAdmittingOneMore runs the variant
+// whose workers ask for one permit more than the run's bound: three then
+// hold permits at once, and the checker must say so.
+func TestDynamoDBChaosCatchesASemaphoreAdmittingOneMore(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t),
+		runConfig{duration: 25 * time.Second, seed: 7, broken: brokenPermit, actions: []string{"stop-holder"}})
+	if r.count("permits") == 0 {
+		t.Errorf("the checker found no more holders than permits in a build whose semaphore admits one more (at most %d at once)", r.MaxPermitHolders)
+	}
+	if r.count("overlap") != 0 {
+		t.Errorf("%d overlaps: a semaphore admitting one more still holds each slot once", r.count("overlap"))
 	}
 }
 

@@ -33,6 +33,13 @@ type Report struct {
 	Handover    Latencies   `json:"handover"`
 	DeadWaiters DeadWaiters `json:"deadWaiters"`
 
+	// SetHolds: holds of a set of two keys (each also counted, per key, in
+	// Holds). PermitHolds: holds of a permit; MaxPermitHolders: the most
+	// permit terms in force at one instant (the bound: the run's permits).
+	SetHolds         int `json:"setHolds"`
+	PermitHolds      int `json:"permitHolds"`
+	MaxPermitHolders int `json:"maxPermitHolders"`
+
 	Crashes int           `json:"crashes"`
 	Panics  int           `json:"panics"`
 	Workers []WorkerStats `json:"workers"`
@@ -78,7 +85,7 @@ func (r *Report) count(check string) int {
 	return n
 }
 
-// Safe reports whether no safety check (1–4) failed.
+// Safe reports whether no safety check (1–4, 7) failed.
 func (r *Report) Safe() bool { return len(r.Violations) == 0 }
 
 // print writes the table, then the first violations with what happened
@@ -95,7 +102,10 @@ func (r *Report) print(w io.Writer) {
 		fmt.Sprintf("%d / %d / %d (%d, %d)", r.Acked, r.Refused, r.UnknownApplied+r.UnknownNotApplied, r.UnknownApplied, r.UnknownNotApplied))
 	row("4. terms without a token, or tokens that fall", r.count("tokens"))
 	row("   terms / lock holds / belief samples / committed writes", fmt.Sprintf("%d / %d / %d / %d", r.Terms, r.Holds, r.Samples, r.Committed))
-	row("   lock holds by fair / unfair waiters", fmt.Sprintf("%d / %d", r.Holds-r.UnfairHolds, r.UnfairHolds))
+	row("   lock holds by fair / unfair waiters (a set's counted per key)", fmt.Sprintf("%d / %d", r.Holds-r.UnfairHolds, r.UnfairHolds))
+	row("   holds of sets of two keys", r.SetHolds)
+	row("7. more permit holders at once than permits", r.count("permits"))
+	row("   permit holds / the most holders at once", fmt.Sprintf("%d / %d (permits: %s)", r.PermitHolds, r.MaxPermitHolders, r.Config["permits"]))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)
 	row("   a lock waiter killed in its queue: once its turn came, the others' wait, and the lock handed to the dead, to the next hold", r.DeadWaiters)

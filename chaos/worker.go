@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ type workerConfig struct {
 	rateFile                       string
 	broken                         string // a deliberately broken variant (broken.go), or ""
 	unfair                         bool   // the lock client waits unfairly (lock.Config.Unfair)
+	permits                        int    // the semaphore's permits (0: no permit loop)
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -62,6 +64,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.rateFile, "rate-file", "", "file holding the rate of this worker's clock, read on SIGUSR2")
 	fs.StringVar(&c.broken, "broken", "", "a deliberately broken variant: guard or term (make test proves the checker catches each)")
 	fs.BoolVar(&c.unfair, "unfair", false, "the lock client waits unfairly (lock.Config.Unfair); fair waiting is the default")
+	fs.IntVar(&c.permits, "permits", 2, "permits of the semaphore the workers also contend for (0: none)")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -177,7 +180,8 @@ func (w *worker) intn(n int) int {
 	return w.rnd.IntN(n)
 }
 
-// pausingTransport holds the next TransactWriteItems, once armed by SIGUSR1,
+// pausingTransport holds the next guarded write (a TransactWriteItems whose
+// context carries its sequence number; not a set's own writes), once armed by SIGUSR1,
 // for the configured pause, after the library's own checks and before the
 // request leaves, and then sends it whatever its context says: a process
 // stalled in the middle of a guarded write.
@@ -197,8 +201,8 @@ type pausingTransport struct {
 type seqKey struct{}
 
 func (p *pausingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && firstAttempt(req) && p.w.pausing.CompareAndSwap(true, false) {
-		seq, _ := req.Context().Value(seqKey{}).(int64)
+	seq, guarded := req.Context().Value(seqKey{}).(int64)
+	if guarded && req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.TransactWriteItems" && firstAttempt(req) && p.w.pausing.CompareAndSwap(true, false) {
 		p.w.log.log(Event{Ev: "paused-write", Worker: p.w.cfg.id, Seq: seq, Detail: p.w.cfg.pauseFor.String()})
 		time.Sleep(p.w.cfg.pauseFor)
 		req = req.WithContext(context.WithoutCancel(req.Context()))
@@ -257,11 +261,11 @@ func (w *worker) lead(ctx context.Context, e *election.Elector) {
 	}
 }
 
-// lockLoop takes one of the keys, holds it a while with guarded writes and
-// releases it, again and again until ctx ends. The client waits fairly
-// (the default: it joins the row's queue and is handed the lock) unless
-// the worker is one of the run's unfair ones; both kinds contend for the
-// same keys.
+// lockLoop runs the lock client's work until ctx ends: one key at a time
+// (or, one time in three, a set of two keys) and, beside it, a permit of
+// the semaphore (permitLoop). The client waits fairly (the default: it
+// joins the row's queue and is handed the lock) unless the worker is one
+// of the run's unfair ones; both kinds contend for the same keys.
 func (w *worker) lockLoop(ctx context.Context) error {
 	margin := w.cfg.lockMargin
 	if margin == 0 {
@@ -282,60 +286,130 @@ func (w *worker) lockLoop(ctx context.Context) error {
 		_ = c.Close(cctx)
 	}()
 	validity := w.cfg.lockLease - margin
+	var wg sync.WaitGroup
+	if w.cfg.permits > 0 {
+		wg.Go(func() { w.permitLoop(ctx, c, validity) })
+	}
+	defer wg.Wait()
 	for ctx.Err() == nil {
-		key := "k" + strconv.Itoa(w.intn(w.cfg.keys))
+		i := w.intn(w.cfg.keys)
+		key := "k" + strconv.Itoa(i)
+		if w.cfg.keys >= 2 && w.intn(3) == 0 {
+			other := "k" + strconv.Itoa((i+1+w.intn(w.cfg.keys-1))%w.cfg.keys)
+			w.holdSet(ctx, c, []string{key, other}, validity)
+			continue
+		}
 		role := "lock:" + key
-		actx, cancel := context.WithTimeout(ctx, 2*w.cfg.lockLease)
-		// The wait is logged (the checker tells a waiter killed in a
-		// row's queue from one killed while holding).
-		w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: role, Phase: "begin"})
-		l, err := c.Acquire(actx, key)
-		cancel()
-		w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: role, Phase: "end", Err: errString(err)})
-		if err != nil {
-			sleepCtx(ctx, time.Duration(w.intn(200))*time.Millisecond)
-			continue
-		}
-		until := l.ValidUntil()
-		if until.IsZero() {
-			// Ended already (confirmed late, or this process stalled):
-			// never held as far as the application could tell.
-			_ = l.Release(ctx)
-			continue
-		}
-		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: w.clk.shared(until.Add(-validity)), Until: w.clk.shared(until)})
-
-		hctx, cancel := context.WithCancel(ctx)
-		stopSampling := w.sample(hctx, role, l.Token(), l.ValidUntil)
-		holdFor := time.Duration(300+w.intn(1700)) * time.Millisecond
-		deadline := time.Now().Add(holdFor)
-		for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
-			w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error { return l.Guard(ctx, item) })
-			sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
-		}
-		stopSampling()
-		if ended(l) {
-			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: fmt.Sprint(l.Err())})
-		} else if ctx.Err() == nil {
-			// The application stops acting on the lock when it calls
-			// Release; the lock ends before the release write leaves.
-			del := w.intn(4) == 0
-			how := "release"
-			if del {
-				how = "release, deleting the row" // no hand-over: the queue goes with the row
-			}
-			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: how})
-			rctx, rcancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
-			_ = l.Release(rctx, lock.ReleaseDelete(del))
-			rcancel()
-		} else {
-			w.mu.Lock()
-			w.held[role] = l // Close releases it; its end is logged then
-			w.mu.Unlock()
-		}
-		cancel()
+		w.hold(ctx, []string{role}, validity, func(actx context.Context) (*lock.Lock, error) { return c.Acquire(actx, key) })
 	}
 	return nil
+}
+
+// holdSet takes keys as one set (AcquireSet), and holds it as hold does,
+// each key its own role: the checker's rules for one key then hold for
+// every member of a set, against single-key holds and other sets alike.
+// Under the "set" broken variant it takes the first key alone, as a set
+// taken member by member that stopped after its first would be held.
+func (w *worker) holdSet(ctx context.Context, c *lock.Client, keys []string, validity time.Duration) {
+	roles := make([]string, len(keys))
+	for i, k := range keys {
+		roles[i] = "lock:" + k
+	}
+	w.hold(ctx, roles, validity, func(actx context.Context) (*lock.Lock, error) {
+		if w.cfg.broken == brokenSet {
+			return c.Acquire(actx, slices.Min(keys))
+		}
+		return c.AcquireSet(actx, keys)
+	})
+}
+
+// permitLoop takes a permit of the semaphore "sem" of cfg.permits permits
+// (one more under the "permit" broken variant), holds it as hold does in
+// the role of its slot, and again, until ctx ends.
+func (w *worker) permitLoop(ctx context.Context, c *lock.Client, validity time.Duration) {
+	n := w.cfg.permits
+	if w.cfg.broken == brokenPermit {
+		n++
+	}
+	for ctx.Err() == nil {
+		w.hold(ctx, nil, validity, func(actx context.Context) (*lock.Lock, error) { return c.AcquirePermit(actx, "sem", n) })
+	}
+}
+
+// hold acquires a lock with acquire, logs a term for each of roles (nil:
+// the role of the slot it took, "permit:" and its key), holds it a while
+// with samples of its validity and guarded writes, each to the history of
+// one of the roles, and releases it. The wait is logged (the checker tells
+// a waiter killed in a row's queue from one killed while holding).
+func (w *worker) hold(ctx context.Context, roles []string, validity time.Duration, acquire func(context.Context) (*lock.Lock, error)) {
+	waitRole := "permit:sem"
+	if roles != nil {
+		waitRole = strings.Join(roles, "+")
+	}
+	actx, cancel := context.WithTimeout(ctx, 2*w.cfg.lockLease)
+	w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: waitRole, Phase: "begin"})
+	l, err := acquire(actx)
+	cancel()
+	w.log.log(Event{Ev: "acquire", Worker: w.cfg.id, Role: waitRole, Phase: "end", Err: errString(err)})
+	if err != nil {
+		sleepCtx(ctx, time.Duration(w.intn(200))*time.Millisecond)
+		return
+	}
+	if roles == nil {
+		roles = []string{"permit:" + l.Key()}
+	}
+	until := l.ValidUntil()
+	if until.IsZero() {
+		// Ended already (confirmed late, or this process stalled):
+		// never held as far as the application could tell.
+		_ = l.Release(ctx)
+		return
+	}
+	for _, role := range roles {
+		w.log.log(Event{Ev: "term", Worker: w.cfg.id, Role: role, Token: l.Token(), Start: w.clk.shared(until.Add(-validity)), Until: w.clk.shared(until)})
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stops := make([]func(), len(roles))
+	for i, role := range roles {
+		stops[i] = w.sample(hctx, role, l.Token(), l.ValidUntil)
+	}
+	holdFor := time.Duration(300+w.intn(1700)) * time.Millisecond
+	deadline := time.Now().Add(holdFor)
+	for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
+		role := roles[w.intn(len(roles))]
+		w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error { return l.Guard(ctx, item) })
+		sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
+	}
+	for _, stop := range stops {
+		stop()
+	}
+	switch {
+	case ended(l):
+		for _, role := range roles {
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: fmt.Sprint(l.Err())})
+		}
+	case ctx.Err() == nil:
+		// The application stops acting on the lock when it calls
+		// Release; the lock ends before the release write leaves.
+		del := w.intn(4) == 0
+		how := "release"
+		if del {
+			how = "release, deleting the row" // no hand-over: the queue goes with the row
+		}
+		for _, role := range roles {
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: role, Token: l.Token(), Detail: how})
+		}
+		rctx, rcancel := context.WithTimeout(context.Background(), w.cfg.lockLease)
+		_ = l.Release(rctx, lock.ReleaseDelete(del))
+		rcancel()
+	default:
+		w.mu.Lock()
+		for _, role := range roles {
+			w.held[role] = l // Close releases it; its end is logged then
+		}
+		w.mu.Unlock()
+	}
 }
 
 func errString(err error) string {

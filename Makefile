@@ -19,9 +19,11 @@ dynamodb-local:
 
 # make test runs make lint first (go vet and staticcheck, no server needed);
 # sh -c makes a test failure the command's exit status, which the script
-# passes on after stopping the server.
+# passes on after stopping the server. The k8s module (client-go and
+# controller-runtime adapters, a go.mod of its own) is tested after the
+# core, against the same server.
 test: lint
-	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./...'
+	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./... && cd k8s && $(GO) test -race -count=1 -timeout 10m ./...'
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test
@@ -56,6 +58,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd k8s && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:
 	$(GO) fmt ./...

@@ -1,0 +1,210 @@
+package clientgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// GroupResource names dynalease rows in the NotFound errors Get returns
+// (apierrors.IsNotFound reports them).
+var GroupResource = schema.GroupResource{Group: "dynalease.io", Resource: "leases"}
+
+// ErrNoRecord is returned by Update before this Lock has read or written
+// the row: there is no RVN to condition the write on.
+var ErrNoRecord = errors.New("clientgo: Update before Get or Create: no record version to compare with")
+
+// Config configures a Lock.
+type Config struct {
+	// Store holds the row: dynamodbstore.New's Store, or
+	// resourcelocktest.NewMemoryStore in tests. Required.
+	Store resourcelock.Store
+	// Name is the row's partition key value (and the election's name).
+	// Required.
+	Name string
+	// SortKeyValue is the row's sort key value, on a table with a sort
+	// key; empty otherwise.
+	SortKeyValue string
+	// Identity is this candidate's holder identity. Required.
+	Identity string
+	// Logger receives RecordEvent's events and the Lock's logs; silent
+	// when unset.
+	Logger logr.Logger
+}
+
+// Lock is client-go's resourcelock.Interface on one dynalease row. Its
+// methods may be called from several goroutines.
+type Lock struct {
+	store    resourcelock.Store
+	key      resourcelock.Key
+	identity string
+	log      logr.Logger
+
+	mu   sync.Mutex
+	last *resourcelock.Item // the row as last read or written; nil when unknown
+}
+
+var _ rl.Interface = (*Lock)(nil)
+
+// New returns a Lock on the row cfg names. It sends no request.
+func New(cfg Config) (*Lock, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, fmt.Errorf("%w: Store is nil", resourcelock.ErrInvalidArgument)
+	case cfg.Identity == "":
+		return nil, fmt.Errorf("%w: Identity is empty", resourcelock.ErrInvalidArgument)
+	}
+	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
+	if err := resourcelock.CheckKey(key); err != nil {
+		return nil, err
+	}
+	return &Lock{store: cfg.Store, key: key, identity: cfg.Identity, log: cfg.Logger}, nil
+}
+
+// Get reads the row and returns it as a LeaderElectionRecord, with raw
+// bytes that differ for every write of the row (they carry its RVN). A
+// missing row is an error for which apierrors.IsNotFound is true.
+func (l *Lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	it, err := l.store.Get(ctx, l.key)
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		l.remember(nil)
+		return nil, nil, apierrors.NewNotFound(GroupResource, l.key.String())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	l.remember(&it)
+	ler := toRecord(it.Record)
+	raw, err := rawRecord(ler, it.RVN)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &ler, raw, nil
+}
+
+// Create writes ler when the row is missing or released.
+func (l *Lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
+	rec, err := l.record(ler)
+	if err != nil {
+		return err
+	}
+	it, err := l.store.Create(ctx, l.key, rec, resourcelock.WriteOptions{})
+	if err != nil {
+		return l.failed(err)
+	}
+	l.remember(&it)
+	return nil
+}
+
+// Update writes ler when the row still carries the RVN this Lock last read
+// or wrote (a compare-and-set), and fails otherwise, writing nothing. A
+// record with no holder is written as the row released by this identity.
+func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
+	l.mu.Lock()
+	last := l.last
+	l.mu.Unlock()
+	if last == nil {
+		return ErrNoRecord
+	}
+	rec, err := l.record(ler)
+	if err != nil {
+		return err
+	}
+	expect := resourcelock.Precondition{RVN: last.RVN}
+	if last.HolderIdentity == l.identity && !last.Released && last.HandedTo == "" {
+		// A renewal or release of this identity's own hold: it keeps the
+		// acquisition (and its fencing token).
+		expect.HolderIdentity = l.identity
+	}
+	it, err := l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
+	if err != nil {
+		return l.failed(err)
+	}
+	l.remember(&it)
+	return nil
+}
+
+// failed forgets the row after a write that failed, so that the next
+// Update needs a Get: a write refused because the row moved must not be
+// retried on the same RVN, and one whose answer was lost may have landed.
+func (l *Lock) failed(err error) error {
+	l.remember(nil)
+	return err
+}
+
+// RecordEvent logs the elector's event.
+func (l *Lock) RecordEvent(s string) {
+	l.log.Info("leader election event", "event", s, "lock", l.Describe())
+}
+
+// Identity returns this candidate's identity.
+func (l *Lock) Identity() string { return l.identity }
+
+// Describe names the row: the store's description and the key.
+func (l *Lock) Describe() string { return l.store.Describe() + "/" + l.key.String() }
+
+func (l *Lock) remember(it *resourcelock.Item) {
+	l.mu.Lock()
+	l.last = it
+	l.mu.Unlock()
+}
+
+// record returns the row's record for ler, with a fresh RVN.
+func (l *Lock) record(ler rl.LeaderElectionRecord) (resourcelock.Record, error) {
+	if ler.HolderIdentity != "" && ler.HolderIdentity != l.identity {
+		return resourcelock.Record{}, fmt.Errorf("%w: the record names holder %q, not this lock's identity %q",
+			resourcelock.ErrInvalidArgument, ler.HolderIdentity, l.identity)
+	}
+	if ler.LeaseDurationSeconds <= 0 {
+		return resourcelock.Record{}, fmt.Errorf("%w: lease of %d seconds", resourcelock.ErrInvalidArgument, ler.LeaseDurationSeconds)
+	}
+	return resourcelock.Record{
+		HolderIdentity: l.identity,
+		Released:       ler.HolderIdentity == "",
+		RVN:            uuid.NewString(),
+		LeaseDuration:  time.Duration(ler.LeaseDurationSeconds) * time.Second,
+		AcquireTime:    ler.AcquireTime.Time,
+		RenewTime:      ler.RenewTime.Time,
+	}, nil
+}
+
+// toRecord returns the row's record as client-go sees it: no holder when
+// released, the lease in whole seconds, rounded up.
+func toRecord(r resourcelock.Record) rl.LeaderElectionRecord {
+	ler := rl.LeaderElectionRecord{
+		HolderIdentity:       r.HolderIdentity,
+		LeaseDurationSeconds: int((r.LeaseDuration + time.Second - 1) / time.Second),
+		LeaderTransitions:    int(r.LeaderTransitions),
+	}
+	if r.Released {
+		ler.HolderIdentity = ""
+	}
+	if !r.AcquireTime.IsZero() {
+		ler.AcquireTime = metav1.NewTime(r.AcquireTime)
+	}
+	if !r.RenewTime.IsZero() {
+		ler.RenewTime = metav1.NewTime(r.RenewTime)
+	}
+	return ler
+}
+
+// rawRecord returns the bytes by which client-go's elector tells one
+// write of the row from another: the record and the RVN, as JSON.
+func rawRecord(ler rl.LeaderElectionRecord, rvn string) ([]byte, error) {
+	return json.Marshal(struct {
+		rl.LeaderElectionRecord
+		RVN string `json:"rvn"`
+	}{ler, rvn})
+}

@@ -1,0 +1,160 @@
+package clientgo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/dynalease/dynalease/k8s/clientgo"
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+func newLock(t *testing.T, store resourcelock.Store, identity string) *clientgo.Lock {
+	t.Helper()
+	l, err := clientgo.New(clientgo.Config{Store: store, Name: "controller", Identity: identity})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+func leading(identity string, at time.Time) rl.LeaderElectionRecord {
+	return rl.LeaderElectionRecord{HolderIdentity: identity, LeaseDurationSeconds: 15,
+		AcquireTime: metav1.NewTime(at), RenewTime: metav1.NewTime(at)}
+}
+
+// A missing row is NotFound to client-go, which then creates it.
+func TestGetOfAMissingRowIsNotFound(t *testing.T) {
+	testNotFound(t, rlt.NewMemoryStore())
+}
+
+func testNotFound(t *testing.T, store resourcelock.Store) {
+	l := newLock(t, store, "a")
+	_, _, err := l.Get(context.Background())
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a missing row: %v, want NotFound", err)
+	}
+	if err := l.Update(context.Background(), leading("a", time.Now())); !errors.Is(err, clientgo.ErrNoRecord) {
+		t.Fatalf("Update after a NotFound: %v, want ErrNoRecord", err)
+	}
+}
+
+// The record round-trips through the row, and the raw bytes differ for
+// every write, even two within one second with the same times (client-go
+// detects a change by them).
+func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	l := newLock(t, store, "a")
+	ctx := context.Background()
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	if err := l.Create(ctx, leading("a", at)); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	ler, raw1, err := l.Get(ctx)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if ler.HolderIdentity != "a" || ler.LeaseDurationSeconds != 15 || !ler.AcquireTime.Time.Equal(at) || !ler.RenewTime.Time.Equal(at) || ler.LeaderTransitions != 1 {
+		t.Fatalf("Get after Create: %+v", ler)
+	}
+	if err := l.Update(ctx, leading("a", at)); err != nil { // a renewal with the same times
+		t.Fatalf("Update: %v", err)
+	}
+	ler2, raw2, err := l.Get(ctx)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if string(raw1) == string(raw2) {
+		t.Fatal("a renewal left the raw record unchanged: client-go would not see it")
+	}
+	if ler2.LeaderTransitions != 1 {
+		t.Fatalf("a renewal changed the transitions to %d", ler2.LeaderTransitions)
+	}
+	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	if it.HolderIdentity != "a" || it.LeaseDuration != 15*time.Second || it.Released || it.RVN == "" {
+		t.Fatalf("row: %+v", it.Record)
+	}
+}
+
+// Update is a compare-and-set on the RVN last read or written: a
+// candidate's write based on a row that changed since is refused, and
+// changes nothing.
+func TestAStaleUpdateIsRefused(t *testing.T) {
+	testStaleUpdate(t, rlt.NewMemoryStore())
+}
+
+func testStaleUpdate(t *testing.T, store resourcelock.Store) {
+	ctx := context.Background()
+	a, b := newLock(t, store, "a"), newLock(t, store, "b")
+	released := rl.LeaderElectionRecord{LeaseDurationSeconds: 1}
+	if err := a.Create(ctx, leading("a", time.Now())); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if err := a.Update(ctx, released); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, _, err := a.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(ctx, leading("b", time.Now())); err != nil {
+		t.Fatalf("b's takeover of the released row: %v", err)
+	}
+	err := a.Update(ctx, leading("a", time.Now()))
+	if !errors.Is(err, resourcelock.ErrConflict) {
+		t.Fatalf("a's Update on the RVN b replaced: %v, want ErrConflict", err)
+	}
+	ler, _, err := b.Get(ctx)
+	if err != nil || ler.HolderIdentity != "b" {
+		t.Fatalf("after the refused Update: %+v, %v; want b's record", ler, err)
+	}
+	if err := a.Update(ctx, leading("a", time.Now())); !errors.Is(err, clientgo.ErrNoRecord) {
+		t.Fatalf("a's Update again without a Get: %v, want ErrNoRecord", err)
+	}
+}
+
+// client-go's release (a record without a holder) marks the row released
+// by this identity; others see no holder and may take it at once.
+func TestAReleaseMarksTheRowReleased(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	l := newLock(t, store, "a")
+	ctx := context.Background()
+	if err := l.Create(ctx, leading("a", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	if !it.Released || it.HolderIdentity != "a" {
+		t.Fatalf("row after the release: %+v", it.Record)
+	}
+	ler, _, err := newLock(t, store, "b").Get(ctx)
+	if err != nil || ler.HolderIdentity != "" {
+		t.Fatalf("Get of the released row: %+v, %v; want no holder", ler, err)
+	}
+}
+
+// A record naming another identity, or no lease, is refused before any
+// request.
+func TestInvalidRecordsAreRefused(t *testing.T) {
+	l := newLock(t, rlt.NewMemoryStore(), "a")
+	ctx := context.Background()
+	if err := l.Create(ctx, leading("b", time.Now())); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("Create naming another holder: %v, want ErrInvalidArgument", err)
+	}
+	if err := l.Create(ctx, rl.LeaderElectionRecord{HolderIdentity: "a"}); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("Create without a lease: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := clientgo.New(clientgo.Config{Store: rlt.NewMemoryStore(), Name: "x"}); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("New without an identity: %v, want ErrInvalidArgument", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -49,6 +50,10 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	go func() {
 		defer close(t.workDone)
 		if t.begin() {
+			if w, ok := e.cfg.Metrics.(metrics.ElectionWork); ok {
+				w.Working(true)
+				defer w.Working(false)
+			}
 			e.cfg.Callbacks.OnStartedLeading(t.ctx)
 		}
 	}()

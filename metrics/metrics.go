@@ -90,6 +90,16 @@ const (
 // Kinds lists every kind, for recorders that make their series up front.
 var Kinds = []string{KindLock, KindSet, KindPermit}
 
+// ElectionWork is implemented by an Election recorder that also reports
+// whether the leader's work runs: an Elector whose Config.Metrics
+// implements it calls Working(true) just before OnStartedLeading and
+// Working(false) once it has returned. Work running while Leading last
+// said false is what the liveness check fails on (health.Liveness, after
+// its tolerance): the alert for a leader acting without leadership.
+type ElectionWork interface {
+	Working(running bool)
+}
+
 // Nop is an Election and a Locks that records nothing: the default.
 type Nop struct{}
 

@@ -9,7 +9,11 @@
 // SIGTERM (a rolling update, a scale-down) cancels the work; once it has
 // returned the leader marks the lease released (ReleaseOnCancel), so another
 // replica takes over within a poll instead of after a full lease, and the
-// process exits 0. deployment.yaml beside this file runs three replicas.
+// process exits 0. deployment.yaml beside this file runs three replicas;
+// monitoring/ has a Grafana dashboard (grafana-dashboard.json, importable)
+// and alert rules (prometheusrule.yaml, a PrometheusRule of the Prometheus
+// Operator) over the metrics, which monitoring_test.go checks against the
+// metrics the library exports.
 //
 // The identity is the pod name (POD_NAME, from the downward API), else the
 // host name. With DYNAMODB_ENDPOINT set it talks to that server (DynamoDB

@@ -17,6 +17,7 @@
 //	dynalease_election_round_duration_seconds{election}
 //	dynalease_election_renewals_total{election,outcome}        leader renewals: ok, lost, error
 //	dynalease_election_renewal_duration_seconds{election}
+//	dynalease_election_work_running{election}                  1 while the leader's work (OnStartedLeading) runs
 //	dynalease_lock_held{client,kind}                           locks held now; kind: lock, set, permit
 //	dynalease_lock_acquisitions_total{client,kind}
 //	dynalease_lock_acquire_wait_seconds{client,kind}           from Acquire's call to the lock
@@ -31,7 +32,10 @@
 //
 // scope is "election" or "lock", name the election's or the client's name.
 // A useful alert: dynalease_failing == 1 and time() -
-// dynalease_failing_since_timestamp_seconds > 60.
+// dynalease_failing_since_timestamp_seconds > 60. Another:
+// dynalease_election_work_running == 1 and dynalease_election_leader == 0
+// for longer than the liveness check's tolerance, a leader's work running
+// past its term (what health.Liveness fails on).
 package prommetrics
 
 import (
@@ -54,6 +58,7 @@ type Metrics struct {
 	roundDur      *prometheus.HistogramVec
 	renewals      *prometheus.CounterVec
 	renewalDur    *prometheus.HistogramVec
+	workRunning   *prometheus.GaugeVec
 
 	held         *prometheus.GaugeVec
 	acquisitions *prometheus.CounterVec
@@ -102,6 +107,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		roundDur:      histogram("dynalease_election_round_duration_seconds", "Duration of campaign rounds.", requestBuckets, "election"),
 		renewals:      counter("dynalease_election_renewals_total", "Leader renewals by outcome (ok, lost, error).", "election", "outcome"),
 		renewalDur:    histogram("dynalease_election_renewal_duration_seconds", "Duration of leader renewals, settling included.", requestBuckets, "election"),
+		workRunning:   gauge("dynalease_election_work_running", "1 while the leader's work (OnStartedLeading) runs, else 0.", "election"),
 
 		held:         gauge("dynalease_lock_held", "Locks held now, by kind (lock, set, permit: permits in use).", "client", "kind"),
 		acquisitions: counter("dynalease_lock_acquisitions_total", "Locks acquired, by kind (lock, set, permit).", "client", "kind"),
@@ -120,7 +126,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		electionState{m},
-		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur,
+		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
 		m.held, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
 		m.requests, m.requestDur, m.guarded, m.failing, m.failingSince,
 	} {
@@ -142,6 +148,7 @@ func (m *Metrics) Election(name string) metrics.Election {
 	}
 	e := &election{requests: m.requestsFor("election", name), m: m, name: name}
 	m.leaderChanges.WithLabelValues(name)
+	m.workRunning.WithLabelValues(name)
 	m.elections[name] = e
 	return e
 }
@@ -205,6 +212,17 @@ func (e *election) Leading(leading bool, validUntil time.Time) {
 }
 
 func (e *election) LeaderChanged() { e.m.leaderChanges.WithLabelValues(e.name).Inc() }
+
+var _ metrics.ElectionWork = (*election)(nil)
+
+// Working reports whether the leader's work runs (metrics.ElectionWork).
+func (e *election) Working(running bool) {
+	v := 0.0
+	if running {
+		v = 1
+	}
+	e.m.workRunning.WithLabelValues(e.name).Set(v)
+}
 
 func (e *election) Round(outcome metrics.Outcome, d time.Duration) {
 	e.m.rounds.WithLabelValues(e.name, string(outcome)).Inc()

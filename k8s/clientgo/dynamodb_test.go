@@ -300,4 +300,3 @@ func TestDynamoDBDynaleaseAndClientGoElectorsExcludeEachOther(t *testing.T) {
 		t.Fatalf("the row names %q, want dynalease-2", it.HolderIdentity)
 	}
 }
-

@@ -333,10 +333,13 @@ func (at *acquireCall) noteError(res rvnlease.Result, now time.Time) error {
 // not before this call started), plus the additional wait (and, behind the
 // queue's head, the yield to the head). Renewals by the holder do not
 // extend it; a later holder with a longer lease does, from the same
-// starting point. A fair waiter counts from the last time the lock changed
-// hands instead: while the queue moves, it keeps its place.
+// starting point. A fair waiter with a place in the queue counts from the
+// last time the lock changed hands instead: while the queue moves, it keeps
+// its place. (One without a place, say a set whose first key is free
+// while another is held, counts as an unfair one: holders changing
+// elsewhere are no progress of its own.)
 func (at *acquireCall) extendDeadline(obs rvnlease.Observation) {
-	if at.budgetFrom.IsZero() || (at.acq.Fair() && obs.Holder != at.budgetHolder) {
+	if at.budgetFrom.IsZero() || (at.acq.Fair() && at.acq.Place() >= 0 && obs.Holder != at.budgetHolder) {
 		at.budgetFrom, at.budgetHolder = obs.SeenAt, obs.Holder
 		if at.budgetFrom.Before(at.start) {
 			at.budgetFrom = at.start

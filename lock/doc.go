@@ -120,7 +120,9 @@
 // # What is not guaranteed
 //
 // A set queues on its first key only (see AcquireSet): waiters for sets
-// with the same first key are served in order, but a set is not ordered
+// with the same first key are served about in order (a set at the head
+// that waits for another key may lose its place to the waiter behind it,
+// and join again at the end), but a set is not ordered
 // against waiters of its other keys, and a set whose first key is free
 // while another is held polls without a place. A set handed its first key
 // while another of its keys is held keeps the hand-over while it waits

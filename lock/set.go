@@ -55,8 +55,10 @@ import (
 // release of a set hands its first key to that queue's head and frees the
 // others. The queue does not order the set against waiters of its other
 // keys: a set whose first key is free while another key is held polls
-// without a place, and a single-key waiter of another key may take it
-// first. See resourcelock.Set for the rules.
+// without a place (and its budget counts as an unfair waiter's), a
+// single-key waiter of another key may take it first, and a set at the
+// head waiting for another key may lose its place to the waiter behind it
+// (it then joins again). See resourcelock.Set for the rules.
 func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquireSet(ctx, keys, opts, false)
 }

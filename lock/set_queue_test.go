@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -211,5 +213,139 @@ func TestASetJoinsOnceItsFirstKeyIsHeld(t *testing.T) {
 	case err := <-errs:
 		t.Fatalf("AcquireSet: %v", err)
 	default:
+	}
+}
+
+// acquireSetCtx is acquireSetAsync with a context the test cancels.
+func (f *fixture) acquireSetCtx(ctx context.Context, keys []string, opts ...AcquireOption) (chan *Lock, chan error) {
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.AcquireSet(ctx, keys, opts...)
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	return locks, errs
+}
+
+// A set waiter that gives up leaves the first key's queue.
+func TestASetWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	f := newFixture(t)
+	keys := []string{"a", "b"}
+	f.putSet("other", "r0", lease, keys...)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, errs := f.acquireSetCtx(ctx, keys)
+	f.waitIdle("acquire")
+	f.joinKey("a", "w2", lease)
+	wantQueue(t, f.item("a"), ownerName, "w2")
+	cancel()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquireSet = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("AcquireSet did not give up")
+	}
+	wantQueue(t, f.item("a"), "w2")
+}
+
+// A set waiter that gives up after its first key was handed to it and the
+// others freed, before it read that, passes the hand-over on to the next
+// waiter, instead of making it wait out a lease: its Leave, refused (the
+// hand-over took its entry out), makes it read every key afresh. Here the
+// store's refusals carry the row, as DynamoDB's do, which shows the first
+// key alone.
+func TestASetWaiterThatGivesUpPassesOnAWholeHandOver(t *testing.T) {
+	f := newFixture(t)
+	f.store.HideConflictRows(false)
+	keys := []string{"a", "b"}
+	f.putSet("other", "r0", lease, keys...)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, errs := f.acquireSetCtx(ctx, keys)
+	f.waitIdle("acquire")
+	w2 := f.joinKey("a", "w2", 7*time.Second)
+	f.handFirstToMe("handed", keys...)
+	cancel()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquireSet = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("AcquireSet did not give up")
+	}
+	if a := f.item("a"); a.HolderIdentity != "w2" || a.HandedTo != w2.Ticket || a.Released {
+		t.Fatalf("first key after giving up: %+v, want handed on to w2", a.Record)
+	}
+	wantQueue(t, f.item("a"))
+}
+
+// A fair set whose first key is free, so that it has no place in a queue,
+// gives up as an unfair waiter does: after the lease of the key that
+// holds it up, plus the additional wait, counted from its first sight of
+// that holder, however often another key's holders change.
+func TestAFairSetWithoutAPlaceGivesUpWhileAnotherKeyChangesHands(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 4 * time.Second
+	f.putForeign("b", "x0", "r0", holderLease)
+	_, errs := f.acquireSetAsync([]string{"a", "b"}, WithAdditionalWait(2*time.Second))
+	f.waitIdle("acquire")
+	for i := 1; ; i++ {
+		// b changes hands every poll: a takeover, never a free row.
+		f.putForeign("b", fmt.Sprint("x", i), fmt.Sprint("r", i), holderLease)
+		f.fc.Step(maxPoll)
+		select {
+		case <-f.idle:
+			if waited := f.now().Sub(epoch); waited > 3*(holderLease+2*time.Second) {
+				t.Fatalf("still waiting after %v: the holders' changes restart its budget", waited)
+			}
+			continue
+		case err := <-errs:
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("AcquireSet = %v, want ErrLocked", err)
+			}
+			f.wantMissingHolder("a", ownerName)
+			return
+		case <-time.After(patience):
+			t.Fatal("AcquireSet neither waited nor returned")
+		}
+	}
+}
+
+// A queued set that acquires other than by a hand-over (its first key
+// released with the queue left in it, as by an unfair or AWS Java
+// client's release) takes its own entry out of that queue.
+func TestASetThatTakesItsKeysFreeLeavesTheQueue(t *testing.T) {
+	f := newFixture(t)
+	keys := []string{"a", "b"}
+	f.putSet("other", "r0", lease, keys...)
+	locks, errs := f.acquireSetAsync(keys)
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("a"), ownerName)
+	for _, k := range keys {
+		it := f.item(k)
+		it.Released = true // released by its holder, queue kept
+		f.mem.PutItem(it)
+	}
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		f.waitIdle("heartbeat")
+		if rvn := f.wantMembers(false, keys...); rvn != l.RVN() {
+			t.Fatalf("rows carry %s, the lock %q: leaving the queue must not change the hold", rvn, l.RVN())
+		}
+		wantQueue(t, f.item("a"))
+		f.fc.Step(period) // a heartbeat, conditioned on the lock's RVN
+		f.waitIdle("heartbeat")
+		if !l.IsHeld() || f.wantMembers(false, keys...) != l.RVN() {
+			t.Fatalf("the heartbeat after leaving the queue failed: held %v, err %v", l.IsHeld(), l.Err())
+		}
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	case <-time.After(patience):
+		t.Fatalf("the set was never taken; calls %s", summarize(f.ops()))
 	}
 }

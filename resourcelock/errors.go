@@ -43,7 +43,8 @@ var ErrThrottled = errors.New("resourcelock: throttled")
 // that cannot write several rows in one request (see ManyStore).
 var ErrNotMany = errors.New("resourcelock: the store cannot write several rows in one request")
 
-// ErrNotQueued is the cause of a Set's Join that found no queue to join:
-// its first member free, missing, or handed to the joining waiter
-// already. The Conflict that carries it carries the set as read instead.
+// ErrNotQueued is the cause of a Set's Join that found no queue to join
+// and sent nothing: its first member free, missing, handed to the joining
+// waiter already, or carrying the Set's own write. The Conflict that
+// carries it carries no row.
 var ErrNotQueued = errors.New("resourcelock: no queue to join")

@@ -15,9 +15,10 @@ type ManyStore interface {
 	Store
 	// GetMany returns the rows at keys, read as one consistent snapshot,
 	// by key; a missing row is absent from the map. It returns each row's
-	// key, record without its data, and queue: no Data, Attributes or
-	// Expires (so that a read of many rows stays small). keys must be
-	// distinct and at most MaxMany.
+	// key and record without its data, and the queue of the first key
+	// named only (a Set's queue is its first member's): no Data,
+	// Attributes or Expires, and no other queue, so that a read of many
+	// rows stays small. keys must be distinct and at most MaxMany.
 	GetMany(ctx context.Context, keys []Key) (map[Key]Item, error)
 	// WriteMany applies every write or none, each with the condition of
 	// its Kind. When any condition fails it applies none and returns an

@@ -24,11 +24,14 @@ func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[Key]Item, len(keys))
-	for _, k := range keys {
+	for i, k := range keys {
 		if it, ok := s.items[k]; ok {
 			rec := it.Record
 			rec.Data = nil
-			out[k] = Item{Key: it.Key, Record: rec, Queue: slices.Clone(it.Queue)}
+			out[k] = Item{Key: it.Key, Record: rec}
+			if i == 0 {
+				out[k] = Item{Key: it.Key, Record: rec, Queue: slices.Clone(it.Queue)}
+			}
 		}
 	}
 	return out, nil

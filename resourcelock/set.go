@@ -66,8 +66,13 @@ import (
 // for the set joins it (Join), and the folded Item carries it as its
 // Queue, so that the engine's fair waiting works on a set as on one row:
 // waiters for sets with the same first key, and waiters for that key
-// alone, are served in the order they joined. The other members' queues
-// are left as they are.
+// alone, are served about in the order they joined. The other members'
+// queues are left as they are. A set at the head of the queue that waits
+// for another member does not move meanwhile: once the first member's
+// holder (or a hand-over to the set) has stayed unchanged for its lease,
+// the waiter behind may take it over, taking the set's entry out with its
+// own as it would a dead waiter's, and the set joins again at the end (the
+// engine joins at most three times a wait, then waits without a place).
 //
 // A holder's release that finds waiters in that queue (UpdateDequeue with
 // a record naming HandedTo) hands the first member to the queue's head,
@@ -85,7 +90,9 @@ import (
 // that member held by this waiter, and take it over once its RVN stayed
 // unchanged for the waiter's lease, as they take over any silent holder's.
 // A set waiter that gives up then leaves the hand-over to run out that
-// way; one that gives up when the hand-over is whole passes it on.
+// way; one that gives up when the hand-over is whole passes it on (a
+// refused Leave carries no row, so that it reads every member afresh and
+// sees the hand-over whole).
 //
 // None of this bears on safety: no queue entry or hand-over gives anybody
 // a hold, which only a write of one's own RVN, conditioned as above,
@@ -117,10 +124,8 @@ type Set struct {
 	// The fencing token of the current acquisition, once FenceMany gave
 	// it: a holder's writes leave it on the rows.
 	generation, transitions int64
-	// The waiter this Set joined its first member's queue as (Join), and
-	// whether the last fold found that member handed to it.
+	// The waiter this Set joined its first member's queue as (Join).
 	waiter Waiter
-	handed bool
 	last   map[Key]Item // the rows of the last fold
 }
 
@@ -233,7 +238,6 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 				// been lost: its writes keep its ID.
 				s.acquisitionID = rec.AcquisitionID
 			}
-			s.handed = rec.HandedTo != "" && s.handedToMe(first)
 			return Item{Key: s.key, Record: rec, Queue: first.Queue}, nil
 		}
 	}
@@ -243,8 +247,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	var others string // the holder of the first member held by somebody else
 	// Whether a member is handed to this Set's waiter, and whether every
 	// held member is.
-	s.handed = false
-	allHanded := true
+	handedAny, allHanded := false, true
 	for _, k := range s.keys {
 		b.WriteByte(0)
 		r, ok := rows[k]
@@ -267,7 +270,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			rec.HolderIdentity, rec.AcquireTime, rec.RenewTime = r.HolderIdentity, r.AcquireTime, r.RenewTime
 		}
 		handed := !ours && s.handedToMe(r)
-		s.handed = s.handed || handed
+		handedAny = handedAny || handed
 		allHanded = allHanded && handed
 		if !ours && !handed && others == "" {
 			others = r.HolderIdentity
@@ -277,7 +280,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	switch {
 	case others != "":
 		rec.HolderIdentity = others
-	case s.handed && allHanded:
+	case handedAny && allHanded:
 		// Handed to this waiter, the rest free: it may confirm at once.
 		rec.HolderIdentity, rec.HandedTo = s.waiter.Identity, s.waiter.Ticket
 	}
@@ -413,7 +416,8 @@ func fill(writes []Write, rec Record, opts WriteOptions, d *Dequeue) []Write {
 // it then stands: the first member as the answer shows it, folded with the
 // other members as the last read of the set showed them (read anew when
 // there was none). When the last read showed that member free, missing,
-// or handed to this Set's waiter already, Join sends nothing: it returns a
+// handed to this Set's waiter already, or carrying this Set's own write,
+// Join sends nothing: it returns a
 // Conflict that carries no row, whose cause matches ErrNotQueued. A join
 // refused by the store returns a Conflict carrying the set folded with
 // the row that refused it. w is the waiter this Set waits as from then
@@ -442,9 +446,14 @@ func (s *Set) joinableLocked() bool {
 
 // Leave takes the entry ticket at index out of the set's queue (see
 // Store.Leave) and returns the set as it then stands, folded as Join folds
-// it. A refusal is a Conflict carrying the set so folded.
+// it. A refusal is a Conflict that carries no row, so that the caller
+// reads every member afresh: a waiter giving up must see a hand-over to it
+// whole (the other members freed with it) to pass it on.
 func (s *Set) Leave(ctx context.Context, ticket string, index int) (Item, error) {
 	first, err := s.store.Leave(ctx, s.keys[0], ticket, index)
+	if errors.Is(err, ErrConflict) {
+		return Item{}, Conflict(fmt.Sprintf("%s: leave", s.key), nil, errors.New(err.Error()))
+	}
 	if err != nil {
 		return s.refusal(ctx, "leave", err)
 	}
@@ -566,7 +575,11 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring b
 	}
 	out.AcquisitionID = s.acquisitionID
 	out.LeaderTransitions, out.FenceGeneration = s.transitions, s.generation
-	return Item{Key: s.key, Record: out}, nil
+	// The queue as last read (a transaction returns no rows): a waiter
+	// that acquired leaves its entry from there, and a holder's release
+	// hands over by it; both are conditioned on it, and read again when
+	// it moved.
+	return Item{Key: s.key, Record: out, Queue: slices.Clone(s.last[s.keys[0]].Queue)}, nil
 }
 
 // maxWritten bounds the RVNs a Set remembers as its own writes.

@@ -115,7 +115,10 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				// Acquired other than by a hand-over (a free row, a
 				// takeover): the entry left behind would be handed the
 				// lease later, and cost the others a lease of delay.
-				it = a.leave(ctx, it)
+				// The hold is the write's: only the queue is taken from
+				// the row as left (a set's is a fold, partly of older
+				// reads).
+				it.Queue = a.leave(ctx, it).Queue
 			}
 			return Result{Outcome: Ours, Item: it, Sent: ans.sent}, nil
 		}

@@ -160,7 +160,9 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	start := cfg.Clock.Now()
 	it, err := q.port.Join(rctx, q.me)
 	cancel()
-	cfg.observe("join", start, err)
+	if !errors.Is(err, resourcelock.ErrNotQueued) {
+		cfg.observe("join", start, err) // (one not sent is no request)
+	}
 	returned := cfg.Clock.Now()
 	switch cur, ok := resourcelock.CurrentItem(err); {
 	case err == nil:

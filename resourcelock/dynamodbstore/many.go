@@ -28,9 +28,10 @@ func (d *Store) MaxMany() int { return d.maxItems }
 
 // GetMany reads the rows at keys with one TransactGetItems: a snapshot of
 // them all, each read strongly consistently. It reads only the record's
-// attributes and the queue (the rows it returns have no data, attributes
-// or TTL), so that a response stays far below the 4 MB a TransactGetItems
-// may return (a full queue is about 6 KB). It costs two read units per row of up to 4 KB. A read
+// attributes, and the queue of the first key (the rows it returns have no
+// data, attributes or TTL, and the others no queue), so that a response
+// stays below the 4 MB a TransactGetItems may return: 100 records and one
+// full queue (about 54 KB with the longest identities). It costs two read units per row of up to 4 KB. A read
 // cancelled by writes to its rows under way is tried again a few times,
 // then returns an error wrapping ErrTransactionConflict.
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
@@ -44,14 +45,19 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	if err := d.noTransactions(ctx, "read of several rows", false); err != nil {
 		return nil, err
 	}
-	proj, names := d.keys.recordProjection()
+	proj, names := d.keys.recordProjection(false)
+	firstProj, firstNames := d.keys.recordProjection(true)
 	gets := make([]types.TransactGetItem, len(keys))
 	for i, k := range keys {
 		if err := d.keys.checkKey(k); err != nil {
 			return nil, err
 		}
+		p, n := proj, names
+		if i == 0 {
+			p, n = firstProj, firstNames
+		}
 		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
-			ProjectionExpression: aws.String(proj), ExpressionAttributeNames: names}}
+			ProjectionExpression: aws.String(p), ExpressionAttributeNames: n}}
 	}
 	out, err := d.transactGet(ctx, api, gets)
 	if onlyConflicts(err) {
@@ -286,12 +292,16 @@ func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []r
 	return top + 1, nil
 }
 
-// recordProjection returns the projection of GetMany: the key, the record
-// without its data, and the queue, with their attribute names.
-func (s keySchema) recordProjection() (string, map[string]string) {
+// recordProjection returns the projection of GetMany: the key and the
+// record without its data, and the queue when withQueue, with their
+// attribute names.
+func (s keySchema) recordProjection(withQueue bool) (string, map[string]string) {
 	e := newExpression()
 	attrs := []string{s.partitionKey, attrOwner, attrLease, attrRVN, attrReleased, attrTransitions,
-		attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition, attrHandedTo, attrQueue}
+		attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition, attrHandedTo}
+	if withQueue {
+		attrs = append(attrs, attrQueue)
+	}
 	if s.sortKey != "" {
 		attrs = append(attrs, s.sortKey)
 	}

@@ -106,16 +106,25 @@ func testManyQueues(t *testing.T, s resourcelock.ManyStore) {
 			t.Fatalf("Join: %v", err)
 		}
 	}
+	bw := resourcelock.Waiter{Ticket: "tb", Identity: "wb", Lease: time.Second}
+	if _, err := s.Join(ctx(t), b, bw); err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	// Only the first key's queue is read.
 	rows, err := s.GetMany(ctx(t), []resourcelock.Key{a, b})
 	if err != nil {
 		t.Fatalf("GetMany: %v", err)
 	}
 	if q := rows[a].Queue; len(q) != 2 || q[0] != w1 || q[1] != w2 {
-		t.Fatalf("GetMany's queue of a: %+v, want w1 and w2", q)
+		t.Fatalf("GetMany's queue of a, named first: %+v, want w1 and w2", q)
 	}
 	if len(rows[b].Queue) != 0 {
-		t.Fatalf("GetMany's queue of b: %+v, want none", rows[b].Queue)
+		t.Fatalf("GetMany's queue of b, named second: %+v, want none read", rows[b].Queue)
 	}
+	if rows, err = s.GetMany(ctx(t), []resourcelock.Key{b, a}); err != nil || len(rows[a].Queue) != 0 || len(rows[b].Queue) != 1 || rows[b].Queue[0] != bw {
+		t.Fatalf("GetMany naming b first: a's queue %+v, b's %+v, %v; want b's alone", rows[a].Queue, rows[b].Queue, err)
+	}
+	ib = mustGetItem(t, s, b)
 
 	// A hand-over of a to w1 conditioned on a queue starting with w2 is
 	// refused, and b is left as it was.

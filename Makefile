@@ -34,8 +34,11 @@ test-loaded:
 demo:
 	$(DDB_LOCAL) run -- sh -c '$(GO) run ./examples/leader/demo && GO=$(GO) scripts/demo-cli.sh'
 
+# The core's rows, then the k8s module's (client-go's elector against
+# dynalease's when renewals hang); each prints its table and writes its
+# results.json (bench/, k8s/bench/).
 bench:
-	$(DDB_LOCAL) run -- $(GO) run ./bench
+	$(DDB_LOCAL) run -- sh -c '$(GO) run ./bench && cd k8s && $(GO) run ./bench'
 
 # make chaos: the Jepsen-style check of the guarantees (see chaos/main.go and
 # the README), CHAOS_MINUTES (default 10) with each of the three duration

@@ -89,6 +89,9 @@ func checkExpr(cat map[string][]string, expr string, texts ...string) []string {
 	if len(names) == 0 {
 		return []string{fmt.Sprintf("%q names no dynalease metric", expr)}
 	}
+	if !balanced(expr) {
+		errs = append(errs, fmt.Sprintf("%q: unbalanced brackets", expr))
+	}
 	union := slices.Clone(scrapeLabels)
 	for _, n := range names {
 		labels, ok := cat[n[1]]
@@ -128,6 +131,31 @@ func checkExpr(cat map[string][]string, expr string, texts ...string) []string {
 	return errs
 }
 
+// balanced reports whether the brackets of expr pair up (outside strings).
+func balanced(expr string) bool {
+	var stack []rune
+	pairs := map[rune]rune{')': '(', ']': '[', '}': '{'}
+	inString := false
+	for _, r := range expr {
+		switch {
+		case r == '"':
+			inString = !inString
+		case inString:
+		case r == '(' || r == '[' || r == '{':
+			stack = append(stack, r)
+		case pairs[r] != 0:
+			if len(stack) == 0 || stack[len(stack)-1] != pairs[r] {
+				return false
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return len(stack) == 0 && !inString
+}
+
+// promDuration is a Prometheus duration, as in a rule's for.
+var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+
 // The checker is not vacuous: it refuses unknown metrics and labels.
 func TestMonitoringCheckRefusesWhatTheLibraryDoesNotExport(t *testing.T) {
 	cat := catalogue(t)
@@ -139,6 +167,7 @@ func TestMonitoringCheckRefusesWhatTheLibraryDoesNotExport(t *testing.T) {
 		{`dynalease_election_leader == 0`, "{{ $labels.client }}"},
 		{`rate(dynalease_requests_total_bucket[5m])`, ""},
 		{`up == 0`, ""},
+		{`sum by (client) (rate(dynalease_lock_lost_total[10m)))`, ""},
 	} {
 		if errs := checkExpr(cat, bad.expr, bad.text); len(errs) == 0 {
 			t.Errorf("%q (%q) passed the check", bad.expr, bad.text)
@@ -150,7 +179,8 @@ func TestMonitoringCheckRefusesWhatTheLibraryDoesNotExport(t *testing.T) {
 }
 
 // Every alert of the PrometheusRule names metrics and labels the library
-// exports, and has a duration, a severity and a summary.
+// exports, and has a severity, a summary and a well-formed duration (when
+// it has one).
 func TestPrometheusRuleNamesExportedMetrics(t *testing.T) {
 	cat := catalogue(t)
 	b, err := os.ReadFile("monitoring/prometheusrule.yaml")
@@ -165,6 +195,7 @@ func TestPrometheusRuleNamesExportedMetrics(t *testing.T) {
 				Rules []struct {
 					Alert       string            `yaml:"alert"`
 					Expr        string            `yaml:"expr"`
+					For         string            `yaml:"for"`
 					Labels      map[string]string `yaml:"labels"`
 					Annotations map[string]string `yaml:"annotations"`
 				} `yaml:"rules"`
@@ -183,6 +214,9 @@ func TestPrometheusRuleNamesExportedMetrics(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
 				t.Errorf("alert %s lacks a severity or a summary", r.Alert)
+			}
+			if r.For != "" && !promDuration.MatchString(r.For) {
+				t.Errorf("alert %s: for %q is not a Prometheus duration", r.Alert, r.For)
 			}
 			for _, e := range checkExpr(cat, r.Expr, r.Annotations["summary"], r.Annotations["description"]) {
 				t.Errorf("alert %s: %s", r.Alert, e)
@@ -212,6 +246,7 @@ func TestGrafanaDashboardNamesExportedMetrics(t *testing.T) {
 			List []struct {
 				Name       string `json:"name"`
 				Definition string `json:"definition"`
+				Query      any    `json:"query"`
 			} `json:"list"`
 		} `json:"templating"`
 		Panels []struct {
@@ -230,6 +265,12 @@ func TestGrafanaDashboardNamesExportedMetrics(t *testing.T) {
 		if v.Definition != "" {
 			for _, e := range checkExpr(cat, v.Definition) {
 				t.Errorf("variable %s: %s", v.Name, e)
+			}
+		}
+		if q, ok := v.Query.(map[string]any); ok {
+			query, _ := q["query"].(string)
+			if query != v.Definition {
+				t.Errorf("variable %s: query %q differs from its definition %q", v.Name, query, v.Definition)
 			}
 		}
 	}

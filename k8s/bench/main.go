@@ -6,8 +6,9 @@
 // 1.5 s, retry 200 ms). Then the leader's next renewal lands at once but
 // its answer comes back only after a delay (1.4 s: under the renew
 // deadline, so the elector takes it as a success), and every renewal
-// after it hangs until its context ends without landing: a leader cut
-// off from DynamoDB just after a write. The trial measures by how much
+// after it hangs until its context ends without landing: a leader whose
+// writes stop getting through just after one that did (its reads are not
+// faulted). Neither elector releases on cancel. The trial measures by how much
 // the standby's start came before the leader's stop (its
 // OnStoppedLeading): an overlap is a time when both believed they led.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,9 +23,18 @@ import (
 // (apierrors.IsNotFound reports them).
 var GroupResource = schema.GroupResource{Group: "dynalease.io", Resource: "leases"}
 
-// ErrNoRecord is returned by Update before this Lock has read or written
-// the row: there is no RVN to condition the write on.
-var ErrNoRecord = errors.New("clientgo: Update before Get or Create: no record version to compare with")
+// ErrNoRecord is returned by Update when this Lock knows no current RVN of
+// the row to condition the write on: before a Get or Create, and after a
+// write that failed (the row may have moved, or the write landed unseen).
+var ErrNoRecord = errors.New("clientgo: Update without a known record version: Get first")
+
+// ErrNotATakeover is returned, writing nothing, by an Update that would
+// take the row over from another holder without being client-go's
+// takeover of the row as last read: a record whose LeaderTransitions is
+// not one above the row's. It is what a renewal looks like after the row
+// changed hands unseen (client-go's renewal without a Get), or after a
+// Get by someone other than the elector.
+var ErrNotATakeover = errors.New("clientgo: a renewal of a row another holder took: refused")
 
 // Config configures a Lock.
 type Config struct {
@@ -37,15 +47,22 @@ type Config struct {
 	// SortKeyValue is the row's sort key value, on a table with a sort
 	// key; empty otherwise.
 	SortKeyValue string
-	// Identity is this candidate's holder identity. Required.
+	// Identity is this candidate's holder identity. Required, and unique
+	// among every holder of the row, in every cluster and process, for
+	// the life of this Lock: add a UUID to a pod name (as
+	// controller-runtime does by default), since pods of StatefulSets in
+	// two clusters, or a restarted pod, share names. Two holders sharing
+	// one identity take the row from each other.
 	Identity string
 	// Logger receives RecordEvent's events and the Lock's logs; silent
 	// when unset.
 	Logger logr.Logger
 }
 
-// Lock is client-go's resourcelock.Interface on one dynalease row. Its
-// methods may be called from several goroutines.
+// Lock is client-go's resourcelock.Interface on one dynalease row, for one
+// elector: its methods are safe to call from several goroutines, but every
+// Get sets the version the next Update is conditioned on, so only the
+// elector may call them (read the row through the store to look at it).
 type Lock struct {
 	store    resourcelock.Store
 	key      resourcelock.Key
@@ -54,7 +71,14 @@ type Lock struct {
 
 	mu   sync.Mutex
 	last *resourcelock.Item // the row as last read or written; nil when unknown
+	// mine: the RVNs of this Lock's writes that may be on the row (every
+	// write sent, whether or not its answer came back); a row carrying
+	// one is this Lock's hold.
+	mine []string
 }
+
+// maxMine bounds the RVNs a Lock remembers as its own writes.
+const maxMine = 8
 
 var _ rl.Interface = (*Lock)(nil)
 
@@ -100,6 +124,7 @@ func (l *Lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	if err != nil {
 		return err
 	}
+	l.sending(rec.RVN)
 	it, err := l.store.Create(ctx, l.key, rec, resourcelock.WriteOptions{})
 	if err != nil {
 		return l.failed(err)
@@ -109,11 +134,25 @@ func (l *Lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 }
 
 // Update writes ler when the row still carries the RVN this Lock last read
-// or wrote (a compare-and-set), and fails otherwise, writing nothing. A
-// record with no holder is written as the row released by this identity.
+// or wrote (a compare-and-set), and fails otherwise, writing nothing
+// (ErrConflict from the store; ErrNoRecord when no RVN is known). What it
+// writes depends on the row as last seen:
+//   - a row this Lock wrote, held: ler renews it (conditioned on this
+//     identity too, keeping the acquisition and its fencing token), or,
+//     with no holder, releases it;
+//   - another holder's row, or a released one: ler takes it over, a new
+//     acquisition, only when it is client-go's takeover of that row (its
+//     LeaderTransitions one above the row's); otherwise it returns
+//     ErrNotATakeover;
+//   - a row naming this identity that this Lock did not write (a restart
+//     under the same identity, or a holder sharing it: see
+//     Config.Identity): ler takes it over as a new acquisition.
+//
+// A release of a row this Lock does not hold writes nothing and returns
+// nil: there is nothing of its own to release.
 func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	l.mu.Lock()
-	last := l.last
+	last, mine := l.last, l.last != nil && slices.Contains(l.mine, l.last.RVN)
 	l.mu.Unlock()
 	if last == nil {
 		return ErrNoRecord
@@ -122,12 +161,20 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	if err != nil {
 		return err
 	}
+	ours := mine && last.HolderIdentity == l.identity && !last.Released && last.HandedTo == ""
 	expect := resourcelock.Precondition{RVN: last.RVN}
-	if last.HolderIdentity == l.identity && !last.Released && last.HandedTo == "" {
-		// A renewal or release of this identity's own hold: it keeps the
+	switch {
+	case ours:
+		// A renewal or release of this Lock's own hold: it keeps the
 		// acquisition (and its fencing token).
 		expect.HolderIdentity = l.identity
+	case ler.HolderIdentity == "":
+		l.log.V(1).Info("release of a row this lock does not hold: nothing written", "holder", last.HolderIdentity)
+		return nil
+	case (last.HolderIdentity != l.identity || last.Released) && ler.LeaderTransitions != int(last.LeaderTransitions)+1:
+		return fmt.Errorf("%w (the row is %q's, transitions %d; the record says %d)", ErrNotATakeover, last.HolderIdentity, last.LeaderTransitions, ler.LeaderTransitions)
 	}
+	l.sending(rec.RVN)
 	it, err := l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
 	if err != nil {
 		return l.failed(err)
@@ -146,7 +193,7 @@ func (l *Lock) failed(err error) error {
 
 // RecordEvent logs the elector's event.
 func (l *Lock) RecordEvent(s string) {
-	l.log.Info("leader election event", "event", s, "lock", l.Describe())
+	l.log.Info("leader election event", "event", s, "identity", l.identity, "lock", l.Describe())
 }
 
 // Identity returns this candidate's identity.
@@ -154,6 +201,16 @@ func (l *Lock) Identity() string { return l.identity }
 
 // Describe names the row: the store's description and the key.
 func (l *Lock) Describe() string { return l.store.Describe() + "/" + l.key.String() }
+
+// sending notes rvn as this Lock's own before its write is sent.
+func (l *Lock) sending(rvn string) {
+	l.mu.Lock()
+	if len(l.mine) == maxMine {
+		l.mine = l.mine[1:]
+	}
+	l.mine = append(l.mine, rvn)
+	l.mu.Unlock()
+}
 
 func (l *Lock) remember(it *resourcelock.Item) {
 	l.mu.Lock()

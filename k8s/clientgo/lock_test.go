@@ -105,10 +105,15 @@ func testStaleUpdate(t *testing.T, store resourcelock.Store) {
 	if _, _, err := b.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Update(ctx, leading("b", time.Now())); err != nil {
+	takeover := func(id string) rl.LeaderElectionRecord {
+		r := leading(id, time.Now())
+		r.LeaderTransitions = 2 // client-go's takeover: one above the row's
+		return r
+	}
+	if err := b.Update(ctx, takeover("b")); err != nil {
 		t.Fatalf("b's takeover of the released row: %v", err)
 	}
-	err := a.Update(ctx, leading("a", time.Now()))
+	err := a.Update(ctx, takeover("a"))
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("a's Update on the RVN b replaced: %v, want ErrConflict", err)
 	}
@@ -116,8 +121,100 @@ func testStaleUpdate(t *testing.T, store resourcelock.Store) {
 	if err != nil || ler.HolderIdentity != "b" {
 		t.Fatalf("after the refused Update: %+v, %v; want b's record", ler, err)
 	}
-	if err := a.Update(ctx, leading("a", time.Now())); !errors.Is(err, clientgo.ErrNoRecord) {
+	if err := a.Update(ctx, takeover("a")); !errors.Is(err, clientgo.ErrNoRecord) {
 		t.Fatalf("a's Update again without a Get: %v, want ErrNoRecord", err)
+	}
+}
+
+// held writes a row held by holder, as another client would.
+func held(t *testing.T, store *rlt.MemoryStore, holder, rvn string, transitions int64, lease time.Duration) {
+	t.Helper()
+	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
+		HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, LeaderTransitions: transitions, AcquisitionID: rvn}})
+}
+
+// client-go's release reads the row, then releases it if it believes it
+// leads: a release of a row another holder took meanwhile writes nothing,
+// rather than freeing the new holder's row.
+func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	ctx := context.Background()
+	a := newLock(t, store, "a")
+	if err := a.Create(ctx, leading("a", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	held(t, store, "b", "b-1", 2, 15*time.Second) // b took it over
+	if _, _, err := a.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
+		t.Fatalf("release of b's row: %v, want nil (nothing to release)", err)
+	}
+	if it, _ := store.Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" || it.Released {
+		t.Fatalf("b's row after a's release: %+v, want it unchanged", it.Record)
+	}
+}
+
+// A renewal (the record's transitions not one above the row's) of a row
+// another holder took, read by a Get the elector did not make, is refused
+// without a write: it would be a takeover without the wait.
+func TestARenewalOverAnotherHoldersRowIsRefused(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	ctx := context.Background()
+	a := newLock(t, store, "a")
+	rec := leading("a", time.Now())
+	rec.LeaderTransitions = 1
+	if err := a.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	held(t, store, "b", "b-1", 2, 15*time.Second)
+	if _, _, err := a.Get(ctx); err != nil { // someone else's Get on this Lock
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, rec); !errors.Is(err, clientgo.ErrNotATakeover) {
+		t.Fatalf("a renewal over b's row: %v, want ErrNotATakeover", err)
+	}
+	if it, _ := store.Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" {
+		t.Fatalf("b's row after the refused renewal: %+v", it.Record)
+	}
+}
+
+// A row naming this identity that this Lock did not write (a restart
+// under the same identity) is taken over as a new acquisition: the
+// earlier holder's acquisition, and with it its guarded writes and
+// fencing token, ends.
+func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	ctx := context.Background()
+	held(t, store, "a", "earlier", 3, 15*time.Second)
+	a := newLock(t, store, "a")
+	ler, _, err := a.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, leading("a", time.Now())); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	if it.AcquisitionID == "earlier" || it.LeaderTransitions != int64(ler.LeaderTransitions)+1 {
+		t.Fatalf("row after the Update: %+v, want a new acquisition", it.Record)
+	}
+}
+
+// The row's lease is shown in whole seconds, rounded up (waiting longer is
+// safe), and the acquire and renew times are the row's own.
+func TestTheLeaseRoundsUpAndTheTimesAreTheRows(t *testing.T) {
+	store := rlt.NewMemoryStore()
+	acquired := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
+		HolderIdentity: "x", RVN: "r", LeaseDuration: 1500 * time.Millisecond,
+		AcquireTime: acquired, RenewTime: acquired.Add(time.Minute)}})
+	ler, _, err := newLock(t, store, "a").Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ler.LeaseDurationSeconds != 2 || !ler.AcquireTime.Time.Equal(acquired) || !ler.RenewTime.Time.Equal(acquired.Add(time.Minute)) {
+		t.Fatalf("record %+v, want a 2 s lease and the row's times", ler)
 	}
 }
 

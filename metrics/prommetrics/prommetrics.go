@@ -81,6 +81,10 @@ type Metrics struct {
 // timeout of seconds.
 var requestBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
+// lostReasons are the reasons of dynalease_lock_lost_total (see
+// metrics.Locks.LockLost).
+var lostReasons = []string{"expired", "stolen", "released_elsewhere", "deleted"}
+
 // waitBuckets suit waits for a lock: from at once to minutes.
 var waitBuckets = []float64{.01, .1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
@@ -159,6 +163,11 @@ func (m *Metrics) Locks(name string) metrics.Locks {
 	for _, kind := range metrics.Kinds {
 		m.held.WithLabelValues(name, kind)
 		m.acquisitions.WithLabelValues(name, kind)
+		// Made up front, so that the first loss of a kind is an
+		// increase from 0 (an alert on increase() sees it).
+		for _, reason := range lostReasons {
+			m.lost.WithLabelValues(name, kind, reason)
+		}
 	}
 	return &locks{requests: m.requestsFor("lock", name), m: m, name: name}
 }

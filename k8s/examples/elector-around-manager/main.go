@@ -3,9 +3,13 @@
 // election is off, a new manager starts each time this replica's term
 // begins, and its context is the term's, cancelled the moment the term
 // ends. The Elector counts a term from the send of the renewal that
-// confirmed it and ends it before any other candidate may take over, so
-// the controllers of two terms never run at once; when a term is lost the
-// process exits, and Kubernetes restarts it fresh.
+// confirmed it and ends it before any other candidate may take over. When
+// a term is lost, the process exits at once, from OnStoppedLeading (which
+// the term's own timer calls), without waiting for the manager's graceful
+// shutdown, and Kubernetes restarts it fresh: nothing of the old term runs
+// once others may lead. On SIGTERM the manager stops with a graceful
+// shutdown shorter than RenewDeadline, so the leader keeps renewing until
+// its controllers have stopped, then releases the row.
 //
 // This is the stronger of the two ways to put controller-runtime on a
 // dynalease row (../manager-election is the other: the manager's own,
@@ -13,7 +17,7 @@
 //
 //	elector-around-manager -table locks -name my-controller
 //
-// The identity is POD_NAME, else the host name. DYNAMODB_ENDPOINT points
+// The identity is POD_NAME (else the host name) and a UUID. DYNAMODB_ENDPOINT points
 // at another DynamoDB (DynamoDB Local); otherwise the SDK's default chain
 // finds the region and credentials.
 package main
@@ -29,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -57,7 +62,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = run(ctx, ctrl.GetConfigOrDie(), lease, defaults, func(mgr manager.Manager) error {
+	lost := func() {
+		log.Print("the term was lost: exiting at once, to start again fresh")
+		os.Exit(1)
+	}
+	err = run(ctx, ctrl.GetConfigOrDie(), lease, defaults, lost, func(mgr manager.Manager) error {
 		// Controllers are added here as usual (ctrl.NewControllerManagedBy);
 		// this one runnable stands for them.
 		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -66,9 +75,6 @@ func main() {
 			return nil
 		}))
 	})
-	if errors.Is(err, election.ErrLostLeadership) {
-		log.Fatalf("the term ended: exiting, to start again fresh: %v", err)
-	}
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,20 +82,27 @@ func main() {
 
 // run stands for election on lease until ctx ends or a term this replica
 // led ends; during its term it runs a manager built by setup, with leader
-// election off, on the term's context. It returns nil when ctx ended it,
-// and otherwise what the Elector's Run returned (ErrLostLeadership when a
-// term ended), joined with the manager's error.
-func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d durations, setup func(manager.Manager) error) error {
+// election off, on the term's context. When a term ends other than by ctx
+// it calls lost at once, from OnStoppedLeading (main exits there). It
+// returns nil when ctx ended it, and otherwise what the Elector's Run
+// returned (ErrLostLeadership when a term ended), joined with the
+// manager's error.
+func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d durations, lost func(), setup func(manager.Manager) error) error {
 	var mgrErr error
+	// The manager's graceful shutdown must end before the term does: a
+	// leader cancelled by SIGTERM renews for RenewDeadline while its work
+	// returns, then lets the lease run out.
+	shutdown := d.renew / 2
 	el, err := election.New(election.Config{
 		Lock: lease, LeaseDuration: d.lease, RenewDeadline: d.renew, RetryPeriod: d.retry,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(term context.Context) {
 				mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-					LeaderElection:         false, // this process runs only while it leads
-					Metrics:                metricsserver.Options{BindAddress: "0"},
-					HealthProbeBindAddress: "0",
+					LeaderElection:          false, // this process runs only while it leads
+					GracefulShutdownTimeout: &shutdown,
+					Metrics:                 metricsserver.Options{BindAddress: "0"},
+					HealthProbeBindAddress:  "0",
 				})
 				if err == nil {
 					err = setup(mgr)
@@ -99,7 +112,11 @@ func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d 
 				}
 				mgrErr = err
 			},
-			OnStoppedLeading: func() { log.Print("stopped leading") },
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost()
+				}
+			},
 		},
 	})
 	if err != nil {
@@ -112,12 +129,14 @@ func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d 
 	return errors.Join(err, mgrErr)
 }
 
+// identity is the pod's name (else the host's) and a UUID: unique among
+// every candidate, in every cluster, and across restarts.
 func identity() string {
-	if pod := os.Getenv("POD_NAME"); pod != "" {
-		return pod
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
 	}
-	host, _ := os.Hostname()
-	return host
+	return name + "_" + uuid.NewString()
 }
 
 func dynamoClient(ctx context.Context) (*dynamodb.Client, error) {

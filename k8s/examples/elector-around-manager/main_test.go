@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dynalease/dynalease/k8s/internal/k8stest"
+	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -31,59 +33,63 @@ func (r *replica) times() (started, ended time.Time) {
 	return r.started, r.ended
 }
 
+func startReplica(t *testing.T, cfg dynamodbstore.LeaseConfig, id string, lost func()) *replica {
+	t.Helper()
+	cfg.Name, cfg.Identity = "ctl", id
+	lease, err := dynamodbstore.NewLease(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		r.done <- run(ctx, k8stest.NoAPIServer(), lease, short, lost, func(mgr manager.Manager) error {
+			return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+				r.mu.Lock()
+				r.started = time.Now()
+				r.mu.Unlock()
+				<-ctx.Done()
+				r.mu.Lock()
+				r.ended = time.Now()
+				r.mu.Unlock()
+				return nil
+			}))
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-r.done:
+			r.done <- err
+		case <-time.After(patience):
+			t.Error("run did not return")
+		}
+	})
+	return r
+}
+
+func waitStarted(t *testing.T, rs ...*replica) *replica {
+	t.Helper()
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, r := range rs {
+			if s, _ := r.times(); !s.IsZero() {
+				return r
+			}
+		}
+	}
+	t.Fatal("no replica ran a manager")
+	return nil
+}
+
 // Against DynamoDB Local: two replicas; one runs a manager, and when its
 // context is cancelled its manager stops, it releases the row, and only
 // then does the other's manager start.
 func TestDynamoDBOnlyTheLeaderRunsAManager(t *testing.T) {
 	_, cfg := k8stest.Store(t)
-	start := func(id string) *replica {
-		lc := cfg
-		lc.Name, lc.Identity = "ctl", id
-		lease, err := dynamodbstore.NewLease(lc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &replica{done: make(chan error, 1)}
-		ctx, cancel := context.WithCancel(context.Background())
-		r.cancel = cancel
-		go func() {
-			r.done <- run(ctx, k8stest.NoAPIServer(), lease, short, func(mgr manager.Manager) error {
-				return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-					r.mu.Lock()
-					r.started = time.Now()
-					r.mu.Unlock()
-					<-ctx.Done()
-					r.mu.Lock()
-					r.ended = time.Now()
-					r.mu.Unlock()
-					return nil
-				}))
-			})
-		}()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case <-r.done:
-			case <-time.After(patience):
-				t.Error("run did not return")
-			}
-		})
-		return r
-	}
-	waitStarted := func(rs ...*replica) *replica {
-		t.Helper()
-		for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			for _, r := range rs {
-				if s, _ := r.times(); !s.IsZero() {
-					return r
-				}
-			}
-		}
-		t.Fatal("no replica ran a manager")
-		return nil
-	}
-	a, b := start("a"), start("b")
-	first := waitStarted(a, b)
+	notLost := func(id string) func() { return func() { t.Errorf("%s: a term was lost", id) } }
+	a, b := startReplica(t, cfg, "a", notLost("a")), startReplica(t, cfg, "b", notLost("b"))
+	first := waitStarted(t, a, b)
 	second := b
 	if first == b {
 		second = a
@@ -103,11 +109,35 @@ func TestDynamoDBOnlyTheLeaderRunsAManager(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("run did not return after its cancel")
 	}
-	waitStarted(second)
+	waitStarted(t, second)
 	_, firstEnded := first.times()
 	secondStarted, _ := second.times()
 	if secondStarted.Before(firstEnded) {
 		t.Fatalf("the second manager started at %v, before the first's stopped at %v", secondStarted, firstEnded)
 	}
 	t.Logf("hand-over: the second manager started %v after the first stopped", secondStarted.Sub(firstEnded))
+}
+
+// Against DynamoDB Local: a term lost (the row taken by another) calls
+// lost, where the example exits the process, from OnStoppedLeading: with
+// the term's end, not after the manager's shutdown.
+func TestDynamoDBALostTermCallsLost(t *testing.T) {
+	store, cfg := k8stest.Store(t)
+	lost := make(chan struct{}, 1)
+	r := startReplica(t, cfg, "a", func() { lost <- struct{}{} })
+	waitStarted(t, r)
+	key := resourcelock.Key{Partition: "ctl"}
+	cur, err := store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Update(context.Background(), key, resourcelock.Precondition{RVN: cur.RVN},
+		resourcelock.Record{HolderIdentity: "thief", RVN: uuid.NewString(), LeaseDuration: short.lease}, resourcelock.WriteOptions{}); err != nil {
+		t.Fatalf("taking the row: %v", err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(patience):
+		t.Fatal("the lost term was not reported")
+	}
 }

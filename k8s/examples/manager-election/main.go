@@ -11,7 +11,7 @@
 //
 //	manager-election -table locks -name my-controller
 //
-// The identity is POD_NAME, else the host name. DYNAMODB_ENDPOINT points
+// The identity is POD_NAME (else the host name) and a UUID. DYNAMODB_ENDPOINT points
 // at another DynamoDB (DynamoDB Local); otherwise the SDK's default chain
 // finds the region and credentials.
 package main
@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -73,7 +74,7 @@ func main() {
 }
 
 // newManager returns a manager whose leader election is on the row name of
-// store, as identity, releasing it when the manager stops.
+// store, as identity (unique: see clientgo.Config.Identity).
 func newManager(cfg *rest.Config, store resourcelock.Store, name, identity string, d durations) (manager.Manager, error) {
 	lock, err := clientgo.New(clientgo.Config{Store: store, Name: name, Identity: identity})
 	if err != nil {
@@ -83,21 +84,27 @@ func newManager(cfg *rest.Config, store resourcelock.Store, name, identity strin
 		LeaderElection:                      true,
 		LeaderElectionID:                    name,
 		LeaderElectionResourceLockInterface: lock,
-		LeaderElectionReleaseOnCancel:       true,
-		LeaseDuration:                       &d.lease,
-		RenewDeadline:                       &d.renew,
-		RetryPeriod:                         &d.retry,
-		Metrics:                             metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:              "0",
+		// Off: client-go's elector releases the row before it stops
+		// leading, which lengthens its term past the lease others wait
+		// when the release hangs. A rolling update then waits a lease.
+		LeaderElectionReleaseOnCancel: false,
+		LeaseDuration:                 &d.lease,
+		RenewDeadline:                 &d.renew,
+		RetryPeriod:                   &d.retry,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
 	})
 }
 
+// identity is the pod's name (else the host's) and a UUID: unique among
+// every candidate, in every cluster, and across restarts (as
+// controller-runtime's own default is).
 func identity() string {
-	if pod := os.Getenv("POD_NAME"); pod != "" {
-		return pod
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
 	}
-	host, _ := os.Hostname()
-	return host
+	return name + "_" + uuid.NewString()
 }
 
 func dynamoClient(ctx context.Context) (*dynamodb.Client, error) {

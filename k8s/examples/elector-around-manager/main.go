@@ -30,16 +30,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/k8s/examples/internal/env"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -54,11 +51,11 @@ func main() {
 	name := flag.String("name", "elector-around-manager", "election name (the row's key)")
 	flag.Parse()
 	ctx := ctrl.SetupSignalHandler()
-	db, err := dynamoClient(ctx)
+	db, err := env.DynamoDB(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: db, Table: *table, Name: *name, Identity: identity()})
+	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: db, Table: *table, Name: *name, Identity: env.Identity()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -127,26 +124,4 @@ func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d 
 		err = nil // stopped by the caller: no failure
 	}
 	return errors.Join(err, mgrErr)
-}
-
-// identity is the pod's name (else the host's) and a UUID: unique among
-// every candidate, in every cluster, and across restarts.
-func identity() string {
-	name := os.Getenv("POD_NAME")
-	if name == "" {
-		name, _ = os.Hostname()
-	}
-	return name + "_" + uuid.NewString()
-}
-
-func dynamoClient(ctx context.Context) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	}), nil
 }

@@ -20,19 +20,15 @@ import (
 	"context"
 	"flag"
 	"log"
-	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dynalease/dynalease/k8s/clientgo"
+	"github.com/dynalease/dynalease/k8s/examples/internal/env"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -47,7 +43,7 @@ func main() {
 	name := flag.String("name", "manager-election", "election name (the row's key)")
 	flag.Parse()
 	ctx := ctrl.SetupSignalHandler()
-	db, err := dynamoClient(ctx)
+	db, err := env.DynamoDB(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +51,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mgr, err := newManager(ctrl.GetConfigOrDie(), store, *name, identity(), defaults)
+	mgr, err := newManager(ctrl.GetConfigOrDie(), store, *name, env.Identity(), defaults)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,27 +90,4 @@ func newManager(cfg *rest.Config, store resourcelock.Store, name, identity strin
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 	})
-}
-
-// identity is the pod's name (else the host's) and a UUID: unique among
-// every candidate, in every cluster, and across restarts (as
-// controller-runtime's own default is).
-func identity() string {
-	name := os.Getenv("POD_NAME")
-	if name == "" {
-		name, _ = os.Hostname()
-	}
-	return name + "_" + uuid.NewString()
-}
-
-func dynamoClient(ctx context.Context) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	}), nil
 }

@@ -62,11 +62,22 @@ func TestFullQueueWithLargeDataFitsTheItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range resourcelock.MaxQueueLength {
+	// Join until the queue is full: a Join the SDK sent again after an
+	// attempt that landed unseen (a busy machine) appends twice.
+	for i := 0; ; i++ {
 		id := fmt.Sprintf("%04d", i) + strings.Repeat("w", resourcelock.MaxIdentityBytes-4)
-		if _, err := s.Join(ctx, k, resourcelock.Waiter{Ticket: uuid.NewString(), Identity: id, Lease: time.Second}); err != nil {
-			t.Fatalf("Join %d: %v", i, err)
+		_, err := s.Join(ctx, k, resourcelock.Waiter{Ticket: uuid.NewString(), Identity: id, Lease: time.Second})
+		if err == nil && i < resourcelock.MaxQueueLength {
+			continue
 		}
+		it, gerr := s.Get(ctx, k)
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		if len(it.Queue) != resourcelock.MaxQueueLength || (err != nil && !errors.Is(err, resourcelock.ErrConflict)) {
+			t.Fatalf("Join %d: %v, with %d waiters queued; want the queue full at %d, then refused", i, err, len(it.Queue), resourcelock.MaxQueueLength)
+		}
+		break
 	}
 	rec := resourcelock.Record{HolderIdentity: "a", RVN: "r2", LeaseDuration: time.Second, Data: make([]byte, resourcelock.MaxDataBytes)}
 	_, err = s.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: "a"}, rec, resourcelock.WriteOptions{})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -347,5 +349,50 @@ func TestASetThatTakesItsKeysFreeLeavesTheQueue(t *testing.T) {
 		t.Fatalf("AcquireSet: %v", err)
 	case <-time.After(patience):
 		t.Fatalf("the set was never taken; calls %s", summarize(f.ops()))
+	}
+}
+
+// requestRecorder counts the requests a lock client reports, by operation.
+type requestRecorder struct {
+	metrics.Nop
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+func (r *requestRecorder) Request(op string, _ metrics.Outcome, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ops == nil {
+		r.ops = map[string]int{}
+	}
+	r.ops[op]++
+}
+
+func (r *requestRecorder) count(op string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ops[op]
+}
+
+// A set whose first key is free sends no join, and reports none: the
+// metrics count requests sent.
+func TestASetWithNothingToJoinReportsNoJoin(t *testing.T) {
+	rec := &requestRecorder{}
+	f := newFixture(t, WithMetrics(rec))
+	f.putForeign("b", "x", "x0", lease)
+	_, errs := f.acquireSetAsync([]string{"a", "b"})
+	f.waitIdle("acquire")
+	for i := range 5 {
+		f.putForeign("b", "x", fmt.Sprint("x", i+1), lease)
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+	}
+	if n := rec.count("join"); n != 0 {
+		t.Fatalf("%d joins reported, none sent (requests %v)", n, f.ops())
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("AcquireSet: %v", err)
+	default:
 	}
 }

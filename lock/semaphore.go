@@ -133,6 +133,18 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	for i, k := range keys {
 		obs[i], _, _ = c.seen.get(k)
 	}
+	// Every slot's watch outlives the call, as a single key's does: a
+	// later call (a TryAcquirePermit poll) continues it rather than
+	// starting again, and so reaches a silent holder's lease.
+	taken := -1
+	defer func() {
+		for i, k := range keys {
+			if i != taken && obs[i].Known {
+				_, doubt, _ := c.seen.get(k)
+				c.seen.put(k, obs[i], doubt)
+			}
+		}
+	}()
 	holders := make([]string, len(keys)) // each slot's holder at the last read, "" when free
 	seen := make([]bool, len(keys))
 	for {
@@ -190,6 +202,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 			}
 			switch {
 			case err == nil:
+				taken = i
 				return l, nil
 			case errors.Is(err, ErrClosed), ctx.Err() != nil:
 				return nil, closedOr(ctx, err)

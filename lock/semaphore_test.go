@@ -256,3 +256,38 @@ func TestAcquirePermitRefusesBadCounts(t *testing.T) {
 	}
 	f.wantOps()
 }
+
+// Polling TryAcquirePermit takes a dead holder's permit once its RVN has
+// stayed unchanged for its lease across the calls, as polling TryAcquire
+// does for one key: every slot's watch outlives the call that made it,
+// not only the watch of a slot the call tried to take.
+func TestRepeatedTryAcquirePermitTakesADeadHoldersPermit(t *testing.T) {
+	f := newFixture(t)
+	f.freeRun()
+	const holderLease = 6 * time.Second
+	f.putForeign(PermitKey("pay", 0), "live", "l0", holderLease)
+	f.putForeign(PermitKey("pay", 1), "dead", "d0", holderLease)
+	for i := 1; ; i++ {
+		l, err := f.c.TryAcquirePermit(context.Background(), "pay", 2)
+		if err == nil {
+			if l.Key() != PermitKey("pay", 1) {
+				t.Fatalf("took slot %s, want the dead holder's slot 1", l.Key())
+			}
+			if f.now().Before(epoch.Add(holderLease)) {
+				t.Fatalf("took the permit at %v, before the holder's lease of %v", f.now().Sub(epoch), holderLease)
+			}
+			if f.item(PermitKey("pay", 0)).HolderIdentity != "live" {
+				t.Fatal("took the live holder's slot")
+			}
+			return
+		}
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("TryAcquirePermit: %v, want ErrLocked until the dead holder's lease has passed", err)
+		}
+		if i > 20 {
+			t.Fatalf("polled for %v, over three of the dead holder's leases, and never took its permit", f.now().Sub(epoch))
+		}
+		f.putForeign(PermitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
+		f.fc.Step(time.Second)
+	}
+}

@@ -87,6 +87,17 @@ func (p acquirePort) UpdateDequeue(ctx context.Context, expect resourcelock.Prec
 	return p.c.store.Update(ctx, p.key, expect, rec, o)
 }
 
+// PassOn writes a waiter's pass-on of a hand-over it will not confirm:
+// none of the call's data, attributes or TTL, only the record, with the
+// row's data, attributes and TTL as kept has them.
+func (p acquirePort) PassOn(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue, kept resourcelock.Item) (resourcelock.Item, error) {
+	o := resourcelock.WriteOptions{KeepData: true, Expires: kept.Expires, Dequeue: d}
+	if p.set != nil {
+		return p.set.UpdateDequeue(ctx, expect, rec, d, o)
+	}
+	return p.c.store.Update(ctx, p.key, expect, rec, o)
+}
+
 func (p acquirePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
 	if p.set != nil {
 		return p.set.Leave(ctx, ticket, index)

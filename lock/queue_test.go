@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -378,5 +380,53 @@ func TestAFairWaiterWaitsOnWhileTheQueueMoves(t *testing.T) {
 				t.Fatal("the waiter stopped reading")
 			}
 		}
+	}
+}
+
+// A waiter that gives up with the lock handed to it passes the hand-over
+// on as the releaser left it: the data (ReleaseWithData's included), the
+// attributes and the TTL stay the releaser's. The waiter never held the
+// lock; its own WithData, WithAttributes and TTL belong to a hold it did
+// not get.
+func TestPassingOnAHandOverKeepsTheReleasersDataAttributesAndTTL(t *testing.T) {
+	f := newFixture(t, WithTTL(time.Hour))
+	f.putForeign("k", "other", "r0", lease)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.Acquire(ctx, "k", WithData([]byte("waiter's")),
+			WithAttributes(map[string]types.AttributeValue{"app": &types.AttributeValueMemberS{Value: "waiter's"}}))
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	next := f.join("next", 9*time.Second)
+	f.handToMe("handed")
+	expires := epoch.Add(42 * time.Minute)
+	it := f.item("k")
+	it.Data = []byte("releaser's")
+	it.Attributes = map[string]any{"app": &types.AttributeValueMemberS{Value: "releaser's"}}
+	it.Expires = expires
+	f.mem.PutItem(it)
+	cancel()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Acquire did not end with its context")
+	}
+	it = f.item("k")
+	if it.HolderIdentity != "next" || it.HandedTo != next.Ticket || it.Released {
+		t.Fatalf("row after giving up: %+v, want handed on to the next waiter", it.Record)
+	}
+	if string(it.Data) != "releaser's" {
+		t.Errorf("data after the pass-on = %q, want the releaser's", it.Data)
+	}
+	if v, ok := it.Attributes["app"].(*types.AttributeValueMemberS); !ok || v.Value != "releaser's" {
+		t.Errorf("attribute app after the pass-on = %#v, want the releaser's", it.Attributes["app"])
+	}
+	if !it.Expires.Equal(expires) {
+		t.Errorf("TTL after the pass-on = %v, want the releaser's %v", it.Expires, expires)
 	}
 }

@@ -19,6 +19,13 @@ type QueuePort interface {
 	Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error)
 	Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error)
 	DequeuePort
+	// PassOn writes rec over the row, handed to this waiter and not
+	// confirmed, as UpdateDequeue does, but leaving the row's data,
+	// application attributes and TTL as kept (the row the write
+	// replaces) has them: the waiter passing the hand-over on never held
+	// the lease, and what it would have written with its hold is not
+	// written.
+	PassOn(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue, kept resourcelock.Item) (resourcelock.Item, error)
 }
 
 // DequeuePort is a holder's storage that can condition a write on the
@@ -279,16 +286,30 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 // (it gives up): the row it, handed to it, is handed to the next waiter,
 // or marked released, by a release conditioned on the handed RVN and this
 // identity, best effort. Nobody held the row meanwhile (a hand-over gives
-// nothing), so this only spares the others the wait of a lease.
+// nothing), so this only spares the others the wait of a lease; the row's
+// data, attributes and TTL stay as the releaser left them (QueuePort.PassOn).
 func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 	cfg := a.w.cfg
+	var kept resourcelock.Item // the row each write of the release replaces
 	next := func(cur resourcelock.Item) resourcelock.Record {
+		kept = cur
 		rec := a.newRecord(cur)
 		rec.Released = true
+		rec.Data = cur.Data
 		return rec
 	}
-	w := NewHolder(cfg, a.w.port).ReleaseQueued(ctx, it, next, a.q.port)
+	port := dequeueFunc(func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+		return a.q.port.PassOn(ctx, expect, rec, d, kept)
+	})
+	w := NewHolder(cfg, a.w.port).ReleaseQueued(ctx, it, next, port)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
+}
+
+// dequeueFunc is a DequeuePort of one function.
+type dequeueFunc func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
+
+func (f dequeueFunc) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	return f(ctx, expect, rec, d)
 }
 
 // LeaveQueue takes an acquirer that gives up out of the row's queue, best

@@ -19,6 +19,9 @@ func (p storePort) Leave(ctx context.Context, ticket string, index int) (resourc
 func (p storePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
 	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{Dequeue: d})
 }
+func (p storePort) PassOn(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue, kept resourcelock.Item) (resourcelock.Item, error) {
+	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{Dequeue: d, KeepData: true, Expires: kept.Expires})
+}
 
 // queueAhead stores a row held by "other" at rvn with n waiters ahead of
 // this acquirer's entry (when it has joined) and m behind.

@@ -87,6 +87,8 @@ func New(cfg Config) (*Client, error) {
 		FenceTable:         c.fenceTable,
 		Clock:              c.clock,
 		SingleWriterRegion: cfg.SingleWriterRegion,
+		SkipTableCheck:     cfg.SkipTableCheck,
+		Logger:             c.log,
 		MaxTransactItems:   c.maxTransact,
 		OnGuardConflict:    func() { c.metrics.GuardedWrite("conflict_retried") },
 	})
@@ -144,9 +146,9 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 // refused (CheckTable refuses it too). Call it at startup to fail fast.
 //
 // It checks nothing, and returns nil, for a store other than DynamoDB's,
-// and for a DynamoDB client without DescribeTable (a wrapper of the SDK's
-// client that does not pass it on): such a client is not protected from
-// an eventually consistent global table.
+// and with Config.SkipTableCheck: such a client is not protected from an
+// eventually consistent global table. (A DynamoDB client without
+// DescribeTable is refused by New unless SkipTableCheck.)
 func (c *Client) CheckTable(ctx context.Context) error {
 	s, ok := c.store.(interface {
 		Tables(context.Context) ([]dynamodbstore.TableInfo, error)

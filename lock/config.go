@@ -121,6 +121,12 @@ type Config struct {
 	// dynamodbstore.Config.SingleWriterRegion: the library cannot check
 	// it, and if it is false, locks on such a table are not locks.
 	SingleWriterRegion bool
+	// SkipTableCheck states that the table is not to be described before
+	// use (see dynamodbstore.Config.SkipTableCheck): without it, New
+	// refuses a Client without DescribeTable, since an MREC global table
+	// could then not be refused. With it, nothing is checked, and New logs
+	// so.
+	SkipTableCheck bool
 	// MaxTransactItems is the most items a TransactWriteItems may hold,
 	// from 2 to dynamodbstore.MaxTransactItemsLimit (100, DynamoDB's limit
 	// and the default), which bounds Lock.Guard to one less; lower it only
@@ -157,6 +163,7 @@ func (cfg Config) tableField() string {
 		{"FenceTable", cfg.FenceTable != ""},
 		{"MaxTransactItems", cfg.MaxTransactItems != 0},
 		{"SingleWriterRegion", cfg.SingleWriterRegion},
+		{"SkipTableCheck", cfg.SkipTableCheck},
 	} {
 		if f.set {
 			return f.name

@@ -70,7 +70,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		host, _ := os.Hostname()
 		owner = host + "-" + uuid.NewString()
 	}
-	lcfg := dynamodbstore.LeaseConfig{Client: db, Table: c.table, Name: name, Identity: owner, SingleWriterRegion: c.singleWriter}
+	lcfg := dynamodbstore.LeaseConfig{Client: db, Table: c.table, Name: name, Identity: owner, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck, Logger: log}
 	if !c.noFencing {
 		lcfg.FenceTable = c.fences()
 	}

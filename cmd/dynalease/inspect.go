@@ -50,7 +50,7 @@ func (c *common) readClient(ctx context.Context) (*lock.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := lock.New(lock.Config{Client: db, Table: c.table, ManualHeartbeats: true, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter})
+	lc, err := lock.New(lock.Config{Client: db, Table: c.table, ManualHeartbeats: true, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck})
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

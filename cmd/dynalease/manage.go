@@ -23,7 +23,7 @@ func (c *common) store(ctx context.Context) (*dynamodbstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter})
+	s, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck})
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

@@ -26,6 +26,7 @@ type common struct {
 	noFencing                                            bool
 	unfair                                               bool // run: lock.Config.Unfair
 	singleWriter                                         bool // SingleWriterRegion
+	skipCheck                                            bool // SkipTableCheck
 }
 
 func envOr(name, def string) string {
@@ -71,6 +72,7 @@ write; 74 lock lost while the command ran.`,
 	f.StringVar(&c.fenceTable, "fence-table", envOr("DYNALEASE_FENCE_TABLE", ""), "fencing table; TABLE-fences when empty (DYNALEASE_FENCE_TABLE)")
 	f.BoolVar(&c.noFencing, "no-fencing", false, "no fencing token (DYNALEASE_TOKEN stays unset)")
 	f.BoolVar(&c.singleWriter, "single-writer-region", false, "accept a global table with eventual multi-Region consistency (MREC): you state that every client of it writes through one region, which dynalease cannot check")
+	f.BoolVar(&c.skipCheck, "skip-table-check", false, "do not describe the table before use (for credentials without dynamodb:DescribeTable): a global table with eventual multi-Region consistency (MREC) is then not refused")
 	f.StringVar(&c.endpoint, "endpoint", envOr("DYNALEASE_ENDPOINT", os.Getenv("DYNAMODB_ENDPOINT")), "DynamoDB endpoint URL, e.g. DynamoDB Local (DYNALEASE_ENDPOINT, DYNAMODB_ENDPOINT)")
 	f.StringVar(&c.region, "region", envOr("DYNALEASE_REGION", ""), "AWS region; the SDK's when empty (DYNALEASE_REGION)")
 	f.StringVar(&c.owner, "owner", envOr("DYNALEASE_OWNER", ""), "owner name written into locks, unique per process; host name and a UUID when empty (DYNALEASE_OWNER, which run and elect do not pass on to their command)")

@@ -92,7 +92,7 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 	cfg := lock.Config{
 		Client: db, Table: c.table, Owner: c.owner,
 		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
-		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair, SingleWriterRegion: c.singleWriter,
+		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck,
 	}
 	if m != nil {
 		cfg.Metrics = m.metrics.Locks(name)

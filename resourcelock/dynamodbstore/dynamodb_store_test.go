@@ -589,12 +589,12 @@ func (c *countingStore) Query(context.Context, *dynamodb.QueryInput, ...func(*dy
 // refused before any request.
 func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	api := &countingStore{}
-	plain, err := dynamodbstore.New(dynamodbstore.Config{Client: api, Table: "locks"})
+	plain, err := dynamodbstore.New(dynamodbstore.Config{Client: api, Table: "locks", SkipTableCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sorted, err := dynamodbstore.New(dynamodbstore.Config{
-		Client: api, Table: "locks", PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt",
+		Client: api, Table: "locks", PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt", SkipTableCheck: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -659,7 +659,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 func TestNewDynamoDBStoreValidation(t *testing.T) {
 	api := &countingStore{}
 	valid := func() dynamodbstore.Config {
-		return dynamodbstore.Config{Client: api, Table: "locks"}
+		return dynamodbstore.Config{Client: api, Table: "locks", SkipTableCheck: true}
 	}
 	for _, tc := range []struct {
 		name string

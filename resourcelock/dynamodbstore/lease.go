@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -48,6 +49,11 @@ type LeaseConfig struct {
 	OnGuardConflict func()
 	// SingleWriterRegion: see Config.
 	SingleWriterRegion bool
+	// SkipTableCheck: see Config. Without it, a Client without
+	// DescribeTable is refused.
+	SkipTableCheck bool
+	// Logger: see Config.
+	Logger logr.Logger
 }
 
 // NewLease returns the lease on the item cfg names, for election.New and
@@ -68,6 +74,8 @@ func NewLease(cfg LeaseConfig) (*resourcelock.Lease, error) {
 		MaxTransactItems:   cfg.MaxTransactItems,
 		OnGuardConflict:    cfg.OnGuardConflict,
 		SingleWriterRegion: cfg.SingleWriterRegion,
+		SkipTableCheck:     cfg.SkipTableCheck,
+		Logger:             cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -103,13 +111,13 @@ func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 	return t.TransactWriteItems(ctx, in, optFns...)
 }
 
-// DescribeTable passes through to the client when it has DescribeTable,
-// so that the table check (see Store.Tables) covers a lease too; without,
-// the check is skipped.
+// DescribeTable passes through to the client, so that the table check
+// (see Store.Tables) covers a lease too; NewLease refuses a client without
+// it (see canDescribe) unless the check is skipped.
 func (i itemOnly) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	d, ok := i.ItemAPI.(DescribeAPI)
 	if !ok {
-		return nil, errNoDescribe
+		return nil, fmt.Errorf("%w: the DynamoDB client has no DescribeTable", resourcelock.ErrInvalidArgument)
 	}
 	return d.DescribeTable(ctx, in, optFns...)
 }

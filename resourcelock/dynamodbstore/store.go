@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -77,6 +78,19 @@ type Config struct {
 	// single-region one; the library cannot check the statement, and if
 	// it is false, locks on the table are not locks.
 	SingleWriterRegion bool
+	// SkipTableCheck states that the tables are not to be described
+	// before use: the client lacks DescribeTable (a wrapper written
+	// against StoreAPI, a test double), or may not call it. Without it,
+	// New refuses a client without DescribeTable, since the check that
+	// refuses an MREC global table (see SingleWriterRegion) could not run.
+	// With it, nothing is checked: an MREC global table is used as if it
+	// were a single-region one, and transactions on an MRSC one fail when
+	// sent rather than before. New logs that the check is skipped, to
+	// Logger.
+	SkipTableCheck bool
+	// Logger receives the store's few log lines (SkipTableCheck's);
+	// silent when unset.
+	Logger logr.Logger
 	// FenceTable names the table that keeps each key's fencing generation
 	// (partition key "key", type S; CreateTable makes one). Empty disables
 	// Fence. It must not be the lock table: the AWS Java lock client cannot
@@ -114,6 +128,11 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Table == "" {
 		return nil, badConfig("Table", "is empty")
 	}
+	if !cfg.SkipTableCheck && !canDescribe(cfg.Client) {
+		return nil, badConfig("Client", "has no DescribeTable, so the store cannot check that %s is not a global table with "+
+			"multi-Region eventual consistency (MREC), on which a lock is no lock: pass a client with DescribeTable "+
+			"(*dynamodb.Client has it; a wrapper passes it on), or set SkipTableCheck to use the table unchecked", cfg.Table)
+	}
 	if cfg.RequestTimeout < 0 {
 		return nil, badConfig("RequestTimeout", "is %v, want ≥ 0", cfg.RequestTimeout)
 	}
@@ -144,7 +163,15 @@ func New(cfg Config) (*Store, error) {
 	case maxItems > MaxTransactItemsLimit:
 		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
-	return &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}, nil
+	d := &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}
+	if cfg.SkipTableCheck {
+		d.lockCheck.skip()
+		d.fenceCheck.skip()
+		cfg.Logger.Info("the lock table is used unchecked (SkipTableCheck): a global table with multi-Region eventual consistency "+
+			"(MREC) would not be refused, and two clients writing through two regions could both hold one lock",
+			"severity", "warning", "table", cfg.Table, "fenceTable", cfg.FenceTable)
+	}
+	return d, nil
 }
 
 // Describe returns "dynamodb:TABLE".

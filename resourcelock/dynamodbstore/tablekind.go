@@ -15,8 +15,8 @@ import (
 )
 
 // DescribeAPI is the part of the DynamoDB client that the table check
-// uses. *dynamodb.Client satisfies it; a client without it skips the
-// check.
+// uses. *dynamodb.Client satisfies it; a Store refuses a client without it
+// unless Config.SkipTableCheck.
 type DescribeAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
@@ -120,8 +120,16 @@ var ErrEventualGlobalTable = errors.New("dynamodbstore: the table is a global ta
 var ErrTransactionsOnMRSC = errors.New("dynamodbstore: MRSC global tables do not support transactions: " +
 	"guarded writes and sets of keys are not available; use fencing tokens")
 
-// errNoDescribe is a client's answer to DescribeTable when it has none.
-var errNoDescribe = errors.New("dynamodbstore: the client cannot describe tables")
+// canDescribe reports whether client has DescribeTable (through the
+// adapter of a lease's ItemAPI too).
+func canDescribe(client StoreAPI) bool {
+	if i, ok := client.(itemOnly); ok {
+		_, ok := i.ItemAPI.(DescribeAPI)
+		return ok
+	}
+	_, ok := client.(DescribeAPI)
+	return ok
+}
 
 // tableCheck is a Store's check of one of its tables, made once, before
 // the first request that needs it, by one caller while the others wait
@@ -132,8 +140,11 @@ type tableCheck struct {
 	done    bool
 	err     error // a refusal, kept
 	info    TableInfo
-	skipped bool // the client cannot describe tables: nothing was checked
+	skipped bool // Config.SkipTableCheck: nothing is checked
 }
+
+// skip marks the check done without describing the table.
+func (c *tableCheck) skip() { c.done, c.skipped = true, true }
 
 // run checks table once: the first caller describes it; a caller that
 // comes while it does waits for it, or for its own ctx. A failure that
@@ -163,10 +174,7 @@ func (c *tableCheck) run(ctx context.Context, describe func(context.Context) (Ta
 		c.mu.Lock()
 		c.running = nil
 		close(running)
-		switch {
-		case errors.Is(err, errNoDescribe):
-			c.done, c.skipped, err = true, true, nil
-		case err == nil:
+		if err == nil {
 			c.done, c.info, c.err = true, info, refuse(info)
 			err = c.err
 		}
@@ -185,10 +193,7 @@ func (c *tableCheck) result() (TableInfo, bool) {
 // checkTable checks one of the store's tables (see ready).
 func (d *Store) checkTable(ctx context.Context, c *tableCheck, table string) error {
 	return c.run(ctx, func(ctx context.Context) (TableInfo, error) {
-		api, ok := d.client.(DescribeAPI)
-		if !ok {
-			return TableInfo{}, errNoDescribe
-		}
+		api := d.client.(DescribeAPI) // New refused a client without it
 		dctx, cancel := d.bound(ctx)
 		defer cancel()
 		info, err := DescribeLockTable(dctx, api, table)
@@ -226,8 +231,8 @@ func (d *Store) readyFence(ctx context.Context) error {
 
 // Tables checks the store's tables, if it has not yet, and returns what it
 // found of them: the lock table, then the fence table when there is one.
-// A client that cannot describe tables (it lacks DescribeTable) is not
-// checked: Tables then returns no table and no error.
+// With Config.SkipTableCheck nothing is checked: Tables then returns no
+// table and no error.
 func (d *Store) Tables(ctx context.Context) ([]TableInfo, error) {
 	err := d.readyFence(ctx)
 	var out []TableInfo

@@ -3,6 +3,7 @@ package dynamodbstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -182,5 +184,65 @@ func TestTheFenceTableIsCheckedWhenFirstUsed(t *testing.T) {
 	_, err := s.FenceMany(context.Background(), []resourcelock.Key{key, {Partition: "k2"}}, "me", "a1")
 	if !errors.Is(err, ErrTransactionsOnMRSC) {
 		t.Fatalf("FenceMany with an MRSC fence table: %v, want ErrTransactionsOnMRSC", err)
+	}
+}
+
+// storeOnly is a client written against StoreAPI alone, as an
+// instrumenting wrapper of the SDK's client may be: it has no
+// DescribeTable, although the client it wraps describes an MREC global
+// table.
+type storeOnly struct{ StoreAPI }
+
+// A client that cannot describe the table cannot have it checked for an
+// eventually consistent global table, so it is refused before any request,
+// with an error that names the fix, unless SkipTableCheck says in so many
+// words that the check is skipped. The check fails closed: an MREC table
+// behind such a client is never used as a lock table by accident.
+func TestAClientWithoutDescribeTableIsRefusedUnlessTheCheckIsSkipped(t *testing.T) {
+	mrec := &describeClient{describe: func(table string) (*dynamodb.DescribeTableOutput, error) {
+		return described(table, func(d *types.TableDescription) {
+			d.Replicas = []types.ReplicaDescription{{RegionName: aws.String("eu-west-1")}}
+		}), nil
+	}}
+	_, err := New(Config{Client: storeOnly{mrec}, Table: "locks"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Client" || !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("New with a client without DescribeTable: %v, want a ConfigError naming Client", err)
+	}
+	for _, fix := range []string{"DescribeTable", "SkipTableCheck"} {
+		if !strings.Contains(err.Error(), fix) {
+			t.Errorf("the refusal %q does not name %s", err, fix)
+		}
+	}
+	if _, err := NewLease(LeaseConfig{Client: storeOnly{mrec}, Table: "locks", Name: "n", Identity: "me"}); !errors.As(err, &ce) || ce.Field != "Client" {
+		t.Fatalf("NewLease with a client without DescribeTable: %v, want a ConfigError naming Client", err)
+	}
+	if got := mrec.count("locks"); got != 0 {
+		t.Fatalf("%d DescribeTable requests, want none", got)
+	}
+
+	var logged strings.Builder
+	log := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
+	s, err := New(Config{Client: storeOnly{mrec}, Table: "locks", SkipTableCheck: true, Logger: log})
+	if err != nil {
+		t.Fatalf("New with SkipTableCheck: %v", err)
+	}
+	if !strings.Contains(logged.String(), "SkipTableCheck") {
+		t.Errorf("New with SkipTableCheck logged %q, want a line naming it", logged.String())
+	}
+	if _, err := s.Get(context.Background(), key); !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Get with the check skipped: %v, want ErrNotFound (no check, no refusal)", err)
+	}
+	// The check is skipped even for a client that could describe the
+	// table: the setting says what it says.
+	s, err = New(Config{Client: mrec, Table: "locks", SkipTableCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(context.Background(), key); !errors.Is(err, resourcelock.ErrNotFound) {
+		t.Fatalf("Get with the check skipped: %v, want ErrNotFound", err)
+	}
+	if got := mrec.count("locks"); got != 0 {
+		t.Fatalf("%d DescribeTable requests with the check skipped, want none", got)
 	}
 }

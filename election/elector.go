@@ -35,9 +35,9 @@ type Elector struct {
 
 	failing *rvnlease.Failing // the failure the loop keeps retrying, and since when
 
-	// carried is what a Run that gave up campaigning leaves to the next:
-	// only Run touches it, and Runs do not overlap.
-	carried carried
+	// watches is what a Run that gave up campaigning leaves to the next:
+	// the watched record and the writes still in doubt (one key).
+	watches *rvnlease.Watches
 }
 
 // sleep waits for d on the clock, or until ctx is done.
@@ -68,6 +68,7 @@ func New(cfg Config) (*Elector, error) {
 		identity: cfg.Lock.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
+		watches:  rvnlease.NewWatches(1),
 	}, nil
 }
 
@@ -265,14 +266,11 @@ func (e *Elector) Run(ctx context.Context) error {
 	}()
 
 	r := newRun(e)
-	r.acq.Resume(e.carried.obs, e.carried.inDoubt)
 	// Step 1: campaign until this Run holds the record with validity left.
 	validUntil, err := r.campaign(ctx)
 	if err != nil {
-		e.carried = r.giveUp(ctx)
 		return err
 	}
-	e.carried = carried{}
 	// Step 2: lead until the term ends.
 	return r.lead(ctx, validUntil)
 }

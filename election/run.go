@@ -21,7 +21,7 @@ import (
 // doubt and what was observed of other holders.
 type run struct {
 	e        *Elector
-	acq      *rvnlease.Acquirer
+	cfg      *rvnlease.Config
 	hold     *rvnlease.Holder
 	cur      resourcelock.Item
 	sent     time.Time
@@ -38,9 +38,8 @@ func newRun(e *Elector) *run {
 		Log:            e.log,
 		Observe:        e.observeRequest,
 	}
-	port := lockPort{e.cfg.Lock}
-	r.acq = rvnlease.NewAcquirer(&cfg, port, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
-	r.hold = rvnlease.NewHolder(&cfg, port)
+	r.cfg = &cfg
+	r.hold = rvnlease.NewHolder(&cfg, lockPort{e.cfg.Lock})
 	return r
 }
 

@@ -123,7 +123,7 @@ func BenchmarkLeaseObservation(b *testing.B) {
 // BenchmarkObservationCache is the client's bounded cache of watched
 // locks: one put and one get, with evictions once full.
 func BenchmarkObservationCache(b *testing.B) {
-	o := newObservations(DefaultObservationCacheSize)
+	o := rvnlease.NewWatches(DefaultObservationCacheSize)
 	keys := make([]resourcelock.Key, 2*DefaultObservationCacheSize)
 	for i := range keys {
 		keys[i] = resourcelock.Key{Partition: fmt.Sprintf("key-%d", i)}
@@ -134,8 +134,8 @@ func BenchmarkObservationCache(b *testing.B) {
 	for b.Loop() {
 		k := keys[i%len(keys)]
 		i++
-		o.put(k, obs, rvnlease.Attempts{})
-		if _, _, ok := o.get(k); !ok {
+		o.Put(k, obs, rvnlease.Attempts{})
+		if _, _, ok := o.Get(k); !ok {
 			b.Fatal("missing")
 		}
 	}

@@ -25,7 +25,7 @@ type Client struct {
 	clk      clockutil.Clock
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
-	seen     *observations
+	seen     *rvnlease.Watches
 	failing  *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
 	engine   [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
 	sched    *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
@@ -120,7 +120,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		clk:      cfg.clock,
 		log:      cfg.log.WithValues("owner", cfg.owner),
 		external: external,
-		seen:     newObservations(cfg.cacheSize),
+		seen:     rvnlease.NewWatches(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())

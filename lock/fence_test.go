@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
@@ -72,17 +73,35 @@ func TestWithoutFencingTheTokenIsZero(t *testing.T) {
 	}
 }
 
+// A fencing request that fails releases the row at once (nobody need wait
+// a lease for a lock never handed out). TryAcquire then returns the
+// failure; Acquire, as the elector's campaign does, tries again a poll
+// later, and hands out a fenced lock.
 func TestFailedFencingReleasesTheRow(t *testing.T) {
 	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
 	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
-	if _, err := f.c.Acquire(context.Background(), "k"); !errors.Is(err, errReset) {
-		t.Fatalf("Acquire = %v, want the fencing error", err)
+	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, errReset) {
+		t.Fatalf("TryAcquire = %v, want the fencing error", err)
 	}
 	if it := f.item("k"); !it.Released {
 		t.Fatalf("the row of a lock never handed out stayed held: %+v", it)
 	}
-	if _, err := f.c.TryAcquire(context.Background(), "k"); err != nil {
-		t.Fatalf("the key stayed blocked: %v", err)
+	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	if it := f.item("k"); !it.Released {
+		t.Fatalf("the row of a lock never handed out stayed held: %+v", it)
+	}
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		if l.Token() == 0 {
+			t.Fatal("a lock acquired after a failed fencing has no token")
+		}
+	case err := <-errs:
+		t.Fatalf("Acquire after a failed fencing: %v", err)
+	case <-time.After(patience):
+		t.Fatal("Acquire did not try again after a poll")
 	}
 }
 

@@ -143,10 +143,10 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			// late (waiting longer is always safe), so that the waiters
 			// already queued, who see it a poll later at most, take over
 			// a hand-over nobody confirms before it does.
-			prev, _, _ := l.c.seen.get(l.key)
+			prev, _, _ := l.c.seen.Get(l.key)
 			obs := rvnlease.Observation{Pace: prev.Pace}
 			obs.Observe(w.Item.Record, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
-			l.c.seen.put(l.key, obs, rvnlease.Attempts{})
+			l.c.seen.Put(l.key, obs, rvnlease.Attempts{})
 		}
 	} else {
 		// Unfair: an earlier heartbeat that landed unseen is written

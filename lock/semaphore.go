@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
@@ -109,143 +107,63 @@ func (c *Client) readSlots(ctx context.Context, store resourcelock.ManyStore, ke
 	return rows, err
 }
 
+// acquirePermit takes a slot of the semaphore through the engine's one
+// wait loop: its places are the slots, read in one request per poll, and
+// a slot is written only once this client has claimed it (a slot it
+// holds, or works on in another call, is passed over).
 func (c *Client) acquirePermit(ctx context.Context, name string, permits int, opts []AcquireOption, try bool) (*Lock, error) {
 	store, keys, a, err := c.permitConfig(name, permits, opts)
 	if err != nil {
 		return nil, err
 	}
-	// Close ends the call as ctx would, and it then returns ErrClosed.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
-	defer stop()
+	ctx, cancel := c.closable(ctx)
+	defer cancel()
 	start := c.clk.Now()
-	budgetFrom := start
-	var lastErr error
-	answered := false // a read of the slots succeeded in this call
-	failKey := "semaphore " + name
-	defer c.failing.Forget(failKey)
-	// What this call watched of each slot: its own, not only in the
-	// client's bounded cache, which a semaphore of many permits would
-	// churn, restarting every watch. Seeded from the cache (earlier calls'
-	// watches), and handed to it for the slot an acquisition tries.
-	obs := make([]rvnlease.Observation, len(keys))
+	w := c.wait(a, try, "semaphore "+name)
+	w.Budget.Restart = true
+	w.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
+		return store.GetMany(ctx, keys)
+	}
+	slots := make([]*slot, len(keys))
+	w.Places = make([]rvnlease.Place, len(keys))
 	for i, k := range keys {
-		obs[i], _, _ = c.seen.get(k)
-	}
-	// Every slot's watch outlives the call, as a single key's does: a
-	// later call (a TryAcquirePermit poll) continues it rather than
-	// starting again, and so reaches a silent holder's lease.
-	taken := -1
-	defer func() {
-		for i, k := range keys {
-			if i != taken && obs[i].Known {
-				_, doubt, _ := c.seen.get(k)
-				c.seen.put(k, obs[i], doubt)
-			}
-		}
-	}()
-	holders := make([]string, len(keys)) // each slot's holder at the last read, "" when free
-	seen := make([]bool, len(keys))
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, closedOr(ctx, err)
-		}
-		rows, err := c.readSlots(ctx, store, keys)
-		c.failing.Note(failKey, err)
-		now := c.clk.Now()
-		var candidates []int
-		longest := time.Duration(0)
-		if err != nil {
-			if resourcelock.Permanent(err) || try {
-				return nil, fmt.Errorf("semaphore %q: %w", name, err)
-			}
-			lastErr = err
-		} else {
-			answered, lastErr = true, nil
-			moved := false
-			for i, k := range keys {
-				it, ok := rows[k]
-				obs[i].Observe(it.Record, !ok, now)
-				holder := obs[i].Holder
-				if obs[i].Free() {
-					holder = ""
-				}
-				if seen[i] && holders[i] != holder {
-					moved = true // the slot changed hands, not a renewal
-				}
-				holders[i], seen[i] = holder, true
-				switch {
-				case obs[i].Free() || obs[i].Expired(now):
-					candidates = append(candidates, i)
-				default:
-					longest = max(longest, obs[i].Lease)
-				}
-			}
-			if moved {
-				budgetFrom = now
-			}
-		}
-		// From a random slot on, so that waiters spread over the free
-		// ones instead of all racing for the first.
-		if n := len(candidates); n > 1 {
-			off := rand.IntN(n)
-			candidates = append(candidates[off:], candidates[:off]...)
-		}
-		for _, i := range candidates {
-			k := keys[i]
-			_, doubt, _ := c.seen.get(k)
-			c.seen.put(k, obs[i], doubt)
-			l, err := c.acquireTarget(ctx, target{key: k, permit: true}, a, true)
-			if o, _, ok := c.seen.get(k); ok && err != nil {
-				obs[i] = o // what the attempt learned
-			}
-			switch {
-			case err == nil:
-				taken = i
-				return l, nil
-			case errors.Is(err, ErrClosed), ctx.Err() != nil:
-				return nil, closedOr(ctx, err)
-			case errors.Is(err, ErrLocked):
-			case resourcelock.Permanent(err):
-				return nil, fmt.Errorf("semaphore %q: %w", name, err)
-			default:
-				lastErr = err
-			}
-		}
-		if try {
-			if lastErr != nil {
-				return nil, fmt.Errorf("%w: all %d permits of %q are held (and the last request failed: %w)", ErrLocked, permits, name, lastErr)
-			}
-			return nil, fmt.Errorf("%w: all %d permits of %q are held", ErrLocked, permits, name)
-		}
-		if longest == 0 {
-			longest = c.cfg.lease
-		}
-		deadline := budgetFrom.Add(clockutil.Add(longest, a.additionalWait))
-		if !now.Before(deadline) {
-			if !answered {
-				return nil, fmt.Errorf("semaphore %q: no answer from the lock table after %v: %w", name, now.Sub(start), lastErr)
-			}
-			if lastErr != nil {
-				return nil, fmt.Errorf("%w: all %d permits of %q stayed held for %v (and the last request failed: %w)", ErrLocked, permits, name, now.Sub(budgetFrom), lastErr)
-			}
-			return nil, fmt.Errorf("%w: all %d permits of %q stayed held for %v", ErrLocked, permits, name, now.Sub(budgetFrom))
-		}
-		wait := clockutil.Jittered(a.refresh)
-		for _, o := range obs {
-			// Wake when a watched lease may be taken over.
-			if o.Known && !o.Free() {
-				if d := o.Expiry().Sub(now); d > 0 && d < wait {
-					wait = d
-				}
-			}
-		}
-		if d := deadline.Sub(now); d < wait {
-			wait = d
-		}
-		if err := clockutil.Sleep(ctx, c.clk, wait, "acquire"); err != nil {
-			return nil, closedOr(ctx, err)
+		w.Places[i] = rvnlease.Place{
+			Key: k, Port: acquirePort{c: c, key: k, cfg: &a}, NewRecord: c.newRecord(&a),
+			Claim: func() bool {
+				s, _, err := c.claim(ctx, k, acquireConfig{failIfLocked: true})
+				slots[i] = s
+				return err == nil
+			},
+			Unclaim: func() { c.unclaim(k, slots[i]) },
 		}
 	}
+	won, err := w.Run(ctx)
+	c.failing.Forget(w.FailKey)
+	if err != nil {
+		return nil, closedOr(ctx, permitError(ctx, name, permits, err))
+	}
+	t := target{key: keys[won.Place], slot: slots[won.Place], permit: true}
+	return c.handOut(ctx, t, a, won, start)
+}
+
+// permitError returns the error of a permit's wait that ended without a
+// slot: ErrLocked when every slot was held (naming the last failure of a
+// request meanwhile), ctx's error when ctx ended it, and the wait's
+// failure otherwise.
+func permitError(ctx context.Context, name string, permits int, err error) error {
+	var held *rvnlease.HeldError
+	switch {
+	case errors.As(err, &held):
+		what := fmt.Sprintf("all %d permits of %q are held", permits, name)
+		if held.Waited > 0 {
+			what = fmt.Sprintf("all %d permits of %q stayed held for %v", permits, name, held.Waited)
+		}
+		if held.Last != nil {
+			return fmt.Errorf("%w: %s (and the last request failed: %w)", ErrLocked, what, held.Last)
+		}
+		return fmt.Errorf("%w: %s", ErrLocked, what)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
+	}
+	return fmt.Errorf("semaphore %q: %w", name, err)
 }

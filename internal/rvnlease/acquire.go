@@ -68,6 +68,7 @@ type Acquirer struct {
 	late  resourcelock.Item // ours, confirmed after its validity passed
 	tried string            // the RVN of the last takeover sent
 	q     *queued           // the place in the row's queue; nil unless fair (Queue)
+	fed   *answer           // the row as a caller's read showed it (Feed), for the next round
 }
 
 // NewAcquirer returns an acquirer of the lease behind port. newRecord
@@ -132,6 +133,11 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 func (a *Acquirer) attempt(ctx context.Context) answer {
 	port, identity := a.w.port, a.w.cfg.Identity
 	now := a.w.cfg.Clock.Now()
+	fed := a.fed
+	a.fed = nil
+	if fed != nil && fed.landed {
+		return *fed
+	}
 	switch {
 	case a.late.RVN != "":
 		cur := a.late
@@ -159,7 +165,12 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
 		return a.queued(ctx, a.takeover(ctx))
 	default:
-		ans := a.readOrJoin(ctx)
+		var ans answer
+		if fed != nil {
+			ans = *fed
+		} else {
+			ans = a.readOrJoin(ctx)
+		}
 		a.observe(ans)
 		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.w.cfg.OnlyIfExists) {
 			// Released or deleted since the last look: take it in this
@@ -168,6 +179,27 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		}
 		return a.queued(ctx, ans)
 	}
+}
+
+// Feed gives the acquirer the row it (none when missing) as a read of the
+// caller's returned it at returned, in place of its own read: a
+// semaphore's slots are read in one request. The row is settled against
+// the writes in doubt and watched as a round's read would; the next Round
+// acts on it without reading.
+func (a *Acquirer) Feed(it resourcelock.Item, missing bool, returned time.Time) {
+	ans := a.w.settle(it, missing, returned)
+	a.observe(ans)
+	a.fed = &ans
+}
+
+// Ready reports whether a round would write now on the row last fed or
+// seen: a write of ours found landed, a free row, a lease that may be
+// taken over, or a hand-over to confirm.
+func (a *Acquirer) Ready() bool {
+	if a.fed != nil && a.fed.landed {
+		return true
+	}
+	return !a.Obs.Known || a.Obs.Free() || a.expired(a.w.cfg.Clock.Now()) || a.Handed()
 }
 
 // takeover writes this acquirer's record over the watched row, conditioned

@@ -1,0 +1,241 @@
+package rvnlease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
+)
+
+// settle keeps the failure of a poll that did not win (one that waiting
+// may fix; a failed condition is contention, not a failure) and, for a
+// wait that may not wait, ends it: Try gives up with the failure unless
+// a place is held and not to be taken over now (then with a *HeldError
+// naming it), and with a *HeldError when every place is held or was
+// taken meanwhile; FailIfLocked gives up with a *HeldError once every
+// place is held. Otherwise it sets the budget from the holders seen.
+func (s *waiting) settle(failure error, now time.Time) error {
+	s.note(failure)
+	switch {
+	case failure == nil:
+		s.lastErr, s.failingSince = nil, time.Time{}
+	case s.lastErr == nil:
+		s.lastErr, s.failingSince = failure, now
+	default:
+		s.lastErr = failure
+	}
+	held := s.allHeld()
+	switch {
+	case s.Try && failure != nil && !s.heldNotDue(now):
+		return failure
+	case (s.Try || s.FailIfLocked) && held:
+		return &HeldError{Holder: s.holder(), Last: failure}
+	case s.Try:
+		return &HeldError{Last: failure}
+	case held:
+		s.extendDeadline()
+	case s.deadline.IsZero() && s.lastErr != nil:
+		// No answer has named a holder yet: the budget a holder with
+		// the caller's own lease would get.
+		s.deadline = s.start.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+	}
+	return nil
+}
+
+// allHeld reports whether every place is held by another, as last seen.
+func (s *waiting) allHeld() bool {
+	for _, a := range s.acqs {
+		if !a.Obs.Known || a.Obs.Free() {
+			return false
+		}
+	}
+	return true
+}
+
+// heldNotDue reports whether some place is held and not to be taken over
+// now.
+func (s *waiting) heldNotDue(now time.Time) bool {
+	for _, a := range s.acqs {
+		if a.Obs.Known && !a.Obs.Free() && !a.Obs.Expired(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// holder returns the holder of the first place, as last seen.
+func (s *waiting) holder() string { return s.acqs[0].Obs.Holder }
+
+// extendDeadline sets the budget when the wait finds every place held: the
+// longest of the holders' leases, counted from when the wait first found
+// them held (from when the holder's RVN was first seen, but not before the
+// wait started), plus Extra (and, behind a queue's head, the yield to the
+// head). Renewals by the holders do not extend it; a later holder with a
+// longer lease does, from the same starting point. It starts again from
+// the new holder's first sight when a place changes hands, with
+// Budget.Restart or for a fair waiter with a place in the queue: while the
+// queue moves, it keeps its place. (A fair waiter without a place, say a
+// set whose first key is free while another is held, counts as an unfair
+// one: holders changing elsewhere are no progress of its own.)
+func (s *waiting) extendDeadline() {
+	longest := time.Duration(0)
+	for i, a := range s.acqs {
+		holder := a.Obs.Holder
+		changed := s.holders[i] != "" && s.holders[i] != holder
+		restart := s.Budget.Restart || (a.Fair() && a.Place() >= 0)
+		if s.budgetFrom.IsZero() || (changed && restart) {
+			s.budgetFrom = a.Obs.SeenAt
+			if s.budgetFrom.Before(s.start) {
+				s.budgetFrom = s.start
+			}
+		}
+		s.holders[i] = holder
+		longest = max(longest, clockutil.Add(a.Obs.Lease, a.Yield()))
+	}
+	if d := s.budgetFrom.Add(clockutil.Add(longest, s.Budget.Extra)); d.After(s.deadline) {
+		s.deadline = d
+	}
+}
+
+// next returns how long to sleep before the next poll, or, once the budget
+// has run out, the error that ends the wait. A lease that may be taken
+// over now is taken over whatever the budget (the budget ends at the
+// holder's expiry by default, and a poll that straddles it must not give
+// up on a lease it may take): the next poll comes at once.
+func (s *waiting) next(now time.Time) (time.Duration, error) {
+	due := s.due()
+	until := s.deadline
+	if graceEnd := s.graceEnd(now); graceEnd.After(until) {
+		until = graceEnd
+	}
+	if s.Budget.Forever {
+		until = time.Time{}
+	}
+	if !until.IsZero() && !now.Before(until) && !due {
+		if err := s.giveUp(now); err != nil {
+			return 0, err
+		}
+	}
+	wait := s.wake(now)
+	if !until.IsZero() && !due {
+		if d := until.Sub(now); d < wait {
+			wait = max(d, 0)
+		}
+	}
+	return wait, nil
+}
+
+// due reports whether a place's lease may be taken over (or confirmed)
+// now and no takeover of its RVN has been tried yet.
+func (s *waiting) due() bool {
+	for _, a := range s.acqs {
+		if a.TakeoverDue() {
+			return true
+		}
+	}
+	return false
+}
+
+// wake returns how long to sleep before the next poll: for one place, its
+// acquirer's wait (a queued waiter's pace, shortened to the watched
+// lease's expiry); for several, a jittered period shortened to the
+// earliest expiry of a watched lease.
+func (s *waiting) wake(now time.Time) time.Duration {
+	if len(s.acqs) == 1 {
+		return s.acqs[0].Wait(s.Period)
+	}
+	wait := clockutil.Jittered(s.Period)
+	for _, a := range s.acqs {
+		if a.TakeoverDue() {
+			return 0
+		}
+		if a.Obs.Known && !a.Obs.Free() {
+			if d := a.Obs.Expiry().Sub(now); d > 0 && d < wait {
+				wait = d
+			}
+		}
+	}
+	return wait
+}
+
+// graceEnd returns how long a failing write may still be retried: when a
+// watched lease has run out (it may be taken over) or was handed to this
+// waiter, but the last poll failed for a reason waiting may fix (a
+// takeover throttled, timed out), the budget no longer measures a live
+// holder but a failing table, and the wait keeps trying, a poll apart,
+// until the failures have lasted as long as the budget a wait gets when no
+// answer comes at all. The zero time otherwise.
+func (s *waiting) graceEnd(now time.Time) time.Time {
+	if s.lastErr == nil {
+		return time.Time{}
+	}
+	for _, a := range s.acqs {
+		if a.Obs.Expired(now) || a.Handed() {
+			return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+		}
+	}
+	return time.Time{}
+}
+
+// giveUp returns the error of a wait whose budget has run out: the places
+// still held (with the last failure, if the polls since failed), a
+// takeover or a confirmation that kept failing, or the last failure when
+// the polls learned nothing. It returns nil when a place was last seen
+// free and the last poll failed nothing: the next poll takes it.
+func (s *waiting) giveUp(now time.Time) error {
+	held := s.allHeld()
+	if held && s.lastErr != nil {
+		for _, a := range s.acqs {
+			switch {
+			case a.Handed():
+				return fmt.Errorf("it was handed to this client but confirming it kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
+			case a.Obs.Expired(now):
+				return fmt.Errorf("the lease of %q ran out but taking the lock over kept failing for %v: %w", a.Obs.Holder, now.Sub(s.failingSince), s.lastErr)
+			}
+		}
+	}
+	switch {
+	case held:
+		return &HeldError{Holder: s.holder(), Waited: now.Sub(s.start), Last: s.lastErr}
+	case s.lastErr != nil:
+		return fmt.Errorf("no answer from the lock table after %v: %w", now.Sub(s.start), s.lastErr)
+	}
+	return nil
+}
+
+// remember keeps what the wait learned for later waits on its places: the
+// watched rows, and writes still in doubt. A place it took keeps only the
+// queue's pace. A wait that gives up leaves its queue (passing on a
+// hand-over to it), and with writes in doubt first releases the row one
+// of them may have left (an orphan naming this identity that nobody
+// holds), within one request timeout; if that fails, a later wait
+// recognises the row as this identity's.
+func (s *waiting) remember(ctx context.Context, won int) {
+	for i, a := range s.acqs {
+		k := s.Places[i].Key
+		if i == won {
+			if s.Watches == nil {
+				continue
+			}
+			if pace := a.Obs.Pace; pace > 0 {
+				// Only the queue's pace outlives an acquisition, for the
+				// next wait on the key.
+				s.Watches.Put(k, Observation{Pace: pace}, Attempts{})
+			} else {
+				s.Watches.Forget(k)
+			}
+			continue
+		}
+		a.LeaveQueue(ctx)
+		if a.Pending() > 0 && a.Abandon(ctx) > 0 {
+			if s.Watches != nil {
+				s.Watches.Forget(k)
+			}
+			continue
+		}
+		if s.Watches != nil && (a.Obs.Known || a.Pending() > 0) {
+			s.Watches.Put(k, a.Obs, a.InDoubt())
+		}
+	}
+}

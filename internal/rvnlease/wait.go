@@ -1,0 +1,303 @@
+package rvnlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Wait is one acquiring call: the one wait loop through which every kind
+// of lock acquires (a key, a set of keys, a semaphore's permit, a term of
+// leadership). A kind supplies its places (which leases it may take, each
+// behind a Port that folds its rows into one lease, with what a win
+// writes); the loop owns the rest: the polls and the queue, the watches
+// that outlive the call (Watches), the budget and giving up, settling
+// writes in doubt and passing on a hand-over the caller will not confirm.
+//
+// Each poll reads the places (one request for all of them with Read, or
+// each place's own round reads it), takes a free place, or one whose
+// holder's RVN has stayed unchanged for the holder's lease on this clock,
+// with a write conditioned as the Acquirer's rounds are, and confirms a
+// hand-over to it. Otherwise it sleeps until the next poll: a jittered
+// Period (a queued waiter's pace behind the head), shortened to wake when
+// a watched lease may be taken over.
+//
+// A Wait is used once, by one goroutine.
+type Wait struct {
+	// Engine is the acquirers' view of the caller's settings.
+	Engine *Config
+	// Places are what the call may take: one lease, or a semaphore's
+	// slots, of which it takes one.
+	Places []Place
+	// Read, when set, reads every place's row in one request (a
+	// semaphore's slots); a row missing from the map is missing. Without
+	// it each place's round reads its own row.
+	Read func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
+	// Period is the poll period (a fair waiter's at the queue's head).
+	Period time.Duration
+	// Budget says when the wait gives up.
+	Budget Budget
+	// Try makes the call one poll that never waits: TryAcquire.
+	Try bool
+	// FailIfLocked makes the wait give up as soon as a poll finds every
+	// place held (and, for one place, not to be taken over now).
+	FailIfLocked bool
+	// Fence gives a win a fencing generation (Acquirer.Fence) before it
+	// is handed out.
+	Fence bool
+	// Watches, when set, keeps what the wait watched, and its writes in
+	// doubt, for the next wait of the same keys.
+	Watches *Watches
+	// Failing, when set, is told of every poll's failure that waiting may
+	// fix under FailKey (nil once a poll fails nothing, and at the win).
+	Failing *Failing
+	FailKey string
+	// OnPoll, when set, is told of every poll: its result and error (for
+	// one place, its round's), what the first place's watch saw, and how
+	// long it took.
+	OnPoll func(res Result, obs Observation, err error, took time.Duration)
+	// Loop names the wait's sleeps for the clock ("acquire").
+	Loop string
+}
+
+// Place is one lease a Wait may take.
+type Place struct {
+	// Key names it in Watches and in the errors of the wait.
+	Key resourcelock.Key
+	// Port is its storage, with what a win writes; Queue, when set, its
+	// queue of waiters (fair waiting, for a wait of one place).
+	Port  Port
+	Queue QueuePort
+	// Lease is the lease the caller will hold, written into a hand-over
+	// to it (fair waiting).
+	Lease time.Duration
+	// NewRecord returns the record of each write (see NewAcquirer).
+	NewRecord func(cur resourcelock.Item) resourcelock.Record
+	// Claim, when set, is called before a write on the place; false
+	// passes the place over in this poll. Unclaim is called after a
+	// round that did not win it.
+	Claim   func() bool
+	Unclaim func()
+}
+
+// Budget says how long a wait lasts while its places stay held.
+type Budget struct {
+	// Extra is added to the holders' lease: the caller's additional wait.
+	Extra time.Duration
+	// OwnLease is the caller's own lease. A wait whose requests keep
+	// failing before any holder was seen gives up after OwnLease plus
+	// Extra from its start; one whose takeover (or confirmation, or
+	// create) keeps failing once the lease may be taken gives up once the
+	// failures have lasted as long.
+	OwnLease time.Duration
+	// Forever: never give up; only ctx or a failure that waiting cannot
+	// fix ends the wait (a candidate for leadership).
+	Forever bool
+	// Restart starts the budget again whenever a place changes hands (a
+	// semaphore's slot: it may come free again soon). A fair waiter with a
+	// place in the queue restarts it likewise, on its one place.
+	Restart bool
+}
+
+// Won is the place a wait took, as its confirmed write left it.
+type Won struct {
+	Place int
+	// Item is the row as confirmed (fenced, with Wait.Fence); Sent the
+	// local time just before the confirmed write was sent, from which the
+	// hold's validity counts.
+	Item resourcelock.Item
+	Sent time.Time
+}
+
+// HeldError is the end of a wait that found its places held: Try or
+// FailIfLocked at once, or a wait whose budget ran out.
+type HeldError struct {
+	Holder string        // the holder of the first place, as last seen ("" when it was taken meanwhile)
+	Waited time.Duration // zero for Try and FailIfLocked
+	Last   error         // the last failure of a request meanwhile, if any
+}
+
+func (e *HeldError) Error() string {
+	msg := "is held"
+	if e.Holder != "" {
+		msg = fmt.Sprintf("is held by %q", e.Holder)
+	} else if e.Waited == 0 {
+		msg = "was taken meanwhile"
+	}
+	if e.Last != nil {
+		msg += fmt.Sprintf(" (and the last request failed: %v)", e.Last)
+	}
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" after waiting %v", e.Waited)
+	}
+	return msg
+}
+
+func (e *HeldError) Unwrap() error { return e.Last }
+
+// waiting is the state of one Run: what the budget counts from, and the
+// failures of the polls.
+type waiting struct {
+	*Wait
+	acqs         []*Acquirer
+	start        time.Time
+	deadline     time.Time // give up after this; zero until a holder is seen
+	budgetFrom   time.Time
+	holders      []string  // each place's holder at the last poll that saw it ("" free)
+	lastErr      error     // the last poll's failure, nil after a poll without one
+	failingSince time.Time // when the polls started failing; zero with lastErr nil
+}
+
+// Run waits until a place is taken, and returns it; or until ctx ends
+// (ctx's error), the budget runs out (a *HeldError when the places stayed
+// held, or the failure that kept the wait from taking a place), or a
+// failure that waiting cannot fix (see resourcelock.Permanent) ends it.
+// Whatever the end, the watches and the writes still in doubt are kept in
+// Watches, a wait that gives up leaves its queue (passing on a hand-over
+// to it), and a row that a write in doubt may have left is released.
+func (w *Wait) Run(ctx context.Context) (Won, error) {
+	s := &waiting{Wait: w, start: w.Engine.Clock.Now(), holders: make([]string, len(w.Places))}
+	s.acqs = make([]*Acquirer, len(w.Places))
+	for i, p := range w.Places {
+		a := NewAcquirer(w.Engine, p.Port, p.NewRecord)
+		if p.Queue != nil && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
+			a.Queue(p.Queue, p.Lease, w.Period)
+		}
+		if w.Watches != nil {
+			obs, doubt, _ := w.Watches.Get(p.Key)
+			a.Resume(obs, doubt)
+		}
+		s.acqs[i] = a
+	}
+	won := -1
+	defer func() { s.remember(ctx, won) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return Won{}, err
+		}
+		started := w.Engine.Clock.Now()
+		res, i, err := s.poll(ctx)
+		if w.OnPoll != nil {
+			w.OnPoll(res, s.acqs[0].Obs, err, w.Engine.Clock.Since(started))
+		}
+		if i >= 0 {
+			won = i
+			s.note(nil)
+			return Won{Place: i, Item: res.Item, Sent: res.Sent}, nil
+		}
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return Won{}, ctxErr
+			}
+			return Won{}, err
+		}
+		now := w.Engine.Clock.Now()
+		if err := s.settle(res.Err, now); err != nil {
+			return Won{}, err
+		}
+		wait, err := s.next(now)
+		if err != nil {
+			return Won{}, err
+		}
+		if err := clockutil.Sleep(ctx, w.Engine.Clock, wait, w.Loop); err != nil {
+			return Won{}, err
+		}
+	}
+}
+
+// poll makes one attempt over the places: it reads them (Read), then runs
+// a round on each that may be taken (every place without Read), in a
+// random order so that waiters spread over a semaphore's free slots. It
+// returns the winning place's index and result; otherwise -1 and a result
+// whose Err is the poll's failure (for one place, its round's result),
+// or an error that waiting cannot fix.
+func (s *waiting) poll(ctx context.Context) (Result, int, error) {
+	var failure error
+	if s.Read != nil {
+		rows, err := s.readAll(ctx)
+		if err != nil {
+			if resourcelock.Permanent(err) {
+				return Result{}, -1, err
+			}
+			return Result{Outcome: Unknown, Err: err}, -1, nil
+		}
+		returned := s.Engine.Clock.Now()
+		for i, p := range s.Places {
+			it, ok := rows[p.Key]
+			s.acqs[i].Feed(it, !ok, returned)
+		}
+	}
+	var last Result
+	for _, i := range s.candidates() {
+		p := s.Places[i]
+		if p.Claim != nil && !p.Claim() {
+			continue
+		}
+		res, err := s.acqs[i].Round(ctx)
+		if err == nil && res.Outcome == Ours && s.Fence {
+			res, err = s.acqs[i].Fence(ctx, res)
+			if err != nil && !resourcelock.Permanent(err) && !errors.Is(err, resourcelock.ErrNoFencing) {
+				// Released by Fence; the next poll may take it again.
+				res, err = Result{Outcome: Unknown, Err: err}, nil
+			}
+		}
+		if err == nil && res.Outcome == Ours {
+			return res, i, nil
+		}
+		if p.Unclaim != nil {
+			p.Unclaim()
+		}
+		if err != nil {
+			return res, -1, err
+		}
+		if res.Err != nil {
+			failure = res.Err
+		}
+		last = res
+	}
+	if len(s.Places) > 1 || s.Read != nil {
+		last = Result{Outcome: Others, Err: failure}
+	}
+	return last, -1, nil
+}
+
+// readAll reads every place in one request, bounded by the request
+// timeout.
+func (s *waiting) readAll(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
+	rctx, cancel := clockutil.WithTimeout(ctx, s.Engine.Clock, s.Engine.RequestTimeout)
+	defer cancel()
+	start := s.Engine.Clock.Now()
+	rows, err := s.Read(rctx)
+	s.Engine.observe("get", start, err)
+	return rows, err
+}
+
+// candidates returns the places a poll runs a round on: without Read, all
+// of them (each round reads); with Read, those that may be written now
+// (free, a lease to take over or a hand-over to confirm, or a write of
+// ours found landed), from a random one on.
+func (s *waiting) candidates() []int {
+	var out []int
+	for i, a := range s.acqs {
+		if s.Read == nil || a.Ready() {
+			out = append(out, i)
+		}
+	}
+	if n := len(out); n > 1 {
+		off := rand.IntN(n)
+		out = append(out[off:], out[:off]...)
+	}
+	return out
+}
+
+// note tells Failing of a poll's outcome.
+func (s *waiting) note(err error) {
+	if s.Failing != nil {
+		s.Failing.Note(s.FailKey, err)
+	}
+}

@@ -32,7 +32,7 @@ func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity st
 
 // acquirer returns an acquirer of r's lease, as its campaign's wait makes.
 func acquirer(r *run) *rvnlease.Acquirer {
-	return rvnlease.NewAcquirer(r.cfg, lockPort{r.e.cfg.Lock}, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
+	return rvnlease.NewAcquirer(r.cfg, r.e.cfg.Lock, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.

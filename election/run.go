@@ -1,8 +1,6 @@
 package election
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,7 +37,7 @@ func newRun(e *Elector) *run {
 		Observe:        e.observeRequest,
 	}
 	r.cfg = &cfg
-	r.hold = rvnlease.NewHolder(&cfg, lockPort{e.cfg.Lock})
+	r.hold = rvnlease.NewHolder(&cfg, e.cfg.Lock)
 	return r
 }
 
@@ -62,33 +60,4 @@ func (r *run) newRecord(released bool) resourcelock.Record {
 // confirm records that the write of it, sent at sent, landed.
 func (r *run) confirm(it resourcelock.Item, sent time.Time) {
 	r.cur, r.sent = it, sent
-}
-
-// lockPort is the engine's view of a resourcelock.Interface.
-type lockPort struct{ l resourcelock.Interface }
-
-func (p lockPort) Get(ctx context.Context) (resourcelock.Item, error) {
-	rec, err := p.l.Get(ctx)
-	return resourcelock.Item{Record: rec}, err
-}
-
-func (p lockPort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
-	rec, err := p.l.Create(ctx, rec)
-	return resourcelock.Item{Record: rec}, err
-}
-
-func (p lockPort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
-	rec, err := p.l.Update(ctx, expect, rec)
-	return resourcelock.Item{Record: rec}, err
-}
-
-// Fence fences through the lock's Fencer (New checks that it has one when
-// Config.Fencing).
-func (p lockPort) Fence(ctx context.Context, _, acquisitionID string) (resourcelock.Item, error) {
-	f, ok := p.l.(resourcelock.Fencer)
-	if !ok {
-		return resourcelock.Item{}, fmt.Errorf("%w: %s cannot fence", resourcelock.ErrNoFencing, p.l.Describe())
-	}
-	rec, err := f.Fence(ctx, acquisitionID)
-	return resourcelock.Item{Record: rec}, err
 }

@@ -90,14 +90,8 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 		t.slot = s
 	}
 	start := c.clk.Now()
-	port := acquirePort{c: c, key: t.key, cfg: &a}
-	if t.set != nil {
-		port.set = t.set.rows
-	}
-	place := rvnlease.Place{Key: t.key, Port: port, NewRecord: c.newRecord(&a), Lease: c.cfg.lease}
-	if c.cfg.fair {
-		place.Queue = port
-	}
+	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
+		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease}
 	w := c.wait(a, try, t.key.String())
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)

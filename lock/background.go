@@ -10,7 +10,7 @@ type background struct{ l *Lock }
 func (b background) Renew() {
 	l := b.l
 	if err := l.heartbeat(context.Background(), heartbeatConfig{}); err != nil {
-		l.c.log.V(1).Info("heartbeat failed", "key", l.key.String(), "error", err.Error())
+		l.c.log.V(1).Info("heartbeat failed", "key", l.lease.Key().String(), "error", err.Error())
 	}
 }
 

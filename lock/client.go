@@ -25,6 +25,7 @@ type Client struct {
 	clk      clockutil.Clock
 	log      logr.Logger
 	external bool // built from a caller's Store: key checks are the store's
+	base     *resourcelock.Lease // the client's leases: its store, owner and hold options (At a key)
 	seen     *rvnlease.Watches
 	failing  *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
 	engine   [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
@@ -71,7 +72,7 @@ func New(cfg Config) (*Client, error) {
 		if cfg.Fencing && !cfg.Store.CanFence() {
 			return nil, invalid("Fencing", "is set, but %s keeps no fencing generations", cfg.Store.Describe())
 		}
-		return newClient(cfg.Store, c, true), nil
+		return newClient(cfg.Store, c, true)
 	case cfg.Client == nil:
 		return nil, invalid("Client", "is nil (or give Store)")
 	case cfg.Fencing && cfg.FenceTable == "":
@@ -95,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, &OptionError{Option: storeField(err), Err: err}
 	}
-	return newClient(store, c, false), nil
+	return newClient(store, c, false)
 }
 
 // storeField returns the field of Config behind the dynamodbstore.Config
@@ -113,7 +114,7 @@ func storeField(err error) string {
 	}
 }
 
-func newClient(store resourcelock.Store, cfg config, external bool) *Client {
+func newClient(store resourcelock.Store, cfg config, external bool) (*Client, error) {
 	c := &Client{
 		store:    store,
 		cfg:      cfg,
@@ -123,6 +124,13 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 		seen:     rvnlease.NewWatches(cfg.cacheSize),
 		slots:    map[resourcelock.Key]*slot{},
 	}
+	// A lease at a placeholder key: every lease of the client is made
+	// from it At a key, sharing its store, owner and options.
+	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.owner)
+	if err != nil {
+		return nil, &OptionError{Option: "Owner", Err: err}
+	}
+	c.base = base.With(c.writeOptions(nil)).(*resourcelock.Lease)
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
@@ -133,7 +141,7 @@ func newClient(store resourcelock.Store, cfg config, external bool) *Client {
 	if cfg.heartbeat > 0 {
 		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}
-	return c
+	return c, nil
 }
 
 // CheckTable checks the lock table (and the fence table) now, with one
@@ -325,7 +333,7 @@ func (c *Client) Close(ctx context.Context) error {
 		case sem <- struct{}{}:
 		case <-rctx.Done():
 			cancel()
-			errs[i] = fmt.Errorf("lock %q: not released before the deadline; it will run out: %w", l.key, rctx.Err())
+			errs[i] = fmt.Errorf("lock %q: not released before the deadline; it will run out: %w", l.lease.Key(), rctx.Err())
 			continue
 		}
 		wg.Go(func() {

@@ -75,7 +75,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	if set := l.slot.set; set != nil {
 		err = g.GuardKeys(ctx, set.keys, h, items)
 	} else {
-		err = g.Guard(ctx, l.key, h, items)
+		err = g.Guard(ctx, l.lease.Key(), h, items)
 	}
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
 	l.c.cfg.metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
@@ -88,7 +88,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request
 		// was in flight.
-		lost := l.setLoss(l.hold.Lost(context.WithoutCancel(ctx), l.key.String(), err))
+		lost := l.setLoss(l.hold.Lost(context.WithoutCancel(ctx), l.lease.Key().String(), err))
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.loseLocked(lost)

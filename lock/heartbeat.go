@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -42,7 +39,7 @@ func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
 // that had landed) by the row the failure carries or a read.
 func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	if err := l.startWrite(ctx); err != nil {
-		return fmt.Errorf("lock %q: heartbeat not sent: %w", l.key, err)
+		return fmt.Errorf("lock %q: heartbeat not sent: %w", l.lease.Key(), err)
 	}
 	defer l.endWrite()
 
@@ -69,18 +66,18 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	l.c.cfg.metrics.Heartbeat(w.Outcome(), d)
 	switch {
 	case w.Landed:
-		l.c.failing.Note(l.key.String(), nil)
+		l.c.failing.Note(l.lease.Key().String(), nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
 		return nil
 	case w.Lost:
-		l.loseLocked(l.setLoss(w.Loss(l.key.String())))
+		l.loseLocked(l.setLoss(w.Loss(l.lease.Key().String())))
 		return l.err
 	default:
-		l.c.failing.Note(l.key.String(), w.Err)
+		l.c.failing.Note(l.lease.Key().String(), w.Err)
 		l.extrasLocked().lastErr = w.Err
-		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.key, w.Err)
+		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.lease.Key(), w.Err)
 	}
 }
 
@@ -97,13 +94,13 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
+		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 	switch {
 	case !l.ended:
 		return nil
 	case errors.Is(l.err, ErrReleased):
-		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.key)
+		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.lease.Key())
 	default:
 		return l.err
 	}
@@ -126,22 +123,6 @@ func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Recor
 		RenewTime:      now,
 		Data:           cur.Data,
 	}
-}
-
-// writeOptions returns the options of a write: the TTL when enabled (the
-// wall-clock time plus the lease plus the slack), and attributes.
-func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourcelock.WriteOptions {
-	o := resourcelock.WriteOptions{}
-	if len(attrs) > 0 {
-		o.Attributes = make(map[string]any, len(attrs))
-		for name, v := range attrs {
-			o.Attributes[name] = v
-		}
-	}
-	if c.cfg.ttlSlack > 0 {
-		o.Expires = time.Now().Add(clockutil.Add(c.cfg.lease, c.cfg.ttlSlack))
-	}
-	return o
 }
 
 // HeartbeatOption configures one Lock.Heartbeat.

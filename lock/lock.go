@@ -28,9 +28,11 @@ import (
 // with the clock directly, so a stuck heartbeat or a paused process cannot
 // make it look held longer.
 type Lock struct {
-	c    *Client
-	key  resourcelock.Key
-	slot *slot // the key's, or a set's first key's (which has the set)
+	c *Client
+	// lease is the key's lease with the client's hold options (a set's
+	// name, for a set, whose holder writes through the set: holdLease).
+	lease resourcelock.Lease
+	slot  *slot // the key's, or a set's first key's (which has the set)
 
 	// hold, the engine's holder of the row, is used only by the writer
 	// holding the write slot (writing): the lock's writes, heartbeats and
@@ -97,16 +99,16 @@ var closed = func() chan struct{} {
 func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
 	l := &Lock{
 		c:         c,
-		key:       t.key,
+		lease:     c.base.At(t.key),
 		slot:      t.slot,
 		permit:    t.permit,
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
 		holds:     1,
 	}
-	// A Holder kept by value, over a port that is one pointer: no
+	// A Holder kept by value, over a lease kept in the lock: no
 	// allocation of their own.
-	l.hold = *rvnlease.NewHolder(c.engine[0], lockPort{l})
+	l.hold = *rvnlease.NewHolder(c.engine[0], l.holdLease())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepLocked(it)
@@ -159,7 +161,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 // kept fields, this client's owner and lease, and the lock's key.
 func (l *Lock) itemLocked() resourcelock.Item {
 	it := resourcelock.Item{
-		Key: l.key,
+		Key: l.lease.Key(),
 		Record: resourcelock.Record{
 			HolderIdentity:    l.c.cfg.owner,
 			RVN:               l.row.rvn,
@@ -228,10 +230,10 @@ func (l *Lock) endWrite() {
 }
 
 // Key returns the lock's key (its partition key value).
-func (l *Lock) Key() string { return l.key.Partition }
+func (l *Lock) Key() string { return l.lease.Key().Partition }
 
 // SortKey returns the lock's sort key value, empty without one.
-func (l *Lock) SortKey() string { return l.key.Sort }
+func (l *Lock) SortKey() string { return l.lease.Key().Sort }
 
 // Owner returns the owner name the lock is held under.
 func (l *Lock) Owner() string { return l.c.cfg.owner }
@@ -354,7 +356,7 @@ func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
+		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 }
 
@@ -369,7 +371,7 @@ func (l *Lock) checkMonitor() {
 	}
 	l.mu.Unlock()
 	if run {
-		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "severity", "warning", "key", l.key.String())
+		l.c.log.Info("lock in danger: no heartbeat confirmed within the session monitor's safe time", "severity", "warning", "key", l.lease.Key().String())
 		x.monitor.callback()
 	}
 }
@@ -381,7 +383,7 @@ func (l *Lock) checkMonitor() {
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if !l.ended && l.c.valid.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.key.String(), l.lastErrLocked()))
+		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 	if !sent.Before(l.sent) {
 		l.keepLocked(it)
@@ -435,7 +437,7 @@ func (l *Lock) loseLocked(err error) {
 	if l.ended {
 		return
 	}
-	l.c.log.Info("lock lost", "key", l.key.String(), "reason", err.Error())
+	l.c.log.Info("lock lost", "key", l.lease.Key().String(), "reason", err.Error())
 	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
 		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
@@ -451,7 +453,7 @@ func (l *Lock) loseLocked(err error) {
 func (l *Lock) endLocked(err error) {
 	l.ended = true
 	l.err = err
-	l.c.failing.Forget(l.key.String()) // its heartbeats are over
+	l.c.failing.Forget(l.lease.Key().String()) // its heartbeats are over
 	l.c.valid.End(l)
 	if x := l.x; x != nil {
 		if x.monitorT != nil {

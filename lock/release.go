@@ -65,7 +65,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 		}
 		l.endLocked(ErrReleased)
 		l.reportReleasedLocked()
-		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.key, err)
+		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.lease.Key(), err)
 	}
 	defer l.endWrite()
 
@@ -80,7 +80,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 			// RVN hands it over now rather than after a lease, and fails
 			// harmlessly when someone has.
 			if rerr := l.writeRelease(rctx, cur, r); rerr != nil {
-				l.c.log.Info("releasing a lock whose validity had passed did not succeed; it will run out", "key", l.key.String(), "error", rerr.Error())
+				l.c.log.Info("releasing a lock whose validity had passed did not succeed; it will run out", "key", l.lease.Key().String(), "error", rerr.Error())
 			}
 		}
 		return err
@@ -115,12 +115,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	}
 	if del {
 		// A later heartbeat that landed unseen is deleted in turn.
-		w := l.hold.RemoveOwn(rctx, cur, func(ctx context.Context, expect resourcelock.Precondition) error {
-			if set := l.slot.set; set != nil {
-				return set.rows.Remove(ctx, expect)
-			}
-			return l.c.store.Remove(ctx, l.key, expect)
-		})
+		w := l.hold.RemoveOwn(rctx, cur)
 		return l.afterRelease(w, cur)
 	}
 	next := func(cur resourcelock.Item) resourcelock.Record {
@@ -135,7 +130,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// Handed to the queue's head when others wait (a set's first
 		// key: see resourcelock.Set); an earlier heartbeat that landed
 		// unseen is written over again.
-		w = l.hold.ReleaseQueued(rctx, cur, next, lockPort{l}.port())
+		w = l.hold.ReleaseQueued(rctx, cur, next, l.holdLease().(resourcelock.Queuer))
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
@@ -143,10 +138,10 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			// late (waiting longer is always safe), so that the waiters
 			// already queued, who see it a poll later at most, take over
 			// a hand-over nobody confirms before it does.
-			prev, _, _ := l.c.seen.Get(l.key)
+			prev, _, _ := l.c.seen.Get(l.lease.Key())
 			obs := rvnlease.Observation{Pace: prev.Pace}
 			obs.Observe(w.Item.Record, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
-			l.c.seen.Put(l.key, obs, rvnlease.Attempts{})
+			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
 		}
 	} else {
 		// Unfair: an earlier heartbeat that landed unseen is written
@@ -164,11 +159,11 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 	switch {
 	case w.ReleaseDone(cur):
 		if !w.Landed && !w.Missing {
-			l.c.log.V(1).Info("the row changed while the release was under way; it may have landed first", "key", l.key.String())
+			l.c.log.V(1).Info("the row changed while the release was under way; it may have landed first", "key", l.lease.Key().String())
 		}
 		return nil
 	case w.Lost:
-		lost := l.setLoss(w.Loss(l.key.String()))
+		lost := l.setLoss(w.Loss(l.lease.Key().String()))
 		l.mu.Lock()
 		if _, already := l.err.(*dynalease.LostError); !already {
 			l.err = lost
@@ -176,7 +171,7 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 		l.mu.Unlock()
 		return lost
 	default:
-		return fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.key, w.Err)
+		return fmt.Errorf("lock %q: release not confirmed, the lock will run out: %w", l.lease.Key(), w.Err)
 	}
 }
 

@@ -128,7 +128,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	w.Places = make([]rvnlease.Place, len(keys))
 	for i, k := range keys {
 		w.Places[i] = rvnlease.Place{
-			Key: k, Port: acquirePort{c: c, key: k, cfg: &a}, NewRecord: c.newRecord(&a),
+			Key: k, Lease: c.acquireLease(target{key: k}, &a), NewRecord: c.newRecord(&a),
 			Claim: func() bool {
 				s, _, err := c.claim(ctx, k, acquireConfig{failIfLocked: true})
 				slots[i] = s

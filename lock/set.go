@@ -82,6 +82,7 @@ func (c *Client) acquireSet(ctx context.Context, keys []string, opts []AcquireOp
 // slot on each key (in the order of rows.Keys()).
 type setHold struct {
 	rows  *resourcelock.Set
+	hold  resourcelock.Interface // rows with the client's hold options
 	keys  []resourcelock.Key
 	slots []*slot
 }
@@ -116,14 +117,14 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	if !ok {
 		return a, nil, &OptionError{Option: "keys", Err: fmt.Errorf("%w: %s", resourcelock.ErrNotMany, c.store.Describe())}
 	}
-	rows, err := resourcelock.NewSet(store, members)
+	rows, err := resourcelock.NewSet(store, members, c.cfg.owner)
 	if err != nil {
 		return a, nil, &OptionError{Option: "keys", Err: err}
 	}
 	if n, most := len(rows.Keys()), store.MaxFenceMany(); c.cfg.fencing && n > most {
 		return a, nil, invalid("keys", "%d keys; a client with fencing tokens takes at most %d in a set (fencing writes two items per key in one transaction)", n, most)
 	}
-	return a, &setHold{rows: rows, keys: rows.Keys()}, nil
+	return a, &setHold{rows: rows, hold: rows.With(c.writeOptions(nil)), keys: rows.Keys()}, nil
 }
 
 // claimSet takes this client's slots on every key of set, all or none:
@@ -168,7 +169,7 @@ func (c *Client) unclaimTarget(t target) {
 
 // unclaimLock gives up the slots of l.
 func (c *Client) unclaimLock(l *Lock) {
-	c.unclaimTarget(target{key: l.key, slot: l.slot, set: l.slot.set})
+	c.unclaimTarget(target{key: l.lease.Key(), slot: l.slot, set: l.slot.set})
 }
 
 // own records l as the holder of t's slots. The client's mu is held.
@@ -187,7 +188,7 @@ func (t target) own(l *Lock) {
 func (l *Lock) Keys() []string {
 	set := l.slot.set
 	if set == nil {
-		return []string{l.key.Partition}
+		return []string{l.lease.Key().Partition}
 	}
 	keys := make([]string, len(set.keys))
 	for i, k := range set.keys {
@@ -208,7 +209,7 @@ func (l *Lock) setLoss(e *dynalease.LostError) *dynalease.LostError {
 	if !ok {
 		return e
 	}
-	e.Lease = fmt.Sprintf("%s (key %s)", l.key, d.Key)
+	e.Lease = fmt.Sprintf("%s (key %s)", l.lease.Key(), d.Key)
 	switch {
 	case d.Missing:
 		e.Reason, e.Holder = dynalease.Deleted, ""

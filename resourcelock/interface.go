@@ -5,25 +5,29 @@ import (
 	"errors"
 )
 
-// Interface is the storage contract behind a single named lease.
+// Interface is the storage contract behind a single named lease: the one
+// every kind of lock acquires, holds and releases through. A store bound
+// to one key (Lease) is one; several rows folded into one lease (Set) are
+// one too. What only some leases can do is an optional capability the
+// caller finds on the value it holds: Fencer, Queuer, Remover, Optioner.
 //
 // Implementations must make each method a single atomic step against the
 // store: Create and Update either apply completely or not at all, and Get
 // reflects every write that completed before it was called (a strongly
 // consistent read). Implementations must be safe for concurrent use.
 type Interface interface {
-	// Get returns the current record. It returns an error wrapping
+	// Get returns the current row. It returns an error wrapping
 	// ErrNotFound when there is none.
-	Get(ctx context.Context) (Record, error)
+	Get(ctx context.Context) (Item, error)
 
 	// Create writes rec when there is no record or the record is marked
 	// released, in one request. It counts a new acquisition: the stored
 	// LeaderTransitions is one more than the previous record's (or 1 when
-	// there was none), whatever rec holds. It returns the record as stored,
+	// there was none), whatever rec holds. It returns the row as stored,
 	// or an error wrapping ErrConflict when a record exists and is not
 	// released. rec.HolderIdentity must be empty or equal Identity(); an
 	// empty one is filled in.
-	Create(ctx context.Context, rec Record) (Record, error)
+	Create(ctx context.Context, rec Record) (Item, error)
 
 	// Update writes rec when the current record satisfies expect: it
 	// carries expect.RVN and, when expect.HolderIdentity is set, names it
@@ -31,16 +35,16 @@ type Interface interface {
 	// expect.HolderIdentity empty is a takeover and counts a new
 	// acquisition like Create; one with it set is the
 	// holder's own write (a renewal or a release) and leaves
-	// LeaderTransitions unchanged. It returns the record as stored, or an
+	// LeaderTransitions unchanged. It returns the row as stored, or an
 	// error wrapping ErrConflict when the precondition does not hold or
 	// there is no record. rec.HolderIdentity must be empty or equal
-	// Identity().
-	Update(ctx context.Context, expect Precondition, rec Record) (Record, error)
+	// Identity(), unless rec hands the lease over (HandedTo).
+	Update(ctx context.Context, expect Precondition, rec Record) (Item, error)
 
-	// Identity returns the holder identity this lock writes into records.
+	// Identity returns the holder identity this lease writes into records.
 	Identity() string
 
-	// Describe returns a short human-readable name of the lock, for logs.
+	// Describe returns a short human-readable name of the lease, for logs.
 	Describe() string
 }
 
@@ -55,13 +59,37 @@ type Precondition struct {
 	HolderIdentity string
 }
 
-// Fencer is implemented by leases that can be given fencing tokens; see
-// Store.Fence. Fence gives the record, held by this lock's identity under
+// Fencer is a lease that can be given fencing tokens (see Store.Fence).
+// Fence gives the record, held by this lease's identity under
 // acquisitionID, a new fencing generation; CanFence reports whether it can
 // (see Store.CanFence).
 type Fencer interface {
-	Fence(ctx context.Context, acquisitionID string) (Record, error)
+	Fence(ctx context.Context, acquisitionID string) (Item, error)
 	CanFence() bool
+}
+
+// Queuer is a lease with a queue of waiters (see Store.Join, Store.Leave
+// and WriteOptions.Dequeue): Join and Leave as the store's for the lease's
+// key, and UpdateDequeue, an Update whose write is also conditioned on the
+// queue by d and takes the entries d names out.
+type Queuer interface {
+	Join(ctx context.Context, w Waiter) (Item, error)
+	Leave(ctx context.Context, ticket string, index int) (Item, error)
+	UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error)
+}
+
+// Remover is a lease whose row its holder can delete: Remove deletes it
+// when it satisfies expect, or returns an error wrapping ErrConflict.
+type Remover interface {
+	Remove(ctx context.Context, expect Precondition) error
+}
+
+// Optioner is a lease whose writes carry WriteOptions: With returns the
+// same lease (sharing its state) writing o instead. A lock writes its
+// acquisition's attributes and data choice through one, its holder's
+// writes through another.
+type Optioner interface {
+	With(o WriteOptions) Interface
 }
 
 // ErrGuardLost is returned by a guarded write (one a store conditions on

@@ -177,10 +177,11 @@ func checkIdentity(id string) error {
 // fillHolder returns rec naming holder id, or an error when it names
 // someone else.
 func fillHolder(id string, rec Record) (Record, error) {
-	switch rec.HolderIdentity {
-	case "":
+	switch {
+	case rec.HolderIdentity == "":
 		rec.HolderIdentity = id
-	case id:
+	case rec.HolderIdentity == id, rec.HandedTo != "":
+		// Its own, or a hand-over naming the waiter it goes to.
 	default:
 		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", ErrInvalidArgument, rec.HolderIdentity, id)
 	}
@@ -203,6 +204,9 @@ func PrepareWrite(key Key, rec Record, opts WriteOptions) (Record, WriteOptions,
 	}
 	if err := opts.check(); err != nil {
 		return Record{}, opts, err
+	}
+	if opts.TTL > 0 && opts.Expires.IsZero() {
+		opts.Expires = time.Now().Add(opts.TTL)
 	}
 	opts.Expires = expiresSeconds(opts.Expires)
 	rec, err := prepareRecord(rec)

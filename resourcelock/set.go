@@ -109,6 +109,22 @@ import (
 // members as one: the longest lease counts from the last change of any of
 // them, not each from its own.
 type Set struct {
+	*setRows
+	identity string
+	opts     WriteOptions // what its Create and Update write (With)
+}
+
+var (
+	_ Interface = (*Set)(nil)
+	_ Fencer    = (*Set)(nil)
+	_ Queuer    = (*Set)(nil)
+	_ Remover   = (*Set)(nil)
+	_ Optioner  = (*Set)(nil)
+)
+
+// setRows is a Set's rows and what it remembers of its writes, shared by
+// the Set's views (With).
+type setRows struct {
 	store ManyStore
 	keys  []Key
 	key   Key
@@ -134,11 +150,14 @@ type Set struct {
 const compositeMark = "\x00set"
 
 // NewSet returns the set of rows at keys of store, sorted and without
-// duplicates. It checks the keys against the store's MaxMany and sends no
-// request.
-func NewSet(store ManyStore, keys []Key) (*Set, error) {
+// duplicates, written as identity. It checks the keys against the store's
+// MaxMany and sends no request.
+func NewSet(store ManyStore, keys []Key, identity string) (*Set, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", ErrInvalidArgument)
+	}
+	if err := checkIdentity(identity); err != nil {
+		return nil, err
 	}
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, compareKeys)
@@ -150,8 +169,18 @@ func NewSet(store ManyStore, keys []Key) (*Set, error) {
 	for i, k := range keys {
 		names[i] = k.String()
 	}
-	return &Set{store: store, keys: keys, key: Key{Partition: strings.Join(names, ",")}}, nil
+	return &Set{setRows: &setRows{store: store, keys: keys, key: Key{Partition: strings.Join(names, ",")}}, identity: identity}, nil
 }
+
+// With returns the set writing o with every Create and Update, sharing
+// this one's memory of its writes.
+func (s *Set) With(o WriteOptions) Interface { return &Set{setRows: s.setRows, identity: s.identity, opts: o} }
+
+// Identity returns the holder identity the set writes.
+func (s *Set) Identity() string { return s.identity }
+
+// Describe returns the store's description and the set's name.
+func (s *Set) Describe() string { return s.store.Describe() + "/" + s.key.String() }
 
 func compareKeys(a, b Key) int {
 	if c := strings.Compare(a.Partition, b.Partition); c != 0 {
@@ -169,6 +198,9 @@ func (s *Set) Key() Key { return s.key }
 
 // Store returns the store the members are in.
 func (s *Set) Store() ManyStore { return s.store }
+
+// CanFence reports whether Fence can work (see Store.CanFence).
+func (s *Set) CanFence() bool { return s.store.CanFence() }
 
 // Get reads every member in one snapshot and returns them folded into one
 // item, or an error wrapping ErrNotFound when every member is missing.
@@ -330,17 +362,25 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 }
 
 // Create writes rec on every member when each is missing or released.
-func (s *Set) Create(ctx context.Context, rec Record, opts WriteOptions) (Item, error) {
+func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
+	rec, err := fillHolder(s.identity, rec)
+	if err != nil {
+		return Item{}, err
+	}
 	writes := make([]Write, len(s.keys))
 	for i, k := range s.keys {
 		writes[i] = Write{Key: k, Kind: WriteCreate}
 	}
-	return s.write(ctx, fill(writes, rec, opts, nil), rec, true)
+	return s.write(ctx, fill(writes, rec, s.opts, nil), rec, true)
 }
 
 // Update writes rec on every member when the set is in the state expect
 // names (see Set).
-func (s *Set) Update(ctx context.Context, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
+func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item, error) {
+	rec, err := fillHolder(s.identity, rec)
+	if err != nil {
+		return Item{}, err
+	}
 	if err := CheckPrecondition(expect); err != nil {
 		return Item{}, err
 	}
@@ -348,7 +388,7 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record, opts 
 	if err != nil {
 		return Item{}, err
 	}
-	return s.write(ctx, fill(writes, rec, opts, nil), rec, expect.HolderIdentity == "")
+	return s.write(ctx, fill(writes, rec, s.opts, nil), rec, expect.HolderIdentity == "")
 }
 
 // UpdateDequeue is Update with d conditioning the first member's write on
@@ -358,7 +398,11 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record, opts 
 // released, each with rec's RVN. A holder's write that expects a composite
 // (a waiter passing on the first member, handed to it, while others are
 // free) writes the first member only, conditioned on its RVN and holder.
-func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue, opts WriteOptions) (Item, error) {
+func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error) {
+	rec, err := fillHolder(s.identity, rec)
+	if err != nil {
+		return Item{}, err
+	}
 	if err := CheckPrecondition(expect); err != nil {
 		return Item{}, err
 	}
@@ -375,7 +419,7 @@ func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record
 			return Item{}, err
 		}
 	}
-	return s.write(ctx, fill(writes, rec, opts, d), rec, expect.HolderIdentity == "")
+	return s.write(ctx, fill(writes, rec, s.opts, d), rec, expect.HolderIdentity == "")
 }
 
 // firstExpectation returns the write of the first member that a holder's
@@ -528,8 +572,8 @@ func (s *Set) Remove(ctx context.Context, expect Precondition) error {
 // is higher than every token any member carried before, and lower than
 // the token of any later acquisition of any member. It returns the set
 // as fenced.
-func (s *Set) Fence(ctx context.Context, holder, acquisitionID string) (Item, error) {
-	gen, err := s.store.FenceMany(ctx, s.keys, holder, acquisitionID)
+func (s *Set) Fence(ctx context.Context, acquisitionID string) (Item, error) {
+	gen, err := s.store.FenceMany(ctx, s.keys, s.identity, acquisitionID)
 	if err != nil {
 		return Item{}, err
 	}

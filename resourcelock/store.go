@@ -58,6 +58,10 @@ type WriteOptions struct {
 	// Expires sets the row's TTL (rounded up to whole seconds); the zero
 	// time removes it.
 	Expires time.Time
+	// TTL, when positive and Expires is zero, sets Expires to the write's
+	// wall-clock time plus TTL (PrepareWrite does), so that a lease can
+	// carry it for all its writes.
+	TTL time.Duration
 	// Dequeue, when not nil, conditions the write on the row's queue
 	// and removes the entries it names (see Dequeue).
 	Dequeue *Dequeue

@@ -71,12 +71,12 @@ type Acquirer struct {
 	fed   *answer           // the row as a caller's read showed it (Feed), for the next round
 }
 
-// NewAcquirer returns an acquirer of the lease behind port. newRecord
+// NewAcquirer returns an acquirer of lease. newRecord
 // returns the record of each write, with a fresh RVN; cur is the row of
 // ours being renewed, or the zero Item for a create or a takeover. cfg may
 // be shared, and must not change.
-func NewAcquirer(cfg *Config, port Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
-	return &Acquirer{w: writer{cfg: cfg, port: port}, newRecord: newRecord}
+func NewAcquirer(cfg *Config, lease resourcelock.Interface, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
+	return &Acquirer{w: writer{cfg: cfg, port: lease}, newRecord: newRecord}
 }
 
 // Round makes one attempt. It returns an error, and no Result, for a
@@ -222,7 +222,7 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 		for _, w := range a.q.last.Queue[:a.q.place+1] {
 			d.Tickets = append(d.Tickets, w.Ticket)
 		}
-		send = func(c context.Context) (resourcelock.Item, error) { return a.q.port.UpdateDequeue(c, expect, rec, d) }
+		send = func(c context.Context) (resourcelock.Item, error) { return a.q.lease.UpdateDequeue(c, expect, rec, d) }
 	}
 	ans := a.w.write(ctx, rec, expect.RVN, send)
 	a.observe(ans)
@@ -288,9 +288,13 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	if !res.Item.NeedsFence() {
 		return res, nil
 	}
+	fencer, ok := a.w.port.(resourcelock.Fencer)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %s cannot fence", resourcelock.ErrNoFencing, a.w.port.Describe())
+	}
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
-	fenced, err := a.w.port.Fence(rctx, cfg.Identity, res.Item.AcquisitionID)
+	fenced, err := fencer.Fence(rctx, res.Item.AcquisitionID)
 	cancel()
 	cfg.observe("fence", start, err)
 	if err == nil {

@@ -27,39 +27,30 @@ var (
 	errTimeout = errors.New("request timed out")
 )
 
-// storePort is one key of a Store, as the lock package's port is.
-type storePort struct{ s resourcelock.Store }
-
-func (p storePort) Get(ctx context.Context) (resourcelock.Item, error) { return p.s.Get(ctx, key) }
-func (p storePort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
-	return p.s.Create(ctx, key, rec, resourcelock.WriteOptions{})
-}
-func (p storePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
-	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{})
-}
-
-func (p storePort) Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error) {
-	return p.s.Fence(ctx, key, holder, acquisitionID)
-}
-
 // engine is an acquirer and a holder named "me" over one faulty in-memory
 // row, on a fake clock. Rounds run in the test's goroutine: nothing races
 // the clock.
 type engine struct {
-	t   *testing.T
-	fc  *clocktesting.FakeClock
-	mem *rlt.MemoryStore
-	fs  *rlt.FaultyStore
-	acq *Acquirer
-	hld *Holder
+	t     *testing.T
+	fc    *clocktesting.FakeClock
+	mem   *rlt.MemoryStore
+	fs    *rlt.FaultyStore
+	acq   *Acquirer
+	hld   *Holder
+	lease *resourcelock.Lease
 }
 
 func newEngine(t *testing.T) *engine {
 	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: rlt.NewMemoryStore()}
 	e.fs = rlt.NewFaultyStore(e.mem)
 	cfg := Config{Clock: e.fc, Identity: "me", RequestTimeout: time.Second, Validity: validity}
-	e.acq = NewAcquirer(&cfg, storePort{e.fs}, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
-	e.hld = NewHolder(&cfg, storePort{e.fs})
+	lease, err := resourcelock.NewLease(e.fs, key, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lease = lease
+	e.acq = NewAcquirer(&cfg, lease, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
+	e.hld = NewHolder(&cfg, lease)
 	return e
 }
 

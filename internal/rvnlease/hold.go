@@ -19,11 +19,10 @@ type Holder struct {
 	w writer
 }
 
-// NewHolder returns a holder of the lease behind port. cfg may be shared
-// (a lock client's thousands of held locks share one), and must not
-// change.
-func NewHolder(cfg *Config, port Port) *Holder {
-	return &Holder{w: writer{cfg: cfg, port: port}}
+// NewHolder returns a holder of lease. cfg may be shared (a lock client's
+// thousands of held locks share one), and must not change.
+func NewHolder(cfg *Config, lease resourcelock.Interface) *Holder {
+	return &Holder{w: writer{cfg: cfg, port: lease}}
 }
 
 // Written is what a holder's write found.
@@ -129,19 +128,23 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 	}
 }
 
-// RemoveOwn deletes the row of cur through remove, a delete conditioned on
-// the precondition it is given (this holder.s identity and an RVN), and
-// settles a failure like Settle. When the row turns out to carry a later
+// RemoveOwn deletes the row of cur with a delete conditioned on this
+// holder's identity and cur's RVN (the lease must be a
+// resourcelock.Remover), and settles a failure like Settle. When the row turns out to carry a later
 // write of this holder (its answer lost), that write is deleted in turn,
 // up to maxRewrites deletes in all. The row gone, whoever deleted it, is
 // reported Lost with Missing (see ReleaseDone).
-func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item, remove func(ctx context.Context, expect resourcelock.Precondition) error) Written {
+func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 	cfg := h.w.cfg
+	remover, ok := h.w.port.(resourcelock.Remover)
+	if !ok {
+		return Written{Err: fmt.Errorf("%w: %s cannot delete its row", resourcelock.ErrInvalidArgument, h.w.port.Describe())}
+	}
 	for try := 1; ; try++ {
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
 		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 		start := cfg.Clock.Now()
-		err := remove(rctx, expect)
+		err := remover.Remove(rctx, expect)
 		cancel()
 		cfg.observe("remove", start, err)
 		if err == nil {

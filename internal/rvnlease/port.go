@@ -1,28 +1,12 @@
 package rvnlease
 
 import (
-	"context"
 	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/clockutil"
-	"github.com/dynalease/dynalease/resourcelock"
 )
-
-// Port is the storage of the one lease the engine works on, with the
-// semantics of resourcelock.Store's methods for one key. A failed
-// condition should return a resourcelock.Conflict carrying the row
-// it found, when the store has it: the engine then settles the write
-// without reading.
-type Port interface {
-	Get(ctx context.Context) (resourcelock.Item, error)
-	Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error)
-	Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error)
-	// Fence gives the row, held by holder under acquisitionID, a new
-	// fencing generation; see resourcelock.Store.Fence.
-	Fence(ctx context.Context, holder, acquisitionID string) (resourcelock.Item, error)
-}
 
 // Config holds what the engine needs to know of the lease and its caller.
 // The caller validates it against the lease.

@@ -11,29 +11,6 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// QueuePort is the storage of one lease's queue of waiters, with the
-// semantics of resourcelock.Store's Join and Leave for one key, and of its
-// Update with a Dequeue: a takeover by the queue's head takes the head's
-// entry out in the same write.
-type QueuePort interface {
-	Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error)
-	Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error)
-	DequeuePort
-	// PassOn writes rec over the row, handed to this waiter and not
-	// confirmed, as UpdateDequeue does, but leaving the row's data,
-	// application attributes and TTL as kept (the row the write
-	// replaces) has them: the waiter passing the hand-over on never held
-	// the lease, and what it would have written with its hold is not
-	// written.
-	PassOn(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue, kept resourcelock.Item) (resourcelock.Item, error)
-}
-
-// DequeuePort is a holder's storage that can condition a write on the
-// queue and take waiters out of it (resourcelock.WriteOptions.Dequeue).
-type DequeuePort interface {
-	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
-}
-
 // maxJoins bounds the joins of one wait: a waiter whose entry vanished (an
 // AWS Java client's acquire rewrites the whole row, queue included) joins
 // again, and after this many joins waits without a place.
@@ -41,7 +18,7 @@ const maxJoins = 3
 
 // queued is a waiter's place in the row's queue.
 type queued struct {
-	port      QueuePort
+	lease     resourcelock.Queuer
 	me        resourcelock.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
@@ -61,21 +38,28 @@ type queued struct {
 	pace       time.Duration
 }
 
-// Queue makes the acquirer fair: on finding the lease held by another, it
-// joins the row's queue (one write), waits reading at a pace set by its
-// place (the head every period, the n-th about when n hand-overs will
-// have passed), confirms a hand-over to it at once, and leaves the queue
-// when it gives up (LeaveQueue) or acquires otherwise. lease is the lease
-// this acquirer will hold, written into a hand-over to it; period is the
-// head's poll period. Call it before the first Round.
-func (a *Acquirer) Queue(port QueuePort, lease, period time.Duration) {
+// Queue makes the acquirer fair when its lease has a queue
+// (resourcelock.Queuer): on finding the lease held by another, it joins
+// the row's queue (one write), waits reading at a pace set by its place
+// (the head every period, the n-th about when n hand-overs will have
+// passed), confirms a hand-over to it at once, and leaves the queue when
+// it gives up (LeaveQueue) or acquires otherwise. lease is the lease this
+// acquirer will hold, written into a hand-over to it; period is the head's
+// poll period. Call it before the first Round. It reports whether the
+// acquirer is now fair.
+func (a *Acquirer) Queue(lease, period time.Duration) bool {
+	q, ok := a.w.port.(resourcelock.Queuer)
+	if !ok {
+		return false
+	}
 	a.q = &queued{
-		port:      port,
+		lease:     q,
 		me:        resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
 		period:    period,
 		place:     -1,
 		prevPlace: -1,
 	}
+	return true
 }
 
 // Place returns the acquirer's index in the row's queue as last seen, and
@@ -165,7 +149,7 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	q.joins++
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
-	it, err := q.port.Join(rctx, q.me)
+	it, err := q.lease.Join(rctx, q.me)
 	cancel()
 	if !errors.Is(err, resourcelock.ErrNotQueued) {
 		cfg.observe("join", start, err) // (one not sent is no request)
@@ -246,7 +230,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 		}
 		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 		start := cfg.Clock.Now()
-		got, err := q.port.Leave(rctx, q.me.Ticket, i)
+		got, err := q.lease.Leave(rctx, q.me.Ticket, i)
 		cancel()
 		cfg.observe("leave", start, err)
 		if err == nil {
@@ -287,7 +271,9 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 // or marked released, by a release conditioned on the handed RVN and this
 // identity, best effort. Nobody held the row meanwhile (a hand-over gives
 // nothing), so this only spares the others the wait of a lease; the row's
-// data, attributes and TTL stay as the releaser left them (QueuePort.PassOn).
+// data, attributes and TTL stay as the releaser left them: each write
+// keeps the data and the TTL of the row it replaces, and names no
+// attribute (resourcelock.Optioner).
 func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 	cfg := a.w.cfg
 	var kept resourcelock.Item // the row each write of the release replaces
@@ -299,13 +285,25 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 		return rec
 	}
 	port := dequeueFunc(func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
-		return a.q.port.PassOn(ctx, expect, rec, d, kept)
+		q := a.q.lease
+		if o, ok := a.w.port.(resourcelock.Optioner); ok {
+			if oq, ok := o.With(resourcelock.WriteOptions{KeepData: true, Expires: kept.Expires}).(resourcelock.Queuer); ok {
+				q = oq
+			}
+		}
+		return q.UpdateDequeue(ctx, expect, rec, d)
 	})
 	w := NewHolder(cfg, a.w.port).ReleaseQueued(ctx, it, next, port)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
 }
 
-// dequeueFunc is a DequeuePort of one function.
+// dequeuer is the part of a resourcelock.Queuer that a release writes
+// through.
+type dequeuer interface {
+	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
+}
+
+// dequeueFunc is a dequeuer of one function.
 type dequeueFunc func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
 
 func (f dequeueFunc) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
@@ -394,7 +392,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, port DequeuePort) Written {
+func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, port dequeuer) Written {
 	identity := h.w.cfg.Identity
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {

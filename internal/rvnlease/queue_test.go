@@ -10,19 +10,6 @@ import (
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
-func (p storePort) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
-	return p.s.Join(ctx, key, w)
-}
-func (p storePort) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
-	return p.s.Leave(ctx, key, ticket, index)
-}
-func (p storePort) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
-	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{Dequeue: d})
-}
-func (p storePort) PassOn(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue, kept resourcelock.Item) (resourcelock.Item, error) {
-	return p.s.Update(ctx, key, expect, rec, resourcelock.WriteOptions{Dequeue: d, KeepData: true, Expires: kept.Expires})
-}
-
 // queueAhead stores a row held by "other" at rvn with n waiters ahead of
 // this acquirer's entry (when it has joined) and m behind.
 func (e *engine) queueAhead(rvn string, n, m int) {
@@ -46,7 +33,7 @@ func (e *engine) queueAhead(rvn string, n, m int) {
 // head and a waiter whose pace is unknown read every period.
 func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e := newEngine(t)
-	e.acq.Queue(storePort{e.fs}, lease, period)
+	e.acq.Queue(lease, period)
 	e.put("other", "r0", false)
 	e.round()
 	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
@@ -127,7 +114,7 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 		}
 	})
 	next := func(cur resourcelock.Item) resourcelock.Record { return e.record(true) }
-	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, storePort{e.fs})
+	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, e.lease)
 	if !w.Landed {
 		t.Fatalf("ReleaseQueued = %+v, want landed", w)
 	}

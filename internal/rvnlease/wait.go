@@ -69,13 +69,13 @@ type Wait struct {
 type Place struct {
 	// Key names it in Watches and in the errors of the wait.
 	Key resourcelock.Key
-	// Port is its storage, with what a win writes; Queue, when set, its
-	// queue of waiters (fair waiting, for a wait of one place).
-	Port  Port
-	Queue QueuePort
-	// Lease is the lease the caller will hold, written into a hand-over
-	// to it (fair waiting).
-	Lease time.Duration
+	// Lease is its storage, writing what a win writes.
+	Lease resourcelock.Interface
+	// Fair makes a wait of one place wait in the lease's queue, when it
+	// has one (resourcelock.Queuer; see Acquirer.Queue), as a holder of
+	// LeaseDuration.
+	Fair          bool
+	LeaseDuration time.Duration
 	// NewRecord returns the record of each write (see NewAcquirer).
 	NewRecord func(cur resourcelock.Item) resourcelock.Record
 	// Claim, when set, is called before a write on the place; false
@@ -164,9 +164,9 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s := &waiting{Wait: w, start: w.Engine.Clock.Now(), holders: make([]string, len(w.Places))}
 	s.acqs = make([]*Acquirer, len(w.Places))
 	for i, p := range w.Places {
-		a := NewAcquirer(w.Engine, p.Port, p.NewRecord)
-		if p.Queue != nil && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
-			a.Queue(p.Queue, p.Lease, w.Period)
+		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
+		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
+			a.Queue(p.LeaseDuration, w.Period)
 		}
 		if w.Watches != nil {
 			obs, doubt, _ := w.Watches.Get(p.Key)

@@ -16,7 +16,7 @@ import (
 // caller learns, as if it had been read.
 type writer struct {
 	cfg      *Config
-	port     Port
+	port     resourcelock.Interface
 	attempts Attempts
 }
 

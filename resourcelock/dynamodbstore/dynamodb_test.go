@@ -242,7 +242,7 @@ func TestDynamoDBReadsJavaHeldItem(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get: %v", err)
 			}
-			wantRecord(t, "Java item", got, resourcelock.Record{
+			wantRecord(t, "Java item", got.Record, resourcelock.Record{
 				HolderIdentity: javaHeldOwner,
 				RVN:            tc.rvn,
 				LeaseDuration:  6000 * time.Millisecond,
@@ -294,7 +294,7 @@ func TestDynamoDBTakesReleasedJavaRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRecord(t, "released Java row", got, resourcelock.Record{
+	wantRecord(t, "released Java row", got.Record, resourcelock.Record{
 		HolderIdentity: "host-a.example-3f1c",
 		RVN:            "4a359dcd-62df-466e-ab75-0ecd2c158288",
 		LeaseDuration:  20 * time.Second,
@@ -313,7 +313,7 @@ func TestDynamoDBTakesReleasedJavaRow(t *testing.T) {
 	want.HolderIdentity = "go-host"
 	want.LeaderTransitions = 1
 	want.AcquisitionID = in.RVN
-	wantRecord(t, "Create result", stored, want)
+	wantRecord(t, "Create result", stored.Record, want)
 	raw := f.getRaw(t, name)
 	wantAbsent(t, raw, "isReleased", "data")
 	wantS(t, raw, "ownerName", "go-host")
@@ -337,7 +337,7 @@ func TestDynamoDBTakesOverJavaLock(t *testing.T) {
 	want.HolderIdentity = "go-host"
 	want.LeaderTransitions = 1
 	want.AcquisitionID = in.RVN
-	wantRecord(t, "takeover result", stored, want)
+	wantRecord(t, "takeover result", stored.Record, want)
 	wantRecord(t, "Get after takeover", mustGet(t, l), want)
 
 	raw := f.getRaw(t, name)
@@ -378,7 +378,7 @@ func mustGet(t *testing.T, l resourcelock.Interface) resourcelock.Record {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	return r
+	return r.Record
 }
 
 // Items we write carry the Java client's attributes with the types it
@@ -941,5 +941,5 @@ func TestDynamoDBThrottling(t *testing.T) {
 		t.Fatalf("throttled renewal: %v, want a non-conflict *types.ThrottlingException", err)
 	}
 	ft.Clear()
-	wantRecord(t, "record after a throttled renewal", mustGet(t, l), first)
+	wantRecord(t, "record after a throttled renewal", mustGet(t, l), first.Record)
 }

@@ -89,7 +89,7 @@ func mustGet(t *testing.T, l resourcelock.Interface) resourcelock.Record {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	return r
+	return r.Record
 }
 
 func wantConflict(t *testing.T, what string, err error) {
@@ -124,7 +124,7 @@ func testCreateThenGet(t *testing.T, newLock func(string) resourcelock.Interface
 	want.HolderIdentity = "a"
 	want.LeaderTransitions = 1
 	want.AcquisitionID = in.RVN // an acquisition is named by its write's RVN
-	wantSame(t, "Create result", stored, want)
+	wantSame(t, "Create result", stored.Record, want)
 	wantSame(t, "Get after Create", mustGet(t, newLock("b")), want)
 }
 
@@ -138,7 +138,7 @@ func testCreateWhileHeld(t *testing.T, newLock func(string) resourcelock.Interfa
 	wantConflict(t, "Create while held", err)
 	_, err = a.Create(ctx(t), rec(time.Second, ""))
 	wantConflict(t, "Create by the holder while held", err)
-	wantSame(t, "record after failed Creates", mustGet(t, a), first)
+	wantSame(t, "record after failed Creates", mustGet(t, a), first.Record)
 }
 
 func testRenewByHolder(t *testing.T, newLock func(string) resourcelock.Interface) {
@@ -156,7 +156,7 @@ func testRenewByHolder(t *testing.T, newLock func(string) resourcelock.Interface
 	want.HolderIdentity = "a"
 	want.LeaderTransitions = first.LeaderTransitions
 	want.AcquisitionID = first.AcquisitionID // a renewal keeps the acquisition
-	wantSame(t, "renewal result (transitions unchanged)", stored, want)
+	wantSame(t, "renewal result (transitions unchanged)", stored.Record, want)
 	wantSame(t, "Get after renewal", mustGet(t, a), want)
 }
 
@@ -170,7 +170,7 @@ func testRenewPreconditions(t *testing.T, newLock func(string) resourcelock.Inte
 	wantConflict(t, "renewal on a wrong RVN", err)
 	_, err = b.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "b"}, rec(time.Second, ""))
 	wantConflict(t, "renewal naming another holder", err)
-	wantSame(t, "record after failed renewals", mustGet(t, a), first)
+	wantSame(t, "record after failed renewals", mustGet(t, a), first.Record)
 }
 
 // A row marked released without a new RVN (an operator's forced release)
@@ -223,7 +223,7 @@ func testTakeoverOnRVN(t *testing.T, newLock func(string) resourcelock.Interface
 	want.HolderIdentity = "b"
 	want.LeaderTransitions = first.LeaderTransitions + 1
 	want.AcquisitionID = in.RVN
-	wantSame(t, "takeover result", stored, want)
+	wantSame(t, "takeover result", stored.Record, want)
 	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, rec(time.Second, ""))
 	wantConflict(t, "renewal by the previous holder", err)
 	wantSame(t, "record after takeover", mustGet(t, a), want)
@@ -269,7 +269,7 @@ func testTakeoverClearsPreviousData(t *testing.T, newLock func(string) resourcel
 	if got.Data != nil || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
 		t.Fatalf("takeover kept the previous holder's attributes: %+v", got)
 	}
-	wantSame(t, "takeover result", stored, got)
+	wantSame(t, "takeover result", stored.Record, got)
 }
 
 func testLeaseRoundedUp(t *testing.T, newLock func(string) resourcelock.Interface) {

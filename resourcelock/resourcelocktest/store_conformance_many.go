@@ -184,7 +184,13 @@ func manyKeys(n int) []resourcelock.Key {
 
 func mustSet(t *testing.T, s resourcelock.ManyStore, keys ...resourcelock.Key) *resourcelock.Set {
 	t.Helper()
-	set, err := resourcelock.NewSet(s, keys)
+	return mustSetAs(t, s, "me", keys...)
+}
+
+// mustSetAs returns the set of keys written as identity.
+func mustSetAs(t *testing.T, s resourcelock.ManyStore, identity string, keys ...resourcelock.Key) *resourcelock.Set {
+	t.Helper()
+	set, err := resourcelock.NewSet(s, keys, identity)
 	if err != nil {
 		t.Fatalf("NewSet: %v", err)
 	}
@@ -201,7 +207,7 @@ func testSetHeldWhole(t *testing.T, s resourcelock.ManyStore) {
 		t.Fatalf("Get of a set of missing rows: %v, want ErrNotFound", err)
 	}
 	r := heldBy("me", 2*time.Second, "")
-	got, err := set.Create(ctx(t), r, resourcelock.WriteOptions{})
+	got, err := set.Create(ctx(t), r)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -217,17 +223,17 @@ func testSetHeldWhole(t *testing.T, s resourcelock.ManyStore) {
 			t.Fatalf("member %s: %s, want the set's record", k, formatStoreItem(it))
 		}
 	}
-	if _, err := set.Create(ctx(t), heldBy("other", time.Second, ""), resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+	if _, err := mustSetAs(t, s, "other", a, b).Create(ctx(t), heldBy("other", time.Second, "")); !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("Create of a held set: %v, want ErrConflict", err)
 	}
 	// A renewal by the holder, then a release.
 	r2 := heldBy("me", 2*time.Second, "")
-	got, err = set.Update(ctx(t), asHolder(read), r2, resourcelock.WriteOptions{})
+	got, err = set.Update(ctx(t), asHolder(read), r2)
 	if err != nil || got.AcquisitionID != r.RVN {
 		t.Fatalf("renewal: %s, %v; want it to keep the acquisition %s", formatStoreItem(got), err, r.RVN)
 	}
 	rel := releasedBy("me")
-	if _, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r2.RVN, HolderIdentity: "me"}, rel, resourcelock.WriteOptions{}); err != nil {
+	if _, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r2.RVN, HolderIdentity: "me"}, rel); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	read, err = set.Get(ctx(t))
@@ -250,11 +256,11 @@ func testSetTakeoverMixed(t *testing.T, s resourcelock.ManyStore) {
 		t.Fatalf("Get of a set with one member held: %s; want held by java for its 3s lease, with a composite RVN", formatStoreItem(seen))
 	}
 	// A holder's write on a composite is refused; a takeover on it lands.
-	if _, err := set.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN, HolderIdentity: "java"}, heldBy("java", time.Second, ""), resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+	if _, err := mustSetAs(t, s, "java", held, released, missing).Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN, HolderIdentity: "java"}, heldBy("java", time.Second, "")); !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("a holder's write on a set of mixed members: %v, want ErrConflict", err)
 	}
 	mine := heldBy("me", time.Second, "")
-	if _, err := set.Update(ctx(t), asTakeover(seen), mine, resourcelock.WriteOptions{}); err != nil {
+	if _, err := set.Update(ctx(t), asTakeover(seen), mine); err != nil {
 		t.Fatalf("takeover on the composite RVN: %v", err)
 	}
 	for _, k := range []resourcelock.Key{held, released, missing} {
@@ -274,7 +280,7 @@ func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
 	}
 	// x renews a: the composite seen is out of date.
 	mustUpdate(t, s, a, asHolder(ia), heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
-	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""))
 	wantConflict(t, "a takeover after a member was renewed", err)
 	wantNoItem(t, "the missing member, after the refused takeover", s, b)
 	// b created meanwhile by another: the composite that saw it missing is out of date too.
@@ -282,9 +288,9 @@ func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
 	mustUpdate(t, s, a, asHolder(ia), releasedBy("x"), resourcelock.WriteOptions{})
 	seen, _ = set.Get(ctx(t))
 	mustCreate(t, s, b, heldBy("y", time.Second, ""), resourcelock.WriteOptions{})
-	_, err = set.Create(ctx(t), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = set.Create(ctx(t), heldBy("me", time.Second, ""))
 	wantConflict(t, "a Create after a member was taken", err)
-	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	_, err = set.Update(ctx(t), asTakeover(seen), heldBy("me", time.Second, ""))
 	wantConflict(t, "a takeover after a missing member was created", err)
 	if it := mustGetItem(t, s, a); !it.Released {
 		t.Fatalf("member a after the refused writes: %s, want released", formatStoreItem(it))
@@ -307,14 +313,14 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 
 	set := mustSet(t, s, a, b)
 	r := heldBy("me", time.Second, "")
-	got, err := set.Create(ctx(t), r, resourcelock.WriteOptions{})
+	got, err := set.Create(ctx(t), r)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	if _, err := s.FenceMany(ctx(t), []resourcelock.Key{a, b}, "someone-else", got.AcquisitionID); !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("FenceMany by another holder: %v, want ErrConflict", err)
 	}
-	fenced, err := set.Fence(ctx(t), "me", got.AcquisitionID)
+	fenced, err := set.Fence(ctx(t), got.AcquisitionID)
 	if err != nil {
 		t.Fatalf("Set.Fence: %v", err)
 	}
@@ -328,7 +334,7 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 		}
 	}
 	// A renewal keeps the token.
-	renewed, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r.RVN, HolderIdentity: "me"}, heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
+	renewed, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r.RVN, HolderIdentity: "me"}, heldBy("me", time.Second, ""))
 	if err != nil || renewed.FencingToken() != token {
 		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", renewed.FencingToken(), err, token)
 	}
@@ -336,7 +342,7 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 	if err != nil || read.FencingToken() != token {
 		t.Fatalf("Get: token %#x, %v; want %#x", read.FencingToken(), err, token)
 	}
-	if _, err := set.Update(ctx(t), asHolder(read), releasedBy("me"), resourcelock.WriteOptions{}); err != nil {
+	if _, err := set.Update(ctx(t), asHolder(read), releasedBy("me")); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	// A later acquisition of b alone, fenced, gets a higher token.
@@ -358,9 +364,9 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 // nothing to join while the first member is free.
 func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 	a, b := storeKey("setq-a"), storeKey("setq-b")
-	holder, waiter := mustSet(t, s, a, b), mustSet(t, s, a, b)
+	holder, waiter := mustSetAs(t, s, "h", a, b), mustSetAs(t, s, "w", a, b)
 	r := heldBy("h", 2*time.Second, "")
-	held, err := holder.Create(ctx(t), r, resourcelock.WriteOptions{})
+	held, err := holder.Create(ctx(t), r)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -376,10 +382,10 @@ func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 	// The release hands the first member over, conditioned on the queue.
 	hand := releasedBy("h")
 	hand.Released, hand.HolderIdentity, hand.LeaseDuration, hand.HandedTo = false, w.Identity, w.Lease, w.Ticket
-	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{All: true}, resourcelock.WriteOptions{}); !errors.Is(err, resourcelock.ErrConflict) {
+	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{All: true}); !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("a release expecting an empty queue: %v, want ErrConflict", err)
 	}
-	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{Tickets: []string{w.Ticket}}, resourcelock.WriteOptions{}); err != nil {
+	if _, err := holder.UpdateDequeue(ctx(t), asHolder(held), hand, &resourcelock.Dequeue{Tickets: []string{w.Ticket}}); err != nil {
 		t.Fatalf("hand-over: %v", err)
 	}
 	if it := mustGetItem(t, s, a); it.HolderIdentity != w.Identity || it.HandedTo != w.Ticket || it.Released || len(it.Queue) != 0 {
@@ -398,7 +404,7 @@ func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 		t.Fatalf("Join with the first member handed to the waiter: %v, want ErrNotQueued", err)
 	}
 	mine := heldBy(w.Identity, w.Lease, "")
-	if _, err := waiter.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN}, mine, resourcelock.WriteOptions{}); err != nil {
+	if _, err := waiter.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN}, mine); err != nil {
 		t.Fatalf("confirmation: %v", err)
 	}
 	for _, k := range []resourcelock.Key{a, b} {

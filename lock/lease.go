@@ -1,0 +1,82 @@
+package lock
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// The leases a client writes through are the store's own, bound to a key
+// (resourcelock.Lease, resourcelock.Set): a holder's writes carry the
+// client's TTL (the client's hold lease, shared by every lock), an
+// acquisition's carry its attributes and data choice too.
+
+// engineFor returns the engine's view of this client's settings, shared by
+// every lock and Acquire of the client.
+func (c *Client) engineFor(onlyIfExists bool) *rvnlease.Config {
+	if onlyIfExists {
+		return c.engine[1]
+	}
+	return c.engine[0]
+}
+
+// engineConfig builds the engine's view of this client's settings.
+func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
+	return &rvnlease.Config{
+		Clock:          c.clk,
+		Identity:       c.cfg.owner,
+		RequestTimeout: c.cfg.requestTimeout,
+		Validity:       c.cfg.validity(),
+		OnlyIfExists:   onlyIfExists,
+		Log:            c.log,
+		Observe:        c.observeRequest,
+	}
+}
+
+// observeRequest reports one request to the store to the metrics.
+func (c *Client) observeRequest(op string, err error, d time.Duration) {
+	c.cfg.metrics.Request(op, metrics.RequestOutcome(err), d)
+}
+
+// writeOptions returns the options of a write: the TTL when enabled (the
+// lease plus the slack, after the write's wall-clock time), and attrs.
+func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourcelock.WriteOptions {
+	o := resourcelock.WriteOptions{}
+	if len(attrs) > 0 {
+		o.Attributes = make(map[string]any, len(attrs))
+		for name, v := range attrs {
+			o.Attributes[name] = v
+		}
+	}
+	if c.cfg.ttlSlack > 0 {
+		o.TTL = clockutil.Add(c.cfg.lease, c.cfg.ttlSlack)
+	}
+	return o
+}
+
+// acquireLease returns the lease an acquisition of t writes through: with
+// a's attributes, data choice and OnlyIfExists.
+func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface {
+	o := c.writeOptions(a.attributes)
+	o.KeepData = !a.replaceData
+	if t.set != nil {
+		return t.set.rows.With(o)
+	}
+	o.OnlyIfExists = a.onlyIfExists
+	l := c.base.With(o).(*resourcelock.Lease).At(t.key)
+	return &l
+}
+
+// holdLease returns the lease l's holder writes through: the set's, or the
+// key's with the client's hold options (kept in l).
+func (l *Lock) holdLease() resourcelock.Interface {
+	if set := l.slot.set; set != nil {
+		return set.hold
+	}
+	return &l.lease
+}

@@ -24,7 +24,7 @@ type Client struct {
 	cfg      config
 	clk      clockutil.Clock
 	log      logr.Logger
-	external bool // built from a caller's Store: key checks are the store's
+	external bool                // built from a caller's Store: key checks are the store's
 	base     *resourcelock.Lease // the client's leases: its store, owner and hold options (At a key)
 	seen     *rvnlease.Watches
 	failing  *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting

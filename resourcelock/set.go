@@ -174,7 +174,9 @@ func NewSet(store ManyStore, keys []Key, identity string) (*Set, error) {
 
 // With returns the set writing o with every Create and Update, sharing
 // this one's memory of its writes.
-func (s *Set) With(o WriteOptions) Interface { return &Set{setRows: s.setRows, identity: s.identity, opts: o} }
+func (s *Set) With(o WriteOptions) Interface {
+	return &Set{setRows: s.setRows, identity: s.identity, opts: o}
+}
 
 // Identity returns the holder identity the set writes.
 func (s *Set) Identity() string { return s.identity }

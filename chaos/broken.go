@@ -79,7 +79,7 @@ func (s shortLeaseStore) Update(ctx context.Context, key resourcelock.Key, expec
 // electionLease returns the worker's lease on the election record: the
 // library's, or under brokenTerm one that advertises half the renew
 // deadline.
-func (w *worker) electionLease() (*resourcelock.Lease, error) {
+func (w *worker) electionLease() (resourcelock.Interface, error) {
 	if w.cfg.broken != brokenTerm {
 		return dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 			Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,

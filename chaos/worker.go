@@ -483,7 +483,7 @@ func classify(err error) string {
 	switch {
 	case err == nil:
 		return outcomeAck
-	case errors.Is(err, resourcelock.ErrGuardLost), errors.Is(err, dynamodbstore.ErrTransactionConflict):
+	case errors.Is(err, resourcelock.ErrGuardLost), errors.Is(err, resourcelock.ErrContention):
 		return outcomeRefusedServer
 	case errors.As(err, &ice):
 		return outcomeCondition

@@ -14,7 +14,6 @@ import (
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Elector campaigns for one lease and runs the leader's work while it holds
@@ -112,18 +111,13 @@ func (e *Elector) Token() int64 {
 // Guard commits items, the caller's own DynamoDB writes, in one transaction
 // with a check that the lease record still shows this term's acquisition,
 // so a leader that lost its term (paused, partitioned) cannot commit
-// anything. It needs a Lock that is a *resourcelock.Lease on a store
-// implementing dynamodbstore.Guarder, as dynamodbstore.NewLease returns. It
-// refuses at once, with an error matching
-// ErrLostLeadership, when not leading; a refusal by the server matches both
-// ErrLostLeadership and resourcelock.ErrGuardLost. See
+// anything. It needs a Lock that can guard writes, as the lease
+// dynamodbstore.NewLease returns can. It refuses at once, with an error
+// matching ErrLostLeadership, when not leading; a refusal by the server
+// matches both ErrLostLeadership and resourcelock.ErrGuardLost. See
 // dynamodbstore.Guarder for the other errors.
 func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
-	lease, ok := e.cfg.Lock.(*resourcelock.Lease)
-	var g dynamodbstore.Guarder
-	if ok {
-		g, ok = lease.Store().(dynamodbstore.Guarder)
-	}
+	g, ok := e.cfg.Lock.(guarder)
 	if !ok {
 		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lock.Describe())
 	}
@@ -132,9 +126,9 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 		return fmt.Errorf("%w: %s: not leading", ErrLostLeadership, e.cfg.Lock.Describe())
 	}
 	started := e.clk.Now()
-	err := g.Guard(ctx, lease.Key(), t.holding, items)
+	err := g.Guard(ctx, t.holding, items...)
 	e.observeRequest("guard", err, e.clk.Since(started))
-	e.cfg.Metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
+	e.cfg.Metrics.GuardedWrite(metrics.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
 		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lock.Describe(), err)
@@ -142,6 +136,12 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 		return fmt.Errorf("%w: %w", ErrLostLeadership, lost)
 	}
 	return err
+}
+
+// guarder is a lease that can guard writes: the capability Guard looks
+// for (dynamodbstore.Lease has it).
+type guarder interface {
+	Guard(ctx context.Context, h resourcelock.Holding, items ...types.TransactWriteItem) error
 }
 
 // Leader returns the identity of the holder last observed, this candidate

@@ -13,7 +13,6 @@ import (
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // lead runs one term, from a confirmed acquisition valid until validUntil,
@@ -40,7 +39,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	t := newTerm(ctx, e.clk, e.cfg.Lock.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
 	t.hold = r.hold
 	t.token = r.cur.FencingToken()
-	t.holding = dynamodbstore.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
+	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // term is one period of leadership, from the confirmed acquisition to its
@@ -24,7 +24,7 @@ type term struct {
 	clk     clockutil.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
-	holding dynamodbstore.Holding
+	holding resourcelock.Holding
 
 	deadline *rvnlease.Deadline // the term's validity; see the invariant
 

@@ -277,7 +277,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		defer h.Remove()
 		a.ft.Reset()
 		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
-		if !errors.Is(err, dynamodbstore.ErrTransactionConflict) || errors.Is(err, lock.ErrLost) {
+		if !errors.Is(err, resourcelock.ErrContention) || errors.Is(err, lock.ErrLost) {
 			t.Fatalf("Guard that keeps conflicting = %v, want ErrTransactionConflict", err)
 		}
 		if n := a.ft.Count("TransactWriteItems"); n < 2 {
@@ -429,7 +429,7 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 					committed++
 				case errors.Is(err, lock.ErrLost), errors.Is(err, resourcelock.ErrGuardLost):
 					t.Errorf("a guarded write racing the lock's own heartbeats was taken for a lost lock: %v", err)
-				case errors.Is(err, dynamodbstore.ErrTransactionConflict):
+				case errors.Is(err, resourcelock.ErrContention):
 					conflicts++ // allowed, nothing applied
 				default:
 					t.Errorf("guarded write: %v", err)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Token returns the lock's fencing token, or 0 when the client was made
@@ -42,7 +42,7 @@ func (l *Lock) Token() int64 {
 //
 // Other errors: an *dynamodbstore.ItemConditionError when one of the
 // caller's own conditions failed (nothing applied);
-// dynamodbstore.ErrTransactionConflict when concurrent writes kept
+// resourcelock.ErrContention when concurrent writes kept
 // cancelling it (nothing applied; transient conflicts with the lock's own
 // heartbeats are retried first); an error matching ErrInvalidOption for
 // items refused before any request (one on the lock row itself, or too
@@ -63,22 +63,21 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		l.mu.Unlock()
 		return err
 	}
-	g, ok := l.c.store.(dynamodbstore.Guarder)
+	g, ok := l.c.store.(guardStore)
 	if !ok {
 		l.mu.Unlock()
 		return invalid("store", "the store cannot run guarded writes")
 	}
-	h := dynamodbstore.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.row.acquisitionID}
+	h := resourcelock.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.row.acquisitionID}
 	l.mu.Unlock()
-	started := l.c.clk.Now()
-	var err error
+	keys := []resourcelock.Key{l.lease.Key()}
 	if set := l.slot.set; set != nil {
-		err = g.GuardKeys(ctx, set.keys, h, items)
-	} else {
-		err = g.Guard(ctx, l.lease.Key(), h, items)
+		keys = set.keys
 	}
+	started := l.c.clk.Now()
+	err := g.GuardKeys(ctx, keys, h, items)
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
-	l.c.cfg.metrics.GuardedWrite(dynamodbstore.GuardOutcome(err))
+	l.c.cfg.metrics.GuardedWrite(metrics.GuardOutcome(err))
 	switch {
 	case err == nil:
 		return nil
@@ -95,6 +94,12 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		return lost
 	}
 	return err
+}
+
+// guardStore is a store that can guard writes on its rows: the capability
+// Guard looks for (dynamodbstore.Store has it).
+type guardStore interface {
+	GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
 }
 
 // Fence is a condition and an update that fence a caller's own DynamoDB

@@ -39,6 +39,12 @@ var ErrPermanent = errors.New("resourcelock: waiting cannot fix this")
 // capacity: waiting fixes them. It is for metrics (RequestOutcome).
 var ErrThrottled = errors.New("resourcelock: throttled")
 
+// ErrContention is matched by the error of a write that concurrent writes
+// to the same rows kept refusing (a DynamoDB transaction cancelled for
+// conflicts, after the store's own retries): nothing was applied, and
+// waiting fixes it.
+var ErrContention = errors.New("resourcelock: cancelled by concurrent writes")
+
 // ErrNotMany is returned when a lock on a set of keys is asked of a store
 // that cannot write several rows in one request (see ManyStore).
 var ErrNotMany = errors.New("resourcelock: the store cannot write several rows in one request")

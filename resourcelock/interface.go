@@ -92,6 +92,15 @@ type Optioner interface {
 	With(o WriteOptions) Interface
 }
 
+// Holding names one acquisition of a lease: the row must still name
+// HolderIdentity, carry AcquisitionID and not be released. A guarded write
+// (dynamodbstore's Guard) lands only while that acquisition holds the
+// lease.
+type Holding struct {
+	HolderIdentity string
+	AcquisitionID  string
+}
+
 // ErrGuardLost is returned by a guarded write (one a store conditions on
 // an acquisition: the row's holder identity and acquisition ID, such as
 // dynamodbstore's Guard) when the row no longer shows that acquisition:

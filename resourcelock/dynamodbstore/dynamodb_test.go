@@ -68,7 +68,7 @@ func newFixture(t *testing.T) *fixture {
 
 // lock returns a lock on the item name of f's table, sending through client
 // (f's clean client when nil).
-func (f *fixture) lock(t *testing.T, client dynamodbstore.ItemAPI, name, id string, edit ...func(*dynamodbstore.LeaseConfig)) *resourcelock.Lease {
+func (f *fixture) lock(t *testing.T, client dynamodbstore.ItemAPI, name, id string, edit ...func(*dynamodbstore.LeaseConfig)) *dynamodbstore.Lease {
 	t.Helper()
 	if client == nil {
 		client = f.c
@@ -187,7 +187,7 @@ func TestDynamoDBConformanceSortKey(t *testing.T) {
 	spec := ddbtest.TableSpec{PartitionKey: "lockGroup", SortKey: "lockName"}
 	table := ddbtest.NewTable(t, c, spec)
 	group := "group-" + uuid.NewString()
-	newLock := func(name, id string) *resourcelock.Lease {
+	newLock := func(name, id string) *dynamodbstore.Lease {
 		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 			Client: c, Table: table, Name: group, Identity: id,
 			PartitionKey: spec.PartitionKey, SortKey: spec.SortKey, SortKeyValue: name,

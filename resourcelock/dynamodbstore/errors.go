@@ -66,26 +66,6 @@ func wrapTableError(table, what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// GuardOutcome classifies the error of a guarded write for metrics:
-// "committed", "lock_lost" (resourcelock.ErrGuardLost), "condition_failed"
-// (one of the caller's own conditions, an *ItemConditionError), "conflict"
-// (gave up after transaction conflicts, ErrTransactionConflict) or "error".
-func GuardOutcome(err error) string {
-	var ice *ItemConditionError
-	switch {
-	case err == nil:
-		return "committed"
-	case errors.Is(err, resourcelock.ErrGuardLost):
-		return "lock_lost"
-	case errors.As(err, &ice):
-		return "condition_failed"
-	case errors.Is(err, ErrTransactionConflict):
-		return "conflict"
-	default:
-		return "error"
-	}
-}
-
 // ConfigError names the field of Config or LeaseConfig that failed
 // validation. It matches resourcelock.ErrInvalidArgument.
 type ConfigError struct {

@@ -28,12 +28,6 @@ const DefaultMaxTransactItems = MaxTransactItemsLimit
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
 const guardRetries = 4
 
-// ErrTransactionConflict is matched by the error of a transaction (Guard,
-// and GetMany and WriteMany of a set of rows) that DynamoDB kept
-// cancelling for conflicting concurrent writes to its items. Nothing was
-// applied.
-var ErrTransactionConflict = errors.New("dynamodbstore: transaction cancelled by concurrent writes")
-
 // ItemConditionError reports that the condition of one of the caller's
 // items failed (its Index in the caller's list, or -1 when the server gave
 // no reasons and the lock row was found intact). Nothing was applied. It
@@ -52,30 +46,22 @@ func (e *ItemConditionError) Error() string {
 // Is makes an ItemConditionError match resourcelock.ErrConflict.
 func (e *ItemConditionError) Is(target error) bool { return target == resourcelock.ErrConflict }
 
-// Holding names one acquisition of a lease: the row must still name
-// HolderIdentity, carry AcquisitionID and not be released. A guarded write
-// lands only while that acquisition holds the lease.
-type Holding struct {
-	HolderIdentity string
-	AcquisitionID  string
-}
-
 // Guarder is implemented by stores that can commit a caller's writes in
 // one transaction with a check that a lock is still held.
 type Guarder interface {
 	// Guard commits items, all or nothing, together with a check that the
 	// row at key still shows h. It returns resourcelock.ErrGuardLost when the check
 	// fails, an *ItemConditionError when one of the items' own conditions
-	// fails, ErrTransactionConflict when concurrent writes kept cancelling
+	// fails, resourcelock.ErrContention when concurrent writes kept cancelling
 	// it, an error wrapping resourcelock.ErrInvalidArgument for items it refuses before
 	// any request (too many, or one on the lock row itself), and otherwise
 	// the request's error, after which the outcome is unknown unless the
 	// caller reads its items back.
-	Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error
+	Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
 	// GuardKeys is Guard with a check of every row at keys (a lock on a
 	// set of keys), each of which must show h; the checks and the items
 	// together fit in one transaction.
-	GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error
+	GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
 }
 
 // TransactAPI is the part of the DynamoDB client that Guard uses.
@@ -88,13 +74,13 @@ var _ Guarder = (*Store)(nil)
 
 // Guard commits items with a ConditionCheck on the lock row in one
 // TransactWriteItems.
-func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
+func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	return d.GuardKeys(ctx, []resourcelock.Key{key}, h, items)
 }
 
 // GuardKeys commits items with a ConditionCheck on each lock row in one
 // TransactWriteItems.
-func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
+func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
@@ -136,7 +122,7 @@ func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h Holdin
 	case cancelItem:
 		return fmt.Errorf("%s: %w", d.describeKey(key), &ItemConditionError{Index: index - len(keys)})
 	case cancelConflict:
-		return fmt.Errorf("%s: %w (%w)", d.describeKey(key), ErrTransactionConflict, err)
+		return fmt.Errorf("%s: %w (%w)", d.describeKey(key), resourcelock.ErrContention, err)
 	case cancelOther:
 		return fmt.Errorf("%s: guarded write cancelled (%s), nothing applied: %w", d.describeKey(key), reasonCodes(tce.CancellationReasons), err)
 	}
@@ -194,7 +180,7 @@ func reasonCodes(reasons []types.CancellationReason) string {
 
 // classifyByReading decides, from the lock rows, what cancelled a
 // transaction whose reasons were not given.
-func (d *Store) classifyByReading(ctx context.Context, keys []resourcelock.Key, h Holding, txErr error) error {
+func (d *Store) classifyByReading(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, txErr error) error {
 	for _, key := range keys {
 		it, err := d.Get(ctx, key)
 		switch {
@@ -211,7 +197,7 @@ func (d *Store) classifyByReading(ctx context.Context, keys []resourcelock.Key, 
 
 // checkGuarded refuses, before any request, a guarded write that could
 // never be right.
-func (d *Store) checkGuarded(keys []resourcelock.Key, h Holding, items []types.TransactWriteItem) error {
+func (d *Store) checkGuarded(keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	if err := resourcelock.CheckMany(keys, d.maxItems-1); err != nil {
 		return err
 	}

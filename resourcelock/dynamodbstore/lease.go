@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -56,10 +57,25 @@ type LeaseConfig struct {
 	Logger logr.Logger
 }
 
+// Lease is the lease on one item of a DynamoDB lock table: a
+// resourcelock.Lease, with every capability of one, that can also commit
+// the caller's own writes in one transaction with a check that the lease
+// is still held (Guard).
+type Lease struct {
+	*resourcelock.Lease
+	store *Store
+}
+
+// Guard commits items, all or nothing, together with a check that the
+// lease's row still shows h; see Guarder.Guard for what it returns.
+func (l *Lease) Guard(ctx context.Context, h resourcelock.Holding, items ...types.TransactWriteItem) error {
+	return l.store.Guard(ctx, l.Key(), h, items)
+}
+
 // NewLease returns the lease on the item cfg names, for election.New and
 // other users of resourcelock.Interface. It validates cfg and sends no
 // request.
-func NewLease(cfg LeaseConfig) (*resourcelock.Lease, error) {
+func NewLease(cfg LeaseConfig) (*Lease, error) {
 	if cfg.Client == nil {
 		return nil, badConfig("Client", "is nil")
 	}
@@ -87,7 +103,11 @@ func NewLease(cfg LeaseConfig) (*resourcelock.Lease, error) {
 	if err := store.keys.checkKey(key); err != nil {
 		return nil, err
 	}
-	return resourcelock.NewLease(store, key, cfg.Identity)
+	lease, err := resourcelock.NewLease(store, key, cfg.Identity)
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{Lease: lease, store: store}, nil
 }
 
 // CanFence reports whether Fence can work: whether a FenceTable is

@@ -33,7 +33,7 @@ func (d *Store) MaxMany() int { return d.maxItems }
 // stays below the 4 MB a TransactGetItems may return: 100 records and one
 // full queue (about 54 KB with the longest identities). It costs two read units per row of up to 4 KB. A read
 // cancelled by writes to its rows under way is tried again a few times,
-// then returns an error wrapping ErrTransactionConflict.
+// then returns an error wrapping resourcelock.ErrContention.
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
 	api, ok := d.client.(TransactGetAPI)
 	if !ok {
@@ -61,7 +61,7 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	}
 	out, err := d.transactGet(ctx, api, gets)
 	if onlyConflicts(err) {
-		return nil, fmt.Errorf("%s: get: %w (%w)", d.describeMany(keys), ErrTransactionConflict, err)
+		return nil, fmt.Errorf("%s: get: %w (%w)", d.describeMany(keys), resourcelock.ErrContention, err)
 	} else if err != nil {
 		return nil, wrapTableError(d.table, d.describeMany(keys)+": get", err)
 	}
@@ -91,7 +91,7 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 // no row. A cancellation by concurrent writes to the same rows
 // (TransactionConflict) applied nothing either: it is sent again a few
 // times, then returned as a Conflict too (wrapping
-// ErrTransactionConflict), after which the caller reads to learn more.
+// resourcelock.ErrContention), after which the caller reads to learn more.
 func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
@@ -127,7 +127,7 @@ func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 	case cancelConflict:
 		// Concurrent writes kept cancelling it: nothing was applied, as
 		// when a condition fails; the caller reads to learn more.
-		return resourcelock.Conflict(what, nil, fmt.Errorf("%w (%w)", ErrTransactionConflict, err))
+		return resourcelock.Conflict(what, nil, fmt.Errorf("%w (%w)", resourcelock.ErrContention, err))
 	}
 	return fmt.Errorf("%s: cancelled (%s), nothing applied: %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
 }

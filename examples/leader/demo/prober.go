@@ -20,7 +20,7 @@ import (
 // a conditional write, here one that always fails its condition (on a
 // scratch item, so it never touches the lease).
 type prober struct {
-	read, write *resourcelock.Lease
+	read, write *dynamodbstore.Lease
 
 	mu   sync.Mutex
 	rtts []time.Duration

@@ -14,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // maxIdleConnsPerHost replaces the SDK's default of 10 idle connections per
@@ -205,4 +208,15 @@ func total(m map[string]int64) int64 {
 func (c *counter) since(s snapshot) snapshot {
 	now := c.snapshot()
 	return snapshot{calls: sub(now.calls, s.calls), attempts: sub(now.attempts, s.attempts), errs: sub(now.errs, s.errs)}
+}
+
+// newLocks returns a lock client as cfg says, on the DynamoDB table through
+// c.
+func newLocks(c dynamodbstore.StoreAPI, table string, cfg lock.Config) (*lock.Client, error) {
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store = store
+	return lock.New(cfg)
 }

@@ -109,7 +109,7 @@ func (b *bench) rowHold(ctx context.Context) error {
 	res.GoroutinesBefore = runtime.NumGoroutine()
 	heapBefore := heapInUse()
 
-	lc, err := lock.New(lock.Config{Client: c, Table: table, LeaseDuration: leaseDur, HeartbeatPeriod: period})
+	lc, err := newLocks(c, table, lock.Config{LeaseDuration: leaseDur, HeartbeatPeriod: period})
 	if err != nil {
 		return err
 	}

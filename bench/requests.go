@@ -96,13 +96,13 @@ func (b *bench) rowRequests(ctx context.Context) error {
 	// The lock client: default options (20 s lease, 5 s heartbeats), so no
 	// background heartbeat falls inside these few milliseconds.
 	ctr := newCounter()
-	lc, err := lock.New(lock.Config{Client: b.clients.client(ctr, nil), Table: table})
+	lc, err := newLocks(b.clients.client(ctr, nil), table, lock.Config{})
 	if err != nil {
 		return err
 	}
 	defer lc.Close(context.Background())
 	otherCtr := newCounter()
-	other, err := lock.New(lock.Config{Client: b.clients.client(otherCtr, nil), Table: table})
+	other, err := newLocks(b.clients.client(otherCtr, nil), table, lock.Config{})
 	if err != nil {
 		return err
 	}
@@ -287,12 +287,12 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 	reps := min(b.sc.OpReps, 4)
 	b.progress("  failed takeover and renewal, %d repetitions of %v", reps, holderLease)
 	ctr := newCounter()
-	waiter, err := lock.New(lock.Config{Client: b.clients.client(ctr, nil), Table: table})
+	waiter, err := newLocks(b.clients.client(ctr, nil), table, lock.Config{})
 	if err != nil {
 		return err
 	}
 	defer waiter.Close(context.Background())
-	holder, err := lock.New(lock.Config{Client: b.clients.client(newCounter(), nil), Table: table, LeaseDuration: holderLease, ManualHeartbeats: true, RequestTimeout: 200 * time.Millisecond})
+	holder, err := newLocks(b.clients.client(newCounter(), nil), table, lock.Config{LeaseDuration: holderLease, ManualHeartbeats: true, RequestTimeout: 200 * time.Millisecond})
 	if err != nil {
 		return err
 	}

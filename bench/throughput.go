@@ -175,7 +175,7 @@ func (b *bench) measureRaw(ctx context.Context, c *dynamodb.Client, ctr *counter
 // measureLockCycles runs Acquire + Release cycles of one shared lock
 // client on distinct keys.
 func (b *bench) measureLockCycles(ctx context.Context, c *dynamodb.Client, ctr *counter, table string, workers int, dur time.Duration, del bool) sample {
-	lc, err := lock.New(lock.Config{Client: c, Table: table})
+	lc, err := newLocks(c, table, lock.Config{})
 	if err != nil {
 		return sample{errs: 1, firstErr: err.Error()}
 	}

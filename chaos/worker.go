@@ -271,7 +271,11 @@ func (w *worker) lockLoop(ctx context.Context) error {
 	if margin == 0 {
 		margin = w.cfg.lockLease / 10 // the client's default
 	}
-	c, err := lock.New(lock.Config{Client: w.ddb, Table: w.cfg.locks, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, FenceTable: w.cfg.fences, Unfair: w.cfg.unfair})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: w.ddb, Table: w.cfg.locks, FenceTable: w.cfg.fences})
+	if err != nil {
+		return err
+	}
+	c, err := lock.New(lock.Config{Store: store, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, Unfair: w.cfg.unfair})
 	if err != nil {
 		return err
 	}

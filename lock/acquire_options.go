@@ -1,13 +1,11 @@
 package lock
 
 import (
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // AcquireOption configures one Acquire or TryAcquire.
@@ -106,10 +104,6 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		return a, k, &OptionError{Option: "key", Err: err} // the limits are resourcelock's
 	}
 	switch {
-	case c.cfg.sortKey != "" && a.sortKey == "":
-		return a, k, invalid("WithSortKeyValue", "the table has sort key %q; use WithSortKeyValue", c.cfg.sortKey)
-	case c.cfg.sortKey == "" && a.sortKey != "" && !c.external:
-		return a, k, invalid("WithSortKeyValue", "WithSortKeyValue given but the table has no sort key attribute (Config.SortKeyAttribute)")
 	case resourcelock.CheckData(a.data) != nil:
 		return a, k, checkData(a.data)
 	case a.refresh < MinRefreshPeriod:
@@ -118,8 +112,8 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		return a, k, invalid("WithAdditionalWait", "additional wait %v is negative", a.additionalWait)
 	}
 	for name, v := range a.attributes {
-		if c.reserved(name) || v == nil {
-			return a, k, invalid("WithAttributes", "attribute %q is reserved or has no value", name)
+		if name == "" || v == nil {
+			return a, k, invalid("WithAttributes", "attribute %q has an empty name or no value (names the store keeps are refused when written)", name)
 		}
 	}
 	if m := a.monitor; m != nil {
@@ -132,13 +126,4 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		}
 	}
 	return a, k, nil
-}
-
-// reserved reports whether an additional attribute name is the table's.
-func (c *Client) reserved(name string) bool {
-	switch name {
-	case "", c.cfg.partitionKey, c.cfg.sortKey, c.cfg.ttlAttribute:
-		return true
-	}
-	return slices.Contains(dynamodbstore.ReservedAttributes(), name)
 }

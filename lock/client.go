@@ -12,7 +12,6 @@ import (
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Client takes and keeps locks on any number of keys of one DynamoDB lock
@@ -54,75 +53,30 @@ type slot struct {
 	set *setHold
 }
 
-// New returns a client as cfg says: on the lock table cfg.Table through
-// cfg.Client, or over cfg.Store. It validates cfg (an error matching
-// ErrInvalidOption names the field) and sends no request.
+// New returns a client over cfg.Store as cfg says. It validates cfg (an
+// error matching ErrInvalidOption names the field) and sends no request.
 func New(cfg Config) (*Client, error) {
 	c, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case cfg.Store != nil && cfg.Client != nil:
-		return nil, invalid("Store", "is set, and so is Client: give one")
-	case cfg.Store != nil:
-		if field := cfg.tableField(); field != "" {
-			return nil, invalid(field, "is set, but Store decides it (set it in the store's own configuration)")
-		}
-		if cfg.Fencing && !cfg.Store.CanFence() {
-			return nil, invalid("Fencing", "is set, but %s keeps no fencing generations", cfg.Store.Describe())
-		}
-		return newClient(cfg.Store, c, true)
-	case cfg.Client == nil:
-		return nil, invalid("Client", "is nil (or give Store)")
-	case cfg.Fencing && cfg.FenceTable == "":
-		return nil, invalid("FenceTable", "is empty, and Fencing on a DynamoDB table needs one")
+	case cfg.Store == nil:
+		return nil, invalid("Store", "is nil (dynamodbstore.New makes one on a DynamoDB table)")
+	case cfg.Fencing && !cfg.Store.CanFence():
+		return nil, invalid("Fencing", "is set, but %s keeps no fencing generations (dynamodbstore.Config.FenceTable)", cfg.Store.Describe())
 	}
-	store, err := dynamodbstore.New(dynamodbstore.Config{
-		Client:             cfg.Client,
-		Table:              cfg.Table,
-		PartitionKey:       c.partitionKey,
-		SortKey:            c.sortKey,
-		TTLAttribute:       c.ttlAttribute,
-		RequestTimeout:     c.requestTimeout,
-		FenceTable:         c.fenceTable,
-		Clock:              c.clock,
-		SingleWriterRegion: cfg.SingleWriterRegion,
-		SkipTableCheck:     cfg.SkipTableCheck,
-		Logger:             c.log,
-		MaxTransactItems:   c.maxTransact,
-		OnGuardConflict:    func() { c.metrics.GuardedWrite("conflict_retried") },
-	})
-	if err != nil {
-		return nil, &OptionError{Option: storeField(err), Err: err}
-	}
-	return newClient(store, c, false)
+	return newClient(cfg.Store, c)
 }
 
-// storeField returns the field of Config behind the dynamodbstore.Config
-// field that err names.
-func storeField(err error) string {
-	var ce *dynamodbstore.ConfigError
-	if !errors.As(err, &ce) {
-		return "Table"
-	}
-	switch ce.Field {
-	case "PartitionKey", "SortKey":
-		return ce.Field + "Attribute"
-	default: // Client, Table, RequestTimeout, TTLAttribute, FenceTable, MaxTransactItems
-		return ce.Field
-	}
-}
-
-func newClient(store resourcelock.Store, cfg config, external bool) (*Client, error) {
+func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	c := &Client{
-		store:    store,
-		cfg:      cfg,
-		clk:      cfg.clock,
-		log:      cfg.log.WithValues("owner", cfg.owner),
-		external: external,
-		seen:     rvnlease.NewWatches(cfg.cacheSize),
-		slots:    map[resourcelock.Key]*slot{},
+		store: store,
+		cfg:   cfg,
+		clk:   cfg.clock,
+		log:   cfg.log.WithValues("owner", cfg.owner),
+		seen:  rvnlease.NewWatches(cfg.cacheSize),
+		slots: map[resourcelock.Key]*slot{},
 	}
 	// A lease at a placeholder key: every lease of the client is made
 	// from it At a key, sharing its store, owner and options.
@@ -142,36 +96,6 @@ func newClient(store resourcelock.Store, cfg config, external bool) (*Client, er
 		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}
 	return c, nil
-}
-
-// CheckTable checks the lock table (and the fence table) now, with one
-// DescribeTable each, as the client otherwise does before its first
-// request to each: it refuses a global table with multi-Region eventual
-// consistency (dynamodbstore.ErrEventualGlobalTable) unless
-// Config.SingleWriterRegion, and notes an MRSC global table, on which
-// guarded writes, sets of keys and semaphores (transactions) fail before
-// sending (dynamodbstore.ErrTransactionsOnMRSC) and a Config.TTL is
-// refused (CheckTable refuses it too). Call it at startup to fail fast.
-//
-// It checks nothing, and returns nil, for a store other than DynamoDB's,
-// and with Config.SkipTableCheck: such a client is not protected from an
-// eventually consistent global table. (A DynamoDB client without
-// DescribeTable is refused by New unless SkipTableCheck.)
-func (c *Client) CheckTable(ctx context.Context) error {
-	s, ok := c.store.(interface {
-		Tables(context.Context) ([]dynamodbstore.TableInfo, error)
-	})
-	if !ok {
-		return nil
-	}
-	infos, err := s.Tables(ctx)
-	if err != nil {
-		return err
-	}
-	if c.cfg.ttlSlack > 0 && len(infos) > 0 && infos[0].StronglyConsistent() {
-		return invalid("TTL", "is set, but %s is an MRSC global table, which has no TTL", infos[0].Table)
-	}
-	return nil
 }
 
 // Owner returns the owner name this client writes into its locks.

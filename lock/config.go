@@ -11,7 +11,6 @@ import (
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Client defaults: the AWS Java lock client's 20 s lease and 5 s
@@ -33,19 +32,14 @@ const (
 )
 
 // Config configures a Client. New validates it, naming the field of a
-// bad value; zero values take the defaults. Client and Table, or Store,
-// are required.
+// bad value; zero values take the defaults. Store is required.
 type Config struct {
-	// Client sends the requests to the lock table Table.
-	// *dynamodb.Client satisfies it.
-	Client dynamodbstore.StoreAPI
-	Table  string
-	// Store, instead of Client and Table, is any resourcelock.Store, such
-	// as resourcelock.NewMemoryStore() in unit tests. Its own configuration
-	// then decides the key and TTL attribute names and where fencing
-	// generations are kept: New refuses Table, PartitionKeyAttribute,
-	// SortKeyAttribute, TTLAttribute, FenceTable and MaxTransactItems
-	// with a Store.
+	// Store keeps the locks: the Store of dynamodbstore.New on a DynamoDB
+	// lock table (its Config names the table, its key and TTL attributes,
+	// the fence table and the global-table settings), or any
+	// resourcelock.Store, such as resourcelock.NewMemoryStore() in unit
+	// tests. Sets of keys and semaphores need a resourcelock.ManyStore,
+	// Guard a store that can guard writes (dynamodbstore's).
 	Store resourcelock.Store
 
 	// Owner is the owner name written into every lock this client takes:
@@ -87,51 +81,26 @@ type Config struct {
 	// set by its place, and a release hands the lock to the queue's head.
 	Unfair bool
 
-	// PartitionKeyAttribute names the table's partition key attribute
-	// ("key", as in the AWS Java lock client).
-	PartitionKeyAttribute string
-	// SortKeyAttribute names the table's sort key attribute, for tables
-	// that have one; every Acquire then needs WithSortKeyValue.
-	SortKeyAttribute string
 	// TTL, when set, makes every write set the row's TTL attribute to the
 	// writer's wall-clock time plus the lease plus TTL, refreshed by
 	// heartbeats, so that DynamoDB eventually deletes rows of crashed
 	// owners. It must be at least MinTTLSlack: it must cover any skew
 	// between the writer's clock and DynamoDB's, or TTL deletion could
 	// remove a live lock. The table's TTL must be enabled on the attribute
-	// (dynamodbstore.CreateTable can do it). Do not use it on a table where
-	// AWS Java lock clients update rows in place: they do not refresh the
-	// TTL attribute, so DynamoDB could delete a lock a Java client holds.
+	// (dynamodbstore.CreateTable can do it; dynamodbstore.Config names the
+	// attribute). Writes without TTL remove it. Do not use it on a table
+	// where AWS Java lock clients update rows in place: they do not refresh
+	// the TTL attribute, so DynamoDB could delete a lock a Java client
+	// holds.
 	TTL time.Duration
-	// TTLAttribute names the TTL attribute ("ttl"). Writes without TTL
-	// remove it.
-	TTLAttribute string
 	// Fencing gives every acquisition a fencing token (Lock.Token),
 	// strictly greater than every token issued before for its key, also
-	// across deleted rows and rows rewritten by other clients. Generations
-	// are kept in FenceTable (required with Client), a second table with
-	// partition key "key" of type S (dynamodbstore.CreateTable makes one).
-	// An acquisition of a row that is new to fencing costs two more
-	// requests; every later one none.
-	Fencing    bool
-	FenceTable string
-	// SingleWriterRegion states that every client of the table writes
-	// through one region; only then is a global table with multi-Region
-	// eventual consistency (MREC) accepted. See
-	// dynamodbstore.Config.SingleWriterRegion: the library cannot check
-	// it, and if it is false, locks on such a table are not locks.
-	SingleWriterRegion bool
-	// SkipTableCheck states that the table is not to be described before
-	// use (see dynamodbstore.Config.SkipTableCheck): without it, New
-	// refuses a Client without DescribeTable, since an MREC global table
-	// could then not be refused. With it, nothing is checked, and New logs
-	// so.
-	SkipTableCheck bool
-	// MaxTransactItems is the most items a TransactWriteItems may hold,
-	// from 2 to dynamodbstore.MaxTransactItemsLimit (100, DynamoDB's limit
-	// and the default), which bounds Lock.Guard to one less; lower it only
-	// for a server that allows fewer.
-	MaxTransactItems int
+	// across deleted rows and rows rewritten by other clients. The store
+	// keeps the generations (dynamodbstore.Config.FenceTable, a second
+	// table that dynamodbstore.CreateTable makes); New refuses Fencing over
+	// a store that keeps none. An acquisition of a row that is new to
+	// fencing costs two more requests; every later one none.
+	Fencing bool
 
 	// HeartbeatConcurrency bounds the heartbeats in flight at once
 	// (DefaultHeartbeatConcurrency).
@@ -149,29 +118,6 @@ type Config struct {
 	Metrics metrics.Locks
 }
 
-// tableField names the first field that configures a DynamoDB table and
-// is set, or returns "".
-func (cfg Config) tableField() string {
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"Table", cfg.Table != ""},
-		{"PartitionKeyAttribute", cfg.PartitionKeyAttribute != ""},
-		{"SortKeyAttribute", cfg.SortKeyAttribute != ""},
-		{"TTLAttribute", cfg.TTLAttribute != ""},
-		{"FenceTable", cfg.FenceTable != ""},
-		{"MaxTransactItems", cfg.MaxTransactItems != 0},
-		{"SingleWriterRegion", cfg.SingleWriterRegion},
-		{"SkipTableCheck", cfg.SkipTableCheck},
-	} {
-		if f.set {
-			return f.name
-		}
-	}
-	return ""
-}
-
 // config is a Config with its defaults filled in, as the client uses it.
 type config struct {
 	owner          string
@@ -180,9 +126,6 @@ type config struct {
 	margin         time.Duration
 	requestTimeout time.Duration
 	refresh        time.Duration
-	partitionKey   string
-	sortKey        string
-	ttlAttribute   string
 	ttlSlack       time.Duration
 	clock          clockutil.Clock
 	log            logr.Logger
@@ -190,8 +133,6 @@ type config struct {
 	concurrency    int
 	cacheSize      int
 	fencing        bool
-	fenceTable     string
-	maxTransact    int
 	fair           bool
 }
 
@@ -199,10 +140,9 @@ type config struct {
 func (cfg Config) resolve() (config, error) {
 	c := config{
 		owner: cfg.Owner, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
-		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, partitionKey: cfg.PartitionKeyAttribute,
-		sortKey: cfg.SortKeyAttribute, ttlAttribute: cfg.TTLAttribute, ttlSlack: cfg.TTL, clock: cfg.Clock,
+		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, ttlSlack: cfg.TTL, clock: cfg.Clock,
 		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
-		fencing: cfg.Fencing, fenceTable: cfg.FenceTable, maxTransact: cfg.MaxTransactItems, fair: !cfg.Unfair,
+		fencing: cfg.Fencing, fair: !cfg.Unfair,
 	}
 	if c.lease == 0 {
 		c.lease = DefaultLeaseDuration
@@ -217,12 +157,6 @@ func (cfg Config) resolve() (config, error) {
 	}
 	if c.refresh == 0 {
 		c.refresh = DefaultRefreshPeriod
-	}
-	if c.partitionKey == "" {
-		c.partitionKey = dynamodbstore.DefaultPartitionKey
-	}
-	if c.ttlAttribute == "" {
-		c.ttlAttribute = dynamodbstore.DefaultTTLAttribute
 	}
 	if c.concurrency == 0 {
 		c.concurrency = DefaultHeartbeatConcurrency
@@ -279,10 +213,6 @@ func (c config) validate() error {
 		return invalid("HeartbeatConcurrency", "heartbeat concurrency %d is not positive", c.concurrency)
 	case c.cacheSize <= 0:
 		return invalid("ObservationCacheSize", "observation cache size %d is not positive", c.cacheSize)
-	case c.maxTransact < 0 || c.maxTransact == 1:
-		return invalid("MaxTransactItems", "max transaction items %d leaves no room for a guarded write", c.maxTransact)
-	case c.maxTransact > dynamodbstore.MaxTransactItemsLimit:
-		return invalid("MaxTransactItems", "max transaction items %d is above DynamoDB's limit of %d", c.maxTransact, dynamodbstore.MaxTransactItemsLimit)
 	}
 	return nil
 }

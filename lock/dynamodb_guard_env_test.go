@@ -117,7 +117,7 @@ func (e *fgEnv) newClient(name string, opts ...lock.Option) *fgClient {
 	c.Client = lc
 	// The table check, made now so that the tests count only their own
 	// operations' requests.
-	if err := lc.CheckTable(t.Context()); err != nil {
+	if err := lock.CheckTable(t.Context(), lc); err != nil {
 		t.Fatalf("CheckTable: %v", err)
 	}
 	ft.Reset()

@@ -158,7 +158,7 @@ func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 	c.Client = lc
 	// The table check, which the client otherwise makes before its first
 	// request: the tests count the requests of the operations they make.
-	if err := lc.CheckTable(t.Context()); err != nil {
+	if err := lock.CheckTable(t.Context(), lc); err != nil {
 		t.Fatalf("CheckTable: %v", err)
 	}
 	c.ft.Reset()
@@ -580,8 +580,8 @@ func TestDynamoDBAttributes(t *testing.T) {
 	check("re-acquired naming one attribute", e.item("a"), "us-east-2")
 	mustRelease(t, l)
 
-	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, lock.ErrInvalidOption) {
-		t.Errorf("a reserved attribute name: %v, want ErrInvalidOption", err)
+	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Errorf("a reserved attribute name: %v, want it refused", err)
 	}
 }
 
@@ -591,8 +591,8 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	c := e.newClient(lock.WithHeartbeatPeriod(0))
 	ctx := t.Context()
 
-	if _, err := c.Acquire(ctx, "p1"); !errors.Is(err, lock.ErrInvalidOption) {
-		t.Fatalf("Acquire without WithSortKeyValue on a sort-key table = %v, want ErrInvalidOption", err)
+	if _, err := c.Acquire(ctx, "p1"); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+		t.Fatalf("Acquire without WithSortKeyValue on a sort-key table = %v, want it refused", err)
 	}
 	l1a := mustAcquire(t, c, "p1", lock.WithSortKeyValue("a"))
 	l1b := mustAcquire(t, c, "p1", lock.WithSortKeyValue("b"))
@@ -826,14 +826,16 @@ func TestDynamoDBAcquireOfAnUndecodableRowFails(t *testing.T) {
 	}
 }
 
-func TestDynamoDBFencingAttributeNamesAreInvalidOptions(t *testing.T) {
+// The table's own attribute names (its key, the Java client's, the
+// library's, the TTL) are refused as attributes, before any request.
+func TestDynamoDBReservedAttributeNamesAreRefused(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
-	for _, name := range []string{"acquisitionId", "fenceGeneration"} {
+	for _, name := range []string{"key", "ownerName", "recordVersionNumber", "leaseDuration", "data", "isReleased", "ttl", "acquisitionId", "fenceGeneration"} {
 		_, err := c.Acquire(t.Context(), "k", lock.WithAttributes(map[string]types.AttributeValue{name: &types.AttributeValueMemberS{Value: "x"}}))
-		if !errors.Is(err, lock.ErrInvalidOption) {
-			t.Errorf("WithAttributes(%q) = %v, want ErrInvalidOption", name, err)
+		if !errors.Is(err, resourcelock.ErrInvalidArgument) || !strings.Contains(err.Error(), name) {
+			t.Errorf("WithAttributes(%q) = %v, want refused naming it", name, err)
 		}
 	}
 	c.wantCounts(t, "refused options", map[string]int{})

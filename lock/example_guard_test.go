@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // This example changes a balance only while holding the customer's lock:
@@ -25,10 +26,14 @@ func ExampleLock_Guard() {
 		fmt.Println(err)
 		return
 	}
-	locks, err := lock.New(lock.Config{
-		Client: dynamodb.NewFromConfig(cfg), Table: "locks",
-		Fencing: true, FenceTable: "locks-fences",
+	store, err := dynamodbstore.New(dynamodbstore.Config{
+		Client: dynamodb.NewFromConfig(cfg), Table: "locks", FenceTable: "locks-fences",
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	locks, err := lock.New(lock.Config{Store: store, Fencing: true})
 	if err != nil {
 		fmt.Println(err)
 		return

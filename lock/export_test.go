@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,56 +13,90 @@ import (
 )
 
 // The tests' shorthand for Config: each Option sets one field, so that a
-// test names only what it changes (users write a Config).
+// test names only what it changes (users write a Config, and a
+// dynamodbstore.Config for a DynamoDB table).
 
-// Option sets a field of Config.
-type Option func(*Config)
+// testConfig is a Config and, for NewOn, the DynamoDB store's.
+type testConfig struct {
+	Config
+	table dynamodbstore.Config
+}
 
-func WithOwnerName(name string) Option         { return func(c *Config) { c.Owner = name } }
-func WithLeaseDuration(d time.Duration) Option { return func(c *Config) { c.LeaseDuration = d } }
+// Option sets a field of Config, or of the store's configuration.
+type Option func(*testConfig)
+
+func WithOwnerName(name string) Option         { return func(c *testConfig) { c.Owner = name } }
+func WithLeaseDuration(d time.Duration) Option { return func(c *testConfig) { c.LeaseDuration = d } }
 
 // WithHeartbeatPeriod(0) means ManualHeartbeats.
 func WithHeartbeatPeriod(d time.Duration) Option {
-	return func(c *Config) { c.HeartbeatPeriod, c.ManualHeartbeats = d, d == 0 }
+	return func(c *testConfig) { c.HeartbeatPeriod, c.ManualHeartbeats = d, d == 0 }
 }
-func WithSafetyMargin(d time.Duration) Option   { return func(c *Config) { c.SafetyMargin = d } }
-func WithRequestTimeout(d time.Duration) Option { return func(c *Config) { c.RequestTimeout = d } }
-func WithRefreshPeriod(d time.Duration) Option  { return func(c *Config) { c.RefreshPeriod = d } }
+func WithSafetyMargin(d time.Duration) Option   { return func(c *testConfig) { c.SafetyMargin = d } }
+func WithRequestTimeout(d time.Duration) Option { return func(c *testConfig) { c.RequestTimeout = d } }
+func WithRefreshPeriod(d time.Duration) Option  { return func(c *testConfig) { c.RefreshPeriod = d } }
 func WithPartitionKeyAttribute(name string) Option {
-	return func(c *Config) { c.PartitionKeyAttribute = name }
+	return func(c *testConfig) { c.table.PartitionKey = name }
 }
-func WithSortKeyAttribute(name string) Option { return func(c *Config) { c.SortKeyAttribute = name } }
-func WithTTL(slack time.Duration) Option      { return func(c *Config) { c.TTL = slack } }
-func WithTTLAttribute(name string) Option     { return func(c *Config) { c.TTLAttribute = name } }
-func WithSingleWriterRegion() Option          { return func(c *Config) { c.SingleWriterRegion = true } }
+func WithSortKeyAttribute(name string) Option { return func(c *testConfig) { c.table.SortKey = name } }
+func WithTTL(slack time.Duration) Option      { return func(c *testConfig) { c.TTL = slack } }
+func WithTTLAttribute(name string) Option     { return func(c *testConfig) { c.table.TTLAttribute = name } }
+func WithSingleWriterRegion() Option {
+	return func(c *testConfig) { c.table.SingleWriterRegion = true }
+}
 func WithFencing(table string) Option {
-	return func(c *Config) { c.Fencing, c.FenceTable = true, table }
+	return func(c *testConfig) { c.Fencing, c.table.FenceTable = true, table }
 }
-func WithMaxTransactItems(n int) Option     { return func(c *Config) { c.MaxTransactItems = n } }
-func WithClock(clk clockutil.Clock) Option  { return func(c *Config) { c.Clock = clk } }
-func WithLogger(l logr.Logger) Option       { return func(c *Config) { c.Logger = l } }
-func WithMetrics(m metrics.Locks) Option    { return func(c *Config) { c.Metrics = m } }
-func WithHeartbeatConcurrency(n int) Option { return func(c *Config) { c.HeartbeatConcurrency = n } }
-func WithObservationCacheSize(n int) Option { return func(c *Config) { c.ObservationCacheSize = n } }
-func configOf(cfg Config, opts []Option) Config {
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return cfg
+func WithMaxTransactItems(n int) Option    { return func(c *testConfig) { c.table.MaxTransactItems = n } }
+func WithClock(clk clockutil.Clock) Option { return func(c *testConfig) { c.Clock = clk } }
+func WithLogger(l logr.Logger) Option      { return func(c *testConfig) { c.Logger = l } }
+func WithMetrics(m metrics.Locks) Option   { return func(c *testConfig) { c.Metrics = m } }
+func WithHeartbeatConcurrency(n int) Option {
+	return func(c *testConfig) { c.HeartbeatConcurrency = n }
 }
-
-// NewFromStore is New over store with opts; WithFencing's table is the
-// store's business there.
-func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
-	cfg := configOf(Config{Store: store}, opts)
-	cfg.FenceTable = ""
-	return New(cfg)
-}
-
-// NewOn is New on the DynamoDB table with opts.
-func NewOn(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client, error) {
-	return New(configOf(Config{Client: client, Table: table}, opts))
+func WithObservationCacheSize(n int) Option {
+	return func(c *testConfig) { c.ObservationCacheSize = n }
 }
 
 // WithUnfair turns fair waiting off (Config.Unfair).
-func WithUnfair() Option { return func(c *Config) { c.Unfair = true } }
+func WithUnfair() Option { return func(c *testConfig) { c.Unfair = true } }
+
+func configOf(opts []Option) testConfig {
+	var c testConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// NewFromStore is New over store with opts; the store's own options
+// (WithFencing's table and the like) are the store's business there.
+func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
+	cfg := configOf(opts).Config
+	cfg.Store = store
+	return New(cfg)
+}
+
+// NewOn is New on a DynamoDB store of the table through client, with
+// opts.
+func NewOn(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client, error) {
+	c := configOf(opts)
+	c.table.Client, c.table.Table, c.table.Logger = client, table, c.Logger
+	store, err := dynamodbstore.New(c.table)
+	if err != nil {
+		return nil, err
+	}
+	c.Store = store
+	return New(c.Config)
+}
+
+// CheckTable makes the DynamoDB store's table check now
+// (dynamodbstore.Store.Tables), as the store otherwise does at its first
+// request: tests that count requests make it first.
+func CheckTable(ctx context.Context, c *Client) error {
+	if s, ok := c.store.(*dynamodbstore.Store); ok {
+		_, err := s.Tables(ctx)
+		return err
+	}
+	return nil
+}

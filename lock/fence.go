@@ -54,7 +54,7 @@ func (l *Lock) Token() int64 {
 // Guard refuses at once, without a request, a lock that is already known
 // to be released or lost. It takes up to 99 items by default: DynamoDB
 // allows 100 actions per transaction, and one checks the lock row (see
-// Config.MaxTransactItems). A lock on a set of keys (AcquireSet) checks
+// dynamodbstore.Config.MaxTransactItems). A lock on a set of keys (AcquireSet) checks
 // every key's row in the same transaction, and takes that many fewer
 // items; losing any key fails the write as losing the lock does.
 func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {

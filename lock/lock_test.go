@@ -8,8 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 func TestHeartbeatsKeepTheRowsAcquireTimeDataAndAttributes(t *testing.T) {
@@ -117,30 +115,5 @@ func TestWritesOfOneLockWaitForEachOtherOrTheirContext(t *testing.T) {
 	l.endWrite()
 	if err := l.Heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// storeOnly is a DynamoDB client written against StoreAPI alone: it has no
-// DescribeTable. New sends no request, so it is never called.
-type storeOnly struct{ dynamodbstore.StoreAPI }
-
-// A client whose table cannot be checked for an eventually consistent
-// global table is refused, naming Client, unless SkipTableCheck says the
-// check is skipped.
-func TestNewRefusesAClientWithoutDescribeTableUnlessTheCheckIsSkipped(t *testing.T) {
-	_, err := New(Config{Client: storeOnly{}, Table: "locks"})
-	var oe *OptionError
-	if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Client" {
-		t.Fatalf("New with a client without DescribeTable: %v, want ErrInvalidOption naming Client", err)
-	}
-	c, err := New(Config{Client: storeOnly{}, Table: "locks", SkipTableCheck: true})
-	if err != nil {
-		t.Fatalf("New with SkipTableCheck: %v", err)
-	}
-	if err := c.CheckTable(context.Background()); err != nil {
-		t.Fatalf("CheckTable with the check skipped: %v, want nil", err)
-	}
-	if _, err := NewFromStore(rlt.NewMemoryStore(), func(c *Config) { c.SkipTableCheck = true }); !errors.As(err, &oe) || oe.Option != "SkipTableCheck" {
-		t.Fatalf("SkipTableCheck with a Store: %v, want it refused as a table field", err)
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/go-logr/logr"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,11 +48,11 @@ func toJSON(in lock.Info) lockJSON {
 
 // readClient is a lock client for reading: no heartbeats are ever due.
 func (c *common) readClient(ctx context.Context) (*lock.Client, error) {
-	db, err := c.client(ctx)
+	store, err := c.store(ctx, false, logr.Discard())
 	if err != nil {
 		return nil, err
 	}
-	lc, err := lock.New(lock.Config{Client: db, Table: c.table, ManualHeartbeats: true, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck})
+	lc, err := lock.New(lock.Config{Store: store, ManualHeartbeats: true, RequestTimeout: c.requestTimeout})
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}

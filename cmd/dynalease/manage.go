@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/go-logr/logr"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,13 +19,19 @@ import (
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-// store returns the table as a resourcelock.Store.
-func (c *common) store(ctx context.Context) (*dynamodbstore.Store, error) {
+// store returns the table as a resourcelock.Store: with the fence table
+// when fences, logging to log (a skipped table check).
+func (c *common) store(ctx context.Context, fences bool, log logr.Logger) (*dynamodbstore.Store, error) {
 	db, err := c.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck})
+	cfg := dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout,
+		SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck, Logger: log}
+	if fences {
+		cfg.FenceTable = c.fences()
+	}
+	s, err := dynamodbstore.New(cfg)
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}
@@ -42,7 +50,7 @@ released by someone else at its next heartbeat. Refused without --force.`,
 		Args: exactArgs(1, "usage: dynalease release NAME --force"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := c.store(ctx)
+			s, err := c.store(ctx, false, logr.Discard())
 			if err != nil {
 				return err
 			}
@@ -93,7 +101,7 @@ func newObserve(c *common) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			s, err := c.store(ctx)
+			s, err := c.store(ctx, false, logr.Discard())
 			if err != nil {
 				return err
 			}

@@ -85,20 +85,17 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 	if err != nil {
 		return nil, exit(exitUsage, err)
 	}
-	db, err := c.client(ctx)
+	store, err := c.store(ctx, !c.noFencing, log)
 	if err != nil {
 		return nil, err
 	}
 	cfg := lock.Config{
-		Client: db, Table: c.table, Owner: c.owner,
+		Store: store, Owner: c.owner, Fencing: !c.noFencing,
 		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
-		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck,
+		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair,
 	}
 	if m != nil {
 		cfg.Metrics = m.metrics.Locks(name)
-	}
-	if !c.noFencing {
-		cfg.Fencing, cfg.FenceTable = true, c.fences()
 	}
 	lc, err := lock.New(cfg)
 	if err != nil {

@@ -250,7 +250,11 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	t.Parallel()
 	r := &recorder{seen: map[string]bool{}}
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{SortKey: "sortKey"})
-	c, err := lock.New(lock.Config{Client: client(t, r), Table: table, SortKeyAttribute: "sortKey", ManualHeartbeats: true, TTL: time.Hour})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client(t, r), Table: table, SortKey: "sortKey"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lock.New(lock.Config{Store: store, ManualHeartbeats: true, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +288,7 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	other, err := lock.New(lock.Config{Client: client(t, r), Table: table, SortKeyAttribute: "sortKey", ManualHeartbeats: true})
+	other, err := lock.New(lock.Config{Store: store, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,13 +321,17 @@ func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
 	table := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
 	fences := ddbtest.NewTable(t, raw, ddbtest.TableSpec{})
 	app := ddbtest.NewTable(t, raw, ddbtest.TableSpec{PartitionKey: "id"})
-	c, err := lock.New(lock.Config{Client: client(t, r), Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client(t, r), Table: table, FenceTable: fences})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lock.New(lock.Config{Store: store, Fencing: true, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	// Waiting for a lock another owner holds polls it (GetItem).
-	other, err := lock.New(lock.Config{Client: client(t, r), Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true})
+	other, err := lock.New(lock.Config{Store: store, Fencing: true, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

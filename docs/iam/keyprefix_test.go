@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // leadingKeys returns the partition key values a request names, as IAM's
@@ -126,11 +127,19 @@ func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 			keys = append(keys, ks)
 		}))
 	})
-	lc, err := lock.New(lock.Config{Client: c, Table: table, Fencing: true, FenceTable: fences, ManualHeartbeats: true, LeaseDuration: 20 * time.Second})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table, FenceTable: fences})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := lock.New(lock.Config{Client: raw, Table: table, ManualHeartbeats: true})
+	lc, err := lock.New(lock.Config{Store: store, Fencing: true, ManualHeartbeats: true, LeaseDuration: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawStore, err := dynamodbstore.New(dynamodbstore.Config{Client: raw, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := lock.New(lock.Config{Store: rawStore, ManualHeartbeats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // settings sizes one run.
@@ -134,7 +135,11 @@ func run(ctx context.Context, db *dynamodb.Client, t tables, s settings) (report
 	// DynamoDB rather than queue inside one process.
 	clients := make([]*lock.Client, s.Workers)
 	for i := range clients {
-		c, err := lock.New(lock.Config{Client: db, Table: t.Locks, Owner: fmt.Sprintf("worker-%d-%s", i+1, s.RunID), LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
+		store, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: t.Locks})
+		if err != nil {
+			return rep, err
+		}
+		c, err := lock.New(lock.Config{Store: store, Owner: fmt.Sprintf("worker-%d-%s", i+1, s.RunID), LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
 		if err != nil {
 			return rep, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Orders of several items: each order takes the locks on all its items at
@@ -88,7 +89,11 @@ func runOrders(ctx context.Context, db *dynamodb.Client, t tables, s orderSettin
 	for i := range s.Buyers {
 		// No fencing: a set has no fencing token; the guarded write is
 		// what keeps a paused holder's stale write out.
-		c, err := lock.New(lock.Config{Client: db, Table: t.Locks, Owner: fmt.Sprintf("orders-buyer-%d-%s", i+1, s.RunID),
+		store, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: t.Locks})
+		if err != nil {
+			return res, err
+		}
+		c, err := lock.New(lock.Config{Store: store, Owner: fmt.Sprintf("orders-buyer-%d-%s", i+1, s.RunID),
 			LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
 		if err != nil {
 			return res, err

@@ -88,7 +88,7 @@ func runPaused(ctx context.Context, sh *shop, t tables, s settings, mode writeMo
 	heartbeat := s.PauseLease / 8
 	clk := newStallClock()
 	defer clk.stop()
-	sc, err := newLockClientWith(lock.Config{Client: sh.db, Clock: clk}, t, res.Sleeper, s.PauseLease, heartbeat, s.Refresh)
+	sc, err := newLockClientWith(sh.db, lock.Config{Clock: clk}, t, res.Sleeper, s.PauseLease, heartbeat, s.Refresh)
 	if err != nil {
 		return res, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // settings sizes the runs.
@@ -397,15 +398,19 @@ func runLocked(ctx context.Context, sh *shop, t tables, s settings, name string)
 // so that every acquisition has a token for the fenced writes; it costs a
 // request to the fence table only when a row is new to fencing.
 func newLockClient(db *dynamodb.Client, t tables, owner string, lease, heartbeat, refresh time.Duration) (*lock.Client, error) {
-	return newLockClientWith(lock.Config{Client: db}, t, owner, lease, heartbeat, refresh)
+	return newLockClientWith(db, lock.Config{}, t, owner, lease, heartbeat, refresh)
 }
 
 // newLockClientWith is newLockClient with cfg's other fields (a clock,
 // say) kept.
-func newLockClientWith(cfg lock.Config, t tables, owner string, lease, heartbeat, refresh time.Duration) (*lock.Client, error) {
-	cfg.Table, cfg.Owner = t.Locks, owner
+func newLockClientWith(db *dynamodb.Client, cfg lock.Config, t tables, owner string, lease, heartbeat, refresh time.Duration) (*lock.Client, error) {
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: t.Locks, FenceTable: t.Fence})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Owner = store, owner
 	cfg.LeaseDuration, cfg.HeartbeatPeriod, cfg.RefreshPeriod = lease, heartbeat, refresh
-	cfg.Fencing, cfg.FenceTable = true, t.Fence
+	cfg.Fencing = true
 	return lock.New(cfg)
 }
 

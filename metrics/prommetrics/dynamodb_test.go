@@ -94,7 +94,11 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := lock.New(lock.Config{Client: client, Table: table, Metrics: m.Locks("orders"), ManualHeartbeats: true, LeaseDuration: time.Minute, RequestTimeout: 5 * time.Second})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lock.New(lock.Config{Store: store, Metrics: m.Locks("orders"), ManualHeartbeats: true, LeaseDuration: time.Minute, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

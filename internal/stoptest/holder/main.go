@@ -53,6 +53,7 @@ import (
 
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {
@@ -97,7 +98,11 @@ func main() {
 	}, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true // DynamoDB Local only
 	})
-	lc, err := lock.New(lock.Config{Client: client, Table: *table, Owner: *owner, Fencing: true, FenceTable: *fences, LeaseDuration: *lease, HeartbeatPeriod: *heartbeat})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: *table, FenceTable: *fences})
+	if err != nil {
+		fatal(err)
+	}
+	lc, err := lock.New(lock.Config{Store: store, Owner: *owner, Fencing: true, LeaseDuration: *lease, HeartbeatPeriod: *heartbeat})
 	if err != nil {
 		fatal(err)
 	}

@@ -305,17 +305,17 @@ func TestClientConfigValidation(t *testing.T) {
 		cfg   Config
 		field string
 	}{
-		"heartbeat not below lease":   {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 10 * s}, "HeartbeatPeriod"},
-		"heartbeat above half":        {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 4 * s, RequestTimeout: s}, "HeartbeatPeriod"},
-		"negative heartbeat":          {Config{HeartbeatPeriod: -s}, "HeartbeatPeriod"},
-		"negative lease":              {Config{LeaseDuration: -1}, "LeaseDuration"},
-		"margin at lease":             {Config{SafetyMargin: DefaultLeaseDuration}, "SafetyMargin"},
-		"ttl slack under an hour":     {Config{TTL: time.Minute}, "TTL"},
-		"negative concurrency":        {Config{HeartbeatConcurrency: -1}, "HeartbeatConcurrency"},
-		"negative refresh":            {Config{RefreshPeriod: -s}, "RefreshPeriod"},
-		"owner name over 1 KiB":       {Config{Owner: string(make([]byte, 2000))}, "Owner"},
-		"request timeout too long":    {Config{RequestTimeout: time.Minute}, "RequestTimeout"},
-		"negative cache capacity":     {Config{ObservationCacheSize: -1}, "ObservationCacheSize"},
+		"heartbeat not below lease": {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 10 * s}, "HeartbeatPeriod"},
+		"heartbeat above half":      {Config{LeaseDuration: 10 * s, HeartbeatPeriod: 4 * s, RequestTimeout: s}, "HeartbeatPeriod"},
+		"negative heartbeat":        {Config{HeartbeatPeriod: -s}, "HeartbeatPeriod"},
+		"negative lease":            {Config{LeaseDuration: -1}, "LeaseDuration"},
+		"margin at lease":           {Config{SafetyMargin: DefaultLeaseDuration}, "SafetyMargin"},
+		"ttl slack under an hour":   {Config{TTL: time.Minute}, "TTL"},
+		"negative concurrency":      {Config{HeartbeatConcurrency: -1}, "HeartbeatConcurrency"},
+		"negative refresh":          {Config{RefreshPeriod: -s}, "RefreshPeriod"},
+		"owner name over 1 KiB":     {Config{Owner: string(make([]byte, 2000))}, "Owner"},
+		"request timeout too long":  {Config{RequestTimeout: time.Minute}, "RequestTimeout"},
+		"negative cache capacity":   {Config{ObservationCacheSize: -1}, "ObservationCacheSize"},
 		// Bug 9 of the engine issue: a margin with no room for drift.
 		"margin of 1 ns":           {Config{SafetyMargin: time.Nanosecond}, "SafetyMargin"},
 		"margin below 1% of lease": {Config{LeaseDuration: 10 * s, SafetyMargin: 99 * time.Millisecond}, "SafetyMargin"},

@@ -3,8 +3,6 @@ package dynalease
 import (
 	"errors"
 	"fmt"
-
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // ErrLost is matched by every *LostError: a hold (a lock, a term of
@@ -81,19 +79,3 @@ func (e *LostError) Is(target error) bool { return target == ErrLost }
 
 // Unwrap returns the cause.
 func (e *LostError) Unwrap() error { return e.Cause }
-
-// LostTo returns the loss of the hold on lease to the row it (missing
-// when there is none) found in place of the holder's own: Deleted,
-// ReleasedElsewhere or Stolen.
-func LostTo(lease string, it resourcelock.Item, missing bool) *LostError {
-	e := &LostError{Lease: lease}
-	switch {
-	case missing:
-		e.Reason = Deleted
-	case it.Released:
-		e.Reason, e.Holder = ReleasedElsewhere, it.HolderIdentity
-	default:
-		e.Reason, e.Holder = Stolen, it.HolderIdentity
-	}
-	return e
-}

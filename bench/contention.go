@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -138,7 +139,7 @@ func (b *bench) contention(ctx context.Context, res *contentionResult) error {
 					}
 					acqErrs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
-					if errors.Is(err, lock.ErrInvalidOption) {
+					if errors.Is(err, dynalease.ErrInvalid) {
 						return
 					}
 					continue

@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
-	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 )
 
@@ -120,8 +120,8 @@ func (b *bench) rowFailover(ctx context.Context) error {
 		}
 		var from time.Time
 		if crash {
-			if !errors.Is(runErr, election.ErrLostLeadership) {
-				return 0, 0, 0, fmt.Errorf("the old leader's Run returned %v, want ErrLostLeadership", runErr)
+			if !errors.Is(runErr, dynalease.ErrLost) {
+				return 0, 0, 0, fmt.Errorf("the old leader's Run returned %v, want dynalease.ErrLost", runErr)
 			}
 			last, ok := old.lastConfirmedSend()
 			if !ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -340,7 +341,7 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 			return err
 		}
 		s = ctr.snapshot()
-		if err := mine.Heartbeat(ctx); !errors.Is(err, lock.ErrLost) {
+		if err := mine.Heartbeat(ctx); !errors.Is(err, dynalease.ErrLost) {
 			return fmt.Errorf("heartbeat of a stolen lock = %v, want ErrLost", err)
 		}
 		renewal.addSnapshot(ctr.since(s))

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -491,8 +492,8 @@ func classify(err error) string {
 		return outcomeRefusedServer
 	case errors.As(err, &ice):
 		return outcomeCondition
-	case errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrReleased),
-		errors.Is(err, election.ErrLostLeadership):
+	case errors.Is(err, dynalease.ErrLost), errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrNotHeld),
+		errors.Is(err, dynalease.ErrLost):
 		return outcomeRefusedLocal
 	}
 	return outcomeUnknown

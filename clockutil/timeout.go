@@ -2,14 +2,10 @@ package clockutil
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"k8s.io/utils/clock"
 )
-
-// ErrTimeout is the cause recorded on a context ended by WithTimeout.
-var ErrTimeout = errors.New("clockutil: timeout")
 
 // WithTimeout returns a copy of parent that is cancelled when d has passed
 // on c, when parent is done, or when the returned cancel function is called.
@@ -18,8 +14,8 @@ var ErrTimeout = errors.New("clockutil: timeout")
 // a Deadline that network code can see. On any other clock the context is
 // cancelled by a timer on that clock and carries no Deadline: a fake clock's
 // time has no relation to the wall clock. Either way, once the timeout fires
-// context.Cause of the result matches both ErrTimeout and
-// context.DeadlineExceeded under errors.Is. (Err itself is
+// context.Cause of the result matches context.DeadlineExceeded under
+// errors.Is. (Err itself is
 // context.DeadlineExceeded on the real clock and context.Canceled on others,
 // so callers that need to tell a timeout apart test the cause.)
 func WithTimeout(parent context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
@@ -34,15 +30,13 @@ func WithTimeout(parent context.Context, c Clock, d time.Duration) (context.Cont
 	}
 }
 
-// timeoutError is the cause of a timed-out context: it matches ErrTimeout and
-// context.DeadlineExceeded, so callers may test for either.
+// timeoutError is the cause of a timed-out context: it matches
+// context.DeadlineExceeded.
 type timeoutError struct{}
 
-func (timeoutError) Error() string { return ErrTimeout.Error() }
+func (timeoutError) Error() string { return "clockutil: timeout" }
 
-func (timeoutError) Is(target error) bool {
-	return target == ErrTimeout || target == context.DeadlineExceeded
-}
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // KeepDeadline returns a context that is not cancelled when parent is, but
 // that ends at parent's deadline, if it has one. A release is still sent

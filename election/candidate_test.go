@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -306,8 +307,8 @@ func TestRunRefusedWhileRunning(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.waitIdle()
-	if err := h.e.Run(t.Context()); err != ErrRunning {
-		t.Fatalf("second Run = %v, want ErrRunning", err)
+	if err := h.e.Run(t.Context()); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("second Run = %v, want dynalease.ErrInvalid", err)
 	}
 }
 

@@ -2,11 +2,11 @@ package election
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
@@ -34,7 +34,7 @@ const (
 // OnStartedLeading is never called for a term whose validity has already
 // passed (the process paused between the acquiring write and the start of
 // the work, or the fencing request was slow): Run then releases the record
-// and returns an error wrapping ErrLostLeadership. Its context can still
+// and returns an error matching dynalease.ErrLost. Its context can still
 // end at any moment after the call, a pause included, so the work checks it
 // before each action it must not take without leadership.
 type Callbacks struct {
@@ -164,7 +164,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+		return dynalease.Invalid(field, format, args...)
 	}
 	switch {
 	case c.Lock == nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -64,9 +65,9 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		cfg := validConfig()
 		tc.change(&cfg)
 		_, err := New(cfg)
-		var ce *ConfigError
-		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%s: New = %v, want a ConfigError for %s", tc.field, err, tc.field)
+		var ce *dynalease.InvalidError
+		if !errors.Is(err, dynalease.ErrInvalid) || !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: New = %v, want an InvalidError for %s", tc.field, err, tc.field)
 		}
 	}
 }
@@ -112,7 +113,7 @@ func TestMinLeaseMargin(t *testing.T) {
 type noFenceTable struct{ resourcelock.Interface }
 
 func (noFenceTable) Fence(context.Context, string) (resourcelock.Record, error) {
-	return resourcelock.Record{}, resourcelock.ErrNoFencing
+	return resourcelock.Record{}, dynalease.ErrInvalid
 }
 func (noFenceTable) CanFence() bool { return false }
 
@@ -131,8 +132,8 @@ func TestFencingWithoutAFenceTableIsRefused(t *testing.T) {
 	}
 	cfg := validConfig()
 	cfg.Lock, cfg.Fencing = lock, true
-	var ce *ConfigError
+	var ce *dynalease.InvalidError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
-		t.Fatalf("New = %v, want a ConfigError for Fencing", err)
+		t.Fatalf("New = %v, want an InvalidError for Fencing", err)
 	}
 }

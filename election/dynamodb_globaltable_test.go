@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -44,8 +45,8 @@ func TestDynamoDBElectorRefusesAnEventualGlobalTable(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := e.Run(ctx); !errors.Is(err, dynamodbstore.ErrEventualGlobalTable) {
-		t.Fatalf("Run on an MREC global table: %v, want ErrEventualGlobalTable", err)
+	if err := e.Run(ctx); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Fatalf("Run on an MREC global table: %v, want the MREC refusal", err)
 	}
 	if got := ft.Counts(); got["UpdateItem"] != 0 {
 		t.Fatalf("requests %v, want no write", got)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
@@ -233,8 +234,8 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 	defer cancel()
 	// Unconditional writes: only the check of the lease record can stop them.
 	err := a.e.Guard(gctx, d.put("ledger", "a", 3), d.put("a-only", "a", 1))
-	if !errors.Is(err, election.ErrLostLeadership) || !errors.Is(err, resourcelock.ErrGuardLost) {
-		t.Fatalf("A's guarded write after B took over = %v, want ErrLostLeadership and ErrGuardLost", err)
+	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
+		t.Fatalf("A's guarded write after B took over = %v, want dynalease.ErrLost and ErrGuardLost", err)
 	}
 	if n := a.ft.Count("TransactWriteItems"); n != 1 {
 		t.Errorf("A sent %d TransactWriteItems, want 1: the refusal must come from the server", n)
@@ -251,8 +252,8 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 	}
 	select {
 	case err := <-a.result:
-		if !errors.Is(err, election.ErrLostLeadership) {
-			t.Errorf("A's Run = %v, want ErrLostLeadership", err)
+		if !errors.Is(err, dynalease.ErrLost) {
+			t.Errorf("A's Run = %v, want dynalease.ErrLost", err)
 		}
 		a.result <- err // for the cleanup
 	case <-time.After(egPatience):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
@@ -408,8 +409,8 @@ func TestDynamoDBHungRenewalsEndTheTermAndAnotherTakesOver(t *testing.T) {
 	a.faults.Add(faulthttp.Rule{Op: "UpdateItem", Fault: faulthttp.Delay(time.Hour)})
 	select {
 	case err := <-doneA:
-		if !errors.Is(err, election.ErrLostLeadership) {
-			t.Fatalf("a's Run = %v, want ErrLostLeadership", err)
+		if !errors.Is(err, dynalease.ErrLost) {
+			t.Fatalf("a's Run = %v, want dynalease.ErrLost", err)
 		}
 	case <-time.After(itDeadline + slack):
 		t.Fatal("a did not step down within RenewDeadline of hung renewals")

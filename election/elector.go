@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
@@ -39,14 +40,10 @@ type Elector struct {
 	watches *rvnlease.Watches
 }
 
-// sleep waits for d on the clock, or until ctx is done.
-func (e *Elector) sleep(ctx context.Context, d time.Duration) error {
-	return clockutil.Sleep(ctx, e.clk, d, "election")
-}
-
 // New validates cfg and returns an Elector. Zero durations take the
 // published defaults. An invalid cfg gives an error matching
-// ErrInvalidConfig; errors.As with *ConfigError names the field.
+// dynalease.ErrInvalid; errors.As with *dynalease.InvalidError names the
+// field.
 func New(cfg Config) (*Elector, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -113,8 +110,8 @@ func (e *Elector) Token() int64 {
 // so a leader that lost its term (paused, partitioned) cannot commit
 // anything. It needs a Lock that can guard writes, as the lease
 // dynamodbstore.NewLease returns can. It refuses at once, with an error
-// matching ErrLostLeadership, when not leading; a refusal by the server
-// matches both ErrLostLeadership and resourcelock.ErrGuardLost. See
+// matching dynalease.ErrLost, when not leading; a refusal by the server
+// matches both dynalease.ErrLost and resourcelock.ErrGuardLost. See
 // dynamodbstore.Guarder for the other errors.
 func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
 	g, ok := e.cfg.Lock.(guarder)
@@ -123,7 +120,7 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 	}
 	t := e.term()
 	if t == nil || !t.valid() {
-		return fmt.Errorf("%w: %s: not leading", ErrLostLeadership, e.cfg.Lock.Describe())
+		return lostLeadership(fmt.Errorf("%s: not leading", e.cfg.Lock.Describe()))
 	}
 	started := e.clk.Now()
 	err := g.Guard(ctx, t.holding, items...)
@@ -133,7 +130,7 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 		// Verified by the server: the record shows another acquisition.
 		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lock.Describe(), err)
 		t.end(lost)
-		return fmt.Errorf("%w: %w", ErrLostLeadership, lost)
+		return lostLeadership(lost)
 	}
 	return err
 }
@@ -244,18 +241,18 @@ func (e *Elector) setLeader(holder string) {
 // term has ended, or until ctx is done.
 //
 // It returns ctx's error when ctx ended the Run, whether or not a term had
-// started; an error wrapping ErrLostLeadership when a term ended without
+// started; an error matching dynalease.ErrLost when a term ended without
 // being asked to (no renewal confirmed in time, or the record was taken,
 // released or deleted by someone else), or ended before its work could
 // start (see Callbacks); and nil when OnStartedLeading
 // returned by itself. In every case Run returns only after OnStartedLeading
 // has returned. Run may then be called again to stand again; concurrent
-// Runs of one Elector are refused with ErrRunning.
+// Runs of one Elector are refused (an error matching dynalease.ErrInvalid).
 func (e *Elector) Run(ctx context.Context) error {
 	e.mu.Lock()
 	if e.running {
 		e.mu.Unlock()
-		return ErrRunning
+		return dynalease.Invalid("Run", "another Run of this Elector has not returned")
 	}
 	e.running = true
 	e.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -75,9 +76,9 @@ func TestFencingNeedsAFencer(t *testing.T) {
 	cfg := validConfig()
 	cfg.Lock = noFencer{cfg.Lock}
 	cfg.Fencing = true
-	var ce *ConfigError
+	var ce *dynalease.InvalidError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
-		t.Fatalf("New = %v, want a ConfigError for Fencing", err)
+		t.Fatalf("New = %v, want an InvalidError for Fencing", err)
 	}
 }
 
@@ -164,8 +165,8 @@ func TestATermThatEndedBeforeItStartedNeverRunsTheWork(t *testing.T) {
 	h.freeRun()
 	h.start()
 	err := h.result()
-	if !errors.Is(err, ErrLostLeadership) {
-		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	if !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Run = %v, want dynalease.ErrLost", err)
 	}
 	h.noEvent()
 	if h.e.IsLeader() || h.e.Leader() != "" {

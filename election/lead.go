@@ -22,7 +22,8 @@ import (
 //     unless the term's validity has already passed (a pause since the
 //     acquiring write was sent, or a slow fencing request): such a term
 //     never starts its work, is not reported to OnStoppedLeading, and
-//     ends Run with ErrLostLeadership after releasing the record.
+//     ends Run with an error matching dynalease.ErrLost after releasing
+//     the record.
 //  2. Renew every RetryPeriod (no jitter, no read first) on the engine's
 //     scheduler: see renewal.
 //  3. When ctx is cancelled, keep renewing while OnStartedLeading returns,
@@ -143,7 +144,17 @@ func (r *run) lost(ctx context.Context, t *term) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrLostLeadership, cause)
+	return lostLeadership(cause)
+}
+
+// lostLeadership returns Run's error for a term that ended, with cause,
+// without the caller asking: it matches dynalease.ErrLost (cause is a
+// *dynalease.LostError, whose Reason says how).
+func lostLeadership(cause error) error {
+	if errors.Is(cause, dynalease.ErrLost) {
+		return fmt.Errorf("election: leadership lost: %w", cause)
+	}
+	return fmt.Errorf("election: leadership lost (%w): %w", dynalease.ErrLost, cause)
 }
 
 // finish ends a term whose work has returned: nothing acts as leader any

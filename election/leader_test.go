@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // leading starts h and waits until it leads at epoch.
@@ -139,8 +140,8 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			h.step(retry)
 			err := h.result()
 			var lost *dynalease.LostError
-			if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.Holder != tc.holder {
-				t.Fatalf("Run = %v, want ErrLostLeadership and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
+			if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.Holder != tc.holder {
+				t.Fatalf("Run = %v, want dynalease.ErrLost and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
 			}
 			h.wantOps(rlt.OpUpdate, rlt.OpGet)
 			h.wantEvents("stopped", "work returned")
@@ -175,8 +176,8 @@ func TestStepDownAfterRenewDeadlineOfFailedRenewals(t *testing.T) {
 	}
 	err := h.result()
 	var lost *dynalease.LostError
-	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired || !errors.Is(err, errReset) {
-		t.Fatalf("Run = %v, want ErrLostLeadership, an Expired LostError, and the renewals' failure", err)
+	if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired || !errors.Is(err, errReset) {
+		t.Fatalf("Run = %v, want dynalease.ErrLost, an Expired LostError, and the renewals' failure", err)
 	}
 	h.wantEvents("stopped", "work returned")
 	if ctx.Err() == nil {
@@ -221,8 +222,8 @@ func TestIsLeaderTurnsFalseWhileTheLoopIsStuck(t *testing.T) {
 	}
 	h.freeRun()
 	unstick()
-	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
-		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	if err := h.result(); !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Run = %v, want dynalease.ErrLost", err)
 	}
 }
 
@@ -248,7 +249,7 @@ func TestCheckReportsWorkOutlivingTheTerm(t *testing.T) {
 	}
 	close(h.holdWork)
 	h.wantEvent("work returned")
-	if err := h.result(); !errors.Is(err, ErrLostLeadership) {
+	if err := h.result(); !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("Run = %v", err)
 	}
 	if err := h.e.Check(tolerance); err != nil {
@@ -419,7 +420,7 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)
 	var lost *dynalease.LostError
-	if !errors.Is(err, ErrLostLeadership) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
+	if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != dynalease.Expired {
 		t.Fatalf("finish = %v, want a loss by validity", err)
 	}
 	if stopped != 1 {
@@ -471,8 +472,8 @@ func TestNoRenewalOnceTheTermEndedWithItsDueTime(t *testing.T) {
 		h.freeRun()
 		h.step(deadline) // a pause: renewals due since 2 s, validity ended at 10 s
 		h.wantEvents("stopped", "work returned")
-		if err := h.result(); !errors.Is(err, ErrLostLeadership) {
-			t.Fatalf("Run = %v, want ErrLostLeadership", err)
+		if err := h.result(); !errors.Is(err, dynalease.ErrLost) {
+			t.Fatalf("Run = %v, want dynalease.ErrLost", err)
 		}
 		h.wantOps()
 	}

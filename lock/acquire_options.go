@@ -101,7 +101,7 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	}
 	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
 	if err := resourcelock.CheckKey(k); err != nil {
-		return a, k, &OptionError{Option: "key", Err: err} // the limits are resourcelock's
+		return a, k, refused("key", err) // the limits are resourcelock's
 	}
 	switch {
 	case resourcelock.CheckData(a.data) != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
@@ -243,8 +244,8 @@ func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
 	// An empty name is refused here; the names a store keeps are the
 	// store's to refuse (dynamodb_test.go).
 	_, err := f.c.Acquire(context.Background(), "x", WithAttributes(map[string]types.AttributeValue{"": &types.AttributeValueMemberS{Value: "v"}}))
-	if !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("an empty attribute name: %v, want ErrInvalidOption", err)
+	if !errors.Is(err, dynalease.ErrInvalid) {
+		t.Errorf("an empty attribute name: %v, want dynalease.ErrInvalid", err)
 	}
 	f.wantOps()
 }
@@ -285,14 +286,14 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 		},
 	}
 	for name, call := range cases {
-		if err := call(); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		if err := call(); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s: %v, want dynalease.ErrInvalid", name, err)
 		}
 	}
 	// Key limits are resourcelock's, checked there and translated once.
 	for _, name := range []string{"empty key", "long key", "long sort key"} {
-		if err := cases[name](); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want it to match resourcelock.ErrInvalidArgument too", name, err)
+		if err := cases[name](); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s: %v, want it to match dynalease.ErrInvalid too", name, err)
 		}
 	}
 	f.wantOps()
@@ -337,9 +338,9 @@ func TestClientConfigValidation(t *testing.T) {
 			cfg.Store = store
 		}
 		_, err := New(cfg)
-		var oe *OptionError
-		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != tc.field {
-			t.Errorf("%s: %v, want an OptionError naming %s", name, err, tc.field)
+		var oe *dynalease.InvalidError
+		if !errors.Is(err, dynalease.ErrInvalid) || !errors.As(err, &oe) || oe.Field != tc.field {
+			t.Errorf("%s: %v, want an InvalidError naming %s", name, err, tc.field)
 		}
 	}
 	// Fencing over a store that keeps no fences is refused, naming
@@ -349,8 +350,8 @@ func TestClientConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{Store: noFences, Fencing: true}); !errors.As(err, new(*OptionError)) || !strings.Contains(err.Error(), "Fencing") {
-		t.Errorf("Fencing on a store without fences: %v, want an OptionError naming Fencing", err)
+	if _, err := New(Config{Store: noFences, Fencing: true}); !errors.As(err, new(*dynalease.InvalidError)) || !strings.Contains(err.Error(), "Fencing") {
+		t.Errorf("Fencing on a store without fences: %v, want an InvalidError naming Fencing", err)
 	}
 	if _, err := New(Config{Store: store, LeaseDuration: 10 * s, HeartbeatPeriod: s, SafetyMargin: MinSafetyMargin(10 * s)}); err != nil {
 		t.Errorf("the smallest margin allowed is refused: %v", err)
@@ -525,9 +526,9 @@ func TestGetRefusesAcquisitionOptions(t *testing.T) {
 		"WithRefreshPeriodFor":    WithRefreshPeriodFor(time.Hour),
 		"WithAdditionalWait":      WithAdditionalWait(time.Second),
 	} {
-		var oe *OptionError
-		if _, err := f.c.Get(context.Background(), "k", opt); !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != name {
-			t.Errorf("Get with %s = %v, want an OptionError naming %s", name, err, name)
+		var oe *dynalease.InvalidError
+		if _, err := f.c.Get(context.Background(), "k", opt); !errors.Is(err, dynalease.ErrInvalid) || !errors.As(err, &oe) || oe.Field != name {
+			t.Errorf("Get with %s = %v, want an InvalidError naming %s", name, err, name)
 		}
 	}
 }

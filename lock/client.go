@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -19,17 +20,16 @@ import (
 // background heartbeats of every lock it holds. Its methods are safe for
 // concurrent use.
 type Client struct {
-	store    resourcelock.Store
-	cfg      config
-	clk      clockutil.Clock
-	log      logr.Logger
-	external bool                // built from a caller's Store: key checks are the store's
-	base     *resourcelock.Lease // the client's leases: its store, owner and hold options (At a key)
-	seen     *rvnlease.Watches
-	failing  *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
-	engine   [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
-	sched    *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
-	valid    *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
+	store   resourcelock.Store
+	cfg     config
+	clk     clockutil.Clock
+	log     logr.Logger
+	base    *resourcelock.Lease // the client's leases: its store, owner and hold options (At a key)
+	seen    *rvnlease.Watches
+	failing *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
+	engine  [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
+	sched   *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
+	valid   *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
 
 	mu     sync.Mutex
 	slots  map[resourcelock.Key]*slot
@@ -54,7 +54,7 @@ type slot struct {
 }
 
 // New returns a client over cfg.Store as cfg says. It validates cfg (an
-// error matching ErrInvalidOption names the field) and sends no request.
+// error matching dynalease.ErrInvalid names the field) and sends no request.
 func New(cfg Config) (*Client, error) {
 	c, err := cfg.resolve()
 	if err != nil {
@@ -82,7 +82,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	// from it At a key, sharing its store, owner and options.
 	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.owner)
 	if err != nil {
-		return nil, &OptionError{Option: "Owner", Err: err}
+		return nil, refused("Owner", err)
 	}
 	c.base = base.With(c.writeOptions(nil)).(*resourcelock.Lease)
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
@@ -165,7 +165,7 @@ func (c *Client) unclaim(k resourcelock.Key, s *slot) {
 // Get reads the lock on key without taking it. The result cannot release
 // or heartbeat anybody's lock. Of the acquire options it takes only
 // WithSortKeyValue, and refuses the others (an error matching
-// ErrInvalidOption). It returns an error matching resourcelock.ErrNotFound
+// dynalease.ErrInvalid). It returns an error matching resourcelock.ErrNotFound
 // when there is no row.
 func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (Info, error) {
 	a, k, err := c.acquireConfig(key, opts)
@@ -263,7 +263,7 @@ func (c *Client) Close(ctx context.Context) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer cancel()
-			if err := l.release(rctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLost) {
+			if err := l.release(rctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, dynalease.ErrLost) {
 				errs[i] = err
 			}
 		})

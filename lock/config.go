@@ -243,7 +243,7 @@ func (c config) validity() time.Duration { return c.lease - c.margin }
 // checkData translates resourcelock's data limit into an option error.
 func checkData(data []byte) error {
 	if err := resourcelock.CheckData(data); err != nil {
-		return &OptionError{Option: "WithData", Err: err} // the limit is resourcelock's
+		return refused("WithData", err) // the limit is resourcelock's
 	}
 	return nil
 }

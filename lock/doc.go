@@ -137,7 +137,7 @@
 // they are taken one after another. A set carries no data or attributes,
 // and a lost set's other rows are left to run out, not released. On an
 // MRSC global table, sets and semaphores are refused (see
-// dynamodbstore.ErrTransactionsOnMRSC).
+// dynalease.ErrInvalid).
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients and clients with Config.Unfair jump the queue; a waiter that

@@ -132,8 +132,8 @@ func TestDynamoDBAmbiguousReleaseIsResolvedAsLanded(t *testing.T) {
 	}
 	c.wantCounts(t, "dropped release", map[string]int{"UpdateItem": 2})
 	checkJavaReadable(t, "released row", e.item("kept"), c.Owner(), testLease, true)
-	if err := l.Err(); err != lock.ErrReleased {
-		t.Errorf("Err after Release = %v, want ErrReleased", err)
+	if err := l.Err(); err != lock.ErrNotHeld {
+		t.Errorf("Err after Release = %v, want ErrNotHeld", err)
 	}
 
 	l = mustAcquire(t, c, "deleted", lock.WithDeleteOnRelease())

@@ -227,7 +227,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			if took < silentLease {
 				t.Errorf("%s: took the silent holder's lock after %v, before its lease %v", what, took, silentLease)
 			}
-			if err := prev.Release(ctx); !errors.Is(err, lock.ErrLost) {
+			if err := prev.Release(ctx); !errors.Is(err, dynalease.ErrLost) {
 				t.Errorf("%s: the silent holder's Release = %v, want ErrLost", what, err)
 			}
 			if got := fgStr(e.lockRow(key), "ownerName"); got != c.Owner() {

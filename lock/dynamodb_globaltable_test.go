@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // DynamoDB Local has no global tables: these tests answer the client's
@@ -69,13 +69,13 @@ func TestDynamoDBEventualGlobalTableIsRefused(t *testing.T) {
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c, ft := globalClient(t, e, "EVENTUAL")
 	_, err := c.Acquire(t.Context(), "k")
-	if !errors.Is(err, dynamodbstore.ErrEventualGlobalTable) || !resourcelock.Permanent(err) || !strings.Contains(err.Error(), "us-west-2") {
-		t.Fatalf("Acquire on an MREC global table: %v, want ErrEventualGlobalTable naming the replicas, permanent", err)
+	if !errors.Is(err, resourcelock.ErrPermanent) || !resourcelock.Permanent(err) || !strings.Contains(err.Error(), "us-west-2") {
+		t.Fatalf("Acquire on an MREC global table: %v, want the MREC refusal naming the replicas, permanent", err)
 	}
 	if got := ft.Counts(); got["UpdateItem"] != 0 || got["DescribeTable"] != 1 {
 		t.Fatalf("requests %v, want one DescribeTable and no write", got)
 	}
-	if _, err := c.Acquire(t.Context(), "k"); !errors.Is(err, dynamodbstore.ErrEventualGlobalTable) {
+	if _, err := c.Acquire(t.Context(), "k"); !errors.Is(err, resourcelock.ErrPermanent) {
 		t.Fatalf("a second Acquire: %v, want the refusal kept", err)
 	}
 	if got := ft.Counts()["DescribeTable"]; got != 1 {
@@ -106,14 +106,14 @@ func TestDynamoDBStrongGlobalTable(t *testing.T) {
 	}
 	err = l.Guard(t.Context(), types.TransactWriteItem{Put: &types.Put{TableName: aws.String(e.table),
 		Item: map[string]types.AttributeValue{e.pk: &types.AttributeValueMemberS{Value: "app"}}}})
-	if !errors.Is(err, dynamodbstore.ErrTransactionsOnMRSC) || !l.IsHeld() {
-		t.Fatalf("Guard on an MRSC table: %v (held %t), want ErrTransactionsOnMRSC and the lock kept", err, l.IsHeld())
+	if !errors.Is(err, dynalease.ErrInvalid) || !l.IsHeld() {
+		t.Fatalf("Guard on an MRSC table: %v (held %t), want the MRSC refusal and the lock kept", err, l.IsHeld())
 	}
-	if _, err := c.AcquireSet(t.Context(), []string{"a", "b"}); !errors.Is(err, dynamodbstore.ErrTransactionsOnMRSC) {
-		t.Fatalf("AcquireSet on an MRSC table: %v, want ErrTransactionsOnMRSC", err)
+	if _, err := c.AcquireSet(t.Context(), []string{"a", "b"}); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("AcquireSet on an MRSC table: %v, want the MRSC refusal", err)
 	}
-	if _, err := c.AcquirePermit(t.Context(), "pay", 2); !errors.Is(err, dynamodbstore.ErrTransactionsOnMRSC) {
-		t.Fatalf("AcquirePermit on an MRSC table: %v, want ErrTransactionsOnMRSC", err)
+	if _, err := c.AcquirePermit(t.Context(), "pay", 2); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("AcquirePermit on an MRSC table: %v, want the MRSC refusal", err)
 	}
 	mustRelease(t, l)
 	got := ft.Counts()
@@ -122,7 +122,7 @@ func TestDynamoDBStrongGlobalTable(t *testing.T) {
 	}
 
 	ttl, _ := globalClient(t, e, "STRONG", lock.WithTTL(time.Hour))
-	if _, err := ttl.Acquire(t.Context(), "t"); !errors.Is(err, resourcelock.ErrInvalidArgument) || !strings.Contains(err.Error(), "MRSC") {
+	if _, err := ttl.Acquire(t.Context(), "t"); !errors.Is(err, dynalease.ErrInvalid) || !strings.Contains(err.Error(), "MRSC") {
 		t.Fatalf("Acquire with a TTL on an MRSC table: %v, want refused naming MRSC", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestDynamoDBReplicatedWriteConflictIsNotALoss(t *testing.T) {
 	}
 	ft.Add(faulthttp.Rule{Op: "UpdateItem", Times: 1, Fault: faulthttp.APIError(http.StatusBadRequest, "ReplicatedWriteConflictException", "a conflicting write in another region")})
 	err = l.Heartbeat(t.Context())
-	if err == nil || errors.Is(err, lock.ErrLost) || resourcelock.Permanent(err) || !l.IsHeld() {
+	if err == nil || errors.Is(err, dynalease.ErrLost) || resourcelock.Permanent(err) || !l.IsHeld() {
 		t.Fatalf("a heartbeat refused by a replicated write conflict: %v (held %t), want a transient failure, still held", err, l.IsHeld())
 	}
 	if err := l.Heartbeat(t.Context()); err != nil {

@@ -185,7 +185,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			if !errors.As(err, &ice) || ice.Index != bad {
 				t.Fatalf("Guard with item %d's condition failing = %v, want an *ItemConditionError with Index %d", bad, err, bad)
 			}
-			if !errors.Is(err, resourcelock.ErrConflict) || errors.Is(err, lock.ErrLost) || errors.Is(err, resourcelock.ErrGuardLost) {
+			if !errors.Is(err, resourcelock.ErrConflict) || errors.Is(err, dynalease.ErrLost) || errors.Is(err, resourcelock.ErrGuardLost) {
 				t.Errorf("item %d: %v matches the wrong errors", bad, err)
 			}
 			a.wantTransactions(t, fmt.Sprintf("item %d's condition failing", bad), 1)
@@ -224,8 +224,8 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		} {
 			a.ft.Reset()
 			err := l.Guard(ctx, c.items...)
-			if !errors.Is(err, lock.ErrInvalidOption) {
-				t.Errorf("Guard with %s = %v, want ErrInvalidOption", c.what, err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Errorf("Guard with %s = %v, want dynalease.ErrInvalid", c.what, err)
 			}
 			a.wantTransactions(t, c.what, 0)
 			stillHeld(t, c.what)
@@ -277,8 +277,8 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		defer h.Remove()
 		a.ft.Reset()
 		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
-		if !errors.Is(err, resourcelock.ErrContention) || errors.Is(err, lock.ErrLost) {
-			t.Fatalf("Guard that keeps conflicting = %v, want ErrTransactionConflict", err)
+		if !errors.Is(err, resourcelock.ErrContention) || errors.Is(err, dynalease.ErrLost) {
+			t.Fatalf("Guard that keeps conflicting = %v, want resourcelock.ErrContention", err)
 		}
 		if n := a.ft.Count("TransactWriteItems"); n < 2 {
 			t.Errorf("a conflicting guard was sent %d times: not retried", n)
@@ -298,7 +298,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		a.ft.Reset()
 		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
 		var ice *dynamodbstore.ItemConditionError
-		if !errors.As(err, &ice) || ice.Index != -1 || errors.Is(err, lock.ErrLost) {
+		if !errors.As(err, &ice) || ice.Index != -1 || errors.Is(err, dynalease.ErrLost) {
 			t.Fatalf("Guard cancelled without reasons = %v, want an *ItemConditionError with Index -1", err)
 		}
 		if got := a.ft.Counts(); got["TransactWriteItems"] != 1 || got["GetItem"] != 1 {
@@ -351,8 +351,8 @@ func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 
 	a.ft.Reset()
 	err := l.Guard(t.Context(), items(100)...)
-	if !errors.Is(err, lock.ErrInvalidOption) || !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("Guard of 100 items = %v, want ErrInvalidOption and resourcelock.ErrInvalidArgument", err)
+	if !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Guard of 100 items = %v, want dynalease.ErrInvalid", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "at most 99") || !strings.Contains(msg, "100") {
 		t.Errorf("the refusal of 100 items does not name the limit: %q", msg)
@@ -385,7 +385,7 @@ func TestDynamoDBGuardCancelledByThrottlingIsNotTheCallersCondition(t *testing.T
 	if errors.As(err, &ice) || errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("a transaction cancelled by ThrottlingError is reported as the caller's own condition failing: %v", err)
 	}
-	if errors.Is(err, lock.ErrLost) || !l.IsHeld() {
+	if errors.Is(err, dynalease.ErrLost) || !l.IsHeld() {
 		t.Fatalf("throttling was taken for a lost lock: %v", err)
 	}
 }
@@ -427,7 +427,7 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 				switch {
 				case err == nil:
 					committed++
-				case errors.Is(err, lock.ErrLost), errors.Is(err, resourcelock.ErrGuardLost):
+				case errors.Is(err, dynalease.ErrLost), errors.Is(err, resourcelock.ErrGuardLost):
 					t.Errorf("a guarded write racing the lock's own heartbeats was taken for a lost lock: %v", err)
 				case errors.Is(err, resourcelock.ErrContention):
 					conflicts++ // allowed, nothing applied
@@ -606,7 +606,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 		e.put(fgItem("a-only", a.Owner(), 1)),
 		types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(e.data), Key: fgKey("ext")}},
 	)
-	if !errors.Is(err, lock.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
+	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
 		t.Fatalf("A's guarded write after B took over = %v, want ErrLost and ErrGuardLost", err)
 	}
 	var lost *dynalease.LostError
@@ -617,7 +617,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	e.wantItem("A's refused Put over B's item", "ledger", b.Owner(), 2)
 	e.wantItem("A's refused Put", "a-only", "", 0)
 	e.wantItem("A's refused Delete", "ext", b.Owner(), 0)
-	if la.IsHeld() || !fgEnded(la) || !errors.Is(la.Err(), lock.ErrLost) {
+	if la.IsHeld() || !fgEnded(la) || !errors.Is(la.Err(), dynalease.ErrLost) {
 		t.Errorf("after the refusal A's lock: held %v, ended %v, err %v; want lost", la.IsHeld(), fgEnded(la), la.Err())
 	}
 
@@ -636,7 +636,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 // still say that the server refused it: dynamodbstore.Guarder promises
 // ErrGuardLost, meaning nothing was applied, and Lock.Guard that the error
 // matches it. Lock.Guard instead returns the lock's earlier end (l.err):
-// an dynalease.Expired *dynalease.LostError without ErrGuardLost, or ErrReleased, which
+// an dynalease.Expired *dynalease.LostError without ErrGuardLost, or ErrNotHeld, which
 // matches neither ErrLost nor ErrGuardLost nor ErrNotHeld.
 func TestDynamoDBGuardRefusalOutlivesTheLocksEnd(t *testing.T) {
 	e := newFGEnv(t)

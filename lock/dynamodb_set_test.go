@@ -125,8 +125,8 @@ func TestDynamoDBSetSizeLimit(t *testing.T) {
 		c.wantCounts(t, fmt.Sprintf("Release of %d keys", n), map[string]int{"TransactWriteItems": 1})
 	}
 	_, err := c.AcquireSet(t.Context(), keys(101))
-	if !errors.Is(err, lock.ErrInvalidOption) || !strings.Contains(err.Error(), "100") {
-		t.Fatalf("AcquireSet of 101 keys: %v, want ErrInvalidOption naming the limit of 100", err)
+	if !errors.Is(err, dynalease.ErrInvalid) || !strings.Contains(err.Error(), "100") {
+		t.Fatalf("AcquireSet of 101 keys: %v, want dynalease.ErrInvalid naming the limit of 100", err)
 	}
 	c.wantCounts(t, "AcquireSet of 101 keys", map[string]int{})
 }
@@ -221,14 +221,14 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 	e.put(javaItem("g2", "thief", "stolen-rvn", testLease, nil, false))
 	err = l.Guard(t.Context(), put("data-2"))
 	var lost *dynalease.LostError
-	if !errors.Is(err, lock.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) || !errors.As(err, &lost) ||
+	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) || !errors.As(err, &lost) ||
 		lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key g2") {
 		t.Fatalf("Guard after a key was taken: %v, want ErrLost and ErrGuardLost, stolen by thief, naming key g2", err)
 	}
 	if len(e.item("data-2")) != 0 {
 		t.Fatal("a guarded write landed after a key of the set was taken")
 	}
-	if l.IsHeld() || !errors.Is(l.Err(), lock.ErrLost) {
+	if l.IsHeld() || !errors.Is(l.Err(), dynalease.ErrLost) {
 		t.Fatalf("the set after a refused guard: held %t, Err %v; want lost", l.IsHeld(), l.Err())
 	}
 
@@ -241,8 +241,8 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 		t.Fatalf("AcquireSet of 99 keys: %v", err)
 	}
 	c.ft.Reset()
-	if err := big.Guard(t.Context(), put("data-3"), put("data-4")); !errors.Is(err, lock.ErrInvalidOption) {
-		t.Fatalf("Guard of 2 items over 99 keys: %v, want ErrInvalidOption (101 actions)", err)
+	if err := big.Guard(t.Context(), put("data-3"), put("data-4")); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Guard of 2 items over 99 keys: %v, want dynalease.ErrInvalid (101 actions)", err)
 	}
 	c.wantCounts(t, "a Guard refused before sending", map[string]int{})
 	if err := big.Guard(t.Context(), put("data-3")); err != nil {
@@ -278,7 +278,7 @@ func TestDynamoDBSetRidesOutTransactionConflicts(t *testing.T) {
 	conflict("TransactWriteItems", 100)
 	err = l.Heartbeat(t.Context())
 	c.ft.Clear()
-	if err == nil || errors.Is(err, lock.ErrLost) || !l.IsHeld() {
+	if err == nil || errors.Is(err, dynalease.ErrLost) || !l.IsHeld() {
 		t.Fatalf("a heartbeat whose transactions kept conflicting: %v, held %t; want a failure, still held", err, l.IsHeld())
 	}
 	if err := l.Heartbeat(t.Context()); err != nil {

@@ -221,7 +221,7 @@ func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 			classes := child.expect("lost=")
 			t.Logf("holder: %s; lost=%s", outcome, classes)
 			if !strings.HasPrefix(classes, "true ") {
-				t.Errorf("the refusal %q does not match lock.ErrLost", outcome)
+				t.Errorf("the refusal %q does not match dynalease.ErrLost", outcome)
 			}
 			e.wantItem("the item both wrote", item, b.Owner(), 1)
 			if err := child.cmd.Wait(); err != nil {

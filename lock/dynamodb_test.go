@@ -252,7 +252,7 @@ func ended(l *lock.Lock) bool {
 func lostError(t *testing.T, err error) *dynalease.LostError {
 	t.Helper()
 	var lost *dynalease.LostError
-	if !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) {
+	if !errors.As(err, &lost) || !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("error %v (%T) is not a *dynalease.LostError matching ErrLost", err, err)
 	}
 	return lost
@@ -580,7 +580,7 @@ func TestDynamoDBAttributes(t *testing.T) {
 	check("re-acquired naming one attribute", e.item("a"), "us-east-2")
 	mustRelease(t, l)
 
-	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Errorf("a reserved attribute name: %v, want it refused", err)
 	}
 }
@@ -591,7 +591,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	c := e.newClient(lock.WithHeartbeatPeriod(0))
 	ctx := t.Context()
 
-	if _, err := c.Acquire(ctx, "p1"); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+	if _, err := c.Acquire(ctx, "p1"); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Acquire without WithSortKeyValue on a sort-key table = %v, want it refused", err)
 	}
 	l1a := mustAcquire(t, c, "p1", lock.WithSortKeyValue("a"))
@@ -815,14 +815,14 @@ func TestDynamoDBAcquireOfAnUndecodableRowFails(t *testing.T) {
 	it := javaItem("bad", "cirello-host", uuid.NewString(), time.Second, nil, false)
 	it["leaseDuration"] = &types.AttributeValueMemberS{Value: "20s"}
 	e.put(it)
-	if _, err := c.TryAcquire(t.Context(), "bad"); !errors.Is(err, resourcelock.ErrInvalidRecord) {
-		t.Errorf("TryAcquire = %v, want ErrInvalidRecord", err)
+	if _, err := c.TryAcquire(t.Context(), "bad"); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Errorf("TryAcquire = %v, want an invalid record (resourcelock.ErrPermanent)", err)
 	}
 	c.ft.Reset()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := c.Acquire(ctx, "bad"); !errors.Is(err, resourcelock.ErrInvalidRecord) {
-		t.Errorf("Acquire = %v after requests %v, want ErrInvalidRecord", err, c.ft.Counts())
+	if _, err := c.Acquire(ctx, "bad"); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Errorf("Acquire = %v after requests %v, want an invalid record (resourcelock.ErrPermanent)", err, c.ft.Counts())
 	}
 }
 
@@ -834,7 +834,7 @@ func TestDynamoDBReservedAttributeNamesAreRefused(t *testing.T) {
 	c := e.newClient()
 	for _, name := range []string{"key", "ownerName", "recordVersionNumber", "leaseDuration", "data", "isReleased", "ttl", "acquisitionId", "fenceGeneration"} {
 		_, err := c.Acquire(t.Context(), "k", lock.WithAttributes(map[string]types.AttributeValue{name: &types.AttributeValueMemberS{Value: "x"}}))
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) || !strings.Contains(err.Error(), name) {
+		if !errors.Is(err, dynalease.ErrInvalid) || !strings.Contains(err.Error(), name) {
 			t.Errorf("WithAttributes(%q) = %v, want refused naming it", name, err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Bug 6 of the engine issue: errors that waiting cannot fix end Acquire at
@@ -26,7 +25,7 @@ func TestDynamoDBUnfixableErrorsEndAcquireWithTheirCause(t *testing.T) {
 		table string
 		want  func(error) bool
 	}{
-		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, dynamodbstore.ErrTableNotFound) }},
+		{"missing table", "no-such-table", func(err error) bool { return errors.Is(err, resourcelock.ErrPermanent) }},
 		{"another key schema", wrongSchema, resourcelock.Permanent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -54,7 +55,7 @@ func ExampleLock_Guard() {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":amount": &types.AttributeValueMemberN{Value: "100"}, ":token": &types.AttributeValueMemberN{Value: strconv.FormatInt(l.Token(), 10)}},
 	}})
 	switch {
-	case errors.Is(err, lock.ErrLost):
+	case errors.Is(err, dynalease.ErrLost):
 		fmt.Println("lost the lock; nothing was applied")
 	case err != nil:
 		fmt.Println(err)

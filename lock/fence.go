@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -36,7 +37,7 @@ func (l *Lock) Token() int64 {
 // DynamoDB transaction together with a check that the lock row still shows
 // this acquisition (owner and acquisition id, not released). A holder that
 // lost the lock — paused, partitioned, or simply too late — therefore
-// cannot commit anything: the error matches ErrLost (and
+// cannot commit anything: the error matches dynalease.ErrLost (and
 // resourcelock.ErrGuardLost) and nothing was applied; the lock is then
 // marked lost.
 //
@@ -44,9 +45,9 @@ func (l *Lock) Token() int64 {
 // caller's own conditions failed (nothing applied);
 // resourcelock.ErrContention when concurrent writes kept
 // cancelling it (nothing applied; transient conflicts with the lock's own
-// heartbeats are retried first); an error matching ErrInvalidOption for
+// heartbeats are retried first); an error matching dynalease.ErrInvalid for
 // items refused before any request (one on the lock row itself, or too
-// many for one transaction); dynamodbstore.ErrTransactionsOnMRSC on an MRSC
+// many for one transaction); dynalease.ErrInvalid on an MRSC
 // global table, which has no transactions (nothing sent). Any other error
 // leaves the outcome unknown, as for any DynamoDB write whose answer was
 // lost.
@@ -81,8 +82,8 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, resourcelock.ErrInvalidArgument):
-		return &OptionError{Option: "items", Err: err}
+	case errors.Is(err, dynalease.ErrInvalid):
+		return refused("items", err)
 	case errors.Is(err, resourcelock.ErrGuardLost):
 		// The server's verdict is what the caller needs (nothing was
 		// applied), even when the lock ended locally while the request

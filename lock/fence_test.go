@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -52,7 +53,7 @@ func TestWithoutFencingTheTokenIsZero(t *testing.T) {
 	if l := f.acquire("k"); l.Token() != 0 {
 		t.Fatalf("token %d without fencing", l.Token())
 	}
-	if _, err := FenceWith("fence", 0); !errors.Is(err, ErrInvalidOption) {
+	if _, err := FenceWith("fence", 0); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("FenceWith(0) = %v", err)
 	}
 	// Bug 10 of the engine issue: a row that a fencing client gave a
@@ -110,8 +111,8 @@ func TestGuardIsRefusedLocallyForALockNoLongerHeld(t *testing.T) {
 	l := f.acquire("k")
 	f.fc.Step(validity)
 	waitDone(t, l)
-	if err := l.Guard(context.Background()); !errors.Is(err, ErrLost) {
-		t.Fatalf("Guard of an expired lock = %v, want ErrLost", err)
+	if err := l.Guard(context.Background()); !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Guard of an expired lock = %v, want dynalease.ErrLost", err)
 	}
 }
 

@@ -99,7 +99,7 @@ func (l *Lock) heldLocked() error {
 	switch {
 	case !l.ended:
 		return nil
-	case errors.Is(l.err, ErrReleased):
+	case errors.Is(l.err, ErrNotHeld):
 		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.lease.Key())
 	default:
 		return l.err

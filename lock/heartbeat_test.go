@@ -77,11 +77,11 @@ func TestLostWhenNoHeartbeatIsConfirmed(t *testing.T) {
 	}
 	waitDone(t, l)
 	var lost *dynalease.LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), ErrLost) {
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired || !errors.Is(lost, errReset) || !errors.Is(l.Err(), dynalease.ErrLost) {
 		t.Fatalf("Err = %v, want dynalease.Expired caused by the heartbeat error", l.Err())
 	}
 	<-ctx.Done()
-	if !errors.Is(context.Cause(ctx), ErrLost) {
+	if !errors.Is(context.Cause(ctx), dynalease.ErrLost) {
 		t.Fatalf("lock context cause %v", context.Cause(ctx))
 	}
 	if err := l.Release(context.Background()); !errors.As(err, &lost) {
@@ -178,7 +178,7 @@ func TestHeartbeatConfirmedAfterValidityDoesNotResurrect(t *testing.T) {
 	waitDone(t, l)
 	unblock() // the heartbeat lands, late
 	eventually(t, "the late heartbeat returned", func() bool { return f.store.Count(rlt.OpUpdate) == 1 })
-	if l.IsHeld() || !errors.Is(l.Err(), ErrLost) {
+	if l.IsHeld() || !errors.Is(l.Err(), dynalease.ErrLost) {
 		t.Fatalf("a heartbeat confirmed after the validity brought the lock back: %v", l.Err())
 	}
 }

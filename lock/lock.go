@@ -43,7 +43,7 @@ type Lock struct {
 	row       heldRow   // the row as last confirmed
 	sent      time.Time // send time of the last confirmed write; written by c.valid
 	valid     rvnlease.Validity
-	err       error   // why it ended: ErrReleased or a *dynalease.LostError
+	err       error   // why it ended: ErrNotHeld or a *dynalease.LostError
 	x         *extras // what most locks never need, made on first use
 	holds     int32   // guarded by c.mu
 	reentrant bool
@@ -312,8 +312,8 @@ func (l *Lock) ctxLocked() context.Context {
 	return x.ctx
 }
 
-// Err returns nil while the lock is held, ErrReleased after its Release,
-// and a *dynalease.LostError (matching ErrLost) after it was lost.
+// Err returns nil while the lock is held, ErrNotHeld after its Release,
+// and a *dynalease.LostError (matching dynalease.ErrLost) after it was lost.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

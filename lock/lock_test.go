@@ -89,7 +89,7 @@ func TestDoneAndContextOfAReleasedLock(t *testing.T) {
 	lctx, lcancel := late.Context(context.Background())
 	defer lcancel()
 	<-lctx.Done()
-	if !errors.Is(context.Cause(ctx), ErrReleased) || !errors.Is(context.Cause(lctx), ErrReleased) {
+	if !errors.Is(context.Cause(ctx), ErrNotHeld) || !errors.Is(context.Cause(lctx), ErrNotHeld) {
 		t.Fatalf("context causes %v, %v", context.Cause(ctx), context.Cause(lctx))
 	}
 }

@@ -108,8 +108,8 @@ func TestReleaseWhoseAnswerWasLostBeforeAnotherOwnerTookTheRowSucceeds(t *testin
 			if err := l.Release(context.Background(), ReleaseDelete(del)); err != nil {
 				t.Fatalf("Release = %v, want nil", err)
 			}
-			if !errors.Is(l.Err(), ErrReleased) {
-				t.Fatalf("Lock.Err = %v, want ErrReleased", l.Err())
+			if !errors.Is(l.Err(), ErrNotHeld) {
+				t.Fatalf("Lock.Err = %v, want ErrNotHeld", l.Err())
 			}
 			if row := f.item("k"); row.HolderIdentity != "next" {
 				t.Fatalf("row %+v", row.Record)

@@ -13,7 +13,7 @@ import (
 
 // Release gives the lock up. For a reentrant lock held more than once it
 // only lowers the hold count. Otherwise the lock ends at once (Done closes,
-// Err returns ErrReleased, heartbeats stop) and the row is marked released,
+// Err returns ErrNotHeld, heartbeats stop) and the row is marked released,
 // or deleted with WithDeleteOnRelease, by a write conditioned on this owner
 // and the lock's RVN, so nobody else's lock is ever touched.
 //
@@ -63,7 +63,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 		if herr := l.heldLocked(); herr != nil {
 			return herr
 		}
-		l.endLocked(ErrReleased)
+		l.endLocked(ErrNotHeld)
 		l.reportReleasedLocked()
 		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.lease.Key(), err)
 	}
@@ -87,7 +87,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	}
 	// From here on the lock is not held, whatever the write's fate: the
 	// caller has stopped acting on it.
-	l.endLocked(ErrReleased)
+	l.endLocked(ErrNotHeld)
 	l.reportReleasedLocked()
 	cur := l.itemLocked()
 	l.mu.Unlock()

@@ -27,7 +27,7 @@ func TestReleaseMarksTheRowReleased(t *testing.T) {
 		t.Fatalf("row after release %+v", it)
 	}
 	waitDone(t, l)
-	if !errors.Is(l.Err(), ErrReleased) || l.IsHeld() || !l.ValidUntil().IsZero() {
+	if !errors.Is(l.Err(), ErrNotHeld) || l.IsHeld() || !l.ValidUntil().IsZero() {
 		t.Fatalf("after release: Err=%v IsHeld=%v", l.Err(), l.IsHeld())
 	}
 	if err := l.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
@@ -95,7 +95,7 @@ func TestReleaseThatDidNotLandSaysSo(t *testing.T) {
 	l := f.acquire("k")
 	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
 	err := l.Release(context.Background())
-	if err == nil || errors.Is(err, ErrLost) || !errors.Is(err, errReset) {
+	if err == nil || errors.Is(err, dynalease.ErrLost) || !errors.Is(err, errReset) {
 		t.Fatalf("Release = %v, want the write's error", err)
 	}
 	if f.item("k").Released || l.IsHeld() {
@@ -128,7 +128,7 @@ func TestReleaseRacingAHeartbeat(t *testing.T) {
 	if err := <-released; err != nil {
 		t.Fatalf("Release = %v", err)
 	}
-	if !f.item("k").Released || !errors.Is(l.Err(), ErrReleased) {
+	if !f.item("k").Released || !errors.Is(l.Err(), ErrNotHeld) {
 		t.Fatalf("row %+v, Err %v", f.item("k"), l.Err())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -72,7 +73,7 @@ func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info,
 func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (resourcelock.ManyStore, []resourcelock.Key, acquireConfig, error) {
 	store, ok := c.store.(resourcelock.ManyStore)
 	if !ok {
-		return nil, nil, acquireConfig{}, &OptionError{Option: "permits", Err: fmt.Errorf("%w: %s", resourcelock.ErrNotMany, c.store.Describe())}
+		return nil, nil, acquireConfig{}, refused("permits", fmt.Errorf("%w: %s", dynalease.ErrInvalid, c.store.Describe()))
 	}
 	if permits < 1 || permits > store.MaxMany() {
 		return nil, nil, acquireConfig{}, invalid("permits", "%d permits; a semaphore has 1 to %d (the rows one request reads)", permits, store.MaxMany())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -247,12 +248,12 @@ func TestAcquirePermitRefusesBadCounts(t *testing.T) {
 	f := newFixture(t)
 	f.freeRun()
 	for _, n := range []int{0, -1, 101} {
-		if _, err := f.c.AcquirePermit(context.Background(), "x", n); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("AcquirePermit with %d permits: %v, want ErrInvalidOption", n, err)
+		if _, err := f.c.AcquirePermit(context.Background(), "x", n); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("AcquirePermit with %d permits: %v, want dynalease.ErrInvalid", n, err)
 		}
 	}
-	if _, err := f.c.AcquirePermit(context.Background(), "x", 2, WithReentrant()); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("AcquirePermit WithReentrant: %v, want ErrInvalidOption", err)
+	if _, err := f.c.AcquirePermit(context.Background(), "x", 2, WithReentrant()); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Errorf("AcquirePermit WithReentrant: %v, want dynalease.ErrInvalid", err)
 	}
 	f.wantOps()
 }

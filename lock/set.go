@@ -45,7 +45,7 @@ import (
 // in one transaction).
 //
 // What a set does not have yet (refused with an error matching
-// ErrInvalidOption): data (WithData), attributes (WithAttributes),
+// dynalease.ErrInvalid): data (WithData), attributes (WithAttributes),
 // reentrancy (WithReentrant) and WithOnlyIfExists.
 //
 // A fair client's set waits in the queue of its first key (in sorted
@@ -115,11 +115,11 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	}
 	store, ok := c.store.(resourcelock.ManyStore)
 	if !ok {
-		return a, nil, &OptionError{Option: "keys", Err: fmt.Errorf("%w: %s", resourcelock.ErrNotMany, c.store.Describe())}
+		return a, nil, refused("keys", fmt.Errorf("%w: %s", dynalease.ErrInvalid, c.store.Describe()))
 	}
 	rows, err := resourcelock.NewSet(store, members, c.cfg.owner)
 	if err != nil {
-		return a, nil, &OptionError{Option: "keys", Err: err}
+		return a, nil, refused("keys", err)
 	}
 	if n, most := len(rows.Keys()), store.MaxFenceMany(); c.cfg.fencing && n > most {
 		return a, nil, invalid("keys", "%d keys; a client with fencing tokens takes at most %d in a set (fencing writes two items per key in one transaction)", n, most)

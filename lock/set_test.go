@@ -269,8 +269,8 @@ func TestAcquireSetRefusesBeforeAnyRequest(t *testing.T) {
 		},
 	} {
 		err := call()
-		if !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("AcquireSet with %s: %v, want ErrInvalidOption", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("AcquireSet with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 		if what == "101 keys" && (err == nil || !strings.Contains(err.Error(), "100")) {
 			t.Errorf("AcquireSet with 101 keys: %v, want the limit of 100 named", err)
@@ -349,8 +349,8 @@ func TestASetOnAFencingClientHasOneTokenAboveItsKeys(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprint("m", i)
 	}
-	if _, err := f.c.AcquireSet(context.Background(), many); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("a set of 51 keys on a fencing client: %v, want ErrInvalidOption", err)
+	if _, err := f.c.AcquireSet(context.Background(), many); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("a set of 51 keys on a fencing client: %v, want dynalease.ErrInvalid", err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dynalease/dynalease"
 )
 
 // The fuzz targets of the review issue: rows that other writers made (AWS
@@ -16,7 +18,7 @@ import (
 // testdata/fuzz); make fuzz searches for FUZZTIME each.
 
 // FuzzRecordValidation: PrepareWrite either refuses a record with an
-// error matching ErrInvalidArgument or returns it normalized: idempotent,
+// error matching dynalease.ErrInvalid or returns it normalized: idempotent,
 // the lease rounded up to a positive whole number of milliseconds within
 // the limit, times in UTC at millisecond precision within the years 1 to
 // 9999, the holder filled in; never a panic.
@@ -35,15 +37,15 @@ func FuzzRecordValidation(f *testing.F) {
 		}
 		rec, err := fillHolder(id, rec)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("refusal %v does not match ErrInvalidArgument", err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
 			}
 			return
 		}
 		got, err := prepareRecord(rec)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("refusal %v does not match ErrInvalidArgument", err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
 			}
 			return
 		}
@@ -76,7 +78,7 @@ func FuzzRecordValidation(f *testing.F) {
 }
 
 // FuzzCheckKey: CheckKey accepts exactly the keys within DynamoDB's
-// limits, refuses the others with an error matching ErrInvalidArgument,
+// limits, refuses the others with an error matching dynalease.ErrInvalid,
 // and an accepted key round-trips through a store; never a panic.
 func FuzzCheckKey(f *testing.F) {
 	f.Add("job", "")
@@ -92,8 +94,8 @@ func FuzzCheckKey(f *testing.F) {
 			t.Fatalf("CheckKey(%d-byte partition, %d-byte sort) = %v", len(partition), len(sort), err)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("refusal %v does not match ErrInvalidArgument", err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
 			}
 			return
 		}

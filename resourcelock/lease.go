@@ -3,6 +3,8 @@ package resourcelock
 import (
 	"context"
 	"fmt"
+
+	"github.com/dynalease/dynalease"
 )
 
 // Lease is the one lease at a key of a Store, seen by one holder: the
@@ -39,7 +41,7 @@ var (
 // checks the key's and the identity's limits and sends no request.
 func NewLease(store Store, key Key, identity string) (*Lease, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: store is nil", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: store is nil", dynalease.ErrInvalid)
 	}
 	if err := CheckKey(key); err != nil {
 		return nil, err

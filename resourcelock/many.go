@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/dynalease/dynalease"
 )
 
 // ManyStore is a Store that also reads and writes several rows in one
@@ -39,7 +41,7 @@ type ManyStore interface {
 	// token, higher than every token any of them carried before, and
 	// every later acquisition of any of them gets a higher one still. It
 	// returns the generation. It may send several requests, and refuses
-	// more keys than MaxFenceMany. ErrNoFencing when the store keeps no
+	// more keys than MaxFenceMany. dynalease.ErrInvalid when the store keeps no
 	// generations.
 	FenceMany(ctx context.Context, keys []Key, holder, acquisitionID string) (int64, error)
 	// MaxFenceMany returns the most rows one FenceMany may name.
@@ -84,10 +86,10 @@ func (w Write) acquiring() bool {
 // valid, none twice.
 func CheckMany(keys []Key, max int) error {
 	if len(keys) == 0 {
-		return fmt.Errorf("%w: no keys", ErrInvalidArgument)
+		return fmt.Errorf("%w: no keys", dynalease.ErrInvalid)
 	}
 	if len(keys) > max {
-		return fmt.Errorf("%w: %d keys, over the %d one request may name", ErrInvalidArgument, len(keys), max)
+		return fmt.Errorf("%w: %d keys, over the %d one request may name", dynalease.ErrInvalid, len(keys), max)
 	}
 	seen := make(map[Key]bool, len(keys))
 	for _, k := range keys {
@@ -95,7 +97,7 @@ func CheckMany(keys []Key, max int) error {
 			return err
 		}
 		if seen[k] {
-			return fmt.Errorf("%w: key %s named twice", ErrInvalidArgument, k)
+			return fmt.Errorf("%w: key %s named twice", dynalease.ErrInvalid, k)
 		}
 		seen[k] = true
 	}
@@ -115,10 +117,10 @@ func PrepareWrites(writes []Write, max int) ([]Write, error) {
 	out := slices.Clone(writes)
 	for i, w := range out {
 		if w.Options.OnlyIfExists {
-			return nil, fmt.Errorf("%w: a write of many rows cannot require an existing row", ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: a write of many rows cannot require an existing row", dynalease.ErrInvalid)
 		}
 		if w.Options.Dequeue != nil && w.Kind == WriteRemove {
-			return nil, fmt.Errorf("%w: a removal cannot dequeue", ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: a removal cannot dequeue", dynalease.ErrInvalid)
 		}
 		switch w.Kind {
 		case WriteCreate:
@@ -127,7 +129,7 @@ func PrepareWrites(writes []Write, max int) ([]Write, error) {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("%w: unknown write kind %d", ErrInvalidArgument, w.Kind)
+			return nil, fmt.Errorf("%w: unknown write kind %d", dynalease.ErrInvalid, w.Kind)
 		}
 		if w.Kind == WriteRemove {
 			continue

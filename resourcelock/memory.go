@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/dynalease/dynalease"
 )
 
 // memoryStore holds leases in process (see NewMemoryStore).
@@ -286,7 +288,7 @@ func (s *memoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID 
 		return Item{}, err
 	}
 	if holder == "" || acquisitionID == "" {
-		return Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", ErrInvalidArgument)
+		return Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", dynalease.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, err)

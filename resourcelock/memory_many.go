@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/dynalease/dynalease"
 )
 
 // memoryMaxMany is the memory store's MaxMany: DynamoDB's, so that code
@@ -83,7 +85,7 @@ func (s *memoryStore) FenceMany(ctx context.Context, keys []Key, holder, acquisi
 		return 0, err
 	}
 	if holder == "" || acquisitionID == "" {
-		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", ErrInvalidArgument)
+		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", dynalease.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memory: fence many: %w", err)

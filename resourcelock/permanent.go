@@ -1,14 +1,18 @@
 package resourcelock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/dynalease/dynalease"
+)
 
 // Permanent reports whether err is one that waiting cannot fix: a store
-// error matching ErrPermanent (each store classifies its own), a row that
-// is not a lease this package can read (ErrInvalidRecord), or an argument
-// that can never be written (ErrInvalidArgument). Throttling, server
-// errors, timeouts, refused connections and failed conditions are not
-// permanent. The election and lock packages stop at once on a permanent
-// error and return it; they retry the others.
+// error matching ErrPermanent (each store classifies its own, and a row
+// that is not a lease this package can read), or a refusal before any
+// request (dynalease.ErrInvalid). Throttling, server errors, timeouts,
+// refused connections and failed conditions are not permanent. The
+// election and lock packages stop at once on a permanent error and return
+// it; they retry the others.
 func Permanent(err error) bool {
-	return err != nil && (errors.Is(err, ErrPermanent) || errors.Is(err, ErrInvalidRecord) || errors.Is(err, ErrInvalidArgument))
+	return err != nil && (errors.Is(err, ErrPermanent) || errors.Is(err, dynalease.ErrInvalid))
 }

@@ -3,6 +3,8 @@ package resourcelock
 import (
 	"fmt"
 	"time"
+
+	"github.com/dynalease/dynalease"
 )
 
 // MaxQueueLength is the most waiters a row's queue holds. A Join to a full
@@ -37,16 +39,16 @@ type Dequeue struct {
 
 // CheckWaiter reports whether w can be written into a queue: a ticket, an
 // identity within MaxIdentityBytes and a lease within MaxLeaseDuration. It
-// returns an error matching ErrInvalidArgument.
+// returns an error matching dynalease.ErrInvalid.
 func CheckWaiter(w Waiter) error {
 	if w.Ticket == "" {
-		return fmt.Errorf("%w: waiter has no ticket", ErrInvalidArgument)
+		return fmt.Errorf("%w: waiter has no ticket", dynalease.ErrInvalid)
 	}
 	if err := checkIdentity(w.Identity); err != nil {
 		return err
 	}
 	if w.Lease <= 0 || w.Lease > MaxLeaseDuration {
-		return fmt.Errorf("%w: waiter lease %v is not within (0, %v]", ErrInvalidArgument, w.Lease, MaxLeaseDuration)
+		return fmt.Errorf("%w: waiter lease %v is not within (0, %v]", dynalease.ErrInvalid, w.Lease, MaxLeaseDuration)
 	}
 	return nil
 }
@@ -57,11 +59,11 @@ func checkDequeue(d *Dequeue) error {
 		return nil
 	}
 	if len(d.Tickets) > MaxQueueLength {
-		return fmt.Errorf("%w: dequeue of %d tickets, over the queue's %d", ErrInvalidArgument, len(d.Tickets), MaxQueueLength)
+		return fmt.Errorf("%w: dequeue of %d tickets, over the queue's %d", dynalease.ErrInvalid, len(d.Tickets), MaxQueueLength)
 	}
 	for _, t := range d.Tickets {
 		if t == "" {
-			return fmt.Errorf("%w: dequeue of an empty ticket", ErrInvalidArgument)
+			return fmt.Errorf("%w: dequeue of an empty ticket", dynalease.ErrInvalid)
 		}
 	}
 	return nil
@@ -70,10 +72,10 @@ func checkDequeue(d *Dequeue) error {
 // CheckLeave reports whether a Leave of ticket at index can be sent.
 func CheckLeave(ticket string, index int) error {
 	if ticket == "" {
-		return fmt.Errorf("%w: leave of an empty ticket", ErrInvalidArgument)
+		return fmt.Errorf("%w: leave of an empty ticket", dynalease.ErrInvalid)
 	}
 	if index < 0 || index >= MaxQueueLength {
-		return fmt.Errorf("%w: leave at index %d, outside the queue's [0, %d)", ErrInvalidArgument, index, MaxQueueLength)
+		return fmt.Errorf("%w: leave at index %d, outside the queue's [0, %d)", dynalease.ErrInvalid, index, MaxQueueLength)
 	}
 	return nil
 }

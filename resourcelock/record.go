@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"time"
+
+	"github.com/dynalease/dynalease"
 )
 
 const (
@@ -118,7 +120,7 @@ func roundUpToMillisecond(d time.Duration) time.Duration {
 
 // StoredTime returns t as records keep it: UTC, millisecond precision, no
 // monotonic reading; the zero time stays zero. It refuses, with an error
-// matching ErrInvalidArgument that names what, a time that cannot be
+// matching dynalease.ErrInvalid that names what, a time that cannot be
 // stored as an RFC 3339 string, which has a four-digit year (such a record
 // could never be read back). Stores use it on the times they decode.
 func StoredTime(what string, t time.Time) (time.Time, error) {
@@ -139,10 +141,10 @@ func normalizeTime(t time.Time) time.Time {
 // checkName validates a lock name before any request.
 func checkName(name string) error {
 	if name == "" {
-		return fmt.Errorf("%w: lock name is empty", ErrInvalidArgument)
+		return fmt.Errorf("%w: lock name is empty", dynalease.ErrInvalid)
 	}
 	if len(name) > MaxNameBytes {
-		return fmt.Errorf("%w: lock name is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(name), MaxNameBytes)
+		return fmt.Errorf("%w: lock name is %d bytes, over the %d-byte limit", dynalease.ErrInvalid, len(name), MaxNameBytes)
 	}
 	return nil
 }
@@ -150,26 +152,26 @@ func checkName(name string) error {
 // CheckKey reports whether k is within DynamoDB's limits on key values: a
 // partition value (the lock name) of 1 to MaxNameBytes bytes and a sort
 // value of at most MaxSortKeyBytes. It returns an error matching
-// ErrInvalidArgument that names the limit, or nil. Whether a sort value is
+// dynalease.ErrInvalid that names the limit, or nil. Whether a sort value is
 // required depends on the table; every store checks that too.
 func CheckKey(k Key) error {
 	if err := checkName(k.Partition); err != nil {
 		return err
 	}
 	if len(k.Sort) > MaxSortKeyBytes {
-		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's %d-byte limit", ErrInvalidArgument, len(k.Sort), MaxSortKeyBytes)
+		return fmt.Errorf("%w: sort key value is %d bytes, over DynamoDB's %d-byte limit", dynalease.ErrInvalid, len(k.Sort), MaxSortKeyBytes)
 	}
 	return nil
 }
 
 // checkIdentity reports whether id can name a holder: 1 to
-// MaxIdentityBytes bytes. It returns an error matching ErrInvalidArgument.
+// MaxIdentityBytes bytes. It returns an error matching dynalease.ErrInvalid.
 func checkIdentity(id string) error {
 	if id == "" {
-		return fmt.Errorf("%w: identity is empty", ErrInvalidArgument)
+		return fmt.Errorf("%w: identity is empty", dynalease.ErrInvalid)
 	}
 	if len(id) > MaxIdentityBytes {
-		return fmt.Errorf("%w: identity is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(id), MaxIdentityBytes)
+		return fmt.Errorf("%w: identity is %d bytes, over the %d-byte limit", dynalease.ErrInvalid, len(id), MaxIdentityBytes)
 	}
 	return nil
 }
@@ -183,14 +185,14 @@ func fillHolder(id string, rec Record) (Record, error) {
 	case rec.HolderIdentity == id, rec.HandedTo != "":
 		// Its own, or a hand-over naming the waiter it goes to.
 	default:
-		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", ErrInvalidArgument, rec.HolderIdentity, id)
+		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", dynalease.ErrInvalid, rec.HolderIdentity, id)
 	}
 	return rec, nil
 }
 
 // PrepareWrite checks a write before a store sends it and returns its
 // record and options normalized. It refuses, with an error matching
-// ErrInvalidArgument, a key outside the limits (CheckKey), a record whose
+// dynalease.ErrInvalid, a key outside the limits (CheckKey), a record whose
 // holder, RVN, lease, data or times are, an attribute with an empty name or
 // no value, and a TTL outside the years 1970 to 9999. It rounds the lease
 // up to whole milliseconds, keeps times in UTC at millisecond precision,
@@ -220,13 +222,13 @@ func prepareRecord(rec Record) (Record, error) {
 		return Record{}, err
 	}
 	if rec.RVN == "" {
-		return Record{}, fmt.Errorf("%w: record version number is empty", ErrInvalidArgument)
+		return Record{}, fmt.Errorf("%w: record version number is empty", dynalease.ErrInvalid)
 	}
 	if rec.LeaseDuration <= 0 {
-		return Record{}, fmt.Errorf("%w: lease duration %v is not positive", ErrInvalidArgument, rec.LeaseDuration)
+		return Record{}, fmt.Errorf("%w: lease duration %v is not positive", dynalease.ErrInvalid, rec.LeaseDuration)
 	}
 	if rec.LeaseDuration > MaxLeaseDuration {
-		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", ErrInvalidArgument, rec.LeaseDuration, MaxLeaseDuration)
+		return Record{}, fmt.Errorf("%w: lease duration %v is over the %v limit", dynalease.ErrInvalid, rec.LeaseDuration, MaxLeaseDuration)
 	}
 	if err := CheckData(rec.Data); err != nil {
 		return Record{}, err
@@ -246,16 +248,16 @@ func checkTime(what string, t time.Time) error {
 		return nil
 	}
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
-		return fmt.Errorf("%w: %s %v is outside the years 1 to 9999", ErrInvalidArgument, what, t)
+		return fmt.Errorf("%w: %s %v is outside the years 1 to 9999", dynalease.ErrInvalid, what, t)
 	}
 	return nil
 }
 
 // CheckPrecondition reports whether p can condition a write: it names an
-// RVN. It returns an error matching ErrInvalidArgument.
+// RVN. It returns an error matching dynalease.ErrInvalid.
 func CheckPrecondition(p Precondition) error {
 	if p.RVN == "" {
-		return fmt.Errorf("%w: precondition has no record version number", ErrInvalidArgument)
+		return fmt.Errorf("%w: precondition has no record version number", dynalease.ErrInvalid)
 	}
 	return nil
 }
@@ -292,12 +294,12 @@ func (r Record) NeedsFence() bool {
 		r.LeaderTransitions <= 1 || r.LeaderTransitions > maxFenceCounter
 }
 
-// CheckData returns an error matching ErrInvalidArgument when data is
+// CheckData returns an error matching dynalease.ErrInvalid when data is
 // larger than a record may carry (MaxDataBytes). Callers check data before
 // any request with it, and translate the error once.
 func CheckData(data []byte) error {
 	if len(data) > MaxDataBytes {
-		return fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", ErrInvalidArgument, len(data), MaxDataBytes)
+		return fmt.Errorf("%w: data is %d bytes, over the %d-byte limit", dynalease.ErrInvalid, len(data), MaxDataBytes)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynalease/dynalease"
 )
 
 func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
@@ -23,8 +25,8 @@ func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%s: %v, want nil", tc.name, err)
-		case !tc.ok && !errors.Is(err, ErrInvalidArgument):
-			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		case !tc.ok && !errors.Is(err, dynalease.ErrInvalid):
+			t.Errorf("%s: %v, want dynalease.ErrInvalid", tc.name, err)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/dynalease/dynalease"
 )
 
 // Set is several rows of a ManyStore seen as one lease, so that the one
@@ -154,7 +156,7 @@ const compositeMark = "\x00set"
 // MaxMany and sends no request.
 func NewSet(store ManyStore, keys []Key, identity string) (*Set, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: store is nil", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: store is nil", dynalease.ErrInvalid)
 	}
 	if err := checkIdentity(identity); err != nil {
 		return nil, err
@@ -237,7 +239,7 @@ func (s *Set) Departure() (Departure, bool) {
 func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	for _, r := range rows {
 		if strings.IndexByte(r.RVN, 0) >= 0 {
-			return Item{}, fmt.Errorf("%w: %s: the RVN holds a NUL byte", ErrInvalidRecord, r.Key)
+			return Item{}, fmt.Errorf("%w: invalid record: %s: the RVN holds a NUL byte", ErrPermanent, r.Key)
 		}
 	}
 	s.mu.Lock()
@@ -347,7 +349,7 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 	}
 	parts := strings.Split(rvn[len(compositeMark):], "\x00")
 	if len(parts) != len(s.keys)+1 || parts[0] != "" {
-		return nil, fmt.Errorf("%w: %s: the expected RVN is a composite of another set", ErrInvalidArgument, s.key)
+		return nil, fmt.Errorf("%w: %s: the expected RVN is a composite of another set", dynalease.ErrInvalid, s.key)
 	}
 	for i, k := range s.keys {
 		p := parts[i+1]
@@ -357,7 +359,7 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 		case len(p) > 1 && p[0] == '=':
 			writes[i] = Write{Key: k, Kind: WriteUpdate, Expect: Precondition{RVN: p[1:]}}
 		default:
-			return nil, fmt.Errorf("%w: %s: malformed composite RVN", ErrInvalidArgument, s.key)
+			return nil, fmt.Errorf("%w: %s: malformed composite RVN", dynalease.ErrInvalid, s.key)
 		}
 	}
 	return writes, nil
@@ -458,24 +460,27 @@ func fill(writes []Write, rec Record, opts WriteOptions, d *Dequeue) []Write {
 	return writes
 }
 
+// Joinable makes w the waiter this Set waits as, and reports whether there
+// is a queue to join: false when the last read showed the first member
+// free, missing, handed to w already, or carrying this Set's own write.
+// A waiter asks before it joins.
+func (s *Set) Joinable(w Waiter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiter = w
+	return s.last == nil || s.joinableLocked()
+}
+
 // Join queues w on the set's first member (see Set) and returns the set as
 // it then stands: the first member as the answer shows it, folded with the
 // other members as the last read of the set showed them (read anew when
-// there was none). When the last read showed that member free, missing,
-// handed to this Set's waiter already, or carrying this Set's own write,
-// Join sends nothing: it returns a
-// Conflict that carries no row, whose cause matches ErrNotQueued. A join
-// refused by the store returns a Conflict carrying the set folded with
-// the row that refused it. w is the waiter this Set waits as from then
-// on.
+// there was none). A join refused by the store returns a Conflict carrying
+// the set folded with the row that refused it. w is the waiter this Set
+// waits as from then on.
 func (s *Set) Join(ctx context.Context, w Waiter) (Item, error) {
 	s.mu.Lock()
 	s.waiter = w
-	skip := s.last != nil && !s.joinableLocked()
 	s.mu.Unlock()
-	if skip {
-		return Item{}, Conflict(fmt.Sprintf("%s: join", s.key), nil, ErrNotQueued)
-	}
 	first, err := s.store.Join(ctx, s.keys[0], w)
 	if err != nil {
 		return s.refusal(ctx, "join", err)

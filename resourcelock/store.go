@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/dynalease/dynalease"
 )
 
 // Key names one lease in a Store: the partition key value and, in a table
@@ -89,7 +91,7 @@ type Store interface {
 	// Scan calls fn for every row, or every row of one partition when
 	// partition is not empty, until fn returns an error, which Scan then
 	// returns. A row that cannot be decoded is passed with its Key and an
-	// error wrapping ErrInvalidRecord. The order is unspecified; a row
+	// error matching ErrPermanent ("invalid record"). The order is unspecified; a row
 	// written during the scan may or may not be seen.
 	Scan(ctx context.Context, partition string, fn func(Item, error) error) error
 	// Join appends w to the queue of the row at key, in one request, when
@@ -111,11 +113,11 @@ type Store interface {
 	// holder and carrying acquisitionID: a holder calls it after an
 	// acquisition whose Record.NeedsFence, before using the token. It
 	// returns an error wrapping ErrConflict when the row was taken
-	// meanwhile and ErrNoFencing when the store keeps no generations. It
+	// meanwhile and dynalease.ErrInvalid when the store keeps no generations. It
 	// may send two requests.
 	Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error)
 	// CanFence reports whether Fence can give generations: false for a
-	// store configured without a place to keep them (ErrNoFencing).
+	// store configured without a place to keep them (dynalease.ErrInvalid).
 	CanFence() bool
 	// Describe returns a short human-readable name of the store.
 	Describe() string
@@ -126,7 +128,7 @@ type Store interface {
 func (o WriteOptions) check() error {
 	for name, v := range o.Attributes {
 		if name == "" || v == nil {
-			return fmt.Errorf("%w: attribute %q has an empty name or no value", ErrInvalidArgument, name)
+			return fmt.Errorf("%w: attribute %q has an empty name or no value", dynalease.ErrInvalid, name)
 		}
 	}
 	if err := checkDequeue(o.Dequeue); err != nil {
@@ -134,7 +136,7 @@ func (o WriteOptions) check() error {
 	}
 	if !o.Expires.IsZero() {
 		if y := o.Expires.Year(); y < 1970 || y > 9999 {
-			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", ErrInvalidArgument, o.Expires)
+			return fmt.Errorf("%w: TTL %v is not a plausible epoch time", dynalease.ErrInvalid, o.Expires)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/spf13/cobra"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -93,7 +94,7 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 		info, err := dynamodbstore.DescribeLockTable(dctx, db, t.name)
 		cancel()
 		if err != nil {
-			if t.role == "fences" && errors.Is(err, dynamodbstore.ErrTableNotFound) {
+			if t.role == "fences" && errors.As(err, new(*types.ResourceNotFoundException)) {
 				rep.Tables = append(rep.Tables, tableReport{Table: t.name, Role: t.role, Kind: "missing (no fencing tokens until it is created)"})
 				continue
 			}

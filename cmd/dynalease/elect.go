@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
 	"github.com/dynalease/dynalease/metrics"
@@ -116,7 +117,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		switch {
 		case sctx.Err() != nil:
 			return childExit(childErr)
-		case errors.Is(err, election.ErrLostLeadership):
+		case errors.Is(err, dynalease.ErrLost):
 			fmt.Fprintf(os.Stderr, "dynalease: leadership of %q lost: %v\n", name, err)
 			if once {
 				return exit(exitLost, nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -150,7 +151,7 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.Is(err, lock.ErrInvalidOption):
+	case errors.Is(err, dynalease.ErrInvalid):
 		return exit(exitUsage, err)
 	case errors.Is(err, lock.ErrLocked):
 		return exit(exitNotAcquired, err)

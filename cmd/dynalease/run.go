@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -219,7 +220,7 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 				ch.leftToRunOut(name)
 				return childExit(werr)
 			}
-			if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
+			if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, dynalease.ErrLost) {
 				fmt.Fprintln(os.Stderr, "dynalease: releasing:", rerr)
 			}
 			return childExit(werr)

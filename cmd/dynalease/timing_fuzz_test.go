@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -117,7 +118,7 @@ func FuzzLockName(f *testing.F) {
 		}
 		l, err := lc.TryAcquire(t.Context(), name)
 		if err != nil {
-			if !errors.Is(err, lock.ErrInvalidOption) || classify(err).(*exitError).code != exitUsage {
+			if !errors.Is(err, dynalease.ErrInvalid) || classify(err).(*exitError).code != exitUsage {
 				t.Fatalf("TryAcquire(%q) = %v, want a usage error", name, err)
 			}
 			return

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/lock"
 )
 
 // newTables makes the lock, fence and stock tables of a test.
@@ -128,8 +128,8 @@ func TestPausedWorker(t *testing.T) {
 				}
 				return
 			case guardedWrite:
-				if !errors.Is(p.WriteErr, lock.ErrLost) {
-					t.Errorf("the stale guarded write: error %v, want one matching lock.ErrLost", p.WriteErr)
+				if !errors.Is(p.WriteErr, dynalease.ErrLost) {
+					t.Errorf("the stale guarded write: error %v, want one matching dynalease.ErrLost", p.WriteErr)
 				}
 			case fencedWrite:
 				if !errors.Is(p.WriteErr, errFenced) {

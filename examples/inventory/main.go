@@ -30,7 +30,7 @@
 // as far as it can tell, and writes the stock it computed before the
 // stall. With a plain write, that stale write lands and wipes out the
 // others' sales. With a guarded write, DynamoDB refuses it (an error
-// matching lock.ErrLost), nothing is applied and the stock stays exact. A
+// matching dynalease.ErrLost), nothing is applied and the stock stays exact. A
 // third scenario shows fencing tokens as an alternative without
 // transactions: every purchase raises a "fence" attribute on the stock item
 // to its lock's token before it reads, and writes only while the fence
@@ -75,7 +75,6 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -284,7 +283,7 @@ func errorKind(err error) string {
 	switch {
 	case errors.As(err, &lost):
 		return "lost lock, " + lost.Reason.String()
-	case errors.Is(err, lock.ErrLost):
+	case errors.Is(err, dynalease.ErrLost):
 		return "lost lock"
 	case errors.Is(err, errFenced):
 		return "fenced out"
@@ -297,7 +296,7 @@ func releaseOutcome(err error) string {
 	if err == nil {
 		return "succeeded"
 	}
-	if errors.Is(err, lock.ErrLost) {
+	if errors.Is(err, dynalease.ErrLost) {
 		return "found the lock already lost (" + errorKind(err) + ")"
 	}
 	return "failed: " + err.Error()

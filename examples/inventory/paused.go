@@ -10,6 +10,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -150,7 +151,7 @@ func runPaused(ctx context.Context, sh *shop, t tables, s settings, mode writeMo
 		count(&mine, ok, res.Units)
 	case othersErr != nil:
 		return res, err
-	case errors.Is(err, lock.ErrLost) || errors.Is(err, errFenced):
+	case errors.Is(err, dynalease.ErrLost) || errors.Is(err, errFenced):
 		res.WriteErr = err
 	default:
 		return res, fmt.Errorf("sleeper: %w", err)

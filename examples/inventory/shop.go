@@ -293,7 +293,7 @@ func (s *shop) key() map[string]types.AttributeValue {
 
 // guardedSetStock sets the item's stock under held with lock.Guard: one
 // transaction of this Update and a check of the lock row. An error
-// matching lock.ErrLost means the lock had passed to someone else and
+// matching dynalease.ErrLost means the lock had passed to someone else and
 // nothing was written.
 func (s *shop) guardedSetStock(ctx context.Context, held *lock.Lock, stock int64) error {
 	err := held.Guard(ctx, types.TransactWriteItem{Update: &types.Update{

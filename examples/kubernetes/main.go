@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/health"
@@ -125,7 +126,7 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 	for ctx.Err() == nil {
 		err := e.Run(ctx)
 		switch {
-		case errors.Is(err, election.ErrLostLeadership):
+		case errors.Is(err, dynalease.ErrLost):
 			log.Printf("id=%s event=term-ended err=%q", id, err)
 		case err != nil && ctx.Err() == nil:
 			return err // waiting cannot fix it

@@ -149,7 +149,7 @@ func run(ctx context.Context, out *printer, o options) error {
 
 	// Run returns once a term this candidate led has ended, or when ctx is
 	// done; stand again until asked to stop. A term ends by itself with an
-	// error wrapping election.ErrLostLeadership (no renewal confirmed in
+	// error wrapping dynalease.ErrLost (no renewal confirmed in
 	// time, or the lease taken), or with nil when work returned because
 	// the term had run out before the elector noticed.
 	for ctx.Err() == nil {

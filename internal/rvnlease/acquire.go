@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -290,7 +291,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	}
 	fencer, ok := a.w.port.(resourcelock.Fencer)
 	if !ok {
-		return Result{}, fmt.Errorf("%w: %s cannot fence", resourcelock.ErrNoFencing, a.w.port.Describe())
+		return Result{}, fmt.Errorf("%w: %s cannot fence", dynalease.ErrInvalid, a.w.port.Describe())
 	}
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()

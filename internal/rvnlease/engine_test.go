@@ -279,10 +279,10 @@ func TestPermanentErrorsEndTheRound(t *testing.T) {
 	if _, err := e.acq.Round(context.Background()); !errors.Is(err, gone) {
 		t.Fatalf("Round = %v, want the permanent error", err)
 	}
-	e.fs.Inject(rlt.OpGet, 1, rlt.Fault{Err: resourcelock.ErrInvalidRecord})
+	e.fs.Inject(rlt.OpGet, 1, rlt.Fault{Err: resourcelock.ErrPermanent})
 	e.acq.Obs = Observation{Known: true, RVN: "r1", Lease: lease, SeenAt: e.fc.Now()}
-	if _, err := e.acq.Round(context.Background()); !errors.Is(err, resourcelock.ErrInvalidRecord) {
-		t.Fatalf("Round = %v, want ErrInvalidRecord", err)
+	if _, err := e.acq.Round(context.Background()); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Fatalf("Round = %v, want an invalid record (resourcelock.ErrPermanent)", err)
 	}
 }
 

@@ -57,7 +57,7 @@ type Written struct {
 // the one classification of a holder's loss, for renewals and releases
 // alike.
 func (w Written) Loss(lease string) *dynalease.LostError {
-	lost := dynalease.LostTo(lease, w.Item, w.Missing)
+	lost := lostTo(lease, w.Item, w.Missing)
 	if errors.Is(w.Cause, resourcelock.ErrConflict) {
 		lost.Cause = w.Cause
 	}
@@ -138,7 +138,7 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 	cfg := h.w.cfg
 	remover, ok := h.w.port.(resourcelock.Remover)
 	if !ok {
-		return Written{Err: fmt.Errorf("%w: %s cannot delete its row", resourcelock.ErrInvalidArgument, h.w.port.Describe())}
+		return Written{Err: fmt.Errorf("%w: %s cannot delete its row", dynalease.ErrInvalid, h.w.port.Describe())}
 	}
 	for try := 1; ; try++ {
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
@@ -181,7 +181,7 @@ func (h *Holder) Lost(ctx context.Context, lease string, cause error) *dynalease
 	}
 	lost := &dynalease.LostError{Lease: lease, Reason: dynalease.Stolen}
 	if err == nil || missing {
-		lost = dynalease.LostTo(lease, it, missing)
+		lost = lostTo(lease, it, missing)
 	}
 	lost.Cause = cause
 	return lost
@@ -233,4 +233,20 @@ func (h *Holder) written(ans answer, cur resourcelock.Item) Written {
 	default:
 		return Written{Lost: true, Item: ans.item, Missing: ans.missing, Cause: ans.cause}
 	}
+}
+
+// lostTo returns the loss of the hold on lease to the row it (missing
+// when there is none) found in place of the holder's own: Deleted,
+// ReleasedElsewhere or Stolen.
+func lostTo(lease string, it resourcelock.Item, missing bool) *dynalease.LostError {
+	e := &dynalease.LostError{Lease: lease}
+	switch {
+	case missing:
+		e.Reason = dynalease.Deleted
+	case it.Released:
+		e.Reason, e.Holder = dynalease.ReleasedElsewhere, it.HolderIdentity
+	default:
+		e.Reason, e.Holder = dynalease.Stolen, it.HolderIdentity
+	}
+	return e
 }

@@ -142,28 +142,36 @@ func (a *Acquirer) readOrJoin(ctx context.Context) answer {
 	return ans
 }
 
+// joinable is a lease that says whether it has a queue to join now
+// (resourcelock.Set: its first key may be free while another is held).
+type joinable interface {
+	Joinable(w resourcelock.Waiter) bool
+}
+
+// errNothingToJoin is sendJoin's answer when the lease has no queue to
+// join now.
+var errNothingToJoin = errors.New("no queue to join")
+
 // sendJoin sends the join and settles its answer like a read's: the row
 // it shows, or the error that taught nothing.
 func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	cfg, q := a.w.cfg, a.q
+	if j, ok := q.lease.(joinable); ok && !j.Joinable(q.me) {
+		// Nothing to queue on (a set's first key is free): nothing is
+		// sent, it does not count, and the caller reads.
+		return answer{err: errNothingToJoin}
+	}
 	q.joins++
 	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	it, err := q.lease.Join(rctx, q.me)
 	cancel()
-	if !errors.Is(err, resourcelock.ErrNotQueued) {
-		cfg.observe("join", start, err) // (one not sent is no request)
-	}
+	cfg.observe("join", start, err)
 	returned := cfg.Clock.Now()
 	switch cur, ok := resourcelock.CurrentItem(err); {
 	case err == nil:
 		cfg.Log.V(1).Info("joined the queue", "place", it.Place(q.me.Ticket), "holder", it.HolderIdentity)
 		return a.w.settle(it, false, returned)
-	case errors.Is(err, resourcelock.ErrNotQueued):
-		// Nothing to queue on (a set's first key is free), and nothing
-		// sent: it does not count, and the caller reads.
-		q.joins--
-		return answer{err: err}
 	case ok:
 		return a.w.settle(cur, false, returned)
 	case errors.Is(err, resourcelock.ErrNotFound):

@@ -2,7 +2,6 @@ package rvnlease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -241,7 +240,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 		res, err := s.acqs[i].Round(ctx)
 		if err == nil && res.Outcome == Ours && s.Fence {
 			res, err = s.acqs[i].Fence(ctx, res)
-			if err != nil && !resourcelock.Permanent(err) && !errors.Is(err, resourcelock.ErrNoFencing) {
+			if err != nil && !resourcelock.Permanent(err) {
 				// Released by Fence; the next poll may take it again.
 				res, err = Result{Outcome: Unknown, Err: err}, nil
 			}

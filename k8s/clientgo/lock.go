@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -86,9 +87,9 @@ var _ rl.Interface = (*Lock)(nil)
 func New(cfg Config) (*Lock, error) {
 	switch {
 	case cfg.Store == nil:
-		return nil, fmt.Errorf("%w: Store is nil", resourcelock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: Store is nil", dynalease.ErrInvalid)
 	case cfg.Identity == "":
-		return nil, fmt.Errorf("%w: Identity is empty", resourcelock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: Identity is empty", dynalease.ErrInvalid)
 	}
 	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
 	if err := resourcelock.CheckKey(key); err != nil {
@@ -222,10 +223,10 @@ func (l *Lock) remember(it *resourcelock.Item) {
 func (l *Lock) record(ler rl.LeaderElectionRecord) (resourcelock.Record, error) {
 	if ler.HolderIdentity != "" && ler.HolderIdentity != l.identity {
 		return resourcelock.Record{}, fmt.Errorf("%w: the record names holder %q, not this lock's identity %q",
-			resourcelock.ErrInvalidArgument, ler.HolderIdentity, l.identity)
+			dynalease.ErrInvalid, ler.HolderIdentity, l.identity)
 	}
 	if ler.LeaseDurationSeconds <= 0 {
-		return resourcelock.Record{}, fmt.Errorf("%w: lease of %d seconds", resourcelock.ErrInvalidArgument, ler.LeaseDurationSeconds)
+		return resourcelock.Record{}, fmt.Errorf("%w: lease of %d seconds", dynalease.ErrInvalid, ler.LeaseDurationSeconds)
 	}
 	return resourcelock.Record{
 		HolderIdentity: l.identity,

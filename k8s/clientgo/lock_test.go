@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/k8s/clientgo"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
@@ -245,13 +246,13 @@ func TestAReleaseMarksTheRowReleased(t *testing.T) {
 func TestInvalidRecordsAreRefused(t *testing.T) {
 	l := newLock(t, rlt.NewMemoryStore(), "a")
 	ctx := context.Background()
-	if err := l.Create(ctx, leading("b", time.Now())); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("Create naming another holder: %v, want ErrInvalidArgument", err)
+	if err := l.Create(ctx, leading("b", time.Now())); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Create naming another holder: %v, want dynalease.ErrInvalid", err)
 	}
-	if err := l.Create(ctx, rl.LeaderElectionRecord{HolderIdentity: "a"}); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("Create without a lease: %v, want ErrInvalidArgument", err)
+	if err := l.Create(ctx, rl.LeaderElectionRecord{HolderIdentity: "a"}); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Create without a lease: %v, want dynalease.ErrInvalid", err)
 	}
-	if _, err := clientgo.New(clientgo.Config{Store: rlt.NewMemoryStore(), Name: "x"}); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("New without an identity: %v, want ErrInvalidArgument", err)
+	if _, err := clientgo.New(clientgo.Config{Store: rlt.NewMemoryStore(), Name: "x"}); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("New without an identity: %v, want dynalease.ErrInvalid", err)
 	}
 }

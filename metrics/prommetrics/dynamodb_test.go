@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
@@ -136,7 +137,7 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 
 	// A stolen lock: one refused renewal, and the loss by reason.
 	stealRow(t, raw, table, "k")
-	if err := l.Heartbeat(t.Context()); !errors.Is(err, lock.ErrLost) {
+	if err := l.Heartbeat(t.Context()); !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("Heartbeat of a stolen lock = %v", err)
 	}
 	want(t, reg, "dynalease_lock_lost_total", map[string]string{"client": "orders", "kind": "lock", "reason": "stolen"}, 1)
@@ -172,7 +173,7 @@ func TestDynamoDBLockMetrics(t *testing.T) {
 	want(t, reg, "dynalease_lock_acquisitions_total", ofKind("permit"), 1)
 	want(t, reg, "dynalease_lock_held", client1, 0)
 	stealRow(t, raw, table, "s2")
-	if err := set.Heartbeat(t.Context()); !errors.Is(err, lock.ErrLost) {
+	if err := set.Heartbeat(t.Context()); !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("Heartbeat of a set with a stolen key = %v", err)
 	}
 	want(t, reg, "dynalease_lock_lost_total", map[string]string{"client": "orders", "kind": "set", "reason": "stolen"}, 1)
@@ -226,8 +227,8 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 
 	stealRow(t, raw, table, "leader")
 	<-stopped
-	if err := <-done; !errors.Is(err, election.ErrLostLeadership) {
-		t.Fatalf("Run = %v, want ErrLostLeadership", err)
+	if err := <-done; !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Run = %v, want dynalease.ErrLost", err)
 	}
 	want(t, reg, "dynalease_election_leader", name, 0)
 	want(t, reg, "dynalease_election_term_remaining_seconds", name, 0)

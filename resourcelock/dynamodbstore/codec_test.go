@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -143,8 +144,8 @@ func TestDecodeInvalidItems(t *testing.T) {
 			item := validItem()
 			tc.edit(item)
 			rec, err := decodeRecord(item)
-			if !errors.Is(err, resourcelock.ErrInvalidRecord) {
-				t.Fatalf("decodeRecord = %+v, %v; want resourcelock.ErrInvalidRecord", rec, err)
+			if !errors.Is(err, resourcelock.ErrPermanent) {
+				t.Fatalf("decodeRecord = %+v, %v; want resourcelock.ErrPermanent", rec, err)
 			}
 			if !strings.Contains(err.Error(), tc.attr) {
 				t.Fatalf("error %q does not name attribute %s", err, tc.attr)
@@ -618,8 +619,8 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 		t.Helper()
 		rec, err := prepareAs("me", in)
 		if err != nil {
-			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Errorf("prepareAs(%+v) = %v, want nil or resourcelock.ErrInvalidArgument", in, err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Errorf("prepareAs(%+v) = %v, want nil or dynalease.ErrInvalid", in, err)
 			}
 			return
 		}

@@ -13,7 +13,7 @@ import (
 // decodeRecord reads a lock item. Items written by the AWS Java DynamoDB
 // Lock Client decode too; attributes of dynalease's own are optional. A
 // missing required attribute, a wrong type or a malformed value is an error
-// wrapping resourcelock.ErrInvalidRecord that names the attribute.
+// wrapping resourcelock.ErrPermanent that names the attribute.
 func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, error) {
 	var rec resourcelock.Record
 	var err error
@@ -29,7 +29,7 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
 	if perr != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
-		return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not a positive number of milliseconds", resourcelock.ErrInvalidRecord, attrLease, lease)
+		return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrLease, lease)
 	}
 	rec.LeaseDuration = time.Duration(ms) * time.Millisecond
 
@@ -57,7 +57,7 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 			return resourcelock.Record{}, wrongType(attrTransitions, "N", v)
 		}
 		if rec.LeaderTransitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not an integer", resourcelock.ErrInvalidRecord, attrTransitions, n.Value)
+			return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attrTransitions, n.Value)
 		}
 	}
 	if v, ok := item[attrGeneration]; ok {
@@ -66,7 +66,7 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 			return resourcelock.Record{}, wrongType(attrGeneration, "N", v)
 		}
 		if rec.FenceGeneration, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return resourcelock.Record{}, fmt.Errorf("%w: %s %q is not an integer", resourcelock.ErrInvalidRecord, attrGeneration, n.Value)
+			return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attrGeneration, n.Value)
 		}
 	}
 	if v, ok := item[attrAcquisition]; ok {
@@ -127,7 +127,7 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 		}
 		secs, err := strconv.ParseFloat(n.Value, 64)
 		if err != nil {
-			return it, fmt.Errorf("%w: %s %q is not a number", resourcelock.ErrInvalidRecord, k.ttl, n.Value)
+			return it, fmt.Errorf("%w: invalid record: %s %q is not a number", resourcelock.ErrPermanent, k.ttl, n.Value)
 		}
 		it.Expires = time.Unix(int64(secs), 0).UTC()
 	}
@@ -137,14 +137,14 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 func requiredString(item map[string]types.AttributeValue, attr string) (string, error) {
 	v, ok := item[attr]
 	if !ok {
-		return "", fmt.Errorf("%w: attribute %s is missing", resourcelock.ErrInvalidRecord, attr)
+		return "", fmt.Errorf("%w: invalid record: attribute %s is missing", resourcelock.ErrPermanent, attr)
 	}
 	str, ok := v.(*types.AttributeValueMemberS)
 	if !ok {
 		return "", wrongType(attr, "S", v)
 	}
 	if str.Value == "" {
-		return "", fmt.Errorf("%w: attribute %s is empty", resourcelock.ErrInvalidRecord, attr)
+		return "", fmt.Errorf("%w: invalid record: attribute %s is empty", resourcelock.ErrPermanent, attr)
 	}
 	return str.Value, nil
 }
@@ -165,13 +165,13 @@ func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time,
 		t, err = resourcelock.StoredTime(attr, t)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time within the years 1 to 9999", resourcelock.ErrInvalidRecord, attr, str.Value)
+		return time.Time{}, fmt.Errorf("%w: invalid record: %s %q is not an RFC 3339 time within the years 1 to 9999", resourcelock.ErrPermanent, attr, str.Value)
 	}
 	return t, nil
 }
 
 func wrongType(attr, want string, v types.AttributeValue) error {
-	return fmt.Errorf("%w: attribute %s has type %s, want %s", resourcelock.ErrInvalidRecord, attr, typeName(v), want)
+	return fmt.Errorf("%w: invalid record: attribute %s has type %s, want %s", resourcelock.ErrPermanent, attr, typeName(v), want)
 }
 
 // typeName returns DynamoDB's name for the type of v.

@@ -17,7 +17,7 @@
 //
 // Errors are classified once, here: a failed condition is a
 // resourcelock.Conflict carrying the row; a missing table matches
-// ErrTableNotFound, and it and the other errors that no retry can change
+// resourcelock.ErrPermanent, and it and the other errors that no retry can change
 // (a key schema other than the table's, access denied, credentials not
 // recognised) match resourcelock.ErrPermanent; throttling matches
 // resourcelock.ErrThrottled.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -336,8 +337,8 @@ func TestDynamoDBStoreScanInvalidRows(t *testing.T) {
 				t.Errorf("Scan(%q) did not pass invalid row %s with an error", partition, k)
 				continue
 			}
-			if !errors.Is(err, resourcelock.ErrInvalidRecord) || !strings.Contains(err.Error(), k.String()) {
-				t.Errorf("Scan(%q) passed row %s with %v, want ErrInvalidRecord naming the row", partition, k, err)
+			if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), k.String()) {
+				t.Errorf("Scan(%q) passed row %s with %v, want an invalid record (resourcelock.ErrPermanent) naming the row", partition, k, err)
 			}
 		}
 		if len(got.errs) != n || n != wantBad {
@@ -348,15 +349,15 @@ func TestDynamoDBStoreScanInvalidRows(t *testing.T) {
 	check("g", 3)
 
 	for k := range bad {
-		if _, err := st.store.Get(testCtx(t), k); !errors.Is(err, resourcelock.ErrInvalidRecord) {
-			t.Errorf("Get of invalid row %s: %v, want ErrInvalidRecord", k, err)
+		if _, err := st.store.Get(testCtx(t), k); !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Errorf("Get of invalid row %s: %v, want an invalid record (resourcelock.ErrPermanent)", k, err)
 		}
 	}
 
 	// fn may stop at an invalid row by returning its error.
 	err := st.store.Scan(testCtx(t), "", func(_ resourcelock.Item, err error) error { return err })
-	if !errors.Is(err, resourcelock.ErrInvalidRecord) {
-		t.Errorf("Scan whose fn returns the row's error: %v, want ErrInvalidRecord", err)
+	if !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Errorf("Scan whose fn returns the row's error: %v, want an invalid record (resourcelock.ErrPermanent)", err)
 	}
 }
 
@@ -426,8 +427,8 @@ func TestDynamoDBStoreTTLAttribute(t *testing.T) {
 			_, err = st.store.Create(ctx, resourcelock.Key{Partition: uuid.NewString()}, r, resourcelock.WriteOptions{
 				Attributes: map[string]any{tc.attr: &types.AttributeValueMemberN{Value: "1"}},
 			})
-			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Fatalf("Create with attribute %s: %v, want ErrInvalidArgument", tc.attr, err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("Create with attribute %s: %v, want dynalease.ErrInvalid", tc.attr, err)
 			}
 		})
 	}
@@ -537,8 +538,8 @@ func TestDynamoDBStoreMissingTable(t *testing.T) {
 	k := resourcelock.Key{Partition: "p"}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, dynamodbstore.ErrTableNotFound) || !strings.Contains(err.Error(), s.Table()) {
-			t.Errorf("%s on a missing table: %v, want ErrTableNotFound naming it", what, err)
+		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), s.Table()) {
+			t.Errorf("%s on a missing table: %v, want a permanent error naming it", what, err)
 		}
 	}
 	check("Remove", s.Remove(ctx, k, resourcelock.Precondition{RVN: "r"}))
@@ -606,8 +607,8 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 	none := resourcelock.WriteOptions{}
 	wantInvalid := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	each := func(what string, s *dynamodbstore.Store, k resourcelock.Key, opts resourcelock.WriteOptions) {
@@ -685,8 +686,8 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
 			s, err := dynamodbstore.New(cfg)
-			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Fatalf("dynamodbstore.New = %v, %v; want ErrInvalidArgument", s, err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("dynamodbstore.New = %v, %v; want dynalease.ErrInvalid", s, err)
 			}
 			if s != nil {
 				t.Errorf("dynamodbstore.New returned a store with its error")

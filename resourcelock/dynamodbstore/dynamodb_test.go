@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -494,8 +495,8 @@ func TestDynamoDBInvalidItems(t *testing.T) {
 			name := uuid.NewString()
 			f.putRaw(t, name, item)
 			rec, err := f.lock(t, nil, name, "me").Get(testCtx(t))
-			if !errors.Is(err, resourcelock.ErrInvalidRecord) {
-				t.Fatalf("Get = %+v, %v; want ErrInvalidRecord", rec, err)
+			if !errors.Is(err, resourcelock.ErrPermanent) {
+				t.Fatalf("Get = %+v, %v; want an invalid record (resourcelock.ErrPermanent)", rec, err)
 			}
 			if !strings.Contains(err.Error(), tc.attr) {
 				t.Errorf("error %q does not name attribute %s", err, tc.attr)
@@ -514,8 +515,8 @@ func TestDynamoDBMissingTable(t *testing.T) {
 	}
 	check := func(op string, err error) {
 		t.Helper()
-		if !errors.Is(err, dynamodbstore.ErrTableNotFound) {
-			t.Errorf("%s on a missing table: %v, want ErrTableNotFound", op, err)
+		if !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Errorf("%s on a missing table: %v, want a permanent error", op, err)
 			return
 		}
 		if errors.Is(err, resourcelock.ErrConflict) || errors.Is(err, resourcelock.ErrNotFound) {
@@ -596,8 +597,8 @@ func TestNewDynamoDBValidation(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
 			l, err := dynamodbstore.NewLease(cfg)
-			if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Fatalf("dynamodbstore.NewLease = %v, %v; want ErrInvalidArgument", l, err)
+			if !errors.Is(err, dynalease.ErrInvalid) {
+				t.Fatalf("dynamodbstore.NewLease = %v, %v; want dynalease.ErrInvalid", l, err)
 			}
 			if l != nil {
 				t.Errorf("dynamodbstore.NewLease returned a lock with its error")
@@ -657,17 +658,17 @@ func TestDynamoDBInvalidWritesSendNothing(t *testing.T) {
 			AcquireTime: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	for what, rec := range bad {
-		if _, err := l.Create(context.Background(), rec); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("Create with %s: %v, want ErrInvalidArgument", what, err)
+		if _, err := l.Create(context.Background(), rec); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("Create with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 		for _, p := range []resourcelock.Precondition{{RVN: "r"}, {RVN: "r", HolderIdentity: "me"}} {
-			if _, err := l.Update(context.Background(), p, rec); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-				t.Errorf("Update %+v with %s: %v, want ErrInvalidArgument", p, what, err)
+			if _, err := l.Update(context.Background(), p, rec); !errors.Is(err, dynalease.ErrInvalid) {
+				t.Errorf("Update %+v with %s: %v, want dynalease.ErrInvalid", p, what, err)
 			}
 		}
 	}
-	if _, err := l.Update(context.Background(), resourcelock.Precondition{HolderIdentity: "me"}, newRec(time.Second, "")); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Errorf("Update without precondition RVN: %v, want ErrInvalidArgument", err)
+	if _, err := l.Update(context.Background(), resourcelock.Precondition{HolderIdentity: "me"}, newRec(time.Second, "")); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Errorf("Update without precondition RVN: %v, want dynalease.ErrInvalid", err)
 	}
 	if n := api.count(); n != 0 {
 		t.Fatalf("invalid writes sent %d requests, want none", n)
@@ -698,10 +699,10 @@ func TestDynamoDBOneRequestPerOperation(t *testing.T) {
 	wantCounts(t, ft, "Get of a missing record", get)
 
 	over := newRec(time.Second, strings.Repeat("d", resourcelock.MaxDataBytes+1))
-	if _, err := a.Create(ctx, over); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+	if _, err := a.Create(ctx, over); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Create with too much data: %v", err)
 	}
-	if _, err := a.Update(ctx, resourcelock.Precondition{RVN: "x"}, over); !errors.Is(err, resourcelock.ErrInvalidArgument) {
+	if _, err := a.Update(ctx, resourcelock.Precondition{RVN: "x"}, over); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Update with too much data: %v", err)
 	}
 	wantCounts(t, ft, "writes with too much data", map[string]int{})

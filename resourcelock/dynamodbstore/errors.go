@@ -10,15 +10,15 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// ErrTableNotFound is matched by the error of a request to a table that
-// does not exist; the error's text names the table. It is permanent (the
-// error matches resourcelock.ErrPermanent too).
-var ErrTableNotFound = fmt.Errorf("dynamodbstore: table not found (%w)", resourcelock.ErrPermanent)
+// errTableNotFound is the cause of a request's error for a missing table:
+// permanent, with the SDK's *types.ResourceNotFoundException beside it for
+// a caller that branches on the table's absence.
+var errTableNotFound = fmt.Errorf("dynamodbstore: table not found (%w)", resourcelock.ErrPermanent)
 
-// ErrTableMismatch is returned by CreateTable when a table of that name
-// exists with a key schema, or a TTL attribute, other than the one asked
-// for.
-var ErrTableMismatch = errors.New("dynamodbstore: table exists with a different configuration")
+// errTableMismatch is the cause of CreateTable's refusal of a table of
+// that name with a key schema, or a TTL attribute, other than the one
+// asked for: permanent.
+var errTableMismatch = fmt.Errorf("dynamodbstore: table exists with a different configuration (%w)", resourcelock.ErrPermanent)
 
 // permanentCodes are DynamoDB error codes that no retry can change: the
 // request is malformed for this table (a key schema other than the one
@@ -46,13 +46,13 @@ var throttlingCodes = map[string]bool{
 
 // wrapTableError describes an error of a request (what) to table and
 // classifies it for the generic contract: a missing table matches
-// ErrTableNotFound and resourcelock.ErrPermanent, another error that
+// resourcelock.ErrPermanent (and the SDK's ResourceNotFoundException), another error that
 // waiting cannot fix resourcelock.ErrPermanent, throttling
 // resourcelock.ErrThrottled. The SDK's error stays a cause.
 func wrapTableError(table, what string, err error) error {
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
-		return fmt.Errorf("%s: table %q: %w: %w", what, table, ErrTableNotFound, err)
+		return fmt.Errorf("%s: table %q: %w: %w", what, table, errTableNotFound, err)
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -65,17 +65,3 @@ func wrapTableError(table, what string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
-
-// ConfigError names the field of Config or LeaseConfig that failed
-// validation. It matches resourcelock.ErrInvalidArgument.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s %s", resourcelock.ErrInvalidArgument, e.Field, e.Reason)
-}
-
-// Is makes every ConfigError match resourcelock.ErrInvalidArgument.
-func (e *ConfigError) Is(target error) bool { return target == resourcelock.ErrInvalidArgument }

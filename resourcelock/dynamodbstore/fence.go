@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -30,13 +31,13 @@ func fenceKey(k resourcelock.Key) string {
 // grow.
 func (d *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (resourcelock.Item, error) {
 	if d.fenceTable == "" {
-		return resourcelock.Item{}, fmt.Errorf("%s: %w", d.describeKey(key), resourcelock.ErrNoFencing)
+		return resourcelock.Item{}, fmt.Errorf("%s: %w", d.describeKey(key), dynalease.ErrInvalid)
 	}
 	if err := d.keys.checkKey(key); err != nil {
 		return resourcelock.Item{}, err
 	}
 	if holder == "" || acquisitionID == "" {
-		return resourcelock.Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
+		return resourcelock.Item{}, fmt.Errorf("%w: Fence needs a holder and an acquisition id", dynalease.ErrInvalid)
 	}
 	if err := d.readyFence(ctx); err != nil {
 		return resourcelock.Item{}, err

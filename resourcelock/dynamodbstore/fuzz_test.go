@@ -60,7 +60,7 @@ func fuzzItem(owner, rvn, lease, released, transitions, generation, acquisition,
 // FuzzDecodeItem: any item decodes to a record that satisfies the
 // record's invariants, and that the holder it names could write back (a
 // renewal or a takeover keeps its times and data), or fails with an error
-// matching ErrInvalidRecord; never a panic. A row is released only when
+// matching resourcelock.ErrPermanent; never a panic. A row is released only when
 // isReleased is the string "1", as for the Java client.
 func FuzzDecodeItem(f *testing.F) {
 	f.Add("host-1b2c", "7b0e5f9c-3c0e-4a53-8f0e-1c2d3e4f5a6b", "20000", "1", "3", "2", "7b0e", "2026-11-25T12:00:00.123Z", "2026-11-25T12:00:05Z", []byte("data"), uint32(0x3ffff5), "tenant")
@@ -73,8 +73,8 @@ func FuzzDecodeItem(f *testing.F) {
 		item := fuzzItem(owner, rvn, lease, released, transitions, generation, acquisition, acquired, renewed, data, shape, extra)
 		it, err := schema.decodeItem(item)
 		if err != nil {
-			if !errors.Is(err, resourcelock.ErrInvalidRecord) {
-				t.Fatalf("decode error %v does not match ErrInvalidRecord", err)
+			if !errors.Is(err, resourcelock.ErrPermanent) {
+				t.Fatalf("decode error %v does not match resourcelock.ErrPermanent", err)
 			}
 			return
 		}

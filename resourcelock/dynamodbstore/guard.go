@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -53,7 +54,7 @@ type Guarder interface {
 	// row at key still shows h. It returns resourcelock.ErrGuardLost when the check
 	// fails, an *ItemConditionError when one of the items' own conditions
 	// fails, resourcelock.ErrContention when concurrent writes kept cancelling
-	// it, an error wrapping resourcelock.ErrInvalidArgument for items it refuses before
+	// it, an error wrapping dynalease.ErrInvalid for items it refuses before
 	// any request (too many, or one on the lock row itself), and otherwise
 	// the request's error, after which the outcome is unknown unless the
 	// caller reads its items back.
@@ -83,7 +84,7 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.
 func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
-		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
 	}
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err
@@ -207,23 +208,23 @@ func (d *Store) checkGuarded(keys []resourcelock.Key, h resourcelock.Holding, it
 		}
 	}
 	if h.HolderIdentity == "" || h.AcquisitionID == "" {
-		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%w: guarded write without a holder and an acquisition id", dynalease.ErrInvalid)
 	}
 	if len(items) == 0 {
-		return fmt.Errorf("%w: guarded write with no items", resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%w: guarded write with no items", dynalease.ErrInvalid)
 	}
 	if max := d.maxItems - len(keys); len(items) > max {
 		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the %d lock checks (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
-			resourcelock.ErrInvalidArgument, len(items), max, len(keys), d.maxItems, MaxTransactItemsLimit)
+			dynalease.ErrInvalid, len(items), max, len(keys), d.maxItems, MaxTransactItemsLimit)
 	}
 	for i, it := range items {
 		table, itemKey, err := d.target(it)
 		if err != nil {
-			return fmt.Errorf("%w: item %d: %v", resourcelock.ErrInvalidArgument, i, err)
+			return fmt.Errorf("%w: item %d: %v", dynalease.ErrInvalid, i, err)
 		}
 		for _, key := range keys {
 			if table == d.table && sameKey(itemKey, d.keys.itemKey(key.Partition, key.Sort), d.keys) {
-				return fmt.Errorf("%w: item %d writes the lock row %s itself", resourcelock.ErrInvalidArgument, i, key)
+				return fmt.Errorf("%w: item %d writes the lock row %s itself", dynalease.ErrInvalid, i, key)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -116,7 +117,7 @@ func (d *Store) CanFence() bool { return d.fenceTable != "" }
 
 // badConfig returns the error of a configuration field.
 func badConfig(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return dynalease.Invalid(field, format, args...)
 }
 
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
@@ -126,7 +127,7 @@ type itemOnly struct{ ItemAPI }
 func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	t, ok := i.ItemAPI.(TransactAPI)
 	if !ok {
-		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
 	}
 	return t.TransactWriteItems(ctx, in, optFns...)
 }
@@ -137,19 +138,19 @@ func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 func (i itemOnly) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	d, ok := i.ItemAPI.(DescribeAPI)
 	if !ok {
-		return nil, fmt.Errorf("%w: the DynamoDB client has no DescribeTable", resourcelock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: the DynamoDB client has no DescribeTable", dynalease.ErrInvalid)
 	}
 	return d.DescribeTable(ctx, in, optFns...)
 }
 
 func (itemOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", dynalease.ErrInvalid)
 }
 
 func (itemOnly) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", dynalease.ErrInvalid)
 }
 
 func (itemOnly) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return nil, fmt.Errorf("%w: this client only gets and updates items", resourcelock.ErrInvalidArgument)
+	return nil, fmt.Errorf("%w: this client only gets and updates items", dynalease.ErrInvalid)
 }

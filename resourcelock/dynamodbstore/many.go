@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -37,7 +38,7 @@ func (d *Store) MaxMany() int { return d.maxItems }
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
 	api, ok := d.client.(TransactGetAPI)
 	if !ok {
-		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems", resourcelock.ErrNotMany)
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems", dynalease.ErrInvalid)
 	}
 	if err := resourcelock.CheckMany(keys, d.maxItems); err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
-		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", resourcelock.ErrNotMany)
+		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
 	}
 	writes, err := resourcelock.PrepareWrites(writes, d.maxItems)
 	if err != nil {
@@ -191,13 +192,13 @@ func (d *Store) MaxFenceMany() int { return d.maxItems / 2 }
 // which is read and tried again.
 func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (int64, error) {
 	if d.fenceTable == "" {
-		return 0, fmt.Errorf("%s: %w", d.describeMany(keys), resourcelock.ErrNoFencing)
+		return 0, fmt.Errorf("%s: %w", d.describeMany(keys), dynalease.ErrInvalid)
 	}
 	if err := resourcelock.CheckMany(keys, d.MaxFenceMany()); err != nil {
 		return 0, err
 	}
 	if holder == "" || acquisitionID == "" {
-		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", resourcelock.ErrInvalidArgument)
+		return 0, fmt.Errorf("%w: FenceMany needs a holder and an acquisition id", dynalease.ErrInvalid)
 	}
 	if err := d.noTransactions(ctx, "fence of several rows", true); err != nil {
 		return 0, err
@@ -205,7 +206,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	getAPI, ok := d.client.(TransactGetAPI)
 	writeAPI, ok2 := d.client.(TransactAPI)
 	if !ok || !ok2 {
-		return 0, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems or TransactWriteItems", resourcelock.ErrNotMany)
+		return 0, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems or TransactWriteItems", dynalease.ErrInvalid)
 	}
 	what := d.describeMany(keys) + ": fence"
 	var err error

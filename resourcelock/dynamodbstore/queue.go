@@ -56,11 +56,11 @@ func decodeQueue(item map[string]types.AttributeValue) ([]resourcelock.Waiter, e
 		o, _ := m.Value[queueIdentity].(*types.AttributeValueMemberS)
 		n, _ := m.Value[queueLease].(*types.AttributeValueMemberN)
 		if t == nil || o == nil || n == nil {
-			return nil, fmt.Errorf("%w: %s[%d] lacks a ticket, owner or lease", resourcelock.ErrInvalidRecord, attrQueue, i)
+			return nil, fmt.Errorf("%w: invalid record: %s[%d] lacks a ticket, owner or lease", resourcelock.ErrPermanent, attrQueue, i)
 		}
 		ms, err := strconv.ParseInt(n.Value, 10, 64)
 		if err != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
-			return nil, fmt.Errorf("%w: %s[%d] lease %q is not a positive number of milliseconds", resourcelock.ErrInvalidRecord, attrQueue, i, n.Value)
+			return nil, fmt.Errorf("%w: invalid record: %s[%d] lease %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrQueue, i, n.Value)
 		}
 		q = append(q, resourcelock.Waiter{Ticket: t.Value, Identity: o.Value, Lease: time.Duration(ms) * time.Millisecond})
 	}

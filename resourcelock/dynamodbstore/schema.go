@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -18,7 +19,7 @@ type keySchema struct {
 	ttl          string // empty: writes leave any TTL attribute alone
 }
 
-// check validates the names; an error is a *ConfigError naming the field
+// check validates the names; an error is a *dynalease.InvalidError naming the field
 // (PartitionKey, SortKey or TTLAttribute, as Config and TableOptions call
 // them).
 func (s keySchema) check() error {
@@ -61,12 +62,12 @@ func (s keySchema) checkKey(k resourcelock.Key) error {
 	}
 	if s.sortKey == "" {
 		if k.Sort != "" {
-			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", resourcelock.ErrInvalidArgument, k)
+			return fmt.Errorf("%w: key %q has a sort key value but the table has no sort key", dynalease.ErrInvalid, k)
 		}
 		return nil
 	}
 	if k.Sort == "" {
-		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", resourcelock.ErrInvalidArgument, k, s.sortKey)
+		return fmt.Errorf("%w: key %q has no sort key value but the table has sort key %q", dynalease.ErrInvalid, k, s.sortKey)
 	}
 	return nil
 }
@@ -76,14 +77,14 @@ func (s keySchema) checkKey(k resourcelock.Key) error {
 func (s keySchema) checkOptions(o resourcelock.WriteOptions) error {
 	for name, v := range o.Attributes {
 		if s.reserved(name) {
-			return fmt.Errorf("%w: attribute name %q is reserved", resourcelock.ErrInvalidArgument, name)
+			return fmt.Errorf("%w: attribute name %q is reserved", dynalease.ErrInvalid, name)
 		}
 		if _, ok := v.(types.AttributeValue); !ok {
-			return fmt.Errorf("%w: attribute %q is a %T, not a types.AttributeValue", resourcelock.ErrInvalidArgument, name, v)
+			return fmt.Errorf("%w: attribute %q is a %T, not a types.AttributeValue", dynalease.ErrInvalid, name, v)
 		}
 	}
 	if !o.Expires.IsZero() && s.ttl == "" {
-		return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", dynalease.ErrInvalid)
 	}
 	return nil
 }

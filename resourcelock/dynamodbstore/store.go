@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -72,7 +73,7 @@ type Config struct {
 	// SingleWriterRegion states that every client of the lock table (and
 	// of the fence table) writes through one and the same region. Without
 	// it, a Store refuses a global table with multi-Region eventual
-	// consistency (MREC) with ErrEventualGlobalTable: conditional writes
+	// consistency (MREC), an error matching resourcelock.ErrPermanent: conditional writes
 	// sent to two regions of such a table can both succeed, and then two
 	// clients hold one lock. With it, the Store uses such a table as a
 	// single-region one; the library cannot check the statement, and if
@@ -119,8 +120,7 @@ type Store struct {
 var _ resourcelock.Store = (*Store)(nil)
 
 // New validates cfg and returns a store. It sends no request.
-// An invalid cfg gives a *ConfigError naming the field (matching
-// resourcelock.ErrInvalidArgument).
+// An invalid cfg gives a *dynalease.InvalidError naming the field.
 func New(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
 		return nil, badConfig("Client", "is nil")
@@ -355,7 +355,7 @@ func (d *Store) writeReady(ctx context.Context, opts resourcelock.WriteOptions) 
 		return err
 	}
 	if d.mrsc() && !opts.Expires.IsZero() {
-		return fmt.Errorf("%s: %w: MRSC global tables do not support TTL", d.Describe(), resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%s: %w: MRSC global tables do not support TTL", d.Describe(), dynalease.ErrInvalid)
 	}
 	return nil
 }
@@ -415,7 +415,7 @@ func (d *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 
 // wrap classifies a DynamoDB error: a failed condition becomes a
 // resourcelock.Conflict (carrying the row the server returned, when it did and the
-// row decodes), a missing table ErrTableNotFound; anything else keeps its
+// row decodes), a missing table resourcelock.ErrPermanent; anything else keeps its
 // cause.
 func (d *Store) wrap(key resourcelock.Key, op string, err error) error {
 	var ccf *types.ConditionalCheckFailedException

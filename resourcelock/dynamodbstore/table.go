@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // TableAPI is the part of the DynamoDB client that CreateTable uses.
@@ -56,13 +56,13 @@ type Throughput struct {
 
 // CreateTable makes a lock table called table and waits until it is ACTIVE.
 // It succeeds without change when the table already exists with the key
-// schema opts asks for, and fails with an error wrapping ErrTableMismatch
+// schema opts asks for, and fails with an error matching resourcelock.ErrPermanent
 // when it exists with another. Billing mode and capacity of an existing
 // table are not checked. The wait is bounded only by ctx.
 //
 // When opts.TTLAttribute is set, CreateTable then enables TTL on that
 // attribute, new table or not. It fails with an error wrapping
-// ErrTableMismatch when the table has TTL enabled on another attribute,
+// that error when the table has TTL enabled on another attribute,
 // which DynamoDB allows only one of.
 func CreateTable(ctx context.Context, client TableAPI, table string, opts TableOptions) error {
 	keys := keySchema{partitionKey: opts.PartitionKey, sortKey: opts.SortKey, ttl: opts.TTLAttribute}
@@ -75,10 +75,10 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 	ttl := keys.ttl
 	keys.ttl = "" // the key schema DescribeTable shows has no TTL
 	if table == "" {
-		return fmt.Errorf("%w: table name is empty", resourcelock.ErrInvalidArgument)
+		return fmt.Errorf("%w: table name is empty", dynalease.ErrInvalid)
 	}
 	if p := opts.Provisioned; p != nil && (p.ReadCapacityUnits <= 0 || p.WriteCapacityUnits <= 0) {
-		return fmt.Errorf("%w: provisioned capacity %+v must be positive", resourcelock.ErrInvalidArgument, *p)
+		return fmt.Errorf("%w: provisioned capacity %+v must be positive", dynalease.ErrInvalid, *p)
 	}
 	clk := clockutil.OrReal(opts.Clock)
 	poll := opts.PollInterval
@@ -87,7 +87,7 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 	}
 
 	desc, err := describeTable(ctx, client, table)
-	if errors.Is(err, ErrTableNotFound) {
+	if errors.Is(err, errTableNotFound) {
 		_, err = client.CreateTable(ctx, createTableInput(table, keys, opts.Provisioned))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) { // in use: someone else created it meanwhile
@@ -155,7 +155,7 @@ func describeTTL(ctx context.Context, client TableAPI, table string) (*types.Tim
 
 // ttlOn reports whether d shows TTL enabled or being enabled on attr. TTL
 // enabled or being enabled on another attribute is an error wrapping
-// ErrTableMismatch.
+// that error.
 func ttlOn(table string, d *types.TimeToLiveDescription, attr string) (bool, error) {
 	if d == nil {
 		return false, nil
@@ -164,7 +164,7 @@ func ttlOn(table string, d *types.TimeToLiveDescription, attr string) (bool, err
 	case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
 		if got := aws.ToString(d.AttributeName); got != attr {
 			return false, fmt.Errorf("%w: table %q has TTL %s on attribute %q, want it on %q",
-				ErrTableMismatch, table, strings.ToLower(string(d.TimeToLiveStatus)), got, attr)
+				errTableMismatch, table, strings.ToLower(string(d.TimeToLiveStatus)), got, attr)
 		}
 		return true, nil
 	}
@@ -228,7 +228,7 @@ func checkKeySchema(table string, desc *types.TableDescription, want keySchema) 
 		(got.sortKey != "" && attrTypes[got.sortKey] != types.ScalarAttributeTypeS)
 	if bad {
 		return fmt.Errorf("%w: table %q has key (partition %q %s, sort %q %s), want (partition %q S, sort %q S)",
-			ErrTableMismatch, table, got.partitionKey, attrTypes[got.partitionKey], got.sortKey, attrTypes[got.sortKey],
+			errTableMismatch, table, got.partitionKey, attrTypes[got.partitionKey], got.sortKey, attrTypes[got.sortKey],
 			want.partitionKey, want.sortKey)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -105,8 +106,8 @@ func TestCreateTable(t *testing.T) {
 			"with another partition key": {PartitionKey: "lockName"},
 		} {
 			err := dynamodbstore.CreateTable(testCtx(t), c, table, opts)
-			if !errors.Is(err, dynamodbstore.ErrTableMismatch) || !strings.Contains(err.Error(), table) {
-				t.Errorf("CreateTable %s on the existing table: %v, want ErrTableMismatch naming the table", what, err)
+			if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), table) {
+				t.Errorf("CreateTable %s on the existing table: %v, want a permanent mismatch naming the table", what, err)
 			}
 		}
 
@@ -132,12 +133,12 @@ func TestCreateTable(t *testing.T) {
 			t.Fatalf("CreateTable again: %v", err)
 		}
 		err := dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup"})
-		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
-			t.Errorf("CreateTable without the sort key on the existing table: %v, want ErrTableMismatch", err)
+		if !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Errorf("CreateTable without the sort key on the existing table: %v, want a permanent mismatch", err)
 		}
 		err = dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "other"})
-		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
-			t.Errorf("CreateTable with another sort key on the existing table: %v, want ErrTableMismatch", err)
+		if !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Errorf("CreateTable with another sort key on the existing table: %v, want a permanent mismatch", err)
 		}
 	})
 
@@ -166,8 +167,8 @@ func TestCreateTable(t *testing.T) {
 		t.Parallel()
 		table := ddbtest.NewTable(t, c, ddbtest.TableSpec{PartitionKeyType: types.ScalarAttributeTypeN})
 		err := dynamodbstore.CreateTable(testCtx(t), c, table, fast)
-		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
-			t.Errorf("CreateTable on a table keyed by a number: %v, want ErrTableMismatch", err)
+		if !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Errorf("CreateTable on a table keyed by a number: %v, want a permanent mismatch", err)
 		}
 	})
 }
@@ -306,8 +307,8 @@ func TestCreateTableInvalidOptions(t *testing.T) {
 			ReadCapacityUnits: 1, WriteCapacityUnits: -1}}},
 	} {
 		err := dynamodbstore.CreateTable(context.Background(), fake, tc.table, tc.opts)
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("CreateTable with %s: %v, want ErrInvalidArgument", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("CreateTable with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	if c, d := fake.counts(); c+d != 0 {
@@ -360,8 +361,8 @@ func TestCreateTableWaitsForActive(t *testing.T) {
 				{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}}}},
 			createErr: &types.ResourceInUseException{Message: aws.String("Table already exists")},
 		}
-		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); !errors.Is(err, dynamodbstore.ErrTableMismatch) {
-			t.Fatalf("CreateTable: %v, want ErrTableMismatch", err)
+		if err := dynamodbstore.CreateTable(ctx, fake, "t", opts); !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Fatalf("CreateTable: %v, want a permanent mismatch", err)
 		}
 	})
 

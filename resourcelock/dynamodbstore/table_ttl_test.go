@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -59,9 +60,9 @@ func TestCreateTableTTL(t *testing.T) {
 		other := opts
 		other.TTLAttribute = "expiresAt"
 		err := dynamodbstore.CreateTable(testCtx(t), c, table, other)
-		if !errors.Is(err, dynamodbstore.ErrTableMismatch) || !strings.Contains(err.Error(), `"ttl"`) ||
+		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), `"ttl"`) ||
 			!strings.Contains(err.Error(), `"expiresAt"`) || !strings.Contains(err.Error(), table) {
-			t.Errorf("CreateTable with TTL on expiresAt over TTL on ttl: %v, want ErrTableMismatch naming both and the table", err)
+			t.Errorf("CreateTable with TTL on expiresAt over TTL on ttl: %v, want a permanent mismatch naming both and the table", err)
 		}
 		wantTTL(t, c, table, "ttl")
 
@@ -88,8 +89,8 @@ func TestCreateTableTTL(t *testing.T) {
 		// A key mismatch is found before TTL is looked at.
 		ft.Reset()
 		err := dynamodbstore.CreateTable(testCtx(t), counted, table, dynamodbstore.TableOptions{TTLAttribute: "expiresAt"})
-		if !errors.Is(err, dynamodbstore.ErrTableMismatch) {
-			t.Fatalf("CreateTable with another key: %v, want ErrTableMismatch", err)
+		if !errors.Is(err, resourcelock.ErrPermanent) {
+			t.Fatalf("CreateTable with another key: %v, want a permanent mismatch", err)
 		}
 		if n := ft.Count("DescribeTimeToLive") + ft.Count("UpdateTimeToLive"); n != 0 {
 			t.Errorf("CreateTable with a key mismatch sent %d TTL requests", n)
@@ -108,8 +109,8 @@ func TestCreateTableTTLInvalidOptions(t *testing.T) {
 		"TTL on the sort key":                  {SortKey: "sk", TTLAttribute: "sk"},
 	} {
 		err := dynamodbstore.CreateTable(context.Background(), fake, "t", opts)
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("CreateTable with %s: %v, want ErrInvalidArgument", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("CreateTable with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	c, d := fake.counts()
@@ -161,13 +162,13 @@ func TestCreateTableTTLSteps(t *testing.T) {
 		{
 			name:    "enabled on another attribute",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{enabled("expiresAt")}},
-			wantErr: dynamodbstore.ErrTableMismatch, updates: 0, describes: 1,
+			wantErr: resourcelock.ErrPermanent, updates: 0, describes: 1,
 			mention: []string{`"ttl"`, `"expiresAt"`, `"t"`},
 		},
 		{
 			name:    "being enabled on another attribute",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{{status: types.TimeToLiveStatusEnabling, attr: "expiresAt"}}},
-			wantErr: dynamodbstore.ErrTableMismatch, updates: 0, describes: 1,
+			wantErr: resourcelock.ErrPermanent, updates: 0, describes: 1,
 			mention: []string{`"ttl"`, `"expiresAt"`},
 		},
 		{
@@ -180,7 +181,7 @@ func TestCreateTableTTLSteps(t *testing.T) {
 			name: "enabled meanwhile by someone else on another attribute",
 			fake: &fakeTables{describes: active, updateTTLErr: boom,
 				ttls: []ttlAnswer{{status: types.TimeToLiveStatusDisabled}, enabled("expiresAt")}},
-			wantErr: dynamodbstore.ErrTableMismatch, updates: 1, describes: 2,
+			wantErr: resourcelock.ErrPermanent, updates: 1, describes: 2,
 		},
 		{
 			name:    "update fails",
@@ -201,7 +202,7 @@ func TestCreateTableTTLSteps(t *testing.T) {
 		{
 			name:    "table gone",
 			fake:    &fakeTables{describes: active, ttls: []ttlAnswer{{err: &types.ResourceNotFoundException{Message: aws.String("gone")}}}},
-			wantErr: dynamodbstore.ErrTableNotFound, updates: 0, describes: 1,
+			wantErr: resourcelock.ErrPermanent, updates: 0, describes: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -101,23 +102,25 @@ func DescribeLockTable(ctx context.Context, api DescribeAPI, table string) (Tabl
 	return info, nil
 }
 
-// ErrEventualGlobalTable is returned (matching resourcelock.ErrPermanent)
-// by every request of a Store whose lock or fence table is a global table
-// with multi-Region eventual consistency (MREC), unless
+// errEventualGlobalTable is the cause of the refusal, by every request of
+// a Store, of a lock or fence table that is a global table with
+// multi-Region eventual consistency (MREC), unless
 // Config.SingleWriterRegion says that every client writes through one
 // region: DynamoDB evaluates a conditional write against the item in the
 // region it is sent to, so two clients writing through two regions can
-// both acquire one lock, and a fencing generation can go backwards.
-var ErrEventualGlobalTable = errors.New("dynamodbstore: the table is a global table with multi-Region eventual consistency (MREC): " +
+// both acquire one lock, and a fencing generation can go backwards. The
+// refusal matches resourcelock.ErrPermanent.
+var errEventualGlobalTable = errors.New("dynamodbstore: the table is a global table with multi-Region eventual consistency (MREC): " +
 	"conditional writes through two regions can both succeed, so a lock on it is no lock; use a single-region table, " +
 	"an MRSC global table, or set SingleWriterRegion if every client writes through one region")
 
-// ErrTransactionsOnMRSC is returned, before any request, by a Store's
-// transactions (Guard, GetMany, WriteMany, FenceMany: guarded writes and
-// sets of keys) on a global table with multi-Region strong consistency,
-// which does not support transactions. Fencing tokens work there instead
-// of guarded writes.
-var ErrTransactionsOnMRSC = errors.New("dynamodbstore: MRSC global tables do not support transactions: " +
+// errTransactionsOnMRSC is the cause of the refusal, before any request,
+// of a Store's transactions (Guard, GetMany, WriteMany, FenceMany: guarded
+// writes and sets of keys) on a global table with multi-Region strong
+// consistency, which does not support transactions; it matches
+// dynalease.ErrInvalid. Fencing tokens work there instead of guarded
+// writes.
+var errTransactionsOnMRSC = errors.New("dynamodbstore: MRSC global tables do not support transactions: " +
 	"guarded writes and sets of keys are not available; use fencing tokens")
 
 // canDescribe reports whether client has DescribeTable (through the
@@ -203,7 +206,7 @@ func (d *Store) checkTable(ctx context.Context, c *tableCheck, table string) err
 		return info, err
 	}, func(info TableInfo) error {
 		if info.Global() && !info.StronglyConsistent() && !d.singleWriter {
-			return fmt.Errorf("%s: table %s: %w (replicas in %v) (%w)", d.Describe(), info.Table, ErrEventualGlobalTable, info.Regions, resourcelock.ErrPermanent)
+			return fmt.Errorf("%s: table %s: %w (replicas in %v) (%w)", d.Describe(), info.Table, errEventualGlobalTable, info.Regions, resourcelock.ErrPermanent)
 		}
 		return nil
 	})
@@ -244,7 +247,8 @@ func (d *Store) Tables(ctx context.Context) ([]TableInfo, error) {
 	return out, err
 }
 
-// noTransactions returns ErrTransactionsOnMRSC, naming what, when a table
+// noTransactions refuses a transaction (errTransactionsOnMRSC, matching
+// dynalease.ErrInvalid), naming what, when a table
 // the transaction writes (the lock table, and with fence the fence table)
 // is an MRSC global table, after the tables' check; the check's own error
 // otherwise.
@@ -260,7 +264,7 @@ func (d *Store) noTransactions(ctx context.Context, what string, fence bool) err
 	}
 	for _, c := range checks {
 		if info, ok := c.result(); ok && info.StronglyConsistent() {
-			return fmt.Errorf("%s: %s: %w (%s) (%w)", d.Describe(), what, ErrTransactionsOnMRSC, info.Table, resourcelock.ErrPermanent)
+			return fmt.Errorf("%s: %s: %w (%s) (%w)", d.Describe(), what, errTransactionsOnMRSC, info.Table, dynalease.ErrInvalid)
 		}
 	}
 	return nil

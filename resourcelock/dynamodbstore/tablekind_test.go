@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -89,8 +90,8 @@ func TestALegacyGlobalTableIsRefused(t *testing.T) {
 	c := &describeClient{describe: func(table string) (*dynamodb.DescribeTableOutput, error) {
 		return described(table, func(d *types.TableDescription) { d.GlobalTableVersion = aws.String("2017.11.29") }), nil
 	}}
-	if _, err := newChecked(t, c, "").Get(context.Background(), key); !errors.Is(err, ErrEventualGlobalTable) {
-		t.Fatalf("Get on a legacy global table: %v, want ErrEventualGlobalTable", err)
+	if _, err := newChecked(t, c, "").Get(context.Background(), key); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Fatalf("Get on a legacy global table: %v, want resourcelock.ErrPermanent", err)
 	}
 }
 
@@ -177,13 +178,13 @@ func TestTheFenceTableIsCheckedWhenFirstUsed(t *testing.T) {
 	if _, err := s.Get(context.Background(), key); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("Get with the fence table missing: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Fence(context.Background(), key, "me", "a1"); !errors.Is(err, ErrTableNotFound) {
-		t.Fatalf("Fence with the fence table missing: %v, want ErrTableNotFound", err)
+	if _, err := s.Fence(context.Background(), key, "me", "a1"); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Fatalf("Fence with the fence table missing: %v, want resourcelock.ErrPermanent", err)
 	}
 	fence = "mrsc"
 	_, err := s.FenceMany(context.Background(), []resourcelock.Key{key, {Partition: "k2"}}, "me", "a1")
-	if !errors.Is(err, ErrTransactionsOnMRSC) {
-		t.Fatalf("FenceMany with an MRSC fence table: %v, want ErrTransactionsOnMRSC", err)
+	if !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("FenceMany with an MRSC fence table: %v, want dynalease.ErrInvalid", err)
 	}
 }
 
@@ -205,9 +206,9 @@ func TestAClientWithoutDescribeTableIsRefusedUnlessTheCheckIsSkipped(t *testing.
 		}), nil
 	}}
 	_, err := New(Config{Client: storeOnly{mrec}, Table: "locks"})
-	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "Client" || !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("New with a client without DescribeTable: %v, want a ConfigError naming Client", err)
+	var ce *dynalease.InvalidError
+	if !errors.As(err, &ce) || ce.Field != "Client" || !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("New with a client without DescribeTable: %v, want an InvalidError naming Client", err)
 	}
 	for _, fix := range []string{"DescribeTable", "SkipTableCheck"} {
 		if !strings.Contains(err.Error(), fix) {
@@ -215,7 +216,7 @@ func TestAClientWithoutDescribeTableIsRefusedUnlessTheCheckIsSkipped(t *testing.
 		}
 	}
 	if _, err := NewLease(LeaseConfig{Client: storeOnly{mrec}, Table: "locks", Name: "n", Identity: "me"}); !errors.As(err, &ce) || ce.Field != "Client" {
-		t.Fatalf("NewLease with a client without DescribeTable: %v, want a ConfigError naming Client", err)
+		t.Fatalf("NewLease with a client without DescribeTable: %v, want an InvalidError naming Client", err)
 	}
 	if got := mrec.count("locks"); got != 0 {
 		t.Fatalf("%d DescribeTable requests, want none", got)

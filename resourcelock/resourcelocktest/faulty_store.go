@@ -3,6 +3,7 @@ package resourcelocktest
 import (
 	"context"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -129,12 +130,12 @@ func (f *FaultyStore) MaxMany() int {
 }
 
 // GetMany reads through the wrapped store, subject to faults for
-// OpGetMany. It returns resourcelock.ErrNotMany when the wrapped store is
+// OpGetMany. It returns dynalease.ErrInvalid when the wrapped store is
 // not a ManyStore.
 func (f *FaultyStore) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
 	m, ok := f.inner.(resourcelock.ManyStore)
 	if !ok {
-		return nil, resourcelock.ErrNotMany
+		return nil, dynalease.ErrInvalid
 	}
 	var rows map[resourcelock.Key]resourcelock.Item
 	_, err := f.do(ctx, OpGetMany, func() (resourcelock.Record, error) {
@@ -149,12 +150,12 @@ func (f *FaultyStore) GetMany(ctx context.Context, keys []resourcelock.Key) (map
 }
 
 // WriteMany writes through the wrapped store, subject to faults for
-// OpWriteMany. It returns resourcelock.ErrNotMany when the wrapped store
+// OpWriteMany. It returns dynalease.ErrInvalid when the wrapped store
 // is not a ManyStore.
 func (f *FaultyStore) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
 	m, ok := f.inner.(resourcelock.ManyStore)
 	if !ok {
-		return resourcelock.ErrNotMany
+		return dynalease.ErrInvalid
 	}
 	_, err := f.do(ctx, OpWriteMany, func() (resourcelock.Record, error) {
 		return resourcelock.Record{}, m.WriteMany(context.WithoutCancel(ctx), writes)
@@ -179,7 +180,7 @@ func (f *FaultyStore) MaxFenceMany() int {
 func (f *FaultyStore) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (int64, error) {
 	m, ok := f.inner.(resourcelock.ManyStore)
 	if !ok {
-		return 0, resourcelock.ErrNotMany
+		return 0, dynalease.ErrInvalid
 	}
 	var gen int64
 	_, err := f.do(ctx, OpFenceMany, func() (resourcelock.Record, error) {

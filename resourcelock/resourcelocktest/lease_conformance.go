@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -288,8 +289,8 @@ func testIdentityFilledAndChecked(t *testing.T, newLock func(string) resourceloc
 	a := newLock("a")
 	in := rec(time.Second, "")
 	in.HolderIdentity = "b"
-	if _, err := a.Create(ctx(t), in); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("Create naming another holder: %v, want ErrInvalidArgument", err)
+	if _, err := a.Create(ctx(t), in); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Create naming another holder: %v, want dynalease.ErrInvalid", err)
 	}
 	in.HolderIdentity = ""
 	stored, err := a.Create(ctx(t), in)
@@ -307,15 +308,15 @@ func testInvalidWritesSendNothing(t *testing.T, newLock func(string) resourceloc
 		"data too large": {RVN: uuid.NewString(), LeaseDuration: time.Second, Data: bytes.Repeat([]byte{1}, resourcelock.MaxDataBytes+1)},
 	}
 	for what, r := range bad {
-		if _, err := a.Create(ctx(t), r); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("Create with %s: %v, want ErrInvalidArgument", what, err)
+		if _, err := a.Create(ctx(t), r); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("Create with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
-		if _, err := a.Update(ctx(t), resourcelock.Precondition{RVN: "x"}, r); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("Update with %s: %v, want ErrInvalidArgument", what, err)
+		if _, err := a.Update(ctx(t), resourcelock.Precondition{RVN: "x"}, r); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("Update with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
-	if _, err := a.Update(ctx(t), resourcelock.Precondition{}, rec(time.Second, "")); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Errorf("Update without precondition RVN: %v, want ErrInvalidArgument", err)
+	if _, err := a.Update(ctx(t), resourcelock.Precondition{}, rec(time.Second, "")); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Errorf("Update without precondition RVN: %v, want dynalease.ErrInvalid", err)
 	}
 	if _, err := a.Get(ctx(t)); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("an invalid write created a record: %v", err)

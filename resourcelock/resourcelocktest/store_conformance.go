@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -348,8 +349,8 @@ func testStoreInvalidArguments(t *testing.T, s resourcelock.Store) {
 	valid := heldBy("a", time.Second, "")
 	wantInvalid := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	for what, bk := range map[string]resourcelock.Key{

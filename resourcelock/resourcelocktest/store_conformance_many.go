@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -160,15 +161,15 @@ func testManyInvalid(t *testing.T, s resourcelock.ManyStore) {
 		"too many keys": manyKeys(s.MaxMany() + 1),
 		"an empty key":  {a, {}},
 	} {
-		if _, err := s.GetMany(ctx(t), keys); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("GetMany of %s: %v, want ErrInvalidArgument", what, err)
+		if _, err := s.GetMany(ctx(t), keys); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("GetMany of %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 		writes := make([]resourcelock.Write, len(keys))
 		for i, k := range keys {
 			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate, Record: heldBy("me", time.Second, "")}
 		}
-		if err := s.WriteMany(ctx(t), writes); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("WriteMany of %s: %v, want ErrInvalidArgument", what, err)
+		if err := s.WriteMany(ctx(t), writes); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("WriteMany of %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	wantNoItem(t, "a key of the refused writes", s, a)
@@ -400,8 +401,8 @@ func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 	if err != nil || seen.HolderIdentity != w.Identity || seen.HandedTo != w.Ticket || seen.Released {
 		t.Fatalf("the waiter's Get: %s, %v; want a hand-over to it", formatStoreItem(seen), err)
 	}
-	if _, err := waiter.Join(ctx(t), w); !errors.Is(err, resourcelock.ErrNotQueued) {
-		t.Fatalf("Join with the first member handed to the waiter: %v, want ErrNotQueued", err)
+	if waiter.Joinable(w) {
+		t.Fatal("Joinable with the first member handed to the waiter, want false")
 	}
 	mine := heldBy(w.Identity, w.Lease, "")
 	if _, err := waiter.Update(ctx(t), resourcelock.Precondition{RVN: seen.RVN}, mine); err != nil {
@@ -420,7 +421,7 @@ func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 	if _, err := other.Get(ctx(t)); err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if _, err := other.Join(ctx(t), w); !errors.Is(err, resourcelock.ErrNotQueued) {
-		t.Fatalf("Join with the first member missing: %v, want ErrNotQueued", err)
+	if other.Joinable(w) {
+		t.Fatal("Joinable with the first member missing, want false")
 	}
 }

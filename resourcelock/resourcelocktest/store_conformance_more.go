@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -14,8 +15,8 @@ import (
 func testStoreFence(t *testing.T, s resourcelock.Store) {
 	if !s.CanFence() {
 		_, err := s.Fence(ctx(t), storeKey("fence"), "a", "x")
-		if !errors.Is(err, resourcelock.ErrNoFencing) {
-			t.Fatalf("Fence on a store that cannot fence = %v, want ErrNoFencing", err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Fatalf("Fence on a store that cannot fence = %v, want dynalease.ErrInvalid", err)
 		}
 		return
 	}

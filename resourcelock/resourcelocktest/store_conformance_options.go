@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -71,8 +72,8 @@ func testStoreReservedAttributes(t *testing.T, s resourcelock.Store, reserved []
 	}
 	wantInvalid := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		if !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 	for _, name := range reserved {

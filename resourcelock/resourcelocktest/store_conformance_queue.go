@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -65,8 +66,8 @@ func testStoreQueueJoin(t *testing.T, s resourcelock.Store) {
 		"no identity": {Ticket: "t", Lease: time.Second},
 		"no lease":    {Ticket: "t", Identity: "x"},
 	} {
-		if _, err := s.Join(ctx(t), k, w); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-			t.Fatalf("Join of a waiter with %s: %v, want ErrInvalidArgument", what, err)
+		if _, err := s.Join(ctx(t), k, w); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Fatalf("Join of a waiter with %s: %v, want dynalease.ErrInvalid", what, err)
 		}
 	}
 }
@@ -106,8 +107,8 @@ func testStoreQueueLeave(t *testing.T, s resourcelock.Store) {
 	}
 	wantQueue(t, "after Leave", got, b, d)
 	wantQueue(t, "stored after Leave", mustGetItem(t, s, k), b, d)
-	if _, err := s.Leave(ctx(t), k, "", 0); !errors.Is(err, resourcelock.ErrInvalidArgument) {
-		t.Fatalf("Leave of an empty ticket: %v, want ErrInvalidArgument", err)
+	if _, err := s.Leave(ctx(t), k, "", 0); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Leave of an empty ticket: %v, want dynalease.ErrInvalid", err)
 	}
 }
 

@@ -17,7 +17,7 @@
 //	committed               the guarded write committed, or
 //	refused: <error>        it did not
 //	lost=<bool> guardlost=<bool>
-//	                        errors.Is of that error with lock.ErrLost and
+//	                        errors.Is of that error with dynalease.ErrLost and
 //	                        resourcelock.ErrGuardLost
 //
 // The guarded write puts the item -item into -data: {id, writer: owner,
@@ -51,6 +51,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -129,7 +130,7 @@ func main() {
 	} else {
 		say("refused: %v", err)
 	}
-	say("lost=%t guardlost=%t", errors.Is(err, lock.ErrLost), errors.Is(err, resourcelock.ErrGuardLost))
+	say("lost=%t guardlost=%t", errors.Is(err, dynalease.ErrLost), errors.Is(err, resourcelock.ErrGuardLost))
 	_ = lc.Close(context.Background())
 }
 

@@ -82,7 +82,7 @@ func main() {
 // election off, on the term's context. When a term ends other than by ctx
 // it calls lost at once, from OnStoppedLeading (main exits there). It
 // returns nil when ctx ended it, and otherwise what the Elector's Run
-// returned (ErrLostLeadership when a term ended), joined with the
+// returned (matching dynalease.ErrLost when a term ended), joined with the
 // manager's error.
 func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d durations, lost func(), setup func(manager.Manager) error) error {
 	var mgrErr error

@@ -40,7 +40,7 @@ func TestElectionEndToEnd(t *testing.T) {
 		}
 		r := &replica{leading: make(chan struct{}, 1), stopped: make(chan struct{}, 1)}
 		r.e, err = election.New(election.Config{
-			Lock: lock,
+			Lease: lock,
 			// Not a timing test: a term outlasts any stall of a busy
 			// machine, and requests have room; a release is still
 			// taken over within a poll.

@@ -228,7 +228,7 @@ func (w *worker) elect(ctx context.Context) error {
 	}
 	var e *election.Elector
 	e, err = election.New(election.Config{
-		Lock:            rl,
+		Lease:            rl,
 		LeaseDuration:   w.cfg.lease,
 		RenewDeadline:   w.cfg.renew,
 		RetryPeriod:     w.cfg.retry,

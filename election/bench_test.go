@@ -18,7 +18,7 @@ import (
 // "bench" of store.
 func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity string) *Elector {
 	e, err := New(Config{
-		Lock: mustLease(store, "bench", identity),
+		Lease: mustLease(store, "bench", identity),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
 			OnStoppedLeading: func() {},
@@ -32,7 +32,7 @@ func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity st
 
 // acquirer returns an acquirer of r's lease, as its campaign's wait makes.
 func acquirer(r *run) *rvnlease.Acquirer {
-	return rvnlease.NewAcquirer(r.cfg, r.e.cfg.Lock, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
+	return rvnlease.NewAcquirer(r.cfg, r.e.cfg.Lease, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.
@@ -53,7 +53,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
 	ctx := context.Background()
-	t := newTerm(ctx, e.clk, e.cfg.Lock.Describe(), r.sent.Add(e.cfg.RenewDeadline), func() {})
+	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), r.sent.Add(e.cfg.RenewDeadline), func() {})
 	defer t.end(context.Canceled)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -90,7 +90,7 @@ func BenchmarkCandidatePoll(b *testing.B) {
 func BenchmarkIsLeader(b *testing.B) {
 	r := benchLeader(b, resourcelocktest.NewMemoryStore())
 	e := r.e
-	t := newTerm(context.Background(), e.clk, e.cfg.Lock.Describe(), time.Now().Add(time.Hour), func() {})
+	t := newTerm(context.Background(), e.clk, e.cfg.Lease.Describe(), time.Now().Add(time.Hour), func() {})
 	defer t.end(context.Canceled)
 	e.mu.Lock()
 	e.current = t

@@ -69,9 +69,9 @@ type Callbacks struct {
 // clocks. LeaseDuration − RenewDeadline is the time the leader's work has to
 // stop, plus room for clock-rate drift between hosts.
 type Config struct {
-	// Lock stores the leadership record. Required; its Identity is this
+	// Lease stores the leadership record. Required; its Identity is this
 	// candidate's identity and must not be empty.
-	Lock resourcelock.Interface
+	Lease resourcelock.Interface
 	// LeaseDuration is how long other candidates wait, after they first
 	// see a record version, before taking the lease over.
 	LeaseDuration time.Duration
@@ -96,7 +96,7 @@ type Config struct {
 	ReleaseOnCancel bool
 	// Fencing gives every term a fencing token (Elector.Token,
 	// TokenFromContext), strictly greater than the tokens of every earlier
-	// term. Lock must implement resourcelock.Fencer on a store that keeps
+	// term. Lease must implement resourcelock.Fencer on a store that keeps
 	// fencing generations, as a dynamodbstore lease given a FenceTable
 	// (dynamodbstore.LeaseConfig) and the memory store do (New refuses one
 	// without). A candidate whose fencing fails at run time releases the
@@ -167,9 +167,9 @@ func (c Config) validate() error {
 		return dynalease.Invalid(field, format, args...)
 	}
 	switch {
-	case c.Lock == nil:
+	case c.Lease == nil:
 		return bad("Lock", "is nil")
-	case c.Lock.Identity() == "":
+	case c.Lease.Identity() == "":
 		return bad("Lock", "has an empty Identity")
 	case c.LeaseDuration <= 0:
 		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
@@ -194,12 +194,12 @@ func (c Config) validate() error {
 		return bad("Callbacks.OnStoppedLeading", "is nil")
 	}
 	if c.Fencing {
-		f, ok := c.Lock.(resourcelock.Fencer)
+		f, ok := c.Lease.(resourcelock.Fencer)
 		if !ok {
-			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lock)
+			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lease)
 		}
 		if !f.CanFence() {
-			return bad("Fencing", "is set but Lock %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lock.Describe())
+			return bad("Fencing", "is set but Lock %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lease.Describe())
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 
 func validConfig() Config {
 	return Config{
-		Lock: mustLease(resourcelock.NewMemoryStore(), "x", "a"),
+		Lease: mustLease(resourcelock.NewMemoryStore(), "x", "a"),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(context.Context) {},
 			OnStoppedLeading: func() {},
@@ -45,8 +45,8 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		field  string
 		change func(*Config)
 	}{
-		{"Lock", func(c *Config) { c.Lock = nil }},
-		{"Lock", func(c *Config) { c.Lock = emptyIdentity{c.Lock} }},
+		{"Lock", func(c *Config) { c.Lease = nil }},
+		{"Lock", func(c *Config) { c.Lease = emptyIdentity{c.Lease} }},
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = -time.Second }},
 		{"RenewDeadline", func(c *Config) { c.RenewDeadline = -time.Second }},
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = -time.Second }},
@@ -57,7 +57,7 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = time.Nanosecond }},             // bug 11: a busy loop
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = MinRetryPeriod - 1 }},          // the floor
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = MinRequestTimeout - 1 }}, // the floor
-		{"Fencing", func(c *Config) { c.Fencing = true; c.Lock = noFenceTable{c.Lock} }}, // bug 2
+		{"Fencing", func(c *Config) { c.Fencing = true; c.Lease = noFenceTable{c.Lease} }}, // bug 2
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 8*time.Second + 1 }},
 		{"Callbacks.OnStartedLeading", func(c *Config) { c.Callbacks.OnStartedLeading = nil }},
 		{"Callbacks.OnStoppedLeading", func(c *Config) { c.Callbacks.OnStoppedLeading = nil }},
@@ -131,7 +131,7 @@ func TestFencingWithoutAFenceTableIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := validConfig()
-	cfg.Lock, cfg.Fencing = lock, true
+	cfg.Lease, cfg.Fencing = lock, true
 	var ce *dynalease.InvalidError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
 		t.Fatalf("New = %v, want an InvalidError for Fencing", err)

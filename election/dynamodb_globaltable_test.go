@@ -34,7 +34,7 @@ func TestDynamoDBElectorRefusesAnEventualGlobalTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := election.New(election.Config{
-		Lock: lease, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+		Lease: lease, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { t.Error("led on an MREC global table") },
 			OnStoppedLeading: func() {},

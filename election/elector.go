@@ -49,7 +49,7 @@ func New(cfg Config) (*Elector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger.WithValues("lock", cfg.Lock.Describe(), "identity", cfg.Lock.Identity())
+	log := cfg.Logger.WithValues("lock", cfg.Lease.Describe(), "identity", cfg.Lease.Identity())
 	if cfg.Name != "" {
 		log = log.WithValues("election", cfg.Name)
 	}
@@ -61,7 +61,7 @@ func New(cfg Config) (*Elector, error) {
 		cfg:      cfg,
 		clk:      cfg.Clock,
 		log:      log,
-		identity: cfg.Lock.Identity(),
+		identity: cfg.Lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
 		watches:  rvnlease.NewWatches(1),
@@ -108,19 +108,19 @@ func (e *Elector) Token() int64 {
 // Guard commits items, the caller's own DynamoDB writes, in one transaction
 // with a check that the lease record still shows this term's acquisition,
 // so a leader that lost its term (paused, partitioned) cannot commit
-// anything. It needs a Lock that can guard writes, as the lease
+// anything. It needs a Lease that can guard writes, as the lease
 // dynamodbstore.NewLease returns can. It refuses at once, with an error
 // matching dynalease.ErrLost, when not leading; a refusal by the server
 // matches both dynalease.ErrLost and resourcelock.ErrGuardLost. See
 // dynamodbstore.Guarder for the other errors.
 func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
-	g, ok := e.cfg.Lock.(guarder)
+	g, ok := e.cfg.Lease.(guarder)
 	if !ok {
-		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lock.Describe())
+		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lease.Describe())
 	}
 	t := e.term()
 	if t == nil || !t.valid() {
-		return lostLeadership(fmt.Errorf("%s: not leading", e.cfg.Lock.Describe()))
+		return lostLeadership(fmt.Errorf("%s: not leading", e.cfg.Lease.Describe()))
 	}
 	started := e.clk.Now()
 	err := g.Guard(ctx, t.holding, items...)
@@ -128,7 +128,7 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 	e.cfg.Metrics.GuardedWrite(metrics.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
-		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lock.Describe(), err)
+		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lease.Describe(), err)
 		t.end(lost)
 		return lostLeadership(lost)
 	}
@@ -167,7 +167,7 @@ func (e *Elector) Check(maxTolerableExpiredLease time.Duration) error {
 		return nil
 	}
 	if over := e.clk.Now().Sub(t.until()); over > maxTolerableExpiredLease {
-		return fmt.Errorf("election: %s: leadership ended %v ago but the leader's work has not returned", e.cfg.Lock.Describe(), over)
+		return fmt.Errorf("election: %s: leadership ended %v ago but the leader's work has not returned", e.cfg.Lease.Describe(), over)
 	}
 	return nil
 }
@@ -184,7 +184,7 @@ func (e *Elector) CheckStore(tolerance time.Duration) error {
 		return nil
 	}
 	if d := e.clk.Since(since); d > tolerance {
-		return fmt.Errorf("election: %s: requests to the lock failing for %v: %w", e.cfg.Lock.Describe(), d.Round(time.Millisecond), err)
+		return fmt.Errorf("election: %s: requests to the lock failing for %v: %w", e.cfg.Lease.Describe(), d.Round(time.Millisecond), err)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ type noFencer struct{ resourcelock.Interface }
 
 func TestFencingNeedsAFencer(t *testing.T) {
 	cfg := validConfig()
-	cfg.Lock = noFencer{cfg.Lock}
+	cfg.Lease = noFencer{cfg.Lease}
 	cfg.Fencing = true
 	var ce *dynalease.InvalidError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {

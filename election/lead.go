@@ -37,7 +37,7 @@ import (
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 	e := r.e
-	t := newTerm(ctx, e.clk, e.cfg.Lock.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
 	t.hold = r.hold
 	t.token = r.cur.FencingToken()
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
@@ -205,7 +205,7 @@ func (r *run) release(ctx context.Context) {
 		e.log.Info("the record changed while the release was under way; it may have landed first")
 		e.forgetSelfAsLeader()
 	case w.Lost:
-		e.log.Info("not releasing the lease: it is no longer ours", "reason", w.Loss(e.cfg.Lock.Describe()).Error())
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", w.Loss(e.cfg.Lease.Describe()).Error())
 		e.forgetSelfAsLeader()
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())

@@ -415,7 +415,7 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	r := newRun(h.e)
 	r.cur.RVN = "rvn"
 	stopped := 0
-	tm := newTerm(context.Background(), h.fc, h.e.cfg.Lock.Describe(), h.now().Add(-time.Second), func() { stopped++ })
+	tm := newTerm(context.Background(), h.fc, h.e.cfg.Lease.Describe(), h.now().Add(-time.Second), func() { stopped++ })
 	tm.began = true // its work ran, and returned
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)

@@ -101,7 +101,7 @@ func (rn *renewal) Renew() {
 		} else {
 			e.setLeader(w.Item.HolderIdentity)
 		}
-		t.end(w.Loss(e.cfg.Lock.Describe()))
+		t.end(w.Loss(e.cfg.Lease.Describe()))
 	default:
 		e.noteError(w.Err)
 		t.renewalFailed(w.Err)

@@ -93,7 +93,7 @@ func FuzzElectTimes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = election.New(election.Config{Lock: lk, LeaseDuration: et.lease, RenewDeadline: et.renew,
+		_, err = election.New(election.Config{Lease: lk, LeaseDuration: et.lease, RenewDeadline: et.renew,
 			RetryPeriod: et.retry, RequestTimeout: et.requestTimeout,
 			Callbacks: election.Callbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}})
 		if err != nil {

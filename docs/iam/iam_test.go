@@ -222,7 +222,7 @@ func TestDynamoDBElectionPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, err := election.New(election.Config{
-			Lock: lease, LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 50 * time.Millisecond,
+			Lease: lease, LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 50 * time.Millisecond,
 			ReleaseOnCancel: true,
 			Callbacks: election.Callbacks{
 				OnStartedLeading: func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() },

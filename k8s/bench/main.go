@@ -221,7 +221,7 @@ func trial(store resourcelock.Store, name string, clientGo bool) (time.Duration,
 		if err != nil {
 			return err
 		}
-		e, err := election.New(election.Config{Lock: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		e, err := election.New(election.Config{Lease: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			Callbacks: election.Callbacks{OnStartedLeading: func(c context.Context) { l.start(); <-c.Done() }, OnStoppedLeading: l.stop}})
 		if err != nil {
 			return err

@@ -160,7 +160,7 @@ func (e *ddbEnv) dynalease(id string) *candidate {
 	}
 	c := &candidate{e: e, id: id}
 	el, err := election.New(election.Config{
-		Lock: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Lease: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { c.onStarted(); <-ctx.Done() },

@@ -200,7 +200,7 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 	}
 	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
 	e, err := election.New(election.Config{
-		Lock:          lease,
+		Lease:          lease,
 		Name:          "scheduler",
 		Metrics:       m.Election("scheduler"),
 		LeaseDuration: 20 * time.Second,

@@ -91,7 +91,7 @@ func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d 
 	// returns, then lets the lease run out.
 	shutdown := d.renew / 2
 	el, err := election.New(election.Config{
-		Lock: lease, LeaseDuration: d.lease, RenewDeadline: d.renew, RetryPeriod: d.retry,
+		Lease: lease, LeaseDuration: d.lease, RenewDeadline: d.renew, RetryPeriod: d.retry,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(term context.Context) {

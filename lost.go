@@ -50,10 +50,10 @@ type LostError struct {
 	// Lease names what was held: a lock's key, an election's lease.
 	Lease  string
 	Reason LostReason
-	// Holder is the holder identity (a lock client's owner name) the row
+	// HolderIdentity is the holder identity the row
 	// named when it was found Stolen or ReleasedElsewhere (the one that
 	// released it).
-	Holder string
+	HolderIdentity string
 	// Cause is, for Expired, the failure of the last renewal since the
 	// last confirmed one (nil when none failed: the renewals were not sent
 	// in time, as after a pause). For a loss found by a write, it is the
@@ -65,8 +65,8 @@ type LostError struct {
 
 func (e *LostError) Error() string {
 	msg := fmt.Sprintf("%q lost: %s", e.Lease, e.Reason)
-	if e.Holder != "" {
-		msg += fmt.Sprintf(" by %q", e.Holder)
+	if e.HolderIdentity != "" {
+		msg += fmt.Sprintf(" by %q", e.HolderIdentity)
 	}
 	if e.Cause != nil {
 		msg += ": " + e.Cause.Error()

@@ -90,7 +90,7 @@ func (b *bench) contention(ctx context.Context, res *contentionResult) error {
 	key := "contended-" + b.runID
 	lcs := make([]*lock.Client, nc)
 	for i := range lcs {
-		lc, err := newLocks(c, table, lock.Config{Owner: fmt.Sprintf("client-%02d-%s", i, b.runID), LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat, Unfair: !res.Fair})
+		lc, err := newLocks(c, table, lock.Config{Identity: fmt.Sprintf("client-%02d-%s", i, b.runID), LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat, Unfair: !res.Fair})
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table
 	}
 	cd := &candidate{id: id, rec: &logtest.Recorder{}, ctr: ctr, done: make(chan error, 1), started: make(chan struct{})}
 	e, err := election.New(election.Config{
-		Lease:            lk,
+		Lease:           lk,
 		LeaseDuration:   electLease,
 		RenewDeadline:   electRenew,
 		RetryPeriod:     electRetry,

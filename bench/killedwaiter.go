@@ -52,7 +52,7 @@ func (b *bench) rowKilledWaiter(ctx context.Context) error {
 		return err
 	}
 	newClient := func(name string) (*lock.Client, error) {
-		return newLocks(c, table, lock.Config{Owner: name + "-" + b.runID, LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat})
+		return newLocks(c, table, lock.Config{Identity: name + "-" + b.runID, LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat})
 	}
 	var delays []time.Duration
 	for trial := range res.Trials {

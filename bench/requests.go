@@ -332,10 +332,10 @@ func (b *bench) failedWrites(ctx context.Context, table string, acc func(string,
 		if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{
-				dynamodbstore.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key + "-renewal"},
-				"ownerName":                       &types.AttributeValueMemberS{Value: "java-host"},
-				"recordVersionNumber":             &types.AttributeValueMemberS{Value: fmt.Sprint("stolen-", i)},
-				"leaseDuration":                   &types.AttributeValueMemberS{Value: "20000"}, // milliseconds, as the Java client writes
+				dynamodbstore.DefaultPartitionKeyAttribute: &types.AttributeValueMemberS{Value: key + "-renewal"},
+				"ownerName":           &types.AttributeValueMemberS{Value: "java-host"},
+				"recordVersionNumber": &types.AttributeValueMemberS{Value: fmt.Sprint("stolen-", i)},
+				"leaseDuration":       &types.AttributeValueMemberS{Value: "20000"}, // milliseconds, as the Java client writes
 			},
 		}); err != nil {
 			return err

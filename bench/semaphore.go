@@ -65,7 +65,7 @@ func (b *bench) rowSemaphore(ctx context.Context) error {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range semClients {
-		lc, err := newLocks(c, table, lock.Config{Owner: fmt.Sprintf("sem-%02d-%s", i, b.runID),
+		lc, err := newLocks(c, table, lock.Config{Identity: fmt.Sprintf("sem-%02d-%s", i, b.runID),
 			LeaseDuration: contLease, RefreshPeriod: contRefresh, HeartbeatPeriod: contHeartbeat})
 		if err != nil {
 			return err

@@ -50,7 +50,7 @@ func (b *bench) rowSets(ctx context.Context) error {
 		if _, err := store.Tables(ctx); err != nil {
 			return err
 		}
-		lc, err := lock.New(lock.Config{Store: store, Owner: fmt.Sprintf("sets-%d-%s", n, b.runID)})
+		lc, err := lock.New(lock.Config{Store: store, Identity: fmt.Sprintf("sets-%d-%s", n, b.runID)})
 		if err != nil {
 			return err
 		}

@@ -165,7 +165,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		name string
 		pk   string
 	}{{c.locks, ""}, {c.fences, ""}, {c.data, "id"}} {
-		if err := dynamodbstore.CreateTable(ctx, c.ddb, t.name, dynamodbstore.TableOptions{PartitionKey: t.pk}); err != nil {
+		if err := dynamodbstore.CreateTable(ctx, c.ddb, t.name, dynamodbstore.TableOptions{PartitionKeyAttribute: t.pk}); err != nil {
 			return nil, fmt.Errorf("creating table %s: %w", t.name, err)
 		}
 	}

@@ -228,7 +228,7 @@ func (w *worker) elect(ctx context.Context) error {
 	}
 	var e *election.Elector
 	e, err = election.New(election.Config{
-		Lease:            rl,
+		Lease:           rl,
 		LeaseDuration:   w.cfg.lease,
 		RenewDeadline:   w.cfg.renew,
 		RetryPeriod:     w.cfg.retry,
@@ -276,7 +276,7 @@ func (w *worker) lockLoop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := lock.New(lock.Config{Store: store, Owner: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, Unfair: w.cfg.unfair})
+	c, err := lock.New(lock.Config{Store: store, Identity: w.cfg.id, Clock: w.clk, LeaseDuration: w.cfg.lockLease, SafetyMargin: margin, HeartbeatPeriod: w.cfg.lockLease / 6, RequestTimeout: w.cfg.lockLease / 4, RefreshPeriod: w.cfg.retry, Fencing: true, Unfair: w.cfg.unfair})
 	if err != nil {
 		return err
 	}

@@ -26,19 +26,19 @@ func TestAcquireWithoutRecord(t *testing.T) {
 		t.Fatalf("ValidUntil = %v, want send time + RenewDeadline = %v", got, want)
 	}
 	rec := h.record()
-	if rec.HolderIdentity != "a" || rec.LeaseDuration != lease || rec.LeaderTransitions != 1 || rec.Released {
+	if rec.HolderIdentity != "a" || rec.LeaseDuration != lease || rec.Acquisitions != 1 || rec.Released {
 		t.Fatalf("stored record %+v", rec)
 	}
 }
 
 func TestAcquireReleasedRecordAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r1", LeaseDuration: time.Hour, Released: true, LeaderTransitions: 4})
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r1", LeaseDuration: time.Hour, Released: true, Acquisitions: 4})
 	h.start()
 	h.waitIdle()
 	h.wantEvent("started")
 	h.wantOps(rlt.OpCreate)
-	if rec := h.record(); rec.HolderIdentity != "a" || rec.Released || rec.LeaderTransitions != 5 {
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.Released || rec.Acquisitions != 5 {
 		t.Fatalf("stored record %+v", rec)
 	}
 }
@@ -74,7 +74,7 @@ func TestTakeoverAfterFullLeaseOfUnchangedRVN(t *testing.T) {
 	}
 	h.advanceUntilLeading(epoch.Add(lease))
 	h.wantLeaders("a")
-	if rec := h.record(); rec.HolderIdentity != "a" || rec.LeaderTransitions != 1 {
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.Acquisitions != 1 {
 		t.Fatalf("stored record after takeover %+v", rec)
 	}
 }

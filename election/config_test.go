@@ -54,9 +54,9 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10 * time.Second }},
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10*time.Second + 99*time.Millisecond }},
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = -time.Second }},
-		{"RetryPeriod", func(c *Config) { c.RetryPeriod = time.Nanosecond }},             // bug 11: a busy loop
-		{"RetryPeriod", func(c *Config) { c.RetryPeriod = MinRetryPeriod - 1 }},          // the floor
-		{"RequestTimeout", func(c *Config) { c.RequestTimeout = MinRequestTimeout - 1 }}, // the floor
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = time.Nanosecond }},               // bug 11: a busy loop
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = MinRetryPeriod - 1 }},            // the floor
+		{"RequestTimeout", func(c *Config) { c.RequestTimeout = MinRequestTimeout - 1 }},   // the floor
 		{"Fencing", func(c *Config) { c.Fencing = true; c.Lease = noFenceTable{c.Lease} }}, // bug 2
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 8*time.Second + 1 }},
 		{"Callbacks.OnStartedLeading", func(c *Config) { c.Callbacks.OnStartedLeading = nil }},

@@ -53,7 +53,7 @@ func newEGCandidate(t *testing.T, locks, fences, id string, clk clockutil.Clock)
 		t.Fatal(err)
 	}
 	c.e, err = election.New(election.Config{
-		Lease:          lk,
+		Lease:         lk,
 		LeaseDuration: egLease,
 		RenewDeadline: egDeadline,
 		RetryPeriod:   egRetry,

@@ -62,7 +62,7 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 	}
 	c := &candidate{id: id, faults: ft, log: &logtest.Recorder{}, started: make(chan time.Time, 100)}
 	c.e, err = election.New(election.Config{
-		Lease:            lock,
+		Lease:           lock,
 		LeaseDuration:   d.lease,
 		RenewDeadline:   d.deadline,
 		RetryPeriod:     d.retry,
@@ -441,7 +441,7 @@ func ExampleElector() {
 		return
 	}
 	e, err := election.New(election.Config{
-		Lease:            lock,
+		Lease:           lock,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { /* lead until ctx is done */ },

@@ -24,7 +24,7 @@ func unfixableElector(t *testing.T, client dynamodbstore.ItemAPI, table string) 
 		t.Fatal(err)
 	}
 	e, err := election.New(election.Config{
-		Lease:          lock,
+		Lease:         lock,
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   100 * time.Millisecond,

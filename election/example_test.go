@@ -21,7 +21,7 @@ func Example_memory() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := election.New(election.Config{
-		Lease:          lease,
+		Lease:         lease,
 		LeaseDuration: 300 * time.Millisecond,
 		RenewDeadline: 200 * time.Millisecond,
 		RetryPeriod:   50 * time.Millisecond,

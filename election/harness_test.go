@@ -90,7 +90,7 @@ func newHarnessOn(t *testing.T, store *resourcelocktest.MemoryStore, fc *clockte
 		t.Fatal(err)
 	}
 	cfg := Config{
-		Lease:          lk,
+		Lease:         lk,
 		LeaseDuration: lease,
 		RenewDeadline: deadline,
 		RetryPeriod:   retry,

@@ -37,7 +37,7 @@ func TestSteadyLeaderWritesOncePerRetryPeriodAndNeverReads(t *testing.T) {
 			t.Fatalf("renewal %d: ValidUntil = %v, want %v", i, got, want)
 		}
 		rec := h.record()
-		if rec.RVN == rvn || rec.HolderIdentity != "a" || rec.LeaderTransitions != 1 {
+		if rec.RVN == rvn || rec.HolderIdentity != "a" || rec.Acquisitions != 1 {
 			t.Fatalf("renewal %d stored %+v", i, rec)
 		}
 		rvn = rec.RVN
@@ -140,7 +140,7 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			h.step(retry)
 			err := h.result()
 			var lost *dynalease.LostError
-			if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.Holder != tc.holder {
+			if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.HolderIdentity != tc.holder {
 				t.Fatalf("Run = %v, want dynalease.ErrLost and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
 			}
 			h.wantOps(rlt.OpUpdate, rlt.OpGet)
@@ -363,8 +363,8 @@ func TestRunAgainAfterReleaseLeadsAgain(t *testing.T) {
 	h.waitIdle()
 	h.wantOps(rlt.OpCreate)
 	h.wantEvent("started")
-	if rec := h.record(); rec.LeaderTransitions != 2 {
-		t.Fatalf("transitions = %d, want 2", rec.LeaderTransitions)
+	if rec := h.record(); rec.Acquisitions != 2 {
+		t.Fatalf("transitions = %d, want 2", rec.Acquisitions)
 	}
 }
 

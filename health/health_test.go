@@ -53,7 +53,7 @@ func TestElectorThatCannotReachItsRecordIsLiveButNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := election.New(election.Config{
-		Lease:          lock,
+		Lease:         lock,
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   election.MinRetryPeriod,

@@ -11,10 +11,10 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Acquire takes the lock on key, waiting while another owner holds it.
+// Acquire takes the lock on key, waiting while another holder holds it.
 //
 // A missing row is created at once and a released one taken at once. A
-// row held by another owner is waited for: with fair waiting (the
+// row held by another holder is waited for: with fair waiting (the
 // default, see the package doc) the call joins the row's queue and reads
 // at a pace set by its place, every refresh period at the head, and takes
 // the lock when it is handed to it; without, it polls every refresh
@@ -61,15 +61,15 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 }
 
 // target is what one Acquire takes: one key, or a set of keys (set). Its
-// slots are this client's claims on its keys, once taken.
+// claims are this client's on its keys, once taken.
 type target struct {
 	key    resourcelock.Key // the key, or the set's name
-	slot   *slot            // one key's slot
-	set    *setHold         // a set's rows and slots
+	claim  *claim           // one key's claim
+	set    *setHold         // a set's rows and claims
 	permit bool             // the key is a semaphore's slot
 }
 
-// acquireTarget takes t: its slots in this client, then the lease, through
+// acquireTarget takes t: its claims in this client, then the lease, through
 // the engine's one wait loop.
 func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, try bool) (*Lock, error) {
 	if try {
@@ -81,13 +81,13 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 		if err := c.claimSet(ctx, t.set, a); err != nil {
 			return nil, closedOr(ctx, err)
 		}
-		t.slot = t.set.slots[0]
+		t.claim = t.set.claims[0]
 	} else {
 		s, held, err := c.claim(ctx, t.key, a)
 		if err != nil || held != nil {
 			return held, closedOr(ctx, err)
 		}
-		t.slot = s
+		t.claim = s
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
@@ -108,7 +108,8 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 // report.
 func (c *Client) wait(a acquireConfig, try bool, failKey string) *rvnlease.Wait {
 	return &rvnlease.Wait{
-		Engine:       c.engineFor(a.onlyIfExists),
+		Engine:       c.engine,
+		OnlyIfExists: a.onlyIfExists,
 		Period:       a.refresh,
 		Budget:       rvnlease.Budget{Extra: a.additionalWait, OwnLease: c.cfg.lease},
 		Try:          try,
@@ -122,7 +123,7 @@ func (c *Client) wait(a acquireConfig, try bool, failKey string) *rvnlease.Wait 
 }
 
 // handOut makes the lock of t from the wait's win, started at start, and
-// hands it out: its slots owned, its heartbeats scheduled. A client
+// hands it out: its claims owned, its heartbeats scheduled. A client
 // closed meanwhile releases it (best effort) and returns ErrClosed.
 func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvnlease.Won, start time.Time) (*Lock, error) {
 	l := newLock(c, t, a, won.Item, won.Sent)

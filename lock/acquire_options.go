@@ -62,7 +62,7 @@ func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
 	return func(a *acquireConfig) { a.attributes = attrs }
 }
 
-// WithFailIfLocked makes Acquire return ErrLocked at once when another owner
+// WithFailIfLocked makes Acquire return ErrLocked at once when another holder
 // holds the lock, instead of waiting.
 func WithFailIfLocked() AcquireOption { return func(a *acquireConfig) { a.failIfLocked = true } }
 
@@ -71,7 +71,7 @@ func WithFailIfLocked() AcquireOption { return func(a *acquireConfig) { a.failIf
 // it is released when Release has been called as often. Without it, an
 // Acquire of a key this client holds waits for that lock's release, in
 // process. Go has no thread identity: reentrancy is a promise by the
-// caller that the holders are one logical owner.
+// caller that the holders are one logical holder.
 func WithReentrant() AcquireOption { return func(a *acquireConfig) { a.reentrant = true } }
 
 // WithSessionMonitor calls callback once, in its own goroutine, if the

@@ -314,7 +314,7 @@ func TestClientConfigValidation(t *testing.T) {
 		"ttl slack under an hour":   {Config{TTL: time.Minute}, "TTL"},
 		"negative concurrency":      {Config{HeartbeatConcurrency: -1}, "HeartbeatConcurrency"},
 		"negative refresh":          {Config{RefreshPeriod: -s}, "RefreshPeriod"},
-		"owner name over 1 KiB":     {Config{Owner: string(make([]byte, 2000))}, "Owner"},
+		"identity over 1 KiB":       {Config{Identity: string(make([]byte, 2000))}, "Identity"},
 		"request timeout too long":  {Config{RequestTimeout: time.Minute}, "RequestTimeout"},
 		"negative cache capacity":   {Config{ObservationCacheSize: -1}, "ObservationCacheSize"},
 		// Bug 9 of the engine issue: a margin with no room for drift.
@@ -360,10 +360,10 @@ func TestClientConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.cfg.lease != 20*s || c.cfg.heartbeat != 5*s || c.cfg.margin != 2*s || c.Owner() == "" {
+	if c.cfg.lease != 20*s || c.cfg.heartbeat != 5*s || c.cfg.margin != 2*s || c.Identity() == "" {
 		t.Fatalf("defaults %+v", c.cfg)
 	}
-	if other, _ := New(Config{Store: store}); other.Owner() == c.Owner() {
+	if other, _ := New(Config{Store: store}); other.Identity() == c.Identity() {
 		t.Fatal("two clients got the same default owner name")
 	}
 	m, err := New(Config{Store: store, ManualHeartbeats: true})

@@ -16,7 +16,7 @@ import (
 )
 
 // Client takes and keeps locks on any number of keys of one DynamoDB lock
-// table, as one owner. Create one with New and share it: it runs the
+// table, as one identity. Create one with New and share it: it runs the
 // background heartbeats of every lock it holds. Its methods are safe for
 // concurrent use.
 type Client struct {
@@ -24,15 +24,15 @@ type Client struct {
 	cfg     config
 	clk     clockutil.Clock
 	log     logr.Logger
-	base    *resourcelock.Lease // the client's leases: its store, owner and hold options (At a key)
+	base    *resourcelock.Lease // the client's leases: its store, identity and hold options (At a key)
 	seen    *rvnlease.Watches
 	failing *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
-	engine  [2]*rvnlease.Config         // the engine's settings: [0] plain, [1] OnlyIfExists
+	engine  *rvnlease.Config            // the engine's view of the client's settings
 	sched   *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
 	valid   *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
 
 	mu     sync.Mutex
-	slots  map[resourcelock.Key]*slot
+	claims map[resourcelock.Key]*claim
 	closed bool
 
 	// closing is cancelled, with ErrClosed, when Close starts: Acquire
@@ -41,15 +41,15 @@ type Client struct {
 	closeAcquis context.CancelCauseFunc
 }
 
-// slot is this client's claim on one key: taken by an Acquire while it
+// claim is this client's claim on one key: taken by an Acquire while it
 // works on the key, kept while the lock is held, given up when the lock is
 // released or lost. Other Acquires of the key by this client wait for free
 // to close rather than poll DynamoDB; the first of them makes it.
-type slot struct {
+type claim struct {
 	free chan struct{} // guarded by the client's mu; nil until an Acquire waits
 	lock *Lock         // while held
-	// set is the set whose first key this is, for a set's slots; set
-	// once, before the slot is shared.
+	// set is the set whose first key this is, for a set's claims; set
+	// once, before the claim is shared.
 	set *setHold
 }
 
@@ -71,23 +71,23 @@ func New(cfg Config) (*Client, error) {
 
 func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	c := &Client{
-		store: store,
-		cfg:   cfg,
-		clk:   cfg.clock,
-		log:   cfg.log.WithValues("owner", cfg.owner),
-		seen:  rvnlease.NewWatches(cfg.cacheSize),
-		slots: map[resourcelock.Key]*slot{},
+		store:  store,
+		cfg:    cfg,
+		clk:    cfg.clock,
+		log:    cfg.log.WithValues("identity", cfg.identity),
+		seen:   rvnlease.NewWatches(cfg.cacheSize),
+		claims: map[resourcelock.Key]*claim{},
 	}
 	// A lease at a placeholder key: every lease of the client is made
-	// from it At a key, sharing its store, owner and options.
-	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.owner)
+	// from it At a key, sharing its store, identity and options.
+	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.identity)
 	if err != nil {
 		return nil, refused("Owner", err)
 	}
 	c.base = base.With(c.writeOptions(nil)).(*resourcelock.Lease)
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
-	c.engine = [2]*rvnlease.Config{c.engineConfig(false), c.engineConfig(true)}
+	c.engine = c.engineConfig()
 	c.valid = rvnlease.NewValidities(cfg.clock, cfg.validity(),
 		func(l *Lock) *time.Time { return &l.sent },
 		func(l *Lock) *rvnlease.Validity { return &l.valid },
@@ -98,23 +98,23 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	return c, nil
 }
 
-// Owner returns the owner name this client writes into its locks.
-func (c *Client) Owner() string { return c.cfg.owner }
+// Identity returns the identity this client writes into its locks.
+func (c *Client) Identity() string { return c.cfg.identity }
 
-// claim takes this client's slot on key, waiting while another Acquire of
+// claim takes this client's claim on key, waiting while another Acquire of
 // this client works on it or holds it. It returns the held lock instead
 // when reentrant and the lock allows it.
-func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig) (*slot, *Lock, error) {
+func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig) (*claim, *Lock, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, nil, ErrClosed
 		}
-		s := c.slots[k]
+		s := c.claims[k]
 		if s == nil {
-			s = &slot{}
-			c.slots[k] = s
+			s = &claim{}
+			c.claims[k] = s
 			c.mu.Unlock()
 			return s, nil, nil
 		}
@@ -123,16 +123,16 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 			c.mu.Unlock()
 			return nil, l, nil
 		}
-		if err := c.waitSlotLocked(ctx, k, s, a); err != nil {
+		if err := c.waitClaimLocked(ctx, k, s, a); err != nil {
 			return nil, nil, err
 		}
 	}
 }
 
-// waitSlotLocked waits, with the client's mu held on entry and released,
-// until slot s on key k is given up, or fails at once with ErrLocked for
+// waitClaimLocked waits, with the client's mu held on entry and released,
+// until claim s on key k is given up, or fails at once with ErrLocked for
 // a call that may not wait (WithFailIfLocked, TryAcquire).
-func (c *Client) waitSlotLocked(ctx context.Context, k resourcelock.Key, s *slot, a acquireConfig) error {
+func (c *Client) waitClaimLocked(ctx context.Context, k resourcelock.Key, s *claim, a acquireConfig) error {
 	if a.failIfLocked {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q is held by this client", ErrLocked, k)
@@ -150,12 +150,12 @@ func (c *Client) waitSlotLocked(ctx context.Context, k resourcelock.Key, s *slot
 	}
 }
 
-// unclaim gives up the slot s on key.
-func (c *Client) unclaim(k resourcelock.Key, s *slot) {
+// unclaim gives up the claim s on key.
+func (c *Client) unclaim(k resourcelock.Key, s *claim) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.slots[k] == s {
-		delete(c.slots, k)
+	if c.claims[k] == s {
+		delete(c.claims, k)
 		if s.free != nil {
 			close(s.free)
 		}
@@ -240,10 +240,10 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	var held []*Lock
-	for _, s := range c.slots {
-		// A set's lock holds several slots, and is listed from its
+	for _, s := range c.claims {
+		// A set's lock holds several claims, and is listed from its
 		// first one only: released once.
-		if s.lock != nil && (s.lock.slot == s) {
+		if s.lock != nil && (s.lock.claim == s) {
 			held = append(held, s.lock)
 		}
 	}

@@ -42,13 +42,12 @@ type Config struct {
 	// Guard a store that can guard writes (dynamodbstore's).
 	Store resourcelock.Store
 
-	// Owner is the owner name written into every lock this client takes:
-	// the holder identity of resourcelock and election, under the name the
-	// AWS Java lock client gives it (ownerName).
-	// It must be unique per process: two clients with one owner name can
-	// release and heartbeat each other's locks. The default is the host
-	// name plus a random UUID.
-	Owner string
+	// Identity is the holder identity written into every lock this client
+	// takes, as in resourcelock and election (the AWS Java lock client's
+	// items call it ownerName). It must be unique per process: two clients
+	// with one identity can release and heartbeat each other's locks. The
+	// default is the host name plus a random UUID.
+	Identity string
 	// LeaseDuration is how long others wait on an unchanged lock of this
 	// client before taking it over (DefaultLeaseDuration).
 	LeaseDuration time.Duration
@@ -120,7 +119,7 @@ type Config struct {
 
 // config is a Config with its defaults filled in, as the client uses it.
 type config struct {
-	owner          string
+	identity       string
 	lease          time.Duration
 	heartbeat      time.Duration // 0: no background heartbeats
 	margin         time.Duration
@@ -139,7 +138,7 @@ type config struct {
 // resolve fills in the defaults of cfg and validates it.
 func (cfg Config) resolve() (config, error) {
 	c := config{
-		owner: cfg.Owner, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
+		identity: cfg.Identity, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
 		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, ttlSlack: cfg.TTL, clock: cfg.Clock,
 		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
 		fencing: cfg.Fencing, fair: !cfg.Unfair,
@@ -164,9 +163,9 @@ func (cfg Config) resolve() (config, error) {
 	if c.cacheSize == 0 {
 		c.cacheSize = DefaultObservationCacheSize
 	}
-	if c.owner == "" {
+	if c.identity == "" {
 		host, _ := os.Hostname()
-		c.owner = host + "-" + uuid.NewString()
+		c.identity = host + "-" + uuid.NewString()
 	}
 	if c.margin == 0 {
 		c.margin = c.lease / 10
@@ -189,8 +188,8 @@ func (cfg Config) resolve() (config, error) {
 
 func (c config) validate() error {
 	switch {
-	case len(c.owner) > resourcelock.MaxIdentityBytes:
-		return invalid("Owner", "owner name is %d bytes, over %d", len(c.owner), resourcelock.MaxIdentityBytes)
+	case len(c.identity) > resourcelock.MaxIdentityBytes:
+		return invalid("Identity", "identity is %d bytes, over %d", len(c.identity), resourcelock.MaxIdentityBytes)
 	case c.lease <= 0:
 		return invalid("LeaseDuration", "lease duration %v is not positive", c.lease)
 	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < MinHeartbeatPeriod):

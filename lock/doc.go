@@ -28,7 +28,7 @@
 // By default waiters get a lock in about the order they started waiting,
 // and a client that releases and asks again queues behind them
 // (Config.Unfair turns this off). The row keeps a queue of waiters
-// (attribute dynaleaseQueue: ticket, owner name, lease) and, after a
+// (attribute dynaleaseQueue: ticket, identity, lease) and, after a
 // hand-over, the ticket handed to (attribute dynaleaseHandoff):
 //   - Join: a waiter that finds the lock held appends its entry (one
 //     write per wait, conditioned only on the row existing unreleased).
@@ -39,7 +39,7 @@
 //   - Hand-over: a release with others queued does not mark the row
 //     released; it writes the row naming the queue's head as holder, with
 //     the head's lease, a fresh RVN Rh and the head's ticket, taking the
-//     head out of the queue, conditioned as every release on this owner
+//     head out of the queue, conditioned as every release on this identity
 //     and its RVN, and on the queue's head as the releaser last saw it
 //     (a waiter that joined unseen makes it write again).
 //   - Confirm: the head, reading a hand-over to it, writes its own RVN
@@ -64,7 +64,7 @@
 // Between the hand-over and its confirmation nobody holds the lock, so no
 // clock is compared: the wait for a dead head decides only when the
 // others stop waiting for it, by the RVN rule above. A waiter that reads
-// its own owner name in a row at an RVN it did not write holds nothing
+// its own identity in a row at an RVN it did not write holds nothing
 // until its own write lands.
 //
 // AWS Java lock clients on the same table ignore the queue: they may jump
@@ -86,10 +86,10 @@
 // transaction over all the rows, conditioned row by row on the state the
 // client saw, so two clients taking overlapping sets, in any order,
 // neither deadlock nor hold part of a set while they wait. A key held by
-// another owner (an AWS Java client, a lock on that key alone, another
+// another holder (an AWS Java client, a lock on that key alone, another
 // set) is taken over with the others once its RVN has stayed unchanged
 // for its holder's lease on this client's clock; the set waits for the
-// longest. Within one client, a set takes its keys' slots all at once or
+// longest. Within one client, a set takes its keys' claims all at once or
 // none, so overlapping Acquire and AcquireSet calls of one client never
 // deadlock either. The set is lost when any of its rows is taken,
 // released or deleted by another, and the LostError names that key.
@@ -100,7 +100,7 @@
 // AcquirePermit takes one of n permits of a name. The semaphore is n
 // ordinary lock rows, its slots (PermitKey(name, 0) to PermitKey(name,
 // n-1)), and a permit is the lock on one slot: each slot is held by at
-// most one owner at a time, by the argument above, and nobody takes a
+// most one holder at a time, by the argument above, and nobody takes a
 // slot outside 0 to n-1, so at most n hold permits. No count is read and
 // then written, so no race between acquirers can exceed it. A waiter
 // reads every slot in one request per poll and takes a free one, or one
@@ -132,7 +132,7 @@
 // as one: the longest of their leases counts from the last change of any
 // of them, not each from its own, so a set over keys whose holders keep
 // changing may wait longer than any one of them would. Within one client,
-// a set needs all its keys' slots free at the same moment, and may wait
+// a set needs all its keys' claims free at the same moment, and may wait
 // in process behind this client's own locks on single keys for as long as
 // they are taken one after another. A set carries no data or attributes,
 // and a lost set's other rows are left to run out, not released. On an
@@ -147,7 +147,7 @@
 // its turn comes (two or more in a row, about one lease); and a waiter
 // gives up, whatever its place, once the lock has stayed with one holder
 // for that holder's lease plus WithAdditionalWait. A handed row, until confirmed, shows the
-// waiter it was handed to as owner (Get, List), with no fencing token.
+// waiter it was handed to as holder (Get, List), with no fencing token.
 //
 // A lease bounds how long the holder believes it holds the lock, not what
 // its process does meanwhile: a holder that checked IsHeld, or started work
@@ -157,7 +157,7 @@
 // Lost-lock notification (Done, Err, the lock's context, the session
 // monitor) is prompt but cannot force work to stop.
 //
-// Release and Heartbeat are conditioned on this owner and the lock's RVN,
+// Release and Heartbeat are conditioned on this identity and the lock's RVN,
 // so they never change anybody else's lock. Two Clients must not share an
-// owner name.
+// identity.
 package lock

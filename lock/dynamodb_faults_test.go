@@ -110,7 +110,7 @@ func TestDynamoDBAmbiguousAcquireIsResolvedAsLanded(t *testing.T) {
 		}
 		c.wantCounts(t, tc.key+" acquisition", tc.want)
 		it := e.item(tc.key)
-		if str(it, "ownerName") != c.Owner() || str(it, "recordVersionNumber") != l.RVN() || !l.IsHeld() {
+		if str(it, "ownerName") != c.Identity() || str(it, "recordVersionNumber") != l.RVN() || !l.IsHeld() {
 			t.Errorf("%s: row %v, lock RVN %q, held %v", tc.key, it, l.RVN(), l.IsHeld())
 		}
 		if n, ok := it["leaderTransitions"].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
@@ -131,7 +131,7 @@ func TestDynamoDBAmbiguousReleaseIsResolvedAsLanded(t *testing.T) {
 		t.Fatalf("Release whose first answer was lost: %v", err)
 	}
 	c.wantCounts(t, "dropped release", map[string]int{"UpdateItem": 2})
-	checkJavaReadable(t, "released row", e.item("kept"), c.Owner(), testLease, true)
+	checkJavaReadable(t, "released row", e.item("kept"), c.Identity(), testLease, true)
 	if err := l.Err(); err != lock.ErrNotHeld {
 		t.Errorf("Err after Release = %v, want ErrNotHeld", err)
 	}
@@ -205,11 +205,11 @@ func TestDynamoDBThrottlingLongerThanTheValidityExpires(t *testing.T) {
 		t.Errorf("ValidUntil %v into the outage: a throttled heartbeat extended the lock", w.lastValid.Sub(start))
 	}
 	lost := lostError(t, l.Err())
-	if lost.Reason != dynalease.Expired || lost.Holder != "" || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "Throttling") {
-		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Expired caused by throttling", lost, lost.Reason, lost.Holder)
+	if lost.Reason != dynalease.Expired || lost.HolderIdentity != "" || lost.Cause == nil || !strings.Contains(lost.Cause.Error(), "Throttling") {
+		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Expired caused by throttling", lost, lost.Reason, lost.HolderIdentity)
 	}
 	// The row still names the owner: nobody stole it.
-	if it := e.item("k"); str(it, "ownerName") != c.Owner() {
+	if it := e.item("k"); str(it, "ownerName") != c.Identity() {
 		t.Errorf("row owner %q", str(it, "ownerName"))
 	}
 }

@@ -177,7 +177,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		}
 
 		tok := l.Token()
-		what := fmt.Sprintf("acquisition %d by %s over %q", i, c.Owner(), fgRowStateNames[state])
+		what := fmt.Sprintf("acquisition %d by %s over %q", i, c.Identity(), fgRowStateNames[state])
 		if tok <= last {
 			t.Fatalf("%s: token %#x is not above the previous largest %#x", what, tok, last)
 		}
@@ -217,7 +217,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 		for op, n := range ops {
 			cost.ops[op] += n
 		}
-		if c.Owner() == prevOwner {
+		if c.Identity() == prevOwner {
 			sameOwner++
 		}
 
@@ -230,7 +230,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			if err := prev.Release(ctx); !errors.Is(err, dynalease.ErrLost) {
 				t.Errorf("%s: the silent holder's Release = %v, want ErrLost", what, err)
 			}
-			if got := fgStr(e.lockRow(key), "ownerName"); got != c.Owner() {
+			if got := fgStr(e.lockRow(key), "ownerName"); got != c.Identity() {
 				t.Errorf("%s: the silent holder's Release left the row to %q", what, got)
 			}
 		case fgJavaHeld, fgJavaInPlace:
@@ -239,7 +239,7 @@ func TestDynamoDBFencingTokensGrowAcrossAThousandAcquisitions(t *testing.T) {
 			}
 		}
 		last = tok
-		prev, prevOwner = l, c.Owner()
+		prev, prevOwner = l, c.Identity()
 
 		// Heartbeats never change the token, neither the lock's nor the
 		// row's.

@@ -126,7 +126,7 @@ func (e *fgEnv) newClient(name string, opts ...lock.Option) *fgClient {
 		ctx, cancel := context.WithTimeout(context.Background(), fgPatient)
 		defer cancel()
 		if err := lc.Close(ctx); err != nil {
-			t.Errorf("Close of %s: %v", lc.Owner(), err)
+			t.Errorf("Close of %s: %v", lc.Identity(), err)
 		}
 		ft.CloseIdleConnections()
 	})
@@ -142,7 +142,7 @@ func (c *fgClient) mustAcquire(t *testing.T, key string, opts ...lock.AcquireOpt
 	defer cancel()
 	l, err := c.Acquire(ctx, key, opts...)
 	if err != nil {
-		t.Fatalf("Acquire(%q) by %s: %v", key, c.Owner(), err)
+		t.Fatalf("Acquire(%q) by %s: %v", key, c.Identity(), err)
 	}
 	return l
 }

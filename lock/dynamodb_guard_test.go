@@ -92,8 +92,8 @@ func TestDynamoDBGuardCommitsPutUpdateDeleteAndConditionCheck(t *testing.T) {
 	a.ft.Reset()
 
 	err := l.Guard(t.Context(),
-		e.put(fgItem("new", a.Owner(), 1)),
-		e.bump("upd", a.Owner(), 1, 2),
+		e.put(fgItem("new", a.Identity(), 1)),
+		e.bump("upd", a.Identity(), 1, 2),
 		types.TransactWriteItem{Delete: &types.Delete{
 			TableName:           aws.String(e.data),
 			Key:                 fgKey("del"),
@@ -109,8 +109,8 @@ func TestDynamoDBGuardCommitsPutUpdateDeleteAndConditionCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Guard by the holder: %v", err)
 	}
-	e.wantItem("guarded Put", "new", a.Owner(), 1)
-	e.wantItem("guarded Update", "upd", a.Owner(), 2)
+	e.wantItem("guarded Put", "new", a.Identity(), 1)
+	e.wantItem("guarded Update", "upd", a.Identity(), 2)
 	e.wantItem("guarded Delete", "del", "", 0)
 	e.wantItem("guarded ConditionCheck", "chk", "setup", 7)
 	if got := a.ft.Counts(); got["TransactWriteItems"] != 1 || len(got) != 1 {
@@ -176,9 +176,9 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		for _, bad := range []int{0, 4, 8} {
 			items := make([]types.TransactWriteItem, 9)
 			for i := range items {
-				items[i] = e.put(fgItem(fmt.Sprintf("cond-%d-%d", bad, i), a.Owner(), 1))
+				items[i] = e.put(fgItem(fmt.Sprintf("cond-%d-%d", bad, i), a.Identity(), 1))
 			}
-			items[bad] = e.bump("acct", a.Owner(), seq+100, seq+1) // wrong expected seq
+			items[bad] = e.bump("acct", a.Identity(), seq+100, seq+1) // wrong expected seq
 			a.ft.Reset()
 			err := l.Guard(ctx, items...)
 			var ice *dynamodbstore.ItemConditionError
@@ -205,7 +205,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		lockKey := map[string]types.AttributeValue{"key": fgS("g")}
 		many := make([]types.TransactWriteItem, dynamodbstore.MaxTransactItemsLimit)
 		for i := range many {
-			many[i] = e.put(fgItem(fmt.Sprintf("many-%d", i), a.Owner(), 1))
+			many[i] = e.put(fgItem(fmt.Sprintf("many-%d", i), a.Identity(), 1))
 		}
 		for _, c := range []struct {
 			what  string
@@ -238,19 +238,19 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			t.Fatalf("Guard with 9 items: %v", err)
 		}
 		a.wantTransactions(t, "9 items", 1)
-		e.wantItem("9 items", "many-8", a.Owner(), 1)
+		e.wantItem("9 items", "many-8", a.Identity(), 1)
 		// Other rows of the lock table are the caller's to check: a guard
 		// by two locks.
-		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1), types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1), types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 			TableName: lockTable, Key: map[string]types.AttributeValue{"key": fgS("other")},
 			ConditionExpression:       aws.String("ownerName = :b AND acquisitionId = :acq"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":b": fgS(b.Owner()), ":acq": fgS(fgStr(e.lockRow("other"), "acquisitionId"))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":b": fgS(b.Identity()), ":acq": fgS(fgStr(e.lockRow("other"), "acquisitionId"))},
 		}})
 		if err != nil {
 			t.Fatalf("Guard with a check of another lock's row: %v", err)
 		}
 		seq++
-		e.wantItem("a guard by two locks", "acct", a.Owner(), seq)
+		e.wantItem("a guard by two locks", "acct", a.Identity(), seq)
 	})
 
 	t.Run("transaction conflicts are retried", func(t *testing.T) {
@@ -261,12 +261,12 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("TransactionConflict", "None"))})
 		defer h.Remove()
 		a.ft.Reset()
-		if err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1)); err != nil {
+		if err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1)); err != nil {
 			t.Fatalf("Guard after two conflicts: %v", err)
 		}
 		seq++
 		a.wantTransactions(t, "two conflicts, then through", 3)
-		e.wantItem("a guard retried after conflicts", "acct", a.Owner(), seq)
+		e.wantItem("a guard retried after conflicts", "acct", a.Identity(), seq)
 		stillHeld(t, "after conflicts")
 	})
 
@@ -276,7 +276,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("None", "TransactionConflict"))})
 		defer h.Remove()
 		a.ft.Reset()
-		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
+		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1))
 		if !errors.Is(err, resourcelock.ErrContention) || errors.Is(err, dynalease.ErrLost) {
 			t.Fatalf("Guard that keeps conflicting = %v, want resourcelock.ErrContention", err)
 		}
@@ -284,7 +284,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			t.Errorf("a conflicting guard was sent %d times: not retried", n)
 		}
 		h.Remove()
-		e.wantItem("a guard that kept conflicting", "acct", a.Owner(), seq)
+		e.wantItem("a guard that kept conflicting", "acct", a.Identity(), seq)
 		stillHeld(t, "after persistent conflicts")
 	})
 
@@ -296,7 +296,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled())})
 		defer h.Remove()
 		a.ft.Reset()
-		err := l.Guard(ctx, e.bump("acct", a.Owner(), seq, seq+1))
+		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1))
 		var ice *dynamodbstore.ItemConditionError
 		if !errors.As(err, &ice) || ice.Index != -1 || errors.Is(err, dynalease.ErrLost) {
 			t.Fatalf("Guard cancelled without reasons = %v, want an *ItemConditionError with Index -1", err)
@@ -313,7 +313,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.ft.Reset()
-		err := other.Guard(ctx, e.put(fgItem("after-release", b.Owner(), 1)))
+		err := other.Guard(ctx, e.put(fgItem("after-release", b.Identity(), 1)))
 		if !errors.Is(err, lock.ErrNotHeld) {
 			t.Fatalf("Guard after Release = %v, want ErrNotHeld", err)
 		}
@@ -333,7 +333,7 @@ func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 	items := func(n int) []types.TransactWriteItem {
 		out := make([]types.TransactWriteItem, n)
 		for i := range out {
-			out[i] = e.put(fgItem(fmt.Sprintf("lim-%d-%d", n, i), a.Owner(), 1))
+			out[i] = e.put(fgItem(fmt.Sprintf("lim-%d-%d", n, i), a.Identity(), 1))
 		}
 		return out
 	}
@@ -346,7 +346,7 @@ func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 		t.Errorf("Guard of 99 items sent %d transactions, want 1", sent)
 	}
 	for _, i := range []int{0, 50, 98} {
-		e.wantItem("a write of the 99-item guard", fmt.Sprintf("lim-99-%d", i), a.Owner(), 1)
+		e.wantItem("a write of the 99-item guard", fmt.Sprintf("lim-99-%d", i), a.Identity(), 1)
 	}
 
 	a.ft.Reset()
@@ -377,7 +377,7 @@ func TestDynamoDBGuardCancelledByThrottlingIsNotTheCallersCondition(t *testing.T
 	h := a.ft.Add(faulthttp.Rule{Op: "TransactWriteItems", Times: 1,
 		Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("None", "ThrottlingError"))})
 	defer h.Remove()
-	err := l.Guard(t.Context(), e.bump("acct", a.Owner(), 0, 1))
+	err := l.Guard(t.Context(), e.bump("acct", a.Identity(), 0, 1))
 	if err == nil {
 		t.Fatal("a cancelled transaction reported success")
 	}
@@ -565,10 +565,10 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 
 	la := a.mustAcquire(t, "ledger-lock")
 	tokA := la.Token()
-	if err := la.Guard(ctx, e.put(fgItem("ledger", a.Owner(), 1))); err != nil {
+	if err := la.Guard(ctx, e.put(fgItem("ledger", a.Identity(), 1))); err != nil {
 		t.Fatalf("A's guarded write while it holds: %v", err)
 	}
-	if err := fgFenced(t, e, "ext", a.Owner(), tokA); err != nil {
+	if err := fgFenced(t, e, "ext", a.Identity(), tokA); err != nil {
 		t.Fatalf("A's fenced write while it holds: %v", err)
 	}
 	rvnA := la.RVN()
@@ -585,10 +585,10 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	if la.RVN() != rvnA {
 		t.Fatal("A heartbeated on a clock that does not move")
 	}
-	if err := lb.Guard(ctx, e.bump("ledger", b.Owner(), 1, 2)); err != nil {
+	if err := lb.Guard(ctx, e.bump("ledger", b.Identity(), 1, 2)); err != nil {
 		t.Fatalf("B's guarded write: %v", err)
 	}
-	if err := fgFenced(t, e, "ext", b.Owner(), tokB); err != nil {
+	if err := fgFenced(t, e, "ext", b.Identity(), tokB); err != nil {
 		t.Fatalf("B's fenced write: %v", err)
 	}
 
@@ -596,35 +596,35 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	if !la.IsHeld() || la.Err() != nil {
 		t.Fatalf("A on its frozen clock should still believe it holds the lock (held %v, err %v)", la.IsHeld(), la.Err())
 	}
-	if err := fgFenced(t, e, "ext", a.Owner(), tokA); !fgConditionFailed(err) {
+	if err := fgFenced(t, e, "ext", a.Identity(), tokA); !fgConditionFailed(err) {
 		t.Errorf("A's fenced write after B's = %v, want refused by the fence", err)
 	}
-	e.wantItem("the fenced resource", "ext", b.Owner(), 0)
+	e.wantItem("the fenced resource", "ext", b.Identity(), 0)
 	a.ft.Reset()
 	err := la.Guard(ctx,
-		e.put(fgItem("ledger", a.Owner(), 3)), // unconditional: only the lock check can stop it
-		e.put(fgItem("a-only", a.Owner(), 1)),
+		e.put(fgItem("ledger", a.Identity(), 3)), // unconditional: only the lock check can stop it
+		e.put(fgItem("a-only", a.Identity(), 1)),
 		types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(e.data), Key: fgKey("ext")}},
 	)
 	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
 		t.Fatalf("A's guarded write after B took over = %v, want ErrLost and ErrGuardLost", err)
 	}
 	var lost *dynalease.LostError
-	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.Holder != b.Owner() {
-		t.Errorf("A's loss is %v, want stolen by %s", err, b.Owner())
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.HolderIdentity != b.Identity() {
+		t.Errorf("A's loss is %v, want stolen by %s", err, b.Identity())
 	}
 	a.wantTransactions(t, "A's guarded write", 1) // refused by the server, not by A's own clock
-	e.wantItem("A's refused Put over B's item", "ledger", b.Owner(), 2)
+	e.wantItem("A's refused Put over B's item", "ledger", b.Identity(), 2)
 	e.wantItem("A's refused Put", "a-only", "", 0)
-	e.wantItem("A's refused Delete", "ext", b.Owner(), 0)
+	e.wantItem("A's refused Delete", "ext", b.Identity(), 0)
 	if la.IsHeld() || !fgEnded(la) || !errors.Is(la.Err(), dynalease.ErrLost) {
 		t.Errorf("after the refusal A's lock: held %v, ended %v, err %v; want lost", la.IsHeld(), fgEnded(la), la.Err())
 	}
 
-	if err := lb.Guard(ctx, e.bump("ledger", b.Owner(), 2, 3)); err != nil {
+	if err := lb.Guard(ctx, e.bump("ledger", b.Identity(), 2, 3)); err != nil {
 		t.Fatalf("B's second guarded write: %v", err)
 	}
-	e.wantItem("B's second write", "ledger", b.Owner(), 3)
+	e.wantItem("B's second write", "ledger", b.Identity(), 3)
 	if !lb.IsHeld() {
 		t.Error("B lost its lock")
 	}
@@ -654,7 +654,7 @@ func TestDynamoDBGuardRefusalOutlivesTheLocksEnd(t *testing.T) {
 			defer h.Remove()
 			done := make(chan error, 1)
 			began := time.Now()
-			go func() { done <- l.Guard(context.Background(), e.put(fgItem(item, a.Owner(), 1))) }()
+			go func() { done <- l.Guard(context.Background(), e.put(fgItem(item, a.Identity(), 1))) }()
 			for h.Hits() == 0 {
 				if time.Since(began) > fgPatient {
 					t.Fatal("the guarded write never reached the transport")

@@ -330,7 +330,7 @@ func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 		if late := o.at.Sub(stopped); late > javaLease+slack {
 			t.Errorf("took the Java lock %v after its heartbeats stopped, want about its lease %v", late, javaLease)
 		}
-		checkJavaReadable(t, "taken over from Java", e.item("customer-7"), patient.Owner(), ourLease, false)
+		checkJavaReadable(t, "taken over from Java", e.item("customer-7"), patient.Identity(), ourLease, false)
 		if d := e.item("customer-7")["data"]; d != nil {
 			t.Errorf("the Java holder's data %#v survived a takeover without WithReplaceData(false)", d)
 		}
@@ -356,7 +356,7 @@ func TestDynamoDBJavaReleasedRowIsTakenAtOnce(t *testing.T) {
 	}
 	c.wantCounts(t, "Acquire of a released Java row", map[string]int{"UpdateItem": 1})
 	it := e.item("customer-42")
-	checkJavaReadable(t, "released Java row taken", it, c.Owner(), testLease, false)
+	checkJavaReadable(t, "released Java row taken", it, c.Identity(), testLease, false)
 	if str(it, "recordVersionNumber") != l.RVN() {
 		t.Errorf("row RVN %q, lock RVN %q", str(it, "recordVersionNumber"), l.RVN())
 	}
@@ -416,7 +416,7 @@ func TestDynamoDBJavaGoldenRowsAreListed(t *testing.T) {
 		case "customer-42":
 			owner, data, l, released = "host-a.example-3f1c", "java:host-a.example-3f1c", 20*time.Second, true
 		}
-		if in.Err != nil || in.Owner != owner || string(in.Data) != data || in.LeaseDuration != l || in.Released != released {
+		if in.Err != nil || in.HolderIdentity != owner || string(in.Data) != data || in.LeaseDuration != l || in.Released != released {
 			t.Errorf("golden row listed as %+v", in)
 		}
 	}
@@ -433,7 +433,7 @@ func TestDynamoDBJavaCannotAcquireOurHeldLocks(t *testing.T) {
 	java := javaHost{e: e, owner: "java-host", lease: 1500 * time.Millisecond}
 
 	l := mustAcquire(t, c, "ours", lock.WithData([]byte("go")))
-	checkJavaReadable(t, "held", e.item("ours"), c.Owner(), testLease, false)
+	checkJavaReadable(t, "held", e.item("ours"), c.Identity(), testLease, false)
 	if _, err := java.acquireNew(ctx, "ours"); !conditionFailed(err) {
 		t.Errorf("Java acquire (new) of our held lock = %v, want a conditional-check failure", err)
 	}
@@ -443,23 +443,23 @@ func TestDynamoDBJavaCannotAcquireOurHeldLocks(t *testing.T) {
 	// A Java waiter that saw our RVN finds it changed by our heartbeats.
 	seen := str(e.item("ours"), "recordVersionNumber")
 	time.Sleep(2*testHeartbeat + testHeartbeat/2)
-	checkJavaReadable(t, "after heartbeats", e.item("ours"), c.Owner(), testLease, false)
+	checkJavaReadable(t, "after heartbeats", e.item("ours"), c.Identity(), testLease, false)
 	if _, err := java.acquireStale(ctx, "ours", seen); !conditionFailed(err) {
 		t.Errorf("Java acquire (stale, RVN seen %v ago) of our heartbeating lock = %v, want a conditional-check failure", 2*testHeartbeat, err)
 	}
-	if str(e.item("ours"), "ownerName") != c.Owner() || !l.IsHeld() {
+	if str(e.item("ours"), "ownerName") != c.Identity() || !l.IsHeld() {
 		t.Fatal("our lock changed hands")
 	}
 
 	mustRelease(t, l)
-	checkJavaReadable(t, "released", e.item("ours"), c.Owner(), testLease, true)
+	checkJavaReadable(t, "released", e.item("ours"), c.Identity(), testLease, true)
 	if _, err := java.acquireNew(ctx, "ours"); !conditionFailed(err) {
 		t.Errorf("Java acquire (new) of our released, kept row = %v, want a conditional-check failure", err)
 	}
 	if _, err := java.acquireReleased(ctx, "ours"); err != nil {
 		t.Errorf("Java acquire (released) of our released row: %v", err)
 	}
-	if info, err := c.Get(ctx, "ours"); err != nil || info.Owner != "java-host" || info.Released {
+	if info, err := c.Get(ctx, "ours"); err != nil || info.HolderIdentity != "java-host" || info.Released {
 		t.Errorf("after the Java acquisition Get = %+v, %v", info, err)
 	}
 	if _, err := c.TryAcquire(ctx, "ours"); !errors.Is(err, lock.ErrLocked) {
@@ -482,7 +482,7 @@ func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 	c := e.newTimedClient(lock.WithHeartbeatPeriod(0))
 	check := func(what string, released bool) {
 		t.Helper()
-		checkJavaReadable(t, what, e.item("w"), c.Owner(), testLease, released)
+		checkJavaReadable(t, what, e.item("w"), c.Identity(), testLease, released)
 	}
 	l := mustAcquire(t, c, "w", lock.WithData([]byte("d")), lock.WithAttributes(map[string]types.AttributeValue{"app": sv("x")}))
 	check("Acquire with data and attributes", false)
@@ -517,7 +517,7 @@ func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 	case <-time.After(testHeartbeat + slack):
 		t.Fatal("the theft was not found by the next heartbeat")
 	}
-	if lost := lostError(t, l.Err()); lost.Reason != dynalease.Stolen || lost.Holder != "java-thief" {
+	if lost := lostError(t, l.Err()); lost.Reason != dynalease.Stolen || lost.HolderIdentity != "java-thief" {
 		t.Errorf("Err = %v, want dynalease.Stolen by java-thief", lost)
 	}
 	if got := str(e.item("k"), "ownerName"); got != "java-thief" {

@@ -353,7 +353,7 @@ func (e *ddbEnv) wantHeldBy(what, key, owner, rvn string) map[string]types.Attri
 // one request at a time, so the answer to all but the last has come.
 func waitSent(t *testing.T, c *ddbClient, from time.Time, n int) {
 	t.Helper()
-	eventually(t, patience, fmt.Sprintf("%s sends %d requests", c.Owner(), n), func() bool {
+	eventually(t, patience, fmt.Sprintf("%s sends %d requests", c.Identity(), n), func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		sent := 0
@@ -428,25 +428,25 @@ func takeTurns(t *testing.T, e *ddbEnv, h *holders, key string, a, b *ddbClient,
 		t.Fatalf("no Go waiter got the lock; row %v", e.item(key))
 	}
 	if first.err != nil {
-		t.Fatalf("Acquire by %s: %v", winner.Owner(), first.err)
+		t.Fatalf("Acquire by %s: %v", winner.Identity(), first.err)
 	}
-	h.enter(winner.Owner())
-	if it := e.wantHeldBy("first Go acquisition", key, winner.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+	h.enter(winner.Identity())
+	if it := e.wantHeldBy("first Go acquisition", key, winner.Identity(), ""); str(it, "dynaleaseHandoff") != "" {
 		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 	}
-	e.waitQueue(key, loser.Owner())
-	notReturned(t, rest, loser.Owner(), "while "+winner.Owner()+" holds the lock")
+	e.waitQueue(key, loser.Identity())
+	notReturned(t, rest, loser.Identity(), "while "+winner.Identity()+" holds the lock")
 	if !first.l.IsHeld() {
-		t.Fatalf("%s lost the lock while the other waited: %v", winner.Owner(), first.l.Err())
+		t.Fatalf("%s lost the lock while the other waited: %v", winner.Identity(), first.l.Err())
 	}
-	h.leave(winner.Owner())
+	h.leave(winner.Identity())
 	mustRelease(t, first.l)
-	second := await(t, e, rest, key, loser.Owner())
-	h.enter(loser.Owner())
-	if it := e.wantHeldBy("second Go acquisition", key, loser.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+	second := await(t, e, rest, key, loser.Identity())
+	h.enter(loser.Identity())
+	if it := e.wantHeldBy("second Go acquisition", key, loser.Identity(), ""); str(it, "dynaleaseHandoff") != "" {
 		t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 	}
-	h.leave(loser.Owner())
+	h.leave(loser.Identity())
 	mustRelease(t, second)
 	if it := e.item(key); str(it, "isReleased") != "1" || len(queueOwnersOf(it)) != 0 {
 		t.Fatalf("after the last release: released %q, queue %v", str(it, "isReleased"), queueOwnersOf(it))
@@ -476,9 +476,9 @@ func javaHoldsWithGoQueue(t *testing.T, e *ddbEnv, key string) (java javaHost, b
 	// and nobody waits out their leases.
 	a, b = e.newClient(), e.newClient()
 	pa = acquireAsync(ctx, a, key, lock.WithAdditionalWait(forever))
-	e.waitQueue(key, a.Owner())
+	e.waitQueue(key, a.Identity())
 	pb = acquireAsync(ctx, b, key, lock.WithAdditionalWait(forever))
-	e.waitQueue(key, a.Owner(), b.Owner())
+	e.waitQueue(key, a.Identity(), b.Identity())
 	return java, beats, a, b, pa, pb
 }
 
@@ -512,9 +512,9 @@ func TestDynamoDBJavaHolderKeepsTheGoQueueAndItsReleaseLetsAGoWaiterIn(t *testin
 			h := &holders{t: t}
 			h.enter("java-holder")
 			java, beats, a, b, pa, pb := javaHoldsWithGoQueue(t, e, "k")
-			e.waitJavaHeartbeats("k", java.owner, 3, a.Owner(), b.Owner())
-			notReturned(t, pa, a.Owner(), "while the Java client holds the lock")
-			notReturned(t, pb, b.Owner(), "while the Java client holds the lock")
+			e.waitJavaHeartbeats("k", java.owner, 3, a.Identity(), b.Identity())
+			notReturned(t, pa, a.Identity(), "while the Java client holds the lock")
+			notReturned(t, pb, b.Identity(), "while the Java client holds the lock")
 
 			// The waiters are cut off across the release, so that the
 			// row can be seen as the Java release leaves it.
@@ -532,7 +532,7 @@ func TestDynamoDBJavaHolderKeepsTheGoQueueAndItsReleaseLetsAGoWaiterIn(t *testin
 				if err := java.release(t.Context(), "k", last.lastRVN); err != nil {
 					t.Fatalf("Java release (kept): %v", err)
 				}
-				if it := e.item("k"); str(it, "isReleased") != "1" || !slices.Equal(queueOwnersOf(it), []string{a.Owner(), b.Owner()}) {
+				if it := e.item("k"); str(it, "isReleased") != "1" || !slices.Equal(queueOwnersOf(it), []string{a.Identity(), b.Identity()}) {
 					t.Fatalf("after the Java release (kept): released %q, queue %v; want released with the queue kept", str(it, "isReleased"), queueOwnersOf(it))
 				}
 			}
@@ -579,11 +579,11 @@ func TestDynamoDBJavaAcquireOverTheGoQueueDropsOrKeepsIt(t *testing.T) {
 				t.Fatalf("Java acquire of the released row: %v", err)
 			}
 			h.enter(jumper.owner)
-			if jl.how != javaReleased || !slices.Equal(jl.queue, []string{a.Owner(), b.Owner()}) {
+			if jl.how != javaReleased || !slices.Equal(jl.queue, []string{a.Identity(), b.Identity()}) {
 				t.Fatalf("the Java client acquired (%s) a row with queue %v; want the released row with both waiters queued", jl.how, jl.queue)
 			}
 			it := e.wantHeldBy("Java acquisition", "k", jumper.owner, jl.rvn)
-			want := []string{a.Owner(), b.Owner()}
+			want := []string{a.Identity(), b.Identity()}
 			if !update {
 				want = nil
 			}
@@ -599,17 +599,17 @@ func TestDynamoDBJavaAcquireOverTheGoQueueDropsOrKeepsIt(t *testing.T) {
 				// the row again.
 				waitSent(t, a, healed, 2)
 				waitSent(t, b, healed, 2)
-				if got := e.queueOwners("k"); !slices.Equal(got, []string{a.Owner(), b.Owner()}) {
-					t.Fatalf("queue %v after the waiters read the Java holder's row, want [%s %s]", got, a.Owner(), b.Owner())
+				if got := e.queueOwners("k"); !slices.Equal(got, []string{a.Identity(), b.Identity()}) {
+					t.Fatalf("queue %v after the waiters read the Java holder's row, want [%s %s]", got, a.Identity(), b.Identity())
 				}
 			} else {
-				e.waitQueueSet("k", a.Owner(), b.Owner())
+				e.waitQueueSet("k", a.Identity(), b.Identity())
 			}
 			queued := e.queueOwners("k")
 			jbeats := jumper.startHeartbeats("k", jl.rvn, javaQueueBeat)
 			e.waitJavaHeartbeats("k", jumper.owner, 3, queued...)
-			notReturned(t, pa, a.Owner(), "while the Java client holds the lock")
-			notReturned(t, pb, b.Owner(), "while the Java client holds the lock")
+			notReturned(t, pa, a.Identity(), "while the Java client holds the lock")
+			notReturned(t, pb, b.Identity(), "while the Java client holds the lock")
 			jlast := jbeats.halt(t)
 			h.leave(jumper.owner)
 			jl.rvn = jlast.lastRVN
@@ -640,8 +640,8 @@ func TestDynamoDBJavaWaiterTakesOverADeadGoHolderWithAQueue(t *testing.T) {
 			l := mustAcquire(t, dead, "k")
 			validUntil := l.ValidUntil()
 			sent := dead.lastSent("UpdateItem", time.Now())
-			h.enter(dead.Owner())
-			h.died(dead.Owner(), sent, testLease)
+			h.enter(dead.Identity())
+			h.died(dead.Identity(), sent, testLease)
 
 			// The Java waiter watches from the start (so that its
 			// takeover comes soon after the lease, and a holder valid
@@ -652,7 +652,7 @@ func TestDynamoDBJavaWaiterTakesOverADeadGoHolderWithAQueue(t *testing.T) {
 			eventually(t, patience, "the Java waiter reads the held row", func() bool { return java.reads.Load() > 0 })
 			w := e.newClient()
 			pw := acquireAsync(ctx, w, "k", lock.WithAdditionalWait(forever))
-			e.waitQueue("k", w.Owner())
+			e.waitQueue("k", w.Identity())
 			heal := cutOff(w)
 
 			other := javaHost{e: e, owner: "java-other", lease: javaQueueLease}
@@ -675,7 +675,7 @@ func TestDynamoDBJavaWaiterTakesOverADeadGoHolderWithAQueue(t *testing.T) {
 				t.Errorf("the dead Go holder's lock was valid until %v after the Java takeover left (held now: %t)", validUntil.Sub(jl.sent), l.IsHeld())
 			}
 			it := e.wantHeldBy("Java takeover", "k", java.owner, jl.rvn)
-			want := []string{w.Owner()}
+			want := []string{w.Identity()}
 			if !update {
 				want = nil
 			}
@@ -690,25 +690,25 @@ func TestDynamoDBJavaWaiterTakesOverADeadGoHolderWithAQueue(t *testing.T) {
 			// The Go waiter comes back: it queues behind the Java holder
 			// (again, after the PutItem), and waits.
 			waitSent(t, w, healed, 2)
-			e.waitQueue("k", w.Owner())
-			notReturned(t, pw, w.Owner(), "while the Java client holds the lock")
+			e.waitQueue("k", w.Identity())
+			notReturned(t, pw, w.Identity(), "while the Java client holds the lock")
 			if err := jl.heartbeat(ctx); err != nil {
 				t.Fatalf("Java heartbeat: %v", err)
 			}
-			if got := e.queueOwners("k"); !slices.Equal(got, []string{w.Owner()}) {
-				t.Fatalf("queue after a Java heartbeat %v, want [%s]", got, w.Owner())
+			if got := e.queueOwners("k"); !slices.Equal(got, []string{w.Identity()}) {
+				t.Fatalf("queue after a Java heartbeat %v, want [%s]", got, w.Identity())
 			}
 			h.leave(java.owner)
 			if err := jl.release(ctx, false); err != nil {
 				t.Fatalf("Java release: %v", err)
 			}
-			wl := await(t, e, pw, "k", w.Owner())
-			h.enter(w.Owner())
-			e.wantHeldBy("Go acquisition after the Java release", "k", w.Owner(), "")
+			wl := await(t, e, pw, "k", w.Identity())
+			h.enter(w.Identity())
+			e.wantHeldBy("Go acquisition after the Java release", "k", w.Identity(), "")
 			if q := e.queueOwners("k"); len(q) != 0 {
 				t.Errorf("queue %v after the only waiter acquired", q)
 			}
-			h.leave(w.Owner())
+			h.leave(w.Identity())
 			mustRelease(t, wl)
 			// The dead holder's lock ended by its validity.
 			eventually(t, patience, "the dead holder's lock ends", func() bool { return ended(l) })
@@ -741,9 +741,9 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			holder := e.newClient()
 			head := e.newTimedClient(lock.WithLeaseDuration(headLease))
 			l := mustAcquire(t, holder, "k")
-			h.enter(holder.Owner())
+			h.enter(holder.Identity())
 			ph := acquireAsync(ctx, head, "k", lock.WithAdditionalWait(forever))
-			e.waitQueue("k", head.Owner())
+			e.waitQueue("k", head.Identity())
 
 			java := newJavaClient(e, "java-waiter", update)
 			jdone := java.acquireAsync(t, "k")
@@ -752,20 +752,20 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			heal := cutOff(head)
 			handed := time.Now()
 			held := l.RVN()
-			h.leave(holder.Owner())
+			h.leave(holder.Identity())
 			mustRelease(t, l)
 			it := e.item("k")
 			rh := str(it, "recordVersionNumber")
 			switch {
-			case str(it, "ownerName") != head.Owner() || str(it, "dynaleaseHandoff") == "" || str(it, "isReleased") != "":
+			case str(it, "ownerName") != head.Identity() || str(it, "dynaleaseHandoff") == "" || str(it, "isReleased") != "":
 				t.Fatalf("after the release: owner %q, handoff %q, released %q; want handed to %s",
-					str(it, "ownerName"), str(it, "dynaleaseHandoff"), str(it, "isReleased"), head.Owner())
+					str(it, "ownerName"), str(it, "dynaleaseHandoff"), str(it, "isReleased"), head.Identity())
 			case str(it, "leaseDuration") != strconv.FormatInt(headLease.Milliseconds(), 10):
 				t.Fatalf("the handed row's leaseDuration is %q, want the head's lease %v", str(it, "leaseDuration"), headLease)
 			case rh == held || len(queueOwnersOf(it)) != 0:
 				t.Fatalf("the handed row has RVN %q (the holder's was %q) and queue %v", rh, held, queueOwnersOf(it))
 			}
-			checkJavaReadable(t, "handed row", it, head.Owner(), headLease, false)
+			checkJavaReadable(t, "handed row", it, head.Identity(), headLease, false)
 			other := javaHost{e: e, owner: "java-other", lease: javaQueueLease}
 			if _, err := other.acquireNew(ctx, "k"); !conditionFailed(err) {
 				t.Fatalf("Java acquire (new) of a handed row = %v, want a conditional-check failure", err)
@@ -790,25 +790,25 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			if got := str(it, "dynaleaseHandoff"); (got != "") != update {
 				t.Fatalf("handoff %q after the Java takeover", got)
 			}
-			notReturned(t, ph, head.Owner(), "while it was cut off")
+			notReturned(t, ph, head.Identity(), "while it was cut off")
 			healed := time.Now()
 			heal()
 			waitSent(t, head, healed, 2)
-			e.waitQueue("k", head.Owner())
+			e.waitQueue("k", head.Identity())
 			if err := jl.heartbeat(ctx); err != nil {
 				t.Fatalf("Java heartbeat: %v", err)
 			}
-			notReturned(t, ph, head.Owner(), "while the Java client holds the lock")
+			notReturned(t, ph, head.Identity(), "while the Java client holds the lock")
 			h.leave(java.owner)
 			if err := jl.release(ctx, false); err != nil {
 				t.Fatalf("Java release: %v", err)
 			}
-			hl := await(t, e, ph, "k", head.Owner())
-			h.enter(head.Owner())
-			if it := e.wantHeldBy("the head's acquisition", "k", head.Owner(), ""); str(it, "dynaleaseHandoff") != "" {
+			hl := await(t, e, ph, "k", head.Identity())
+			h.enter(head.Identity())
+			if it := e.wantHeldBy("the head's acquisition", "k", head.Identity(), ""); str(it, "dynaleaseHandoff") != "" {
 				t.Fatalf("a Go holder's row carries the hand-over %q", str(it, "dynaleaseHandoff"))
 			}
-			h.leave(head.Owner())
+			h.leave(head.Identity())
 			mustRelease(t, hl)
 		})
 	}
@@ -841,7 +841,7 @@ func TestDynamoDBJavaAndGoWaitersNeverHoldAtOnce(t *testing.T) {
 	g1, g2 := e.newClient(), e.newClient()
 	j1, j2 := newJavaClient(e, "java-put", false), newJavaClient(e, "java-update", true)
 	first := mustAcquire(t, g1, "k")
-	h.enter(g1.Owner())
+	h.enter(g1.Identity())
 
 	pause := func(upTo time.Duration) error {
 		select {
@@ -857,24 +857,24 @@ func TestDynamoDBJavaAndGoWaitersNeverHoldAtOnce(t *testing.T) {
 			if l == nil {
 				var err error
 				if l, err = c.Acquire(ctx, "k", lock.WithAdditionalWait(forever), lock.WithRefreshPeriodFor(goPoll)); err != nil {
-					t.Errorf("%s round %d: Acquire: %v", c.Owner(), i, err)
+					t.Errorf("%s round %d: Acquire: %v", c.Identity(), i, err)
 					return
 				}
-				h.enter(c.Owner())
+				h.enter(c.Identity())
 			}
 			goTurns.Add(1)
-			if _, err := e.heldBy(ctx, "k", c.Owner(), ""); err != nil {
-				t.Errorf("%s round %d, acquired: %v", c.Owner(), i, err)
+			if _, err := e.heldBy(ctx, "k", c.Identity(), ""); err != nil {
+				t.Errorf("%s round %d, acquired: %v", c.Identity(), i, err)
 			}
 			if pause(60*time.Millisecond) != nil {
 				return
 			}
-			if _, err := e.heldBy(ctx, "k", c.Owner(), ""); err != nil || !l.IsHeld() {
-				t.Errorf("%s round %d, before its release: %v (held: %t, %v)", c.Owner(), i, err, l.IsHeld(), l.Err())
+			if _, err := e.heldBy(ctx, "k", c.Identity(), ""); err != nil || !l.IsHeld() {
+				t.Errorf("%s round %d, before its release: %v (held: %t, %v)", c.Identity(), i, err, l.IsHeld(), l.Err())
 			}
-			h.leave(c.Owner())
+			h.leave(c.Identity())
 			if err := l.Release(ctx); err != nil {
-				t.Errorf("%s round %d: Release: %v", c.Owner(), i, err)
+				t.Errorf("%s round %d: Release: %v", c.Identity(), i, err)
 				return
 			}
 			l = nil
@@ -937,7 +937,7 @@ func TestDynamoDBJavaAndGoWaitersNeverHoldAtOnce(t *testing.T) {
 	wg.Go(func() { javaLoop(j2, func(i int) bool { return i%2 == 0 }, -1) })
 	eventually(t, patience, "both Java clients watch the row", func() bool { return j1.reads.Load() > 0 && j2.reads.Load() > 0 })
 	wg.Go(func() { goLoop(g2, nil) })
-	e.waitQueue("k", g2.Owner())
+	e.waitQueue("k", g2.Identity())
 	wg.Go(func() { goLoop(g1, first) })
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

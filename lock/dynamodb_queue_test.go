@@ -56,7 +56,7 @@ func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
 	var want []string
 	for _, c := range cs[1:] {
 		pending = append(pending, acquireAsync(ctx, c, "k", lock.WithAdditionalWait(time.Hour)))
-		want = append(want, c.Owner())
+		want = append(want, c.Identity())
 		e.waitQueue("k", want...)
 	}
 	// The holder releases and asks again: it hands the lock to the first
@@ -68,20 +68,20 @@ func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
 		select {
 		case a := <-ch:
 			if a.err != nil {
-				t.Fatalf("Acquire by %s: %v", order[i].Owner(), a.err)
+				t.Fatalf("Acquire by %s: %v", order[i].Identity(), a.err)
 			}
-			if got := str(e.item("k"), "ownerName"); got != order[i].Owner() {
-				t.Fatalf("acquisition %d: the row names %s, want %s", i, got, order[i].Owner())
+			if got := str(e.item("k"), "ownerName"); got != order[i].Identity() {
+				t.Fatalf("acquisition %d: the row names %s, want %s", i, got, order[i].Identity())
 			}
 			if str(e.item("k"), "dynaleaseHandoff") != "" {
 				t.Fatalf("acquisition %d: the row still carries the hand-over", i)
 			}
 			if i == 0 {
-				e.waitQueue("k", cs[2].Owner(), cs[3].Owner(), cs[0].Owner())
+				e.waitQueue("k", cs[2].Identity(), cs[3].Identity(), cs[0].Identity())
 			}
 			mustRelease(t, a.l)
 		case <-time.After(patience):
-			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Owner(), e.queueOwners("k"))
+			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Identity(), e.queueOwners("k"))
 		}
 		// The next in line must not be overtaken: nobody else acquires
 		// before it (checked by the row's owner at each acquisition).
@@ -114,12 +114,12 @@ func TestDynamoDBSetWaitersGetTheSetInTheOrderTheyQueued(t *testing.T) {
 		} else {
 			pending = append(pending, acquireSetAsync(ctx, c, keys, lock.WithAdditionalWait(time.Hour)))
 		}
-		want = append(want, c.Owner())
+		want = append(want, c.Identity())
 		e.waitQueue("s-a", want...)
 	}
 	mustRelease(t, held)
-	if owner := str(e.item("s-a"), "ownerName"); owner != cs[1].Owner() {
-		t.Fatalf("after the release the first key names %s, want the queue's head %s", owner, cs[1].Owner())
+	if owner := str(e.item("s-a"), "ownerName"); owner != cs[1].Identity() {
+		t.Fatalf("after the release the first key names %s, want the queue's head %s", owner, cs[1].Identity())
 	}
 	pending = append(pending, acquireSetAsync(ctx, cs[0], keys, lock.WithAdditionalWait(time.Hour)))
 	order := []*ddbClient{cs[1], cs[2], cs[3], cs[0]}
@@ -127,17 +127,17 @@ func TestDynamoDBSetWaitersGetTheSetInTheOrderTheyQueued(t *testing.T) {
 		select {
 		case a := <-ch:
 			if a.err != nil {
-				t.Fatalf("acquisition %d by %s: %v", i, order[i].Owner(), a.err)
+				t.Fatalf("acquisition %d by %s: %v", i, order[i].Identity(), a.err)
 			}
-			if got := str(e.item("s-a"), "ownerName"); got != order[i].Owner() {
-				t.Fatalf("acquisition %d: the first key names %s, want %s", i, got, order[i].Owner())
+			if got := str(e.item("s-a"), "ownerName"); got != order[i].Identity() {
+				t.Fatalf("acquisition %d: the first key names %s, want %s", i, got, order[i].Identity())
 			}
 			if i == 0 {
-				e.waitQueue("s-a", cs[2].Owner(), cs[3].Owner(), cs[0].Owner())
+				e.waitQueue("s-a", cs[2].Identity(), cs[3].Identity(), cs[0].Identity())
 			}
 			mustRelease(t, a.l)
 		case <-time.After(patience):
-			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Owner(), e.queueOwners("s-a"))
+			t.Fatalf("acquisition %d (%s) never came; queue %v", i, order[i].Identity(), e.queueOwners("s-a"))
 		}
 	}
 	for _, k := range keys {

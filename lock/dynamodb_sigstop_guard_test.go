@@ -200,7 +200,7 @@ func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 			if lb.Token() <= tokChild {
 				t.Fatalf("the new holder's token %#x is not above the stopped holder's %#x", lb.Token(), tokChild)
 			}
-			if err := lb.Guard(t.Context(), e.put(fgItem(item, b.Owner(), 1))); err != nil {
+			if err := lb.Guard(t.Context(), e.put(fgItem(item, b.Identity(), 1))); err != nil {
 				t.Fatalf("the new holder's guarded write: %v", err)
 			}
 			child.signal(syscall.SIGCONT)
@@ -223,7 +223,7 @@ func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 			if !strings.HasPrefix(classes, "true ") {
 				t.Errorf("the refusal %q does not match dynalease.ErrLost", outcome)
 			}
-			e.wantItem("the item both wrote", item, b.Owner(), 1)
+			e.wantItem("the item both wrote", item, b.Identity(), 1)
 			if err := child.cmd.Wait(); err != nil {
 				t.Errorf("the holder exited with %v; stderr: %s", err, child.errOutput())
 			}

@@ -170,7 +170,7 @@ func (e *ddbEnv) client(opts []lock.Option) *ddbClient {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := lc.Close(ctx); err != nil {
-			t.Errorf("Close of %s: %v", lc.Owner(), err)
+			t.Errorf("Close of %s: %v", lc.Identity(), err)
 		}
 		c.ft.CloseIdleConnections()
 	})
@@ -219,7 +219,7 @@ func mustAcquire(t *testing.T, c *ddbClient, key string, opts ...lock.AcquireOpt
 	defer cancel()
 	l, err := c.Acquire(ctx, key, opts...)
 	if err != nil {
-		t.Fatalf("Acquire(%q) by %s: %v", key, c.Owner(), err)
+		t.Fatalf("Acquire(%q) by %s: %v", key, c.Identity(), err)
 	}
 	return l
 }
@@ -420,13 +420,13 @@ func TestDynamoDBRequestsPerOperation(t *testing.T) {
 	l := mustAcquire(t, c, "k")
 	c.wantCounts(t, "uncontended Acquire of a missing row", map[string]int{"UpdateItem": 1})
 	checkValidFromSend(t, c, l, untimedValidity, "Acquire")
-	checkJavaReadable(t, "after Acquire", e.item("k"), c.Owner(), untimedLease, false)
+	checkJavaReadable(t, "after Acquire", e.item("k"), c.Identity(), untimedLease, false)
 	mustHeartbeat(t, l)
 	c.wantCounts(t, "Heartbeat", map[string]int{"UpdateItem": 1})
 	checkValidFromSend(t, c, l, untimedValidity, "Heartbeat")
 	mustRelease(t, l)
 	c.wantCounts(t, "Release", map[string]int{"UpdateItem": 1})
-	checkJavaReadable(t, "after Release", e.item("k"), c.Owner(), untimedLease, true)
+	checkJavaReadable(t, "after Release", e.item("k"), c.Identity(), untimedLease, true)
 
 	l = mustAcquire(t, c, "k", lock.WithDeleteOnRelease())
 	c.wantCounts(t, "Acquire of a released row", map[string]int{"UpdateItem": 1})
@@ -438,7 +438,7 @@ func TestDynamoDBRequestsPerOperation(t *testing.T) {
 	l = mustAcquire(t, c, "k", lock.WithDeleteOnRelease())
 	mustRelease(t, l, lock.ReleaseDelete(false))
 	c.wantCounts(t, "Acquire + Release with ReleaseDelete(false)", map[string]int{"UpdateItem": 2})
-	checkJavaReadable(t, "after ReleaseDelete(false)", e.item("k"), c.Owner(), untimedLease, true)
+	checkJavaReadable(t, "after ReleaseDelete(false)", e.item("k"), c.Identity(), untimedLease, true)
 }
 
 func TestDynamoDBSteadyLockSendsOneWritePerHeartbeatAndNoReads(t *testing.T) {
@@ -470,7 +470,7 @@ func TestDynamoDBSteadyLockSendsOneWritePerHeartbeatAndNoReads(t *testing.T) {
 		t.Fatalf("lock not held: %v", l.Err())
 	}
 	eventually(t, patience, "the row carries the lock's RVN", func() bool { return str(e.item("steady"), "recordVersionNumber") == l.RVN() })
-	checkJavaReadable(t, "after heartbeats", e.item("steady"), c.Owner(), untimedLease, false)
+	checkJavaReadable(t, "after heartbeats", e.item("steady"), c.Identity(), untimedLease, false)
 }
 
 func TestDynamoDBData(t *testing.T) {
@@ -496,7 +496,7 @@ func TestDynamoDBData(t *testing.T) {
 	mustRelease(t, l, lock.ReleaseWithData([]byte("parting")))
 	it := e.item("d")
 	wantData(t, "ReleaseWithData", rawData(t, it), "parting")
-	checkJavaReadable(t, "after ReleaseWithData", it, c.Owner(), untimedLease, true)
+	checkJavaReadable(t, "after ReleaseWithData", it, c.Identity(), untimedLease, true)
 
 	l = mustAcquire(t, c, "d", lock.WithReplaceData(false), lock.WithData([]byte("ignored")))
 	wantData(t, "WithReplaceData(false)", rowData(), "parting")
@@ -542,7 +542,7 @@ func TestDynamoDBAcquireOnlyIfExists(t *testing.T) {
 	if !l.IsHeld() {
 		t.Fatal("not held")
 	}
-	checkJavaReadable(t, "after WithAcquireOnlyIfExists", e.item("kept"), c.Owner(), untimedLease, false)
+	checkJavaReadable(t, "after WithAcquireOnlyIfExists", e.item("kept"), c.Identity(), untimedLease, false)
 }
 
 func TestDynamoDBAttributes(t *testing.T) {
@@ -602,7 +602,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	}
 	for _, l := range []*lock.Lock{l1a, l1b, l2a} {
 		it := e.sortedItem(l.Key(), l.SortKey())
-		checkJavaReadable(t, "sort-key row "+l.Key()+"/"+l.SortKey(), it, c.Owner(), untimedLease, false)
+		checkJavaReadable(t, "sort-key row "+l.Key()+"/"+l.SortKey(), it, c.Identity(), untimedLease, false)
 		if str(it, "recordVersionNumber") != l.RVN() {
 			t.Errorf("row %s/%s has RVN %q, want %q", l.Key(), l.SortKey(), str(it, "recordVersionNumber"), l.RVN())
 		}
@@ -618,7 +618,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	}
 	slices.SortFunc(infos, func(a, b lock.Info) int { return strings.Compare(a.SortKey, b.SortKey) })
 	if infos[0].Key != "p1" || infos[0].SortKey != "a" || infos[0].RVN != l1a.RVN() || infos[0].Released ||
-		infos[1].Key != "p1" || infos[1].SortKey != "b" || !infos[1].Released || infos[1].Owner != c.Owner() {
+		infos[1].Key != "p1" || infos[1].SortKey != "b" || !infos[1].Released || infos[1].HolderIdentity != c.Identity() {
 		t.Errorf("ListByPartition(p1) = %+v", infos)
 	}
 	all, err := c.List(ctx)
@@ -641,7 +641,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	if _, err := other.TryAcquire(ctx, "p1", lock.WithSortKeyValue("c")); err != nil {
 		t.Errorf("TryAcquire(p1/c), missing: %v", err)
 	}
-	if str(e.sortedItem("p1", "a"), "ownerName") != c.Owner() {
+	if str(e.sortedItem("p1", "a"), "ownerName") != c.Identity() {
 		t.Error("p1/a changed hands")
 	}
 }
@@ -692,11 +692,11 @@ func TestDynamoDBListManyRows(t *testing.T) {
 			continue
 		case in.Err != nil:
 			t.Errorf("row %q: %v", in.Key, in.Err)
-		case in.Owner != c.Owner() || in.LeaseDuration != untimedLease || in.Released != w.released ||
+		case in.HolderIdentity != c.Identity() || in.LeaseDuration != untimedLease || in.Released != w.released ||
 			len(in.Data) != w.data || in.Acquisitions != 1 || in.RVN == "" || (w.rvn != "" && in.RVN != w.rvn):
 			t.Errorf("row %q = {Owner %q, Lease %v, Released %v, %d bytes of data, Acquisitions %d, RVN %q}, want {%q, %v, %v, %d, 1, %q}",
-				in.Key, in.Owner, in.LeaseDuration, in.Released, len(in.Data), in.Acquisitions, in.RVN,
-				c.Owner(), untimedLease, w.released, w.data, w.rvn)
+				in.Key, in.HolderIdentity, in.LeaseDuration, in.Released, len(in.Data), in.Acquisitions, in.RVN,
+				c.Identity(), untimedLease, w.released, w.data, w.rvn)
 		}
 		seen[in.Key] = true
 	}
@@ -718,14 +718,14 @@ func TestDynamoDBGetDoesNotTakeTheLock(t *testing.T) {
 	}
 	reader.wantCounts(t, "Get", map[string]int{"GetItem": 1})
 	it := e.item("g")
-	if info.Key != "g" || info.Owner != holder.Owner() || info.LeaseDuration != untimedLease || info.Released ||
+	if info.Key != "g" || info.HolderIdentity != holder.Identity() || info.LeaseDuration != untimedLease || info.Released ||
 		string(info.Data) != "x" || info.Acquisitions != 1 || info.Err != nil {
 		t.Errorf("Get = %+v", info)
 	}
 	if info.RVN == "" || (info.RVN != str(it, "recordVersionNumber") && info.RVN != l.RVN()) {
 		t.Errorf("Get RVN %q; the row has %q", info.RVN, str(it, "recordVersionNumber"))
 	}
-	if str(it, "ownerName") != holder.Owner() || !l.IsHeld() || ended(l) {
+	if str(it, "ownerName") != holder.Identity() || !l.IsHeld() || ended(l) {
 		t.Errorf("Get disturbed the lock: row owner %q, held %v", str(it, "ownerName"), l.IsHeld())
 	}
 	if _, err := reader.Get(t.Context(), "nothing"); !errors.Is(err, resourcelock.ErrNotFound) {
@@ -782,7 +782,7 @@ func TestDynamoDBTTL(t *testing.T) {
 	if got := ttlSeconds(t, after); got < lo || got > hi {
 		t.Errorf("ttl after Heartbeat = %d, want in [%d, %d]", got, lo, hi)
 	}
-	checkJavaReadable(t, "row with a TTL", after, c.Owner(), untimedLease, false)
+	checkJavaReadable(t, "row with a TTL", after, c.Identity(), untimedLease, false)
 
 	// A client without WithTTL removes a TTL it finds, when it takes a
 	// released row at once and when it takes over a stale one.
@@ -800,7 +800,7 @@ func TestDynamoDBTTL(t *testing.T) {
 		if v, ok := it["ttl"]; ok {
 			t.Errorf("%s row taken without WithTTL keeps the foreign ttl %#v", key, v)
 		}
-		checkJavaReadable(t, key+" row taken", it, plain.Owner(), untimedLease, false)
+		checkJavaReadable(t, key+" row taken", it, plain.Identity(), untimedLease, false)
 	}
 }
 

@@ -112,7 +112,7 @@ func TestDynamoDBWaiterGetsTheLockRightAfterRelease(t *testing.T) {
 		if lag := a.at.Sub(released); lag > testRefresh*6/5+slack {
 			t.Errorf("waiter got the lock %v after the Release, want within about a refresh period (%v)", lag, testRefresh)
 		}
-		if str(e.item("k"), "ownerName") != second.Owner() || !a.l.IsHeld() {
+		if str(e.item("k"), "ownerName") != second.Identity() || !a.l.IsHeld() {
 			t.Error("the waiter's lock is not in the row")
 		}
 	case <-time.After(patience):
@@ -187,7 +187,7 @@ func TestDynamoDBCrashedHolderIsTakenOverOnlyAfterItsLockEnded(t *testing.T) {
 	if n := first.ft.Count("UpdateItem") + first.ft.Count("DeleteItem") - before; n != 1 {
 		t.Errorf("the first client wrote %d times after its lock ended, want 1 (its conditional release)", n)
 	}
-	if it := e.item("k"); str(it, "ownerName") != second.Owner() || !a.l.IsHeld() || ended(a.l) {
+	if it := e.item("k"); str(it, "ownerName") != second.Identity() || !a.l.IsHeld() || ended(a.l) {
 		t.Errorf("second lock disturbed: row owner %q, held %v, err %v", str(it, "ownerName"), a.l.IsHeld(), a.l.Err())
 	}
 }
@@ -238,8 +238,8 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 		t.Fatalf("loss found at %v, after the lock's validity (%v): the test's timing did not work out", detected.Sub(silenced), validUntil.Sub(silenced))
 	}
 	lost := lostError(t, l1.Err())
-	if lost.Reason != dynalease.Stolen || lost.Holder != second.Owner() {
-		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Stolen by %q", lost, lost.Reason, lost.Holder, second.Owner())
+	if lost.Reason != dynalease.Stolen || lost.HolderIdentity != second.Identity() {
+		t.Errorf("Err = %v (reason %v, holder %q), want dynalease.Stolen by %q", lost, lost.Reason, lost.HolderIdentity, second.Identity())
 	}
 	if l1.IsHeld() {
 		t.Error("the stolen lock still looks held")
@@ -249,7 +249,7 @@ func TestDynamoDBStolenLockIsDetectedByTheNextHeartbeat(t *testing.T) {
 	}
 	time.Sleep(testHeartbeat)
 	it := e.item("k")
-	if str(it, "ownerName") != second.Owner() || str(it, "isReleased") != "" || !l2.IsHeld() || ended(l2) {
+	if str(it, "ownerName") != second.Identity() || str(it, "isReleased") != "" || !l2.IsHeld() || ended(l2) {
 		t.Errorf("the thief's lock was disturbed: row %v, held %v, err %v", it, l2.IsHeld(), l2.Err())
 	}
 }

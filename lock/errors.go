@@ -9,7 +9,7 @@ import (
 // ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
 // when someone else holds the lock; and by Acquire when the lock was still
 // held at the end of its wait.
-var ErrLocked = errors.New("lock: held by another owner")
+var ErrLocked = errors.New("lock: held by another holder")
 
 // ErrNotHeld is what Lock.Err returns after the lock's own Release, and
 // what Release, Heartbeat and Guard return for a lock released before. A

@@ -15,8 +15,8 @@ import (
 func ExampleClient_AcquireSet() {
 	ctx := context.Background()
 	store := resourcelock.NewMemoryStore()
-	teller, _ := lock.New(lock.Config{Store: store, Owner: "teller-1"})
-	other, _ := lock.New(lock.Config{Store: store, Owner: "teller-2"})
+	teller, _ := lock.New(lock.Config{Store: store, Identity: "teller-1"})
+	other, _ := lock.New(lock.Config{Store: store, Identity: "teller-2"})
 	defer teller.Close(ctx)
 	defer other.Close(ctx)
 
@@ -49,7 +49,7 @@ func ExampleClient_AcquirePermit() {
 	store := resourcelock.NewMemoryStore()
 	var workers []*lock.Client
 	for _, name := range []string{"w1", "w2", "w3"} {
-		c, _ := lock.New(lock.Config{Store: store, Owner: name})
+		c, _ := lock.New(lock.Config{Store: store, Identity: name})
 		defer c.Close(ctx)
 		workers = append(workers, c)
 	}

@@ -14,8 +14,8 @@ import (
 func Example() {
 	ctx := context.Background()
 	store := resourcelock.NewMemoryStore()
-	workerA, _ := lock.New(lock.Config{Store: store, Owner: "worker-a"})
-	workerB, _ := lock.New(lock.Config{Store: store, Owner: "worker-b"})
+	workerA, _ := lock.New(lock.Config{Store: store, Identity: "worker-a"})
+	workerB, _ := lock.New(lock.Config{Store: store, Identity: "worker-b"})
 	defer workerA.Close(ctx)
 	defer workerB.Close(ctx)
 
@@ -33,7 +33,7 @@ func Example() {
 	fmt.Println("worker-b:", errors.Is(err, lock.ErrLocked))
 
 	info, _ := workerB.Get(ctx, "customer-42")
-	fmt.Println("held by", info.Owner, "doing", string(info.Data))
+	fmt.Println("held by", info.HolderIdentity, "doing", string(info.Data))
 
 	if err := l.Release(ctx); err != nil {
 		fmt.Println(err)

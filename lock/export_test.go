@@ -25,7 +25,7 @@ type testConfig struct {
 // Option sets a field of Config, or of the store's configuration.
 type Option func(*testConfig)
 
-func WithOwnerName(name string) Option         { return func(c *testConfig) { c.Owner = name } }
+func WithOwnerName(name string) Option         { return func(c *testConfig) { c.Identity = name } }
 func WithLeaseDuration(d time.Duration) Option { return func(c *testConfig) { c.LeaseDuration = d } }
 
 // WithHeartbeatPeriod(0) means ManualHeartbeats.
@@ -36,11 +36,13 @@ func WithSafetyMargin(d time.Duration) Option   { return func(c *testConfig) { c
 func WithRequestTimeout(d time.Duration) Option { return func(c *testConfig) { c.RequestTimeout = d } }
 func WithRefreshPeriod(d time.Duration) Option  { return func(c *testConfig) { c.RefreshPeriod = d } }
 func WithPartitionKeyAttribute(name string) Option {
-	return func(c *testConfig) { c.table.PartitionKey = name }
+	return func(c *testConfig) { c.table.PartitionKeyAttribute = name }
 }
-func WithSortKeyAttribute(name string) Option { return func(c *testConfig) { c.table.SortKey = name } }
-func WithTTL(slack time.Duration) Option      { return func(c *testConfig) { c.TTL = slack } }
-func WithTTLAttribute(name string) Option     { return func(c *testConfig) { c.table.TTLAttribute = name } }
+func WithSortKeyAttribute(name string) Option {
+	return func(c *testConfig) { c.table.SortKeyAttribute = name }
+}
+func WithTTL(slack time.Duration) Option  { return func(c *testConfig) { c.TTL = slack } }
+func WithTTLAttribute(name string) Option { return func(c *testConfig) { c.table.TTLAttribute = name } }
 func WithSingleWriterRegion() Option {
 	return func(c *testConfig) { c.table.SingleWriterRegion = true }
 }

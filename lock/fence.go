@@ -30,12 +30,12 @@ func (l *Lock) Token() int64 {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return resourcelock.Record{LeaderTransitions: l.row.transitions, FenceGeneration: l.row.generation}.FencingToken()
+	return resourcelock.Record{Acquisitions: l.row.transitions, FenceGeneration: l.row.generation}.FencingToken()
 }
 
 // Guard commits items, writes of the caller's own on any tables, in one
 // DynamoDB transaction together with a check that the lock row still shows
-// this acquisition (owner and acquisition id, not released). A holder that
+// this acquisition (holder identity and acquisition id, not released). A holder that
 // lost the lock — paused, partitioned, or simply too late — therefore
 // cannot commit anything: the error matches dynalease.ErrLost (and
 // resourcelock.ErrGuardLost) and nothing was applied; the lock is then
@@ -69,10 +69,10 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 		l.mu.Unlock()
 		return invalid("store", "the store cannot run guarded writes")
 	}
-	h := resourcelock.Holding{HolderIdentity: l.c.cfg.owner, AcquisitionID: l.row.acquisitionID}
+	h := resourcelock.Holding{HolderIdentity: l.c.cfg.identity, AcquisitionID: l.row.acquisitionID}
 	l.mu.Unlock()
 	keys := []resourcelock.Key{l.lease.Key()}
-	if set := l.slot.set; set != nil {
+	if set := l.claim.set; set != nil {
 		keys = set.keys
 	}
 	started := l.c.clk.Now()

@@ -12,7 +12,7 @@ import (
 )
 
 // Heartbeat renews the lock now, with a fresh RVN, conditioned on this
-// owner and the lock's current RVN; it can also replace or delete the
+// identity and the lock's current RVN; it can also replace or delete the
 // lock's data. It returns nil once the renewal is confirmed, a *dynalease.LostError
 // when the lock turns out lost, ErrNotHeld after Release, and otherwise the
 // error of a renewal that could not be confirmed (the lock stays held until
@@ -107,7 +107,7 @@ func (l *Lock) heldLocked() error {
 }
 
 // record returns the record of a new write by this client over cur: a
-// fresh RVN, this client's owner and lease, cur's data and acquire time.
+// fresh RVN, this client's identity and lease, cur's data and acquire time.
 func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Record {
 	now := c.clk.Now()
 	acquired := cur.AcquireTime
@@ -115,7 +115,7 @@ func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Recor
 		acquired = now
 	}
 	return resourcelock.Record{
-		HolderIdentity: c.cfg.owner,
+		HolderIdentity: c.cfg.identity,
 		RVN:            uuid.NewString(),
 		LeaseDuration:  c.cfg.lease,
 		Released:       released,

@@ -21,7 +21,7 @@ func TestAcquireUncontendedIsOneRequest(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("customer-7", WithData([]byte("payload")))
 	f.wantOps(rlt.OpCreate)
-	if !l.IsHeld() || l.Key() != "customer-7" || string(l.Data()) != "payload" || l.Owner() != ownerName {
+	if !l.IsHeld() || l.Key() != "customer-7" || string(l.Data()) != "payload" || f.c.Identity() != ownerName {
 		t.Fatalf("lock %+v", l)
 	}
 	if got, want := l.ValidUntil(), epoch.Add(validity); !got.Equal(want) {
@@ -119,8 +119,8 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 			if !errors.As(l.Err(), &lost) || lost.Reason != tc.reason {
 				t.Fatalf("Err = %v, want %v", l.Err(), tc.reason)
 			}
-			if tc.reason == dynalease.Stolen && lost.Holder != "thief" {
-				t.Fatalf("holder %q", lost.Holder)
+			if tc.reason == dynalease.Stolen && lost.HolderIdentity != "thief" {
+				t.Fatalf("holder %q", lost.HolderIdentity)
 			}
 			if l.IsHeld() {
 				t.Fatal("still held")

@@ -13,9 +13,9 @@ import (
 type Info struct {
 	Key     string
 	SortKey string
-	// Owner is the owner name in the row (the holder, or the last holder
+	// HolderIdentity is the holder identity in the row (the holder, or the last holder
 	// when Released).
-	Owner string
+	HolderIdentity string
 	// RVN is the row's record version number.
 	RVN string
 	// LeaseDuration is the holder's lease as written in the row.
@@ -38,18 +38,18 @@ type Info struct {
 
 func infoOf(it resourcelock.Item, err error) Info {
 	return Info{
-		Key:           it.Key.Partition,
-		SortKey:       it.Key.Sort,
-		Owner:         it.HolderIdentity,
-		RVN:           it.RVN,
-		LeaseDuration: it.LeaseDuration,
-		Released:      it.Released,
-		Data:          it.Data,
-		Attributes:    attributeValues(it.Attributes),
-		Acquisitions:  it.LeaderTransitions,
-		Token:         it.FencingToken(),
-		RenewTime:     it.RenewTime,
-		Err:           err,
+		Key:            it.Key.Partition,
+		SortKey:        it.Key.Sort,
+		HolderIdentity: it.HolderIdentity,
+		RVN:            it.RVN,
+		LeaseDuration:  it.LeaseDuration,
+		Released:       it.Released,
+		Data:           it.Data,
+		Attributes:     attributeValues(it.Attributes),
+		Acquisitions:   it.Acquisitions,
+		Token:          it.FencingToken(),
+		RenewTime:      it.RenewTime,
+		Err:            err,
 	}
 }
 

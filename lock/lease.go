@@ -16,23 +16,14 @@ import (
 // client's TTL (the client's hold lease, shared by every lock), an
 // acquisition's carry its attributes and data choice too.
 
-// engineFor returns the engine's view of this client's settings, shared by
-// every lock and Acquire of the client.
-func (c *Client) engineFor(onlyIfExists bool) *rvnlease.Config {
-	if onlyIfExists {
-		return c.engine[1]
-	}
-	return c.engine[0]
-}
-
-// engineConfig builds the engine's view of this client's settings.
-func (c *Client) engineConfig(onlyIfExists bool) *rvnlease.Config {
+// engineConfig builds the engine's view of this client's settings, shared
+// by every lock and Acquire of the client.
+func (c *Client) engineConfig() *rvnlease.Config {
 	return &rvnlease.Config{
 		Clock:          c.clk,
-		Identity:       c.cfg.owner,
+		Identity:       c.cfg.identity,
 		RequestTimeout: c.cfg.requestTimeout,
 		Validity:       c.cfg.validity(),
-		OnlyIfExists:   onlyIfExists,
 		Log:            c.log,
 		Observe:        c.observeRequest,
 	}
@@ -75,7 +66,7 @@ func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface
 // holdLease returns the lease l's holder writes through: the set's, or the
 // key's with the client's hold options (kept in l).
 func (l *Lock) holdLease() resourcelock.Interface {
-	if set := l.slot.set; set != nil {
+	if set := l.claim.set; set != nil {
 		return set.hold
 	}
 	return &l.lease

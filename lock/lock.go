@@ -32,10 +32,10 @@ type Lock struct {
 	// lease is the key's lease with the client's hold options (a set's
 	// name, for a set, whose holder writes through the set: holdLease).
 	lease resourcelock.Lease
-	slot  *slot // the key's, or a set's first key's (which has the set)
+	claim *claim // the key's, or a set's first key's (which has the set)
 
 	// hold, the engine's holder of the row, is used only by the writer
-	// holding the write slot (writing): the lock's writes, heartbeats and
+	// holding the write turn (writing): the lock's writes, heartbeats and
 	// release, go one at a time.
 	hold rvnlease.Holder
 
@@ -49,7 +49,7 @@ type Lock struct {
 	reentrant bool
 	delete    bool // delete the row on release
 	ended     bool
-	writing   bool // a writer holds the write slot
+	writing   bool // a writer holds the write turn
 	handedOut bool // Acquire returned it: counted in the metrics
 	permit    bool // a semaphore's permit (AcquirePermit)
 	// releaseSent: a release of the row was sent after the lock expired.
@@ -58,13 +58,13 @@ type Lock struct {
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
 // its next write and its methods read. The rest of the row is this
-// client's (owner, lease) or needs no keeping (renew time, key).
+// client's (identity, lease) or needs no keeping (renew time, key).
 type heldRow struct {
 	rvn           string
 	acquisitionID string
 	data          []byte
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
-	transitions   int64 // LeaderTransitions
+	transitions   int64 // Acquisitions
 	generation    int64 // FenceGeneration
 }
 
@@ -84,7 +84,7 @@ type extras struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// writeFree is closed when the write slot is given back, for writers
+	// writeFree is closed when the write turn is given back, for writers
 	// waiting for it; made by the first of them.
 	writeFree chan struct{}
 }
@@ -100,7 +100,7 @@ func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent ti
 	l := &Lock{
 		c:         c,
 		lease:     c.base.At(t.key),
-		slot:      t.slot,
+		claim:     t.claim,
 		permit:    t.permit,
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
@@ -108,7 +108,7 @@ func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent ti
 	}
 	// A Holder kept by value, over a lease kept in the lock: no
 	// allocation of their own.
-	l.hold = *rvnlease.NewHolder(c.engine[0], l.holdLease())
+	l.hold = *rvnlease.NewHolder(c.engine, l.holdLease())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepLocked(it)
@@ -136,7 +136,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		rvn:           strings.Clone(it.RVN),
 		acquisitionID: it.AcquisitionID,
 		data:          it.Data,
-		transitions:   it.LeaderTransitions,
+		transitions:   it.Acquisitions,
 		generation:    it.FenceGeneration,
 	}
 	switch {
@@ -158,18 +158,18 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 }
 
 // itemLocked returns the row as last confirmed, for a write over it: the
-// kept fields, this client's owner and lease, and the lock's key.
+// kept fields, this client's identity and lease, and the lock's key.
 func (l *Lock) itemLocked() resourcelock.Item {
 	it := resourcelock.Item{
 		Key: l.lease.Key(),
 		Record: resourcelock.Record{
-			HolderIdentity:    l.c.cfg.owner,
-			RVN:               l.row.rvn,
-			LeaseDuration:     l.c.cfg.lease,
-			LeaderTransitions: l.row.transitions,
-			FenceGeneration:   l.row.generation,
-			AcquisitionID:     l.row.acquisitionID,
-			Data:              l.row.data,
+			HolderIdentity:  l.c.cfg.identity,
+			RVN:             l.row.rvn,
+			LeaseDuration:   l.c.cfg.lease,
+			Acquisitions:    l.row.transitions,
+			FenceGeneration: l.row.generation,
+			AcquisitionID:   l.row.acquisitionID,
+			Data:            l.row.data,
 		},
 	}
 	if l.row.acquired != 0 {
@@ -191,7 +191,7 @@ func (l *Lock) lastErrLocked() error {
 	return l.x.lastErr
 }
 
-// startWrite takes the lock's write slot, waiting while another write of
+// startWrite takes the lock's write turn, waiting while another write of
 // the lock is under way, or until ctx is done. A ctx already done takes
 // nothing.
 func (l *Lock) startWrite(ctx context.Context) error {
@@ -218,7 +218,7 @@ func (l *Lock) startWrite(ctx context.Context) error {
 	return nil
 }
 
-// endWrite gives the write slot back.
+// endWrite gives the write turn back.
 func (l *Lock) endWrite() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -234,9 +234,6 @@ func (l *Lock) Key() string { return l.lease.Key().Partition }
 
 // SortKey returns the lock's sort key value, empty without one.
 func (l *Lock) SortKey() string { return l.lease.Key().Sort }
-
-// Owner returns the owner name the lock is held under.
-func (l *Lock) Owner() string { return l.c.cfg.owner }
 
 // Data returns a copy of the data stored with the lock as last written.
 func (l *Lock) Data() []byte {
@@ -404,7 +401,7 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 // kind names the lock's kind for the metrics.
 func (l *Lock) kind() string {
 	switch {
-	case l.slot.set != nil:
+	case l.claim.set != nil:
 		return metrics.KindSet
 	case l.permit:
 		return metrics.KindPermit
@@ -442,13 +439,13 @@ func (l *Lock) loseLocked(err error) {
 		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)
-	// The slot is the client's, taken under its mutex, which may not be
+	// The claim is the client's, taken under its mutex, which may not be
 	// taken under the lock's.
 	go l.c.unclaimLock(l)
 }
 
 // endLocked marks the lock ended with err. The caller lets go of the
-// lock's slot (loseLocked does, once the lock's mutex is released; Release
+// lock's claims (loseLocked does, once the lock's mutex is released; Release
 // after its write).
 func (l *Lock) endLocked(err error) {
 	l.ended = true

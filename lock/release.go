@@ -14,7 +14,7 @@ import (
 // Release gives the lock up. For a reentrant lock held more than once it
 // only lowers the hold count. Otherwise the lock ends at once (Done closes,
 // Err returns ErrNotHeld, heartbeats stop) and the row is marked released,
-// or deleted with WithDeleteOnRelease, by a write conditioned on this owner
+// or deleted with WithDeleteOnRelease, by a write conditioned on this identity
 // and the lock's RVN, so nobody else's lock is ever touched.
 //
 // It returns ErrNotHeld for a lock already released, the *dynalease.LostError of a
@@ -76,7 +76,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 		l.mu.Unlock()
 		if send {
 			// Its validity passed on this clock, but nobody may have
-			// taken the row yet: a release conditioned on this owner and
+			// taken the row yet: a release conditioned on this identity and
 			// RVN hands it over now rather than after a lease, and fails
 			// harmlessly when someone has.
 			if rerr := l.writeRelease(rctx, cur, r); rerr != nil {
@@ -107,7 +107,7 @@ func (l *Lock) expiredUnreleasedLocked(err error) bool {
 }
 
 // writeRelease marks the row of cur released, or deletes it, by a write
-// conditioned on this owner and cur's RVN.
+// conditioned on this identity and cur's RVN.
 func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r releaseConfig) error {
 	del := l.delete
 	if r.delete != nil {

@@ -65,7 +65,7 @@ func TestReleaseOfALockLostMeanwhileTouchesNothing(t *testing.T) {
 	f.putForeign("k", "thief", "x", lease) // taken over behind our back
 	err := l.Release(context.Background())
 	var lost *dynalease.LostError
-	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" {
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Stolen || lost.HolderIdentity != "thief" {
 		t.Fatalf("Release = %v, want dynalease.Stolen by thief", err)
 	}
 	if it := f.item("k"); it.HolderIdentity != "thief" || it.Released || it.RVN != "x" {
@@ -206,7 +206,7 @@ func TestGetAndListNeverTakeALock(t *testing.T) {
 	f.putForeign("b", "other", "r", 6*time.Second)
 	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "bad"}})
 	info, err := f.c.Get(context.Background(), "b")
-	if err != nil || info.Owner != "other" || info.RVN != "r" || info.LeaseDuration != 6*time.Second {
+	if err != nil || info.HolderIdentity != "other" || info.RVN != "r" || info.LeaseDuration != 6*time.Second {
 		t.Fatalf("Get = %+v, %v", info, err)
 	}
 	if _, err := f.c.Get(context.Background(), "none"); !errors.Is(err, resourcelock.ErrNotFound) {

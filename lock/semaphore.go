@@ -125,7 +125,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	w.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
 		return store.GetMany(ctx, keys)
 	}
-	slots := make([]*slot, len(keys))
+	slots := make([]*claim, len(keys))
 	w.Places = make([]rvnlease.Place, len(keys))
 	for i, k := range keys {
 		w.Places[i] = rvnlease.Place{
@@ -143,7 +143,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	if err != nil {
 		return nil, closedOr(ctx, permitError(ctx, name, permits, err))
 	}
-	t := target{key: keys[won.Place], slot: slots[won.Place], permit: true}
+	t := target{key: keys[won.Place], claim: slots[won.Place], permit: true}
 	return c.handOut(ctx, t, a, won, start)
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // AcquireSet takes the locks on keys all at once, waiting while any of
-// them is held by another owner, and returns one Lock that holds them all.
+// them is held by another holder, and returns one Lock that holds them all.
 // It never holds some of the keys while waiting for the others: each
 // attempt is one transaction that takes every key or none (see
 // resourcelock.Set for the rules and the safety argument), so two callers
@@ -19,7 +19,7 @@ import (
 // The rows are ordinary lock rows, each named by one key: an AWS Java
 // lock client, or a lock of this library on one of the keys, holding a
 // key blocks the set, and sees the key as held while the set holds it.
-// A key whose row is held by another owner is taken over with the others
+// A key whose row is held by another holder is taken over with the others
 // once every such row's RVN has stayed unchanged, on this client's clock,
 // for at least its holder's lease (the set waits for the longest); the
 // budget, WithAdditionalWait, TryAcquireSet and ctx work as for Acquire.
@@ -46,7 +46,7 @@ import (
 //
 // What a set does not have yet (refused with an error matching
 // dynalease.ErrInvalid): data (WithData), attributes (WithAttributes),
-// reentrancy (WithReentrant) and WithOnlyIfExists.
+// reentrancy (WithReentrant) and WithAcquireOnlyIfExists.
 //
 // A fair client's set waits in the queue of its first key (in sorted
 // order), as Acquire of that key alone would: waiters for sets with the
@@ -79,12 +79,12 @@ func (c *Client) acquireSet(ctx context.Context, keys []string, opts []AcquireOp
 }
 
 // setHold is what a lock on a set keeps of it: the rows, and this client's
-// slot on each key (in the order of rows.Keys()).
+// claim on each key (in the order of rows.Keys()).
 type setHold struct {
-	rows  *resourcelock.Set
-	hold  resourcelock.Interface // rows with the client's hold options
-	keys  []resourcelock.Key
-	slots []*slot
+	rows   *resourcelock.Set
+	hold   resourcelock.Interface // rows with the client's hold options
+	keys   []resourcelock.Key
+	claims []*claim
 }
 
 // setConfig validates an AcquireSet's keys and options and returns its
@@ -111,13 +111,13 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	case a.reentrant:
 		return a, nil, invalid("WithReentrant", "a set of keys is not reentrant")
 	case a.onlyIfExists:
-		return a, nil, invalid("WithOnlyIfExists", "a set of keys takes missing rows too")
+		return a, nil, invalid("WithAcquireOnlyIfExists", "a set of keys takes missing rows too")
 	}
 	store, ok := c.store.(resourcelock.ManyStore)
 	if !ok {
 		return a, nil, refused("keys", fmt.Errorf("%w: %s", dynalease.ErrInvalid, c.store.Describe()))
 	}
-	rows, err := resourcelock.NewSet(store, members, c.cfg.owner)
+	rows, err := resourcelock.NewSet(store, members, c.cfg.identity)
 	if err != nil {
 		return a, nil, refused("keys", err)
 	}
@@ -127,10 +127,10 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	return a, &setHold{rows: rows, hold: rows.With(c.writeOptions(nil)), keys: rows.Keys()}, nil
 }
 
-// claimSet takes this client's slots on every key of set, all or none:
+// claimSet takes this client's claims on every key of set, all or none:
 // while another Acquire of this client works on or holds any of them, it
 // takes none and waits for that one to be freed, then tries again. So a
-// set never holds some of its slots while waiting for others.
+// set never holds some of its claims while waiting for others.
 func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) error {
 	for {
 		c.mu.Lock()
@@ -138,47 +138,47 @@ func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) er
 			c.mu.Unlock()
 			return ErrClosed
 		}
-		busy := slices.IndexFunc(set.keys, func(k resourcelock.Key) bool { return c.slots[k] != nil })
+		busy := slices.IndexFunc(set.keys, func(k resourcelock.Key) bool { return c.claims[k] != nil })
 		if busy < 0 {
-			set.slots = make([]*slot, len(set.keys))
+			set.claims = make([]*claim, len(set.keys))
 			for i, k := range set.keys {
-				set.slots[i] = &slot{}
-				c.slots[k] = set.slots[i]
+				set.claims[i] = &claim{}
+				c.claims[k] = set.claims[i]
 			}
-			set.slots[0].set = set
+			set.claims[0].set = set
 			c.mu.Unlock()
 			return nil
 		}
 		k := set.keys[busy]
-		if err := c.waitSlotLocked(ctx, k, c.slots[k], a); err != nil {
+		if err := c.waitClaimLocked(ctx, k, c.claims[k], a); err != nil {
 			return err
 		}
 	}
 }
 
-// unclaimTarget gives up the slots of t.
+// unclaimTarget gives up the claims of t.
 func (c *Client) unclaimTarget(t target) {
 	if t.set == nil {
-		c.unclaim(t.key, t.slot)
+		c.unclaim(t.key, t.claim)
 		return
 	}
 	for i, k := range t.set.keys {
-		c.unclaim(k, t.set.slots[i])
+		c.unclaim(k, t.set.claims[i])
 	}
 }
 
-// unclaimLock gives up the slots of l.
+// unclaimLock gives up the claims of l.
 func (c *Client) unclaimLock(l *Lock) {
-	c.unclaimTarget(target{key: l.lease.Key(), slot: l.slot, set: l.slot.set})
+	c.unclaimTarget(target{key: l.lease.Key(), claim: l.claim, set: l.claim.set})
 }
 
-// own records l as the holder of t's slots. The client's mu is held.
+// own records l as the holder of t's claims. The client's mu is held.
 func (t target) own(l *Lock) {
 	if t.set == nil {
-		t.slot.lock = l
+		t.claim.lock = l
 		return
 	}
-	for _, s := range t.set.slots {
+	for _, s := range t.set.claims {
 		s.lock = l
 	}
 }
@@ -186,7 +186,7 @@ func (t target) own(l *Lock) {
 // Keys returns the keys the lock holds: its key, or the members of a set
 // (sorted), as partition key values.
 func (l *Lock) Keys() []string {
-	set := l.slot.set
+	set := l.claim.set
 	if set == nil {
 		return []string{l.lease.Key().Partition}
 	}
@@ -201,7 +201,7 @@ func (l *Lock) Keys() []string {
 // key that another took, released or deleted named for a set, and the
 // reason that key shows, as the read that found the loss saw it.
 func (l *Lock) setLoss(e *dynalease.LostError) *dynalease.LostError {
-	set := l.slot.set
+	set := l.claim.set
 	if set == nil {
 		return e
 	}
@@ -212,11 +212,11 @@ func (l *Lock) setLoss(e *dynalease.LostError) *dynalease.LostError {
 	e.Lease = fmt.Sprintf("%s (key %s)", l.lease.Key(), d.Key)
 	switch {
 	case d.Missing:
-		e.Reason, e.Holder = dynalease.Deleted, ""
+		e.Reason, e.HolderIdentity = dynalease.Deleted, ""
 	case d.Released:
-		e.Reason, e.Holder = dynalease.ReleasedElsewhere, d.Holder
+		e.Reason, e.HolderIdentity = dynalease.ReleasedElsewhere, d.HolderIdentity
 	default:
-		e.Reason, e.Holder = dynalease.Stolen, d.Holder
+		e.Reason, e.HolderIdentity = dynalease.Stolen, d.HolderIdentity
 	}
 	return e
 }

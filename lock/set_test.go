@@ -211,7 +211,7 @@ func TestASetIsLostWhenOneMemberIsTaken(t *testing.T) {
 	f.fc.Step(period)
 	f.waitLost(l)
 	var lost *dynalease.LostError
-	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key b") {
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.HolderIdentity != "thief" || !strings.Contains(lost.Lease, "key b") {
 		t.Fatalf("Err() = %v, want stolen by thief, naming key b", l.Err())
 	}
 
@@ -430,7 +430,7 @@ func TestASetsLossNamesTheKeyAndItsReason(t *testing.T) {
 	f.putForeign("y", "thief", "stolen", lease)
 	f.fc.Step(period)
 	f.waitLost(l)
-	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.Holder != "thief" || !strings.Contains(lost.Lease, "key y") {
+	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Stolen || lost.HolderIdentity != "thief" || !strings.Contains(lost.Lease, "key y") {
 		t.Fatalf("Err() = %v, want stolen by thief, naming key y", l.Err())
 	}
 }

@@ -28,7 +28,7 @@ func ExampleNewLease() {
 	// A takeover conditioned on the RVN b saw, after watching it unchanged
 	// for the holder's lease.
 	rec, err = b.Update(ctx, resourcelock.Precondition{RVN: "rvn-1"}, resourcelock.Record{RVN: "rvn-3", LeaseDuration: 15 * time.Second})
-	fmt.Println(rec.HolderIdentity, rec.RVN, rec.LeaderTransitions, err)
+	fmt.Println(rec.HolderIdentity, rec.RVN, rec.Acquisitions, err)
 	// Output:
 	// host-a rvn-1 <nil>
 	// true

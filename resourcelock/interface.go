@@ -22,7 +22,7 @@ type Interface interface {
 
 	// Create writes rec when there is no record or the record is marked
 	// released, in one request. It counts a new acquisition: the stored
-	// LeaderTransitions is one more than the previous record's (or 1 when
+	// Acquisitions is one more than the previous record's (or 1 when
 	// there was none), whatever rec holds. It returns the row as stored,
 	// or an error wrapping ErrConflict when a record exists and is not
 	// released. rec.HolderIdentity must be empty or equal Identity(); an
@@ -35,7 +35,7 @@ type Interface interface {
 	// expect.HolderIdentity empty is a takeover and counts a new
 	// acquisition like Create; one with it set is the
 	// holder's own write (a renewal or a release) and leaves
-	// LeaderTransitions unchanged. It returns the row as stored, or an
+	// Acquisitions unchanged. It returns the row as stored, or an
 	// error wrapping ErrConflict when the precondition does not hold or
 	// there is no record. rec.HolderIdentity must be empty or equal
 	// Identity(), unless rec hands the lease over (HandedTo).

@@ -212,11 +212,11 @@ func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptio
 	if opts.Dequeue != nil {
 		next.Queue = slices.Clone(cur.Queue[len(opts.Dequeue.Tickets):])
 	}
-	next.LeaderTransitions = cur.LeaderTransitions
+	next.Acquisitions = cur.Acquisitions
 	next.FenceGeneration = cur.FenceGeneration
 	next.AcquisitionID = cur.AcquisitionID
 	if acquiring {
-		next.LeaderTransitions++
+		next.Acquisitions++
 		next.AcquisitionID = rec.RVN
 	}
 	if rec.HandedTo != "" {
@@ -304,7 +304,7 @@ func (s *memoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID 
 		return Item{}, fmt.Errorf("memory/%s: fence: %w", key, ErrConflict)
 	}
 	cur.FenceGeneration = s.generations[key]
-	cur.LeaderTransitions = 2
+	cur.Acquisitions = 2
 	s.items[key] = cur
 	return cloneItem(cur), nil
 }

@@ -107,7 +107,7 @@ func (s *memoryStore) FenceMany(ctx context.Context, keys []Key, holder, acquisi
 	for _, k := range keys {
 		s.generations[k] = gen
 		cur := s.items[k]
-		cur.FenceGeneration, cur.LeaderTransitions = gen, 2
+		cur.FenceGeneration, cur.Acquisitions = gen, 2
 		s.items[k] = cur
 	}
 	return gen, nil

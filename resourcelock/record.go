@@ -45,11 +45,11 @@ type Record struct {
 	// Released reports that the holder gave the lease up; the record may be
 	// taken at once.
 	Released bool
-	// LeaderTransitions counts the acquisitions recorded in this row: the
+	// Acquisitions counts the acquisitions recorded in this row: the
 	// counter half of the fencing token. It is maintained by the store (see
 	// Interface.Create); a row deleted or rewritten by another client
 	// starts again at 1, which is why tokens also carry a generation.
-	LeaderTransitions int64
+	Acquisitions int64
 	// FenceGeneration is the generation half of the fencing token, zero
 	// when the row has none yet (see Store.Fence).
 	FenceGeneration int64
@@ -86,7 +86,7 @@ func (r Record) Equal(o Record) bool {
 		r.RVN == o.RVN &&
 		r.LeaseDuration == o.LeaseDuration &&
 		r.Released == o.Released &&
-		r.LeaderTransitions == o.LeaderTransitions &&
+		r.Acquisitions == o.Acquisitions &&
 		r.FenceGeneration == o.FenceGeneration &&
 		r.AcquisitionID == o.AcquisitionID &&
 		r.AcquireTime.Equal(o.AcquireTime) &&
@@ -277,12 +277,12 @@ const (
 // (no generation yet, or a counter that needs a new one). Tokens of one key
 // compare like the acquisitions that issued them: a later acquisition has
 // a larger token. A token is FenceGeneration in its high 31 bits and
-// LeaderTransitions in its low 32.
+// Acquisitions in its low 32.
 func (r Record) FencingToken() int64 {
 	if r.NeedsFence() {
 		return 0
 	}
-	return r.FenceGeneration<<counterBits | r.LeaderTransitions
+	return r.FenceGeneration<<counterBits | r.Acquisitions
 }
 
 // NeedsFence reports whether the row needs a new fencing generation before
@@ -291,7 +291,7 @@ func (r Record) FencingToken() int64 {
 // counter is full.
 func (r Record) NeedsFence() bool {
 	return r.FenceGeneration <= 0 || r.FenceGeneration > MaxFenceGeneration ||
-		r.LeaderTransitions <= 1 || r.LeaderTransitions > maxFenceCounter
+		r.Acquisitions <= 1 || r.Acquisitions > maxFenceCounter
 }
 
 // CheckData returns an error matching dynalease.ErrInvalid when data is

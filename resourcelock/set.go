@@ -104,7 +104,7 @@ import (
 //
 // A Set carries no data and no attributes. Its fencing
 // token is the one Fence gives every member alike (a set acquired without
-// Fence has none: LeaderTransitions and FenceGeneration are zero). Writes
+// Fence has none: Acquisitions and FenceGeneration are zero). Writes
 // of a Set return the record written, not the rows read back (a
 // transaction returns none): the acquisition ID is the acquiring write's
 // RVN, kept by the Set for its later writes. The set waits for its held
@@ -221,10 +221,10 @@ func (s *Set) Get(ctx context.Context) (Item, error) {
 // Set that wrote the members; for any other, the first member held by
 // somebody).
 type Departure struct {
-	Key      Key
-	Missing  bool   // the row was deleted
-	Released bool   // the row is marked released, by Holder
-	Holder   string // the row's holder identity ("" when missing)
+	Key            Key
+	Missing        bool   // the row was deleted
+	Released       bool   // the row is marked released, by HolderIdentity
+	HolderIdentity string // the row's holder identity ("" when missing)
 }
 
 // Departure returns what the last Get found keeping the set from being
@@ -263,9 +263,9 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 			rec := first.Record
 			rec.Data = nil
 			for _, k := range s.keys[1:] {
-				if r := rows[k]; r.FenceGeneration != first.FenceGeneration || r.LeaderTransitions != first.LeaderTransitions {
+				if r := rows[k]; r.FenceGeneration != first.FenceGeneration || r.Acquisitions != first.Acquisitions {
 					// No one token on every row: none for the set.
-					rec.LeaderTransitions, rec.FenceGeneration = 0, 0
+					rec.Acquisitions, rec.FenceGeneration = 0, 0
 					break
 				}
 			}
@@ -291,7 +291,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 		// Java client's, keep the RVN they found.
 		ours := ok && !r.Released && slices.Contains(s.written, r.RVN)
 		if s.departure.Key == (Key{}) && !ours && (len(s.written) > 0 || (ok && !r.Released)) {
-			s.departure = Departure{Key: k, Missing: !ok, Released: ok && r.Released, Holder: r.HolderIdentity}
+			s.departure = Departure{Key: k, Missing: !ok, Released: ok && r.Released, HolderIdentity: r.HolderIdentity}
 		}
 		if !ok || r.Released {
 			// Free: whoever freed it and however often, it may be taken
@@ -588,7 +588,7 @@ func (s *Set) Fence(ctx context.Context, acquisitionID string) (Item, error) {
 	if err != nil {
 		return Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
 	}
-	if it.FenceGeneration != gen || it.LeaderTransitions != 2 || it.AcquisitionID != acquisitionID {
+	if it.FenceGeneration != gen || it.Acquisitions != 2 || it.AcquisitionID != acquisitionID {
 		return Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, ErrConflict)
 	}
 	s.mu.Lock()
@@ -625,7 +625,7 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring b
 		s.generation, s.transitions = 0, 0
 	}
 	out.AcquisitionID = s.acquisitionID
-	out.LeaderTransitions, out.FenceGeneration = s.transitions, s.generation
+	out.Acquisitions, out.FenceGeneration = s.transitions, s.generation
 	// The queue as last read (a transaction returns no rows): a waiter
 	// that acquired leaves its entry from there, and a holder's release
 	// hands over by it; both are conditioned on it, and read again when

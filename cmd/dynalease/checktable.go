@@ -103,7 +103,7 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 		if t.role == "locks" {
 			lockInfo = info
 		}
-		tr := tableReport{Table: t.name, Role: t.role, PartitionKey: info.PartitionKey, SortKey: info.SortKey, Kind: info.Kind(),
+		tr := tableReport{Table: t.name, Role: t.role, PartitionKey: info.PartitionKeyAttribute, SortKey: info.SortKeyAttribute, Kind: info.Kind(),
 			Regions: info.Regions, Witnesses: info.Witnesses, TTL: "unknown"}
 		tctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 		out, err := db.DescribeTimeToLive(tctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.name)})
@@ -126,7 +126,7 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 		return rep, nil
 	}
 	s, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: c.table, RequestTimeout: c.requestTimeout, SingleWriterRegion: c.singleWriter,
-		PartitionKey: lockInfo.PartitionKey, SortKey: lockInfo.SortKey})
+		PartitionKeyAttribute: lockInfo.PartitionKeyAttribute, SortKeyAttribute: lockInfo.SortKeyAttribute})
 	if err != nil {
 		return rep, exit(exitUsage, err)
 	}

@@ -92,7 +92,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	defer stop()
 	var childErr error // the command's end in the last term
 	e, err := election.New(election.Config{
-		Lease:            lease,
+		Lease:           lease,
 		Name:            name,
 		LeaseDuration:   t.lease,
 		RenewDeadline:   t.renew,

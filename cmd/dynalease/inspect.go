@@ -34,7 +34,7 @@ type lockJSON struct {
 }
 
 func toJSON(in lock.Info) lockJSON {
-	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.Owner, RVN: in.RVN,
+	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.HolderIdentity, RVN: in.RVN,
 		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data),
 		Token: in.Token}
 	if !in.RenewTime.IsZero() {
@@ -129,7 +129,7 @@ func print(infos []lock.Info, asJSON bool) error {
 		if !in.RenewTime.IsZero() {
 			last = time.Since(in.RenewTime).Round(time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, in.Owner, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, in.HolderIdentity, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
 	}
 	return w.Flush()
 }

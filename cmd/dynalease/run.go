@@ -91,7 +91,7 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 		return nil, err
 	}
 	cfg := lock.Config{
-		Store: store, Owner: c.owner, Fencing: !c.noFencing,
+		Store: store, Identity: c.owner, Fencing: !c.noFencing,
 		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
 		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair,
 	}
@@ -204,7 +204,7 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 	if !l.IsHeld() { // a pause since Acquire may have cost the lock
 		return exit(exitLost, fmt.Errorf("lock %q lost before the command started: %v", name, l.Err()))
 	}
-	ch, err := startChild(log, argv, childEnv(l.Key(), lc.Owner(), l.Token()))
+	ch, err := startChild(log, argv, childEnv(l.Key(), lc.Identity(), l.Token()))
 	if err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return exit(exitUsage, err)

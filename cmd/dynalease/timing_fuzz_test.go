@@ -112,7 +112,7 @@ func FuzzLockName(f *testing.F) {
 	f.Add(string(make([]byte, resourcelock.MaxNameBytes+1)))
 	f.Add("\x00\xff--")
 	f.Fuzz(func(t *testing.T, name string) {
-		lc, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Owner: "me", ManualHeartbeats: true})
+		lc, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Identity: "me", ManualHeartbeats: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func FuzzLockName(f *testing.F) {
 			t.Fatalf("took %q for %q", l.Key(), name)
 		}
 		info, err := lc.Get(t.Context(), name)
-		if err != nil || info.Key != name || info.Owner != "me" {
+		if err != nil || info.Key != name || info.HolderIdentity != "me" {
 			t.Fatalf("Get(%q) = %+v, %v", name, info, err)
 		}
 		if err := l.Release(t.Context()); err != nil {

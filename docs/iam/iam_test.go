@@ -250,7 +250,7 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	t.Parallel()
 	r := &recorder{seen: map[string]bool{}}
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{SortKey: "sortKey"})
-	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client(t, r), Table: table, SortKey: "sortKey"})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client(t, r), Table: table, SortKeyAttribute: "sortKey"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func run(ctx context.Context, db *dynamodb.Client, t tables, s settings) (report
 		if err != nil {
 			return rep, err
 		}
-		c, err := lock.New(lock.Config{Store: store, Owner: fmt.Sprintf("worker-%d-%s", i+1, s.RunID), LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
+		c, err := lock.New(lock.Config{Store: store, Identity: fmt.Sprintf("worker-%d-%s", i+1, s.RunID), LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
 		if err != nil {
 			return rep, err
 		}

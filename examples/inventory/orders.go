@@ -93,7 +93,7 @@ func runOrders(ctx context.Context, db *dynamodb.Client, t tables, s orderSettin
 		if err != nil {
 			return res, err
 		}
-		c, err := lock.New(lock.Config{Store: store, Owner: fmt.Sprintf("orders-buyer-%d-%s", i+1, s.RunID),
+		c, err := lock.New(lock.Config{Store: store, Identity: fmt.Sprintf("orders-buyer-%d-%s", i+1, s.RunID),
 			LeaseDuration: s.Lease, HeartbeatPeriod: s.Heartbeat, RefreshPeriod: s.Refresh})
 		if err != nil {
 			return res, err

@@ -408,7 +408,7 @@ func newLockClientWith(db *dynamodb.Client, cfg lock.Config, t tables, owner str
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Owner = store, owner
+	cfg.Store, cfg.Identity = store, owner
 	cfg.LeaseDuration, cfg.HeartbeatPeriod, cfg.RefreshPeriod = lease, heartbeat, refresh
 	cfg.Fencing = true
 	return lock.New(cfg)

@@ -90,7 +90,7 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 		return err
 	}
 	e, err := election.New(election.Config{
-		Lease:            lock,
+		Lease:           lock,
 		Name:            name,
 		LeaseDuration:   lease,
 		RenewDeadline:   renew,

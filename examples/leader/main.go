@@ -128,7 +128,7 @@ func run(ctx context.Context, out *printer, o options) error {
 		work(ctx, out, el, o.showRenewals)
 	}
 	el, err = election.New(election.Config{
-		Lease:          lock,
+		Lease:         lock,
 		LeaseDuration: o.lease,
 		RenewDeadline: o.renew,
 		RetryPeriod:   o.retry,

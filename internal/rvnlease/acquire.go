@@ -70,6 +70,9 @@ type Acquirer struct {
 	tried string            // the RVN of the last takeover sent
 	q     *queued           // the place in the row's queue; nil unless fair (Queue)
 	fed   *answer           // the row as a caller's read showed it (Feed), for the next round
+	// OnlyIfExists makes a missing row an error (the acquirer takes only
+	// existing, released rows), not a free lease.
+	OnlyIfExists bool
 }
 
 // NewAcquirer returns an acquirer of lease. newRecord
@@ -82,7 +85,7 @@ func NewAcquirer(cfg *Config, lease resourcelock.Interface, newRecord func(cur r
 
 // Round makes one attempt. It returns an error, and no Result, for a
 // failure that waiting cannot fix (see resourcelock.Permanent), and for a
-// missing row under Config.OnlyIfExists.
+// missing row when OnlyIfExists.
 func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -124,7 +127,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			}
 			return Result{Outcome: Ours, Item: it, Sent: ans.sent}, nil
 		}
-		if ans.missing && a.w.cfg.OnlyIfExists {
+		if ans.missing && a.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
 		}
 		return Result{Outcome: Others, Err: ans.failure()}, nil
@@ -173,7 +176,7 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 			ans = a.readOrJoin(ctx)
 		}
 		a.observe(ans)
-		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.w.cfg.OnlyIfExists) {
+		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
 			// Released or deleted since the last look: take it in this
 			// round rather than the next.
 			return a.queued(ctx, a.create(ctx))

@@ -244,9 +244,9 @@ func lostTo(lease string, it resourcelock.Item, missing bool) *dynalease.LostErr
 	case missing:
 		e.Reason = dynalease.Deleted
 	case it.Released:
-		e.Reason, e.Holder = dynalease.ReleasedElsewhere, it.HolderIdentity
+		e.Reason, e.HolderIdentity = dynalease.ReleasedElsewhere, it.HolderIdentity
 	default:
-		e.Reason, e.Holder = dynalease.Stolen, it.HolderIdentity
+		e.Reason, e.HolderIdentity = dynalease.Stolen, it.HolderIdentity
 	}
 	return e
 }

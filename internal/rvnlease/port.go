@@ -22,9 +22,6 @@ type Config struct {
 	// Validity is how long after the send of its last confirmed write a
 	// holder counts the lease as its own.
 	Validity time.Duration
-	// OnlyIfExists makes a missing row an error for the acquirer (it
-	// takes only existing, released rows), not a free lease.
-	OnlyIfExists bool
 	// Log receives the engine's debug lines.
 	Log logr.Logger
 	// Observe, when set, is told of every request the engine sends: op

@@ -41,6 +41,9 @@ type Wait struct {
 	Period time.Duration
 	// Budget says when the wait gives up.
 	Budget Budget
+	// OnlyIfExists makes a missing row end the wait with an error
+	// matching resourcelock.ErrNotFound, instead of a free lease to create.
+	OnlyIfExists bool
 	// Try makes the call one poll that never waits: TryAcquire.
 	Try bool
 	// FailIfLocked makes the wait give up as soon as a poll finds every
@@ -164,6 +167,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s.acqs = make([]*Acquirer, len(w.Places))
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
+		a.OnlyIfExists = w.OnlyIfExists
 		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
 		}

@@ -38,7 +38,7 @@ func TestWrittenLossAndOutcome(t *testing.T) {
 			continue
 		}
 		lost := tc.w.Loss("lease-a")
-		if lost.Lease != "lease-a" || lost.Reason != tc.reason || lost.Holder != tc.holder {
+		if lost.Lease != "lease-a" || lost.Reason != tc.reason || lost.HolderIdentity != tc.holder {
 			t.Errorf("%s: Loss() = %+v, want reason %v holder %q on lease-a", name, lost, tc.reason, tc.holder)
 		}
 		if tc.wantCauses && !errors.Is(lost, resourcelock.ErrConflict) {

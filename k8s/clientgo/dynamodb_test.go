@@ -236,8 +236,8 @@ func TestDynamoDBClientGoFailsOverAfterACrash(t *testing.T) {
 	e.waitLeader(b)
 	started, _ := b.times()
 	after := e.row()
-	if after.HolderIdentity != "b" || after.LeaderTransitions != before.LeaderTransitions+1 {
-		t.Fatalf("after the failover the row is %+v, want b's, one transition more than %d", after.Record, before.LeaderTransitions)
+	if after.HolderIdentity != "b" || after.Acquisitions != before.Acquisitions+1 {
+		t.Fatalf("after the failover the row is %+v, want b's, one transition more than %d", after.Record, before.Acquisitions)
 	}
 	t.Logf("failover %v after the crash (LeaseDuration %v, RetryPeriod %v)", started.Sub(crashed), leaseDuration, retryPeriod)
 }

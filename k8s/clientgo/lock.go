@@ -172,8 +172,8 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	case ler.HolderIdentity == "":
 		l.log.V(1).Info("release of a row this lock does not hold: nothing written", "holder", last.HolderIdentity)
 		return nil
-	case (last.HolderIdentity != l.identity || last.Released) && ler.LeaderTransitions != int(last.LeaderTransitions)+1:
-		return fmt.Errorf("%w (the row is %q's, transitions %d; the record says %d)", ErrNotATakeover, last.HolderIdentity, last.LeaderTransitions, ler.LeaderTransitions)
+	case (last.HolderIdentity != l.identity || last.Released) && ler.LeaderTransitions != int(last.Acquisitions)+1:
+		return fmt.Errorf("%w (the row is %q's, transitions %d; the record says %d)", ErrNotATakeover, last.HolderIdentity, last.Acquisitions, ler.LeaderTransitions)
 	}
 	l.sending(rec.RVN)
 	it, err := l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
@@ -244,7 +244,7 @@ func toRecord(r resourcelock.Record) rl.LeaderElectionRecord {
 	ler := rl.LeaderElectionRecord{
 		HolderIdentity:       r.HolderIdentity,
 		LeaseDurationSeconds: int((r.LeaseDuration + time.Second - 1) / time.Second),
-		LeaderTransitions:    int(r.LeaderTransitions),
+		LeaderTransitions:    int(r.Acquisitions),
 	}
 	if r.Released {
 		ler.HolderIdentity = ""

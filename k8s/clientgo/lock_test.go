@@ -131,7 +131,7 @@ func testStaleUpdate(t *testing.T, store resourcelock.Store) {
 func held(t *testing.T, store *rlt.MemoryStore, holder, rvn string, transitions int64, lease time.Duration) {
 	t.Helper()
 	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
-		HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, LeaderTransitions: transitions, AcquisitionID: rvn}})
+		HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, Acquisitions: transitions, AcquisitionID: rvn}})
 }
 
 // client-go's release reads the row, then releases it if it believes it
@@ -197,7 +197,7 @@ func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
 		t.Fatalf("Update: %v", err)
 	}
 	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
-	if it.AcquisitionID == "earlier" || it.LeaderTransitions != int64(ler.LeaderTransitions)+1 {
+	if it.AcquisitionID == "earlier" || it.Acquisitions != int64(ler.LeaderTransitions)+1 {
 		t.Fatalf("row after the Update: %+v, want a new acquisition", it.Record)
 	}
 }

@@ -70,10 +70,10 @@ func stealRow(t *testing.T, c *dynamodb.Client, table, key string) {
 	if _, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{
 		TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{
-			dynamodbstore.DefaultPartitionKey: &types.AttributeValueMemberS{Value: key},
-			"ownerName":                       &types.AttributeValueMemberS{Value: "java-host"},
-			"recordVersionNumber":             &types.AttributeValueMemberS{Value: "stolen"},
-			"leaseDuration":                   &types.AttributeValueMemberS{Value: "60000"},
+			dynamodbstore.DefaultPartitionKeyAttribute: &types.AttributeValueMemberS{Value: key},
+			"ownerName":           &types.AttributeValueMemberS{Value: "java-host"},
+			"recordVersionNumber": &types.AttributeValueMemberS{Value: "stolen"},
+			"leaseDuration":       &types.AttributeValueMemberS{Value: "60000"},
 		},
 	}); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 	}
 	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
 	e, err := election.New(election.Config{
-		Lease:          lease,
+		Lease:         lease,
 		Name:          "scheduler",
 		Metrics:       m.Election("scheduler"),
 		LeaseDuration: 20 * time.Second,

@@ -16,18 +16,18 @@ import (
 // allocs/op).
 
 var (
-	benchKeys = keySchema{partitionKey: DefaultPartitionKey, ttl: DefaultTTLAttribute}
+	benchKeys = keySchema{partitionKey: DefaultPartitionKeyAttribute, ttl: DefaultTTLAttribute}
 	benchTime = time.Date(2026, 11, 21, 12, 30, 45, 123_000_000, time.UTC)
 	benchRec  = resourcelock.Record{
-		HolderIdentity:    "host-a.example-5f0c9a2e-3d1b-4c55-9d7e-0a1b2c3d4e5f",
-		RVN:               "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a",
-		LeaseDuration:     20 * time.Second,
-		LeaderTransitions: 7,
-		FenceGeneration:   2,
-		AcquisitionID:     "6e2d5c1b-0a9f-4e8d-b7c6-5a4f3e2d1c0b",
-		AcquireTime:       benchTime,
-		RenewTime:         benchTime.Add(5 * time.Second),
-		Data:              []byte("rebalancing customer 42"),
+		HolderIdentity:  "host-a.example-5f0c9a2e-3d1b-4c55-9d7e-0a1b2c3d4e5f",
+		RVN:             "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a",
+		LeaseDuration:   20 * time.Second,
+		Acquisitions:    7,
+		FenceGeneration: 2,
+		AcquisitionID:   "6e2d5c1b-0a9f-4e8d-b7c6-5a4f3e2d1c0b",
+		AcquireTime:     benchTime,
+		RenewTime:       benchTime.Add(5 * time.Second),
+		Data:            []byte("rebalancing customer 42"),
 	}
 )
 
@@ -36,16 +36,16 @@ func benchItem(name string) map[string]types.AttributeValue {
 	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	num := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	return map[string]types.AttributeValue{
-		DefaultPartitionKey: str(name),
-		attrOwner:           str(benchRec.HolderIdentity),
-		attrLease:           str("20000"),
-		attrRVN:             str(benchRec.RVN),
-		attrData:            &types.AttributeValueMemberB{Value: benchRec.Data},
-		attrTransitions:     num("7"),
-		attrGeneration:      num("2"),
-		attrAcquisition:     str(benchRec.AcquisitionID),
-		attrAcquireTime:     str(benchRec.AcquireTime.Format(timeLayout)),
-		attrRenewTime:       str(benchRec.RenewTime.Format(timeLayout)),
+		DefaultPartitionKeyAttribute: str(name),
+		attrOwner:                    str(benchRec.HolderIdentity),
+		attrLease:                    str("20000"),
+		attrRVN:                      str(benchRec.RVN),
+		attrData:                     &types.AttributeValueMemberB{Value: benchRec.Data},
+		attrTransitions:              num("7"),
+		attrGeneration:               num("2"),
+		attrAcquisition:              str(benchRec.AcquisitionID),
+		attrAcquireTime:              str(benchRec.AcquireTime.Format(timeLayout)),
+		attrRenewTime:                str(benchRec.RenewTime.Format(timeLayout)),
 	}
 }
 

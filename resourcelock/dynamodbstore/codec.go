@@ -28,9 +28,9 @@ const (
 	attrQueue       = "dynaleaseQueue"      // L of M, optional: the waiters
 	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
 
-	// DefaultPartitionKey is the partition key attribute name of a lock
+	// DefaultPartitionKeyAttribute is the partition key attribute name of a lock
 	// table, as in the AWS Java DynamoDB Lock Client.
-	DefaultPartitionKey = "key"
+	DefaultPartitionKeyAttribute = "key"
 
 	releasedValue = "1"
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"

@@ -62,7 +62,7 @@ func TestDecodeGoldenJavaItems(t *testing.T) {
 			if !got.Equal(w) {
 				t.Fatalf("decoded\n got  %+v\n want %+v", got, w)
 			}
-			if got.LeaderTransitions != 0 || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
+			if got.Acquisitions != 0 || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
 				t.Fatalf("a Java item has none of our attributes, got %+v", got)
 			}
 		})
@@ -89,13 +89,13 @@ func TestDecodeValidItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := resourcelock.Record{
-		HolderIdentity:    "me",
-		RVN:               "rvn-1",
-		LeaseDuration:     1500 * time.Millisecond,
-		LeaderTransitions: 3,
-		AcquireTime:       testAcquire,
-		RenewTime:         testRenew,
-		Data:              []byte("payload"),
+		HolderIdentity: "me",
+		RVN:            "rvn-1",
+		LeaseDuration:  1500 * time.Millisecond,
+		Acquisitions:   3,
+		AcquireTime:    testAcquire,
+		RenewTime:      testRenew,
+		Data:           []byte("payload"),
 	}
 	if !got.Equal(want) {
 		t.Fatalf("decoded\n got  %+v\n want %+v", got, want)
@@ -435,12 +435,12 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 						if n, ok := prior[attrTransitions].(*types.AttributeValueMemberN); ok {
 							priorTransitions, _ = strconv.ParseInt(n.Value, 10, 64)
 						}
-						want.LeaderTransitions = priorTransitions
+						want.Acquisitions = priorTransitions
 						if v, ok := prior[attrAcquisition].(*types.AttributeValueMemberS); ok {
 							want.AcquisitionID = v.Value
 						}
 						if acquiring {
-							want.LeaderTransitions++
+							want.Acquisitions++
 							want.AcquisitionID = want.RVN
 						}
 						dec, err := decodeRecord(got)
@@ -485,8 +485,8 @@ func checkJavaTypes(t *testing.T, item map[string]types.AttributeValue, rec reso
 	if !rec.RenewTime.IsZero() {
 		want[attrRenewTime] = sv(rec.RenewTime.Format("2006-01-02T15:04:05.000Z"))
 	}
-	if rec.LeaderTransitions != 0 {
-		want[attrTransitions] = nv(strconv.FormatInt(rec.LeaderTransitions, 10))
+	if rec.Acquisitions != 0 {
+		want[attrTransitions] = nv(strconv.FormatInt(rec.Acquisitions, 10))
 	}
 	if rec.AcquisitionID != "" {
 		want[attrAcquisition] = sv(rec.AcquisitionID)

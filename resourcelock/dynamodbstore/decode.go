@@ -56,7 +56,7 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 		if !ok {
 			return resourcelock.Record{}, wrongType(attrTransitions, "N", v)
 		}
-		if rec.LeaderTransitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+		if rec.Acquisitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
 			return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attrTransitions, n.Value)
 		}
 	}

@@ -23,10 +23,10 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 	newStore := func(spec ddbtest.TableSpec, sortKey string) func(t *testing.T) resourcelock.Store {
 		return func(t *testing.T) resourcelock.Store {
 			s, err := dynamodbstore.New(dynamodbstore.Config{
-				Client:     c,
-				Table:      ddbtest.NewTable(t, c, spec),
-				SortKey:    sortKey,
-				FenceTable: ddbtest.NewTable(t, c, ddbtest.TableSpec{}),
+				Client:           c,
+				Table:            ddbtest.NewTable(t, c, spec),
+				SortKeyAttribute: sortKey,
+				FenceTable:       ddbtest.NewTable(t, c, ddbtest.TableSpec{}),
 			})
 			if err != nil {
 				t.Fatalf("New: %v", err)
@@ -44,7 +44,7 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 			}
 			return s
 		},
-		Reserved: append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKey, dynamodbstore.DefaultTTLAttribute),
+		Reserved: append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKeyAttribute, dynamodbstore.DefaultTTLAttribute),
 		// Values of every kind an application attribute may hold.
 		AttributeValues: []any{
 			&types.AttributeValueMemberS{Value: "billing"},

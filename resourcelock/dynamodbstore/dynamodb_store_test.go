@@ -45,7 +45,7 @@ func newStoreTable(t *testing.T, spec ddbtest.TableSpec, edit ...func(*dynamodbs
 	st := &storeTable{c: c, table: ddbtest.NewTable(t, c, spec), spec: spec, ft: faulthttp.New(nil)}
 	t.Cleanup(st.ft.CloseIdleConnections)
 	counted := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = st.ft }, quickRetries(3, 10*time.Millisecond))
-	cfg := dynamodbstore.Config{Client: counted, Table: st.table, PartitionKey: spec.PartitionKey, SortKey: spec.SortKey}
+	cfg := dynamodbstore.Config{Client: counted, Table: st.table, PartitionKeyAttribute: spec.PartitionKey, SortKeyAttribute: spec.SortKey}
 	for _, e := range edit {
 		e(&cfg)
 	}
@@ -185,7 +185,7 @@ func TestDynamoDBStoreSortKey(t *testing.T) {
 	r := newRec(time.Second, "")
 	r.HolderIdentity = "b"
 	taken, err := st.store.Update(ctx, k11, resourcelock.Precondition{RVN: all[k11].RVN}, r, resourcelock.WriteOptions{})
-	if err != nil || taken.LeaderTransitions != 2 || taken.Key != k11 {
+	if err != nil || taken.Acquisitions != 2 || taken.Key != k11 {
 		t.Fatalf("takeover of %s: %+v, %v", k11, taken, err)
 	}
 	all[k11], byGroup["group-1"][k11] = taken, taken
@@ -595,7 +595,7 @@ func TestDynamoDBStoreInvalidRequestsSendNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sorted, err := dynamodbstore.New(dynamodbstore.Config{
-		Client: api, Table: "locks", PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt", SkipTableCheck: true,
+		Client: api, Table: "locks", PartitionKeyAttribute: "lockGroup", SortKeyAttribute: "lockName", TTLAttribute: "expiresAt", SkipTableCheck: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -669,16 +669,16 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 		{"nil client", func(c *dynamodbstore.Config) { c.Client = nil }},
 		{"empty table", func(c *dynamodbstore.Config) { c.Table = "" }},
 		{"negative RequestTimeout", func(c *dynamodbstore.Config) { c.RequestTimeout = -time.Nanosecond }},
-		{"reserved partition key", func(c *dynamodbstore.Config) { c.PartitionKey = "ownerName" }},
-		{"reserved sort key", func(c *dynamodbstore.Config) { c.SortKey = "data" }},
-		{"sort key equals partition key", func(c *dynamodbstore.Config) { c.SortKey = "key" }},
+		{"reserved partition key", func(c *dynamodbstore.Config) { c.PartitionKeyAttribute = "ownerName" }},
+		{"reserved sort key", func(c *dynamodbstore.Config) { c.SortKeyAttribute = "data" }},
+		{"sort key equals partition key", func(c *dynamodbstore.Config) { c.SortKeyAttribute = "key" }},
 		{"reserved TTL attribute", func(c *dynamodbstore.Config) { c.TTLAttribute = "recordVersionNumber" }},
 		{"TTL attribute is the partition key", func(c *dynamodbstore.Config) { c.TTLAttribute = "key" }},
 		{"TTL attribute is the custom partition key", func(c *dynamodbstore.Config) {
-			c.PartitionKey, c.TTLAttribute = "pk", "pk"
+			c.PartitionKeyAttribute, c.TTLAttribute = "pk", "pk"
 		}},
-		{"TTL attribute is the sort key", func(c *dynamodbstore.Config) { c.SortKey, c.TTLAttribute = "sk", "sk" }},
-		{"default TTL attribute as sort key", func(c *dynamodbstore.Config) { c.SortKey = "ttl" }},
+		{"TTL attribute is the sort key", func(c *dynamodbstore.Config) { c.SortKeyAttribute, c.TTLAttribute = "sk", "sk" }},
+		{"default TTL attribute as sort key", func(c *dynamodbstore.Config) { c.SortKeyAttribute = "ttl" }},
 		{"MaxTransactItems without room for an item", func(c *dynamodbstore.Config) { c.MaxTransactItems = 1 }},
 		{"MaxTransactItems above DynamoDB's limit", func(c *dynamodbstore.Config) { c.MaxTransactItems = 101 }},
 	} {
@@ -700,10 +700,10 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 	}{
 		{"minimal", func(*dynamodbstore.Config) {}},
 		{"custom keys and TTL", func(c *dynamodbstore.Config) {
-			c.PartitionKey, c.SortKey, c.TTLAttribute = "lockGroup", "lockName", "expiresAt"
+			c.PartitionKeyAttribute, c.SortKeyAttribute, c.TTLAttribute = "lockGroup", "lockName", "expiresAt"
 		}},
 		{"sort key named ttl with another TTL attribute", func(c *dynamodbstore.Config) {
-			c.SortKey, c.TTLAttribute = "ttl", "expiresAt"
+			c.SortKeyAttribute, c.TTLAttribute = "ttl", "expiresAt"
 		}},
 		{"request timeout", func(c *dynamodbstore.Config) { c.RequestTimeout = time.Millisecond }},
 		{"MaxTransactItems at its bounds", func(c *dynamodbstore.Config) { c.MaxTransactItems = 2 }},

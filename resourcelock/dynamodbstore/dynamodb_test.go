@@ -191,7 +191,7 @@ func TestDynamoDBConformanceSortKey(t *testing.T) {
 	newLock := func(name, id string) *dynamodbstore.Lease {
 		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
 			Client: c, Table: table, Name: group, Identity: id,
-			PartitionKey: spec.PartitionKey, SortKey: spec.SortKey, SortKeyValue: name,
+			PartitionKeyAttribute: spec.PartitionKey, SortKeyAttribute: spec.SortKey, SortKeyValue: name,
 		})
 		if err != nil {
 			panic(err)
@@ -249,7 +249,7 @@ func TestDynamoDBReadsJavaHeldItem(t *testing.T) {
 				LeaseDuration:  6000 * time.Millisecond,
 				Data:           []byte("java:host-b.example-9d2e"),
 			})
-			if got.Released || got.LeaderTransitions != 0 || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
+			if got.Released || got.Acquisitions != 0 || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
 				t.Fatalf("Java item decoded with our attributes: %+v", got)
 			}
 			if _, err := l.Create(testCtx(t), newRec(time.Second, "")); !errors.Is(err, resourcelock.ErrConflict) {
@@ -312,7 +312,7 @@ func TestDynamoDBTakesReleasedJavaRow(t *testing.T) {
 	wantCounts(t, ft, "Create over a released row", map[string]int{opUpdateItem: 1})
 	want := in
 	want.HolderIdentity = "go-host"
-	want.LeaderTransitions = 1
+	want.Acquisitions = 1
 	want.AcquisitionID = in.RVN
 	wantRecord(t, "Create result", stored.Record, want)
 	raw := f.getRaw(t, name)
@@ -336,7 +336,7 @@ func TestDynamoDBTakesOverJavaLock(t *testing.T) {
 	}
 	want := in
 	want.HolderIdentity = "go-host"
-	want.LeaderTransitions = 1
+	want.Acquisitions = 1
 	want.AcquisitionID = in.RVN
 	wantRecord(t, "takeover result", stored.Record, want)
 	wantRecord(t, "Get after takeover", mustGet(t, l), want)
@@ -582,14 +582,14 @@ func TestNewDynamoDBValidation(t *testing.T) {
 		}},
 		{"nil client", func(c *dynamodbstore.LeaseConfig) { c.Client = nil }},
 		{"empty table", func(c *dynamodbstore.LeaseConfig) { c.Table = "" }},
-		{"reserved partition key ownerName", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "ownerName" }},
-		{"reserved partition key recordVersionNumber", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "recordVersionNumber" }},
-		{"reserved sort key isReleased", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "isReleased", "s" }},
-		{"sort key equals partition key", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "key", "s" }},
+		{"reserved partition key ownerName", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "ownerName" }},
+		{"reserved partition key recordVersionNumber", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "recordVersionNumber" }},
+		{"reserved sort key isReleased", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "isReleased", "s" }},
+		{"sort key equals partition key", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "key", "s" }},
 		{"SortKeyValue without SortKey", func(c *dynamodbstore.LeaseConfig) { c.SortKeyValue = "s" }},
-		{"SortKey without value", func(c *dynamodbstore.LeaseConfig) { c.SortKey = "sk" }},
+		{"SortKey without value", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute = "sk" }},
 		{"SortKeyValue over 1024 bytes", func(c *dynamodbstore.LeaseConfig) {
-			c.SortKey, c.SortKeyValue = "sk", strings.Repeat("s", 1025)
+			c.SortKeyAttribute, c.SortKeyValue = "sk", strings.Repeat("s", 1025)
 		}},
 		{"negative RequestTimeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = -time.Second }},
 	} {
@@ -613,8 +613,8 @@ func TestNewDynamoDBValidation(t *testing.T) {
 	}{
 		{"minimal", func(*dynamodbstore.LeaseConfig) {}, "dynamodb:locks/lock"},
 		{"name of 2048 bytes", func(c *dynamodbstore.LeaseConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes) }, ""},
-		{"custom partition key", func(c *dynamodbstore.LeaseConfig) { c.PartitionKey = "lockName" }, "dynamodb:locks/lock"},
-		{"sort key", func(c *dynamodbstore.LeaseConfig) { c.SortKey, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
+		{"custom partition key", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "lockName" }, "dynamodb:locks/lock"},
+		{"sort key", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
 		{"request timeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Millisecond }, ""},
 	} {
 		t.Run("valid "+tc.name, func(t *testing.T) {
@@ -858,7 +858,7 @@ func TestDynamoDBAmbiguousWrites(t *testing.T) {
 			t.Errorf("%d UpdateItem requests, want 2 (the SDK's retry)", n)
 		}
 		got := mustGet(t, f.lock(t, nil, name, "observer"))
-		if got.RVN != in.RVN || got.HolderIdentity != "me" || got.LeaderTransitions != 1 {
+		if got.RVN != in.RVN || got.HolderIdentity != "me" || got.Acquisitions != 1 {
 			t.Fatalf("record after the ambiguous Create = %+v, want our RVN %s, holder me, 1 transition", got, in.RVN)
 		}
 	})

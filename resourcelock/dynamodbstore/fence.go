@@ -15,7 +15,7 @@ import (
 
 // Attributes of a fence table row.
 const (
-	fenceKeyAttr        = DefaultPartitionKey
+	fenceKeyAttr        = DefaultPartitionKeyAttribute
 	fenceGenerationAttr = "generation"
 )
 

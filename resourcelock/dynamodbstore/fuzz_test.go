@@ -97,8 +97,8 @@ func FuzzDecodeItem(f *testing.F) {
 				t.Fatalf("reserved attribute %q returned as an application attribute", name)
 			}
 		}
-		if tok := rec.FencingToken(); tok != 0 && (tok < 0 || rec.NeedsFence() || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.LeaderTransitions) {
-			t.Fatalf("token %d from generation %d counter %d", tok, rec.FenceGeneration, rec.LeaderTransitions)
+		if tok := rec.FencingToken(); tok != 0 && (tok < 0 || rec.NeedsFence() || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.Acquisitions) {
+			t.Fatalf("token %d from generation %d counter %d", tok, rec.FenceGeneration, rec.Acquisitions)
 		}
 		// Whatever was read can be written back by its holder: renewals
 		// and takeovers carry the times and data they found.

@@ -25,13 +25,13 @@ type LeaseConfig struct {
 	// Identity is the holder identity written into records. Required; it
 	// must be unique among the processes that compete for the lock.
 	Identity string
-	// PartitionKey is the table's partition key attribute name;
-	// DefaultPartitionKey when empty.
-	PartitionKey string
-	// SortKey is the table's sort key attribute name, empty when the table
+	// PartitionKeyAttribute is the table's partition key attribute name;
+	// DefaultPartitionKeyAttribute when empty.
+	PartitionKeyAttribute string
+	// SortKeyAttribute is the table's sort key attribute name, empty when the table
 	// has none. SortKeyValue is then the lock's sort key value.
-	SortKey      string
-	SortKeyValue string
+	SortKeyAttribute string
+	SortKeyValue     string
 	// TTLAttribute is the attribute that holds a row's TTL;
 	// DefaultTTLAttribute when empty. Every write removes it, so a TTL
 	// left by another client never deletes this live lease.
@@ -81,24 +81,24 @@ func NewLease(cfg LeaseConfig) (*Lease, error) {
 		return nil, badConfig("Client", "is nil")
 	}
 	store, err := New(Config{
-		Client:             itemOnly{cfg.Client},
-		Table:              cfg.Table,
-		PartitionKey:       cfg.PartitionKey,
-		SortKey:            cfg.SortKey,
-		TTLAttribute:       cfg.TTLAttribute,
-		RequestTimeout:     cfg.RequestTimeout,
-		FenceTable:         cfg.FenceTable,
-		MaxTransactItems:   cfg.MaxTransactItems,
-		OnGuardConflict:    cfg.OnGuardConflict,
-		SingleWriterRegion: cfg.SingleWriterRegion,
-		SkipTableCheck:     cfg.SkipTableCheck,
-		Logger:             cfg.Logger,
+		Client:                itemOnly{cfg.Client},
+		Table:                 cfg.Table,
+		PartitionKeyAttribute: cfg.PartitionKeyAttribute,
+		SortKeyAttribute:      cfg.SortKeyAttribute,
+		TTLAttribute:          cfg.TTLAttribute,
+		RequestTimeout:        cfg.RequestTimeout,
+		FenceTable:            cfg.FenceTable,
+		MaxTransactItems:      cfg.MaxTransactItems,
+		OnGuardConflict:       cfg.OnGuardConflict,
+		SingleWriterRegion:    cfg.SingleWriterRegion,
+		SkipTableCheck:        cfg.SkipTableCheck,
+		Logger:                cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.SortKey == "" && cfg.SortKeyValue != "" {
-		return nil, badConfig("SortKeyValue", "is set but SortKey is not")
+	if cfg.SortKeyAttribute == "" && cfg.SortKeyValue != "" {
+		return nil, badConfig("SortKeyValue", "is set but SortKeyAttribute is not")
 	}
 	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
 	if err := store.keys.checkKey(key); err != nil {

@@ -23,7 +23,7 @@ type keySchema struct {
 // (PartitionKey, SortKey or TTLAttribute, as Config and TableOptions call
 // them).
 func (s keySchema) check() error {
-	for _, f := range []struct{ field, name string }{{"PartitionKey", s.partitionKey}, {"SortKey", s.sortKey}, {"TTLAttribute", s.ttl}} {
+	for _, f := range []struct{ field, name string }{{"PartitionKeyAttribute", s.partitionKey}, {"SortKeyAttribute", s.sortKey}, {"TTLAttribute", s.ttl}} {
 		for _, r := range reservedAttributes {
 			if f.name == r {
 				return badConfig(f.field, "is %q, a name reserved for lock data", f.name)
@@ -32,9 +32,9 @@ func (s keySchema) check() error {
 	}
 	switch {
 	case s.partitionKey == "":
-		return badConfig("PartitionKey", "is empty")
+		return badConfig("PartitionKeyAttribute", "is empty")
 	case s.sortKey != "" && s.sortKey == s.partitionKey:
-		return badConfig("SortKey", "is %q, the partition key's name too", s.sortKey)
+		return badConfig("SortKeyAttribute", "is %q, the partition key's name too", s.sortKey)
 	case s.ttl != "" && (s.ttl == s.partitionKey || s.ttl == s.sortKey):
 		return badConfig("TTLAttribute", "is %q, a key attribute", s.ttl)
 	}

@@ -42,12 +42,12 @@ type Config struct {
 	Client StoreAPI
 	// Table is the lock table's name. Required.
 	Table string
-	// PartitionKey is the table's partition key attribute name;
-	// DefaultPartitionKey when empty.
-	PartitionKey string
-	// SortKey is the table's sort key attribute name, empty when the table
+	// PartitionKeyAttribute is the table's partition key attribute name;
+	// DefaultPartitionKeyAttribute when empty.
+	PartitionKeyAttribute string
+	// SortKeyAttribute is the table's sort key attribute name, empty when the table
 	// has none.
-	SortKey string
+	SortKeyAttribute string
 	// TTLAttribute is the attribute that holds a row's TTL;
 	// DefaultTTLAttribute when empty. Every write sets it or removes it, so
 	// a TTL left by an earlier writer never deletes a live lease.
@@ -136,9 +136,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.RequestTimeout < 0 {
 		return nil, badConfig("RequestTimeout", "is %v, want ≥ 0", cfg.RequestTimeout)
 	}
-	keys := keySchema{partitionKey: cfg.PartitionKey, sortKey: cfg.SortKey, ttl: cfg.TTLAttribute}
+	keys := keySchema{partitionKey: cfg.PartitionKeyAttribute, sortKey: cfg.SortKeyAttribute, ttl: cfg.TTLAttribute}
 	if keys.partitionKey == "" {
-		keys.partitionKey = DefaultPartitionKey
+		keys.partitionKey = DefaultPartitionKeyAttribute
 	}
 	if keys.ttl == "" {
 		keys.ttl = DefaultTTLAttribute

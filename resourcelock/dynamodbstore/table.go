@@ -25,13 +25,13 @@ type TableAPI interface {
 }
 
 // TableOptions configures CreateTable. The zero value makes an on-demand
-// table keyed by DefaultPartitionKey alone.
+// table keyed by DefaultPartitionKeyAttribute alone.
 type TableOptions struct {
-	// PartitionKey is the partition key attribute name (type S);
-	// DefaultPartitionKey when empty.
-	PartitionKey string
-	// SortKey is the sort key attribute name (type S); none when empty.
-	SortKey string
+	// PartitionKeyAttribute is the partition key attribute name (type S);
+	// DefaultPartitionKeyAttribute when empty.
+	PartitionKeyAttribute string
+	// SortKeyAttribute is the sort key attribute name (type S); none when empty.
+	SortKeyAttribute string
 	// TTLAttribute, when not empty, is the attribute on which CreateTable
 	// enables DynamoDB's Time to Live once the table is ACTIVE, unless TTL
 	// is already enabled on it. It must be the TTLAttribute of the stores
@@ -65,9 +65,9 @@ type Throughput struct {
 // that error when the table has TTL enabled on another attribute,
 // which DynamoDB allows only one of.
 func CreateTable(ctx context.Context, client TableAPI, table string, opts TableOptions) error {
-	keys := keySchema{partitionKey: opts.PartitionKey, sortKey: opts.SortKey, ttl: opts.TTLAttribute}
+	keys := keySchema{partitionKey: opts.PartitionKeyAttribute, sortKey: opts.SortKeyAttribute, ttl: opts.TTLAttribute}
 	if keys.partitionKey == "" {
-		keys.partitionKey = DefaultPartitionKey
+		keys.partitionKey = DefaultPartitionKeyAttribute
 	}
 	if err := keys.check(); err != nil {
 		return err

@@ -93,7 +93,7 @@ func TestCreateTable(t *testing.T) {
 		if desc.TableStatus != types.TableStatusActive {
 			t.Errorf("status %s after CreateTable, want ACTIVE", desc.TableStatus)
 		}
-		wantKeys(t, desc, dynamodbstore.DefaultPartitionKey, "")
+		wantKeys(t, desc, dynamodbstore.DefaultPartitionKeyAttribute, "")
 		if m := billingMode(desc); m != types.BillingModePayPerRequest {
 			t.Errorf("billing mode %q, want %s", m, types.BillingModePayPerRequest)
 		}
@@ -102,8 +102,8 @@ func TestCreateTable(t *testing.T) {
 			t.Fatalf("CreateTable on the existing table: %v", err)
 		}
 		for what, opts := range map[string]dynamodbstore.TableOptions{
-			"with a sort key":            {SortKey: "sk"},
-			"with another partition key": {PartitionKey: "lockName"},
+			"with a sort key":            {SortKeyAttribute: "sk"},
+			"with another partition key": {PartitionKeyAttribute: "lockName"},
 		} {
 			err := dynamodbstore.CreateTable(testCtx(t), c, table, opts)
 			if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), table) {
@@ -124,7 +124,7 @@ func TestCreateTable(t *testing.T) {
 	t.Run("sort key", func(t *testing.T) {
 		t.Parallel()
 		table := tableName(t, c)
-		opts := dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", PollInterval: 10 * time.Millisecond}
+		opts := dynamodbstore.TableOptions{PartitionKeyAttribute: "lockGroup", SortKeyAttribute: "lockName", PollInterval: 10 * time.Millisecond}
 		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
@@ -132,11 +132,11 @@ func TestCreateTable(t *testing.T) {
 		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable again: %v", err)
 		}
-		err := dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup"})
+		err := dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKeyAttribute: "lockGroup"})
 		if !errors.Is(err, resourcelock.ErrPermanent) {
 			t.Errorf("CreateTable without the sort key on the existing table: %v, want a permanent mismatch", err)
 		}
-		err = dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "other"})
+		err = dynamodbstore.CreateTable(testCtx(t), c, table, dynamodbstore.TableOptions{PartitionKeyAttribute: "lockGroup", SortKeyAttribute: "other"})
 		if !errors.Is(err, resourcelock.ErrPermanent) {
 			t.Errorf("CreateTable with another sort key on the existing table: %v, want a permanent mismatch", err)
 		}
@@ -151,7 +151,7 @@ func TestCreateTable(t *testing.T) {
 			t.Fatalf("CreateTable: %v", err)
 		}
 		desc := describe(t, c, table)
-		wantKeys(t, desc, dynamodbstore.DefaultPartitionKey, "")
+		wantKeys(t, desc, dynamodbstore.DefaultPartitionKeyAttribute, "")
 		pt := desc.ProvisionedThroughput
 		if pt == nil || aws.ToInt64(pt.ReadCapacityUnits) != 3 || aws.ToInt64(pt.WriteCapacityUnits) != 4 {
 			t.Errorf("provisioned throughput %+v, want 3 read and 4 write units", pt)
@@ -299,9 +299,9 @@ func TestCreateTableInvalidOptions(t *testing.T) {
 		opts  dynamodbstore.TableOptions
 	}{
 		"empty table name":         {"", dynamodbstore.TableOptions{}},
-		"reserved partition key":   {"t", dynamodbstore.TableOptions{PartitionKey: "ownerName"}},
-		"reserved sort key":        {"t", dynamodbstore.TableOptions{SortKey: "leaseDuration"}},
-		"sort key = partition key": {"t", dynamodbstore.TableOptions{SortKey: "key"}},
+		"reserved partition key":   {"t", dynamodbstore.TableOptions{PartitionKeyAttribute: "ownerName"}},
+		"reserved sort key":        {"t", dynamodbstore.TableOptions{SortKeyAttribute: "leaseDuration"}},
+		"sort key = partition key": {"t", dynamodbstore.TableOptions{SortKeyAttribute: "key"}},
 		"zero read capacity":       {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{WriteCapacityUnits: 1}}},
 		"negative write capacity": {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{
 			ReadCapacityUnits: 1, WriteCapacityUnits: -1}}},

@@ -80,7 +80,7 @@ func TestCreateTableTTL(t *testing.T) {
 	t.Run("existing table", func(t *testing.T) {
 		spec := ddbtest.TableSpec{PartitionKey: "lockGroup", SortKey: "lockName"}
 		table := ddbtest.NewTable(t, c, spec)
-		opts := dynamodbstore.TableOptions{PartitionKey: "lockGroup", SortKey: "lockName", TTLAttribute: "expiresAt"}
+		opts := dynamodbstore.TableOptions{PartitionKeyAttribute: "lockGroup", SortKeyAttribute: "lockName", TTLAttribute: "expiresAt"}
 		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable on an existing table without TTL: %v", err)
 		}
@@ -105,8 +105,8 @@ func TestCreateTableTTLInvalidOptions(t *testing.T) {
 		"reserved TTL attribute ownerName":     {TTLAttribute: "ownerName"},
 		"reserved TTL attribute leaseDuration": {TTLAttribute: "leaseDuration"},
 		"TTL on the partition key":             {TTLAttribute: "key"},
-		"TTL on a custom partition key":        {PartitionKey: "pk", TTLAttribute: "pk"},
-		"TTL on the sort key":                  {SortKey: "sk", TTLAttribute: "sk"},
+		"TTL on a custom partition key":        {PartitionKeyAttribute: "pk", TTLAttribute: "pk"},
+		"TTL on the sort key":                  {SortKeyAttribute: "sk", TTLAttribute: "sk"},
 	} {
 		err := dynamodbstore.CreateTable(context.Background(), fake, "t", opts)
 		if !errors.Is(err, dynalease.ErrInvalid) {

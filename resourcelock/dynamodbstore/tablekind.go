@@ -24,9 +24,9 @@ type DescribeAPI interface {
 
 // TableInfo is what DescribeTable says of a table that matters to locks.
 type TableInfo struct {
-	Table        string
-	PartitionKey string
-	SortKey      string // empty without one
+	Table                 string
+	PartitionKeyAttribute string
+	SortKeyAttribute      string // empty without one
 	// Regions are the regions of the table's replicas, other than the
 	// one the client talks to; empty for a table that is not global.
 	Regions []string
@@ -81,9 +81,9 @@ func DescribeLockTable(ctx context.Context, api DescribeAPI, table string) (Tabl
 	for _, k := range d.KeySchema {
 		switch k.KeyType {
 		case types.KeyTypeHash:
-			info.PartitionKey = aws.ToString(k.AttributeName)
+			info.PartitionKeyAttribute = aws.ToString(k.AttributeName)
 		case types.KeyTypeRange:
-			info.SortKey = aws.ToString(k.AttributeName)
+			info.SortKeyAttribute = aws.ToString(k.AttributeName)
 		}
 	}
 	for _, r := range d.Replicas {

@@ -123,7 +123,7 @@ func testCreateThenGet(t *testing.T, newLock func(string) resourcelock.Interface
 	}
 	want := in
 	want.HolderIdentity = "a"
-	want.LeaderTransitions = 1
+	want.Acquisitions = 1
 	want.AcquisitionID = in.RVN // an acquisition is named by its write's RVN
 	wantSame(t, "Create result", stored.Record, want)
 	wantSame(t, "Get after Create", mustGet(t, newLock("b")), want)
@@ -155,7 +155,7 @@ func testRenewByHolder(t *testing.T, newLock func(string) resourcelock.Interface
 	}
 	want := next
 	want.HolderIdentity = "a"
-	want.LeaderTransitions = first.LeaderTransitions
+	want.Acquisitions = first.Acquisitions
 	want.AcquisitionID = first.AcquisitionID // a renewal keeps the acquisition
 	wantSame(t, "renewal result (transitions unchanged)", stored.Record, want)
 	wantSame(t, "Get after renewal", mustGet(t, a), want)
@@ -222,7 +222,7 @@ func testTakeoverOnRVN(t *testing.T, newLock func(string) resourcelock.Interface
 	}
 	want := in
 	want.HolderIdentity = "b"
-	want.LeaderTransitions = first.LeaderTransitions + 1
+	want.Acquisitions = first.Acquisitions + 1
 	want.AcquisitionID = in.RVN
 	wantSame(t, "takeover result", stored.Record, want)
 	_, err = a.Update(ctx(t), resourcelock.Precondition{RVN: first.RVN, HolderIdentity: "a"}, rec(time.Second, ""))
@@ -249,7 +249,7 @@ func testReleaseThenCreate(t *testing.T, newLock func(string) resourcelock.Inter
 	if err != nil {
 		t.Fatalf("Create over a released record: %v", err)
 	}
-	if stored.Released || stored.HolderIdentity != "b" || stored.LeaderTransitions != first.LeaderTransitions+1 {
+	if stored.Released || stored.HolderIdentity != "b" || stored.Acquisitions != first.Acquisitions+1 {
 		t.Fatalf("Create over a released record stored %+v", stored)
 	}
 }
@@ -377,8 +377,8 @@ func testConcurrentTakeover(t *testing.T, newLock func(string) resourcelock.Inte
 	if wins != 1 {
 		t.Fatalf("%d concurrent takeovers succeeded, want exactly 1", wins)
 	}
-	if got := mustGet(t, newLock("x")); got.LeaderTransitions != first.LeaderTransitions+1 {
-		t.Fatalf("transitions after one takeover = %d, want %d", got.LeaderTransitions, first.LeaderTransitions+1)
+	if got := mustGet(t, newLock("x")); got.Acquisitions != first.Acquisitions+1 {
+		t.Fatalf("transitions after one takeover = %d, want %d", got.Acquisitions, first.Acquisitions+1)
 	}
 }
 

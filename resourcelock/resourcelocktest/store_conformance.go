@@ -120,7 +120,7 @@ func testStoreGetMissing(t *testing.T, s resourcelock.Store) {
 func testStoreCreateThenGet(t *testing.T, s resourcelock.Store) {
 	k := storeKey("create")
 	in := heldBy("a", 3*time.Second, "payload")
-	in.LeaderTransitions = 42 // maintained by the store, whatever rec holds
+	in.Acquisitions = 42 // maintained by the store, whatever rec holds
 	got, err := s.Create(ctx(t), k, in, resourcelock.WriteOptions{})
 	if err != nil {
 		t.Fatalf("Create on a missing row: %v", err)
@@ -146,7 +146,7 @@ func testStoreCreateOverReleased(t *testing.T, s resourcelock.Store) {
 	k := storeKey("released")
 	first := mustCreate(t, s, k, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
 	rel := mustUpdate(t, s, k, asHolder(first), releasedBy("a"), resourcelock.WriteOptions{})
-	if !rel.Released || rel.LeaderTransitions != 1 {
+	if !rel.Released || rel.Acquisitions != 1 {
 		t.Fatalf("release stored %s, want released with 1 transition", formatStoreItem(rel))
 	}
 	in := heldBy("b", 2*time.Second, "")
@@ -226,12 +226,12 @@ func testStoreTakeover(t *testing.T, s resourcelock.Store) {
 	// The new holder's own writes leave the count alone; a takeover by
 	// the same identity without HolderIdentity still counts.
 	renewed := mustUpdate(t, s, k, asHolder(got), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
-	if renewed.LeaderTransitions != 2 {
-		t.Fatalf("renewal after takeover stored %d transitions, want 2", renewed.LeaderTransitions)
+	if renewed.Acquisitions != 2 {
+		t.Fatalf("renewal after takeover stored %d transitions, want 2", renewed.Acquisitions)
 	}
 	again := mustUpdate(t, s, k, asTakeover(renewed), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
-	if again.LeaderTransitions != 3 {
-		t.Fatalf("takeover without HolderIdentity by the holder itself stored %d transitions, want 3", again.LeaderTransitions)
+	if again.Acquisitions != 3 {
+		t.Fatalf("takeover without HolderIdentity by the holder itself stored %d transitions, want 3", again.Acquisitions)
 	}
 }
 
@@ -299,8 +299,8 @@ func testStoreIndependentKeys(t *testing.T, s resourcelock.Store, vals attrValue
 	ka, kb := storeKey("a"), storeKey("b")
 	a := mustCreate(t, s, ka, heldBy("a", time.Second, "a's"), resourcelock.WriteOptions{})
 	b := mustCreate(t, s, kb, heldBy("b", time.Second, "b's"), resourcelock.WriteOptions{})
-	if a.LeaderTransitions != 1 || b.LeaderTransitions != 1 {
-		t.Fatalf("first Creates of two keys stored %d and %d transitions, want 1 each", a.LeaderTransitions, b.LeaderTransitions)
+	if a.Acquisitions != 1 || b.Acquisitions != 1 {
+		t.Fatalf("first Creates of two keys stored %d and %d transitions, want 1 each", a.Acquisitions, b.Acquisitions)
 	}
 
 	// B's state admits no write to A.
@@ -316,8 +316,8 @@ func testStoreIndependentKeys(t *testing.T, s resourcelock.Store, vals attrValue
 	_, err = s.Create(ctx(t), ka, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	wantConflict(t, "Create of A while only B is released", err)
 	b2 := mustCreate(t, s, kb, heldBy("x", time.Second, ""), resourcelock.WriteOptions{Attributes: attributeMap("only-b", vals[0])})
-	if b2.LeaderTransitions != rb.LeaderTransitions+1 {
-		t.Fatalf("B's transitions went from %d to %d", rb.LeaderTransitions, b2.LeaderTransitions)
+	if b2.Acquisitions != rb.Acquisitions+1 {
+		t.Fatalf("B's transitions went from %d to %d", rb.Acquisitions, b2.Acquisitions)
 	}
 	if err := s.Remove(ctx(t), kb, asHolder(b2)); err != nil {
 		t.Fatalf("Remove of B: %v", err)
@@ -337,7 +337,7 @@ func testStoreIndependentKeys(t *testing.T, s resourcelock.Store, vals attrValue
 		t.Fatalf("%d of %d concurrent Creates of distinct keys succeeded", wins, racers)
 	}
 	for i, k := range keys {
-		if got := mustGetItem(t, s, k); got.HolderIdentity != racerName(i) || got.LeaderTransitions != 1 {
+		if got := mustGetItem(t, s, k); got.HolderIdentity != racerName(i) || got.Acquisitions != 1 {
 			t.Errorf("key %s holds %s, want holder %s with 1 transition", k, formatStoreItem(got), racerName(i))
 		}
 	}
@@ -415,8 +415,8 @@ func testStoreConcurrentCreate(t *testing.T, s resourcelock.Store) {
 	if wins != 1 {
 		t.Fatalf("%d concurrent Creates succeeded, want exactly 1", wins)
 	}
-	if winner.LeaderTransitions != 1 {
-		t.Fatalf("the winning Create stored %d transitions, want 1", winner.LeaderTransitions)
+	if winner.Acquisitions != 1 {
+		t.Fatalf("the winning Create stored %d transitions, want 1", winner.Acquisitions)
 	}
 	wantStoredItem(t, "after concurrent Creates", s, k, winner)
 }
@@ -438,8 +438,8 @@ func testStoreConcurrentTakeover(t *testing.T, s resourcelock.Store) {
 	if wins != 1 {
 		t.Fatalf("%d concurrent takeovers succeeded, want exactly 1", wins)
 	}
-	if winner.LeaderTransitions != 2 {
-		t.Fatalf("the winning takeover stored %d transitions, want 2", winner.LeaderTransitions)
+	if winner.Acquisitions != 2 {
+		t.Fatalf("the winning takeover stored %d transitions, want 2", winner.Acquisitions)
 	}
 	wantStoredItem(t, "after concurrent takeovers", s, k, winner)
 }

@@ -124,7 +124,7 @@ func testStoreKeepData(t *testing.T, s resourcelock.Store) {
 	wantData("release with KeepData", cur, "d1")
 	cur = mustCreate(t, s, k, heldBy("c", time.Second, "d3"), keep)
 	wantData("Create over a released row with KeepData", cur, "d1")
-	if cur.HolderIdentity != "c" || cur.Released || cur.LeaderTransitions != 3 {
+	if cur.HolderIdentity != "c" || cur.Released || cur.Acquisitions != 3 {
 		t.Fatalf("Create over a released row with KeepData stored %s", formatStoreItem(cur))
 	}
 	cur = mustUpdate(t, s, k, asHolder(cur), heldBy("c", time.Second, ""), resourcelock.WriteOptions{})

@@ -38,7 +38,7 @@ func releasedBy(holder string) resourcelock.Record {
 // storedItem returns the item a store must hold after writing r at k: r with
 // the given transitions, no attributes and no TTL.
 func storedItem(k resourcelock.Key, r resourcelock.Record, transitions int64) resourcelock.Item {
-	r.LeaderTransitions = transitions
+	r.Acquisitions = transitions
 	r.AcquisitionID = r.RVN // as an acquiring write stores it
 	return resourcelock.Item{Key: k, Record: r}
 }

@@ -58,7 +58,7 @@ func New(ctx context.Context) (*dynamodb.Client, error) {
 // CreateTable creates an on-demand table whose only key is the string
 // partition key partitionKey, and waits until it is ACTIVE.
 func CreateTable(ctx context.Context, c *dynamodb.Client, table, partitionKey string) error {
-	return dynamodbstore.CreateTable(ctx, c, table, dynamodbstore.TableOptions{PartitionKey: partitionKey})
+	return dynamodbstore.CreateTable(ctx, c, table, dynamodbstore.TableOptions{PartitionKeyAttribute: partitionKey})
 }
 
 // DeleteTable deletes table; a table that no longer exists is no error.

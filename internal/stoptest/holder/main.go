@@ -103,7 +103,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lc, err := lock.New(lock.Config{Store: store, Owner: *owner, Fencing: true, LeaseDuration: *lease, HeartbeatPeriod: *heartbeat})
+	lc, err := lock.New(lock.Config{Store: store, Identity: *owner, Fencing: true, LeaseDuration: *lease, HeartbeatPeriod: *heartbeat})
 	if err != nil {
 		fatal(err)
 	}

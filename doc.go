@@ -14,8 +14,6 @@
 //   - resourcelock/dynamodbstore: the store on a DynamoDB table whose items
 //     the AWS Java DynamoDB Lock Client can read and write.
 //   - metrics, metrics/prommetrics, health: what operators watch.
-//   - clockutil: every wait on an injected clock, so timing logic is
-//     tested on a fake clock.
 //   - cmd/dynalease: the command that runs a program only while it holds
 //     a lock or leads.
 //

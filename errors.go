@@ -5,13 +5,20 @@ import (
 	"fmt"
 )
 
-// ErrInvalid is matched by every refusal the library makes before sending
-// any request: a bad configuration field, option or argument (a key over
-// DynamoDB's limits, data over MaxDataBytes, an attribute a table keeps
-// for itself), or a call its receiver cannot take (an Elector already
-// running, a set of keys on a store that writes one row at a time).
-// Waiting cannot fix it. An *InvalidError names what was refused.
-var ErrInvalid = errors.New("dynalease: invalid")
+// The errors every package returns.
+var (
+	// ErrLost is matched by every *LostError: a hold (a lock, a term of
+	// leadership) that ended without its holder asking.
+	ErrLost = errors.New("dynalease: lost")
+
+	// ErrInvalid is matched by every refusal the library makes before sending
+	// any request: a bad configuration field, option or argument (a key over
+	// DynamoDB's limits, data over MaxDataBytes, an attribute a table keeps
+	// for itself), or a call its receiver cannot take (an Elector already
+	// running, a set of keys on a store that writes one row at a time).
+	// Waiting cannot fix it. An *InvalidError names what was refused.
+	ErrInvalid = errors.New("dynalease: invalid")
+)
 
 // InvalidError names what a refusal before any request refused: Field is
 // the configuration field (LeaseDuration, Table, …), the per-call option
@@ -37,8 +44,3 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Unwrap returns the other layer's refusal, if any.
 func (e *InvalidError) Unwrap() error { return e.Err }
-
-// Invalid returns an *InvalidError of field, its reason formatted.
-func Invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}

@@ -1,13 +1,8 @@
 package dynalease
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrLost is matched by every *LostError: a hold (a lock, a term of
-// leadership) that ended without its holder asking.
-var ErrLost = errors.New("dynalease: lost")
 
 // LostReason says how a hold was lost.
 type LostReason int

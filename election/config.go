@@ -2,12 +2,15 @@ package election
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -106,7 +109,7 @@ type Config struct {
 	// Name labels log lines; optional.
 	Name string
 	// Clock times every wait; the real clock when nil.
-	Clock clockutil.Clock
+	Clock clock.WithTickerAndDelayedExecution
 	// Logger receives structured logs; silent when unset.
 	Logger logr.Logger
 	// Metrics receives the Elector's reports (see package metrics and
@@ -164,7 +167,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	bad := func(field, format string, args ...any) error {
-		return dynalease.Invalid(field, format, args...)
+		return &dynalease.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case c.Lease == nil:

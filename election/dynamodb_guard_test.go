@@ -13,8 +13,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/ddbtest"
 	"github.com/dynalease/dynalease/internal/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"

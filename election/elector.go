@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -125,7 +125,7 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 	started := e.clk.Now()
 	err := g.Guard(ctx, t.holding, items...)
 	e.observeRequest("guard", err, e.clk.Since(started))
-	e.cfg.Metrics.GuardedWrite(metrics.GuardOutcome(err))
+	e.cfg.Metrics.GuardedWrite(rvnlease.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
 		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lease.Describe(), err)
@@ -252,7 +252,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	e.mu.Lock()
 	if e.running {
 		e.mu.Unlock()
-		return dynalease.Invalid("Run", "another Run of this Elector has not returned")
+		return &dynalease.InvalidError{Field: "Run", Reason: "another Run of this Elector has not returned"}
 	}
 	e.running = true
 	e.mu.Unlock()

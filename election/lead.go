@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"

@@ -10,7 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"

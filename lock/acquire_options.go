@@ -100,7 +100,7 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		o(&a)
 	}
 	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
-	if err := resourcelock.CheckKey(k); err != nil {
+	if err := k.Check(); err != nil {
 		return a, k, refused("key", err) // the limits are resourcelock's
 	}
 	switch {

@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )

@@ -4,10 +4,12 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -109,7 +111,7 @@ type Config struct {
 	// are forgotten first.
 	ObservationCacheSize int
 	// Clock times every wait; the real clock when nil.
-	Clock clockutil.Clock
+	Clock clock.WithTickerAndDelayedExecution
 	// Logger receives structured logs; silent when unset.
 	Logger logr.Logger
 	// Metrics receives the client's reports (see package metrics and

@@ -2,27 +2,31 @@ package lock
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/dynalease/dynalease"
 )
 
-// ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
-// when someone else holds the lock; and by Acquire when the lock was still
-// held at the end of its wait.
-var ErrLocked = errors.New("lock: held by another holder")
+// The errors callers of a lock client branch on.
+var (
+	// ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
+	// when someone else holds the lock; and by Acquire when the lock was still
+	// held at the end of its wait.
+	ErrLocked = errors.New("lock: held by another holder")
 
-// ErrNotHeld is what Lock.Err returns after the lock's own Release, and
-// what Release, Heartbeat and Guard return for a lock released before. A
-// lock lost to someone else returns its *dynalease.LostError instead.
-var ErrNotHeld = errors.New("lock: not held (released by its holder)")
+	// ErrNotHeld is what Lock.Err returns after the lock's own Release, and
+	// what Release, Heartbeat and Guard return for a lock released before. A
+	// lock lost to someone else returns its *dynalease.LostError instead.
+	ErrNotHeld = errors.New("lock: not held (released by its holder)")
 
-// ErrClosed is returned by the methods of a closed Client.
-var ErrClosed = errors.New("lock: client closed")
+	// ErrClosed is returned by the methods of a closed Client.
+	ErrClosed = errors.New("lock: client closed")
+)
 
 // invalid returns the error of a bad option, field or argument: a
 // *dynalease.InvalidError, matching dynalease.ErrInvalid.
 func invalid(option, format string, args ...any) error {
-	return dynalease.Invalid(option, format, args...)
+	return &dynalease.InvalidError{Field: option, Reason: fmt.Sprintf(format, args...)}
 }
 
 // refused returns the error of a value another layer refused (err): a

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"

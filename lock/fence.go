@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/metrics"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -78,7 +78,7 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	started := l.c.clk.Now()
 	err := g.GuardKeys(ctx, keys, h, items)
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
-	l.c.cfg.metrics.GuardedWrite(metrics.GuardOutcome(err))
+	l.c.cfg.metrics.GuardedWrite(rvnlease.GuardOutcome(err))
 	switch {
 	case err == nil:
 		return nil

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )

@@ -25,23 +25,3 @@ func RequestOutcome(err error) Outcome {
 		return Error
 	}
 }
-
-// GuardOutcome classifies the error of a guarded write for GuardedWrite:
-// "committed", "lock_lost" (resourcelock.ErrGuardLost), "condition_failed"
-// (one of the caller's own conditions: resourcelock.ErrConflict),
-// "conflict" (concurrent writes kept cancelling it:
-// resourcelock.ErrContention) or "error".
-func GuardOutcome(err error) string {
-	switch {
-	case err == nil:
-		return "committed"
-	case errors.Is(err, resourcelock.ErrGuardLost):
-		return "lock_lost"
-	case errors.Is(err, resourcelock.ErrContention):
-		return "conflict"
-	case errors.Is(err, resourcelock.ErrConflict):
-		return "condition_failed"
-	default:
-		return "error"
-	}
-}

@@ -77,7 +77,7 @@ func FuzzRecordValidation(f *testing.F) {
 	})
 }
 
-// FuzzCheckKey: CheckKey accepts exactly the keys within DynamoDB's
+// FuzzCheckKey: Key.Check accepts exactly the keys within DynamoDB's
 // limits, refuses the others with an error matching dynalease.ErrInvalid,
 // and an accepted key round-trips through a store; never a panic.
 func FuzzCheckKey(f *testing.F) {
@@ -88,10 +88,10 @@ func FuzzCheckKey(f *testing.F) {
 	f.Add("naïve/ключ/🔒", "\x00\xff")
 	f.Fuzz(func(t *testing.T, partition, sort string) {
 		k := Key{Partition: partition, Sort: sort}
-		err := CheckKey(k)
+		err := k.Check()
 		within := len(partition) >= 1 && len(partition) <= MaxNameBytes && len(sort) <= MaxSortKeyBytes
 		if within != (err == nil) {
-			t.Fatalf("CheckKey(%d-byte partition, %d-byte sort) = %v", len(partition), len(sort), err)
+			t.Fatalf("(%d-byte partition, %d-byte sort).Check() = %v", len(partition), len(sort), err)
 		}
 		if err != nil {
 			if !errors.Is(err, dynalease.ErrInvalid) {

@@ -2,7 +2,6 @@ package resourcelock
 
 import (
 	"context"
-	"errors"
 )
 
 // Interface is the storage contract behind a single named lease: the one
@@ -100,10 +99,3 @@ type Holding struct {
 	HolderIdentity string
 	AcquisitionID  string
 }
-
-// ErrGuardLost is returned by a guarded write (one a store conditions on
-// an acquisition: the row's holder identity and acquisition ID, such as
-// dynamodbstore's Guard) when the row no longer shows that acquisition:
-// another holder has it, it was released or deleted, or a new acquisition
-// replaced it. Nothing of the write was applied.
-var ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")

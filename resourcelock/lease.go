@@ -43,7 +43,7 @@ func NewLease(store Store, key Key, identity string) (*Lease, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", dynalease.ErrInvalid)
 	}
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return nil, err
 	}
 	if err := checkIdentity(identity); err != nil {

@@ -93,7 +93,7 @@ func CheckMany(keys []Key, max int) error {
 	}
 	seen := make(map[Key]bool, len(keys))
 	for _, k := range keys {
-		if err := CheckKey(k); err != nil {
+		if err := k.Check(); err != nil {
 			return err
 		}
 		if seen[k] {
@@ -125,7 +125,7 @@ func PrepareWrites(writes []Write, max int) ([]Write, error) {
 		switch w.Kind {
 		case WriteCreate:
 		case WriteUpdate, WriteRemove:
-			if err := CheckPrecondition(w.Expect); err != nil {
+			if err := w.Expect.Check(); err != nil {
 				return nil, err
 			}
 		default:

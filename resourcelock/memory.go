@@ -83,7 +83,7 @@ func (s *memoryStore) CanFence() bool { return true }
 
 // Get returns the item at key, or ErrNotFound.
 func (s *memoryStore) Get(ctx context.Context, key Key) (Item, error) {
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return Item{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -106,7 +106,7 @@ func (s *memoryStore) Create(ctx context.Context, key Key, rec Record, opts Writ
 
 // Update stores rec at key when the row satisfies expect.
 func (s *memoryStore) Update(ctx context.Context, key Key, expect Precondition, rec Record, opts WriteOptions) (Item, error) {
-	if err := CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return Item{}, err
 	}
 	return s.write(ctx, key, "update", rec, opts, func(cur Item, ok bool) bool {
@@ -116,10 +116,10 @@ func (s *memoryStore) Update(ctx context.Context, key Key, expect Precondition, 
 
 // Remove deletes the row at key when it satisfies expect.
 func (s *memoryStore) Remove(ctx context.Context, key Key, expect Precondition) error {
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return err
 	}
-	if err := CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -199,7 +199,7 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !admit(cur, ok) || !QueueMatches(cur.Queue, opts.Dequeue) {
+	if !admit(cur, ok) || !queueMatches(cur.Queue, opts.Dequeue) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
 	return cloneItem(s.applyLocked(key, cur, rec, opts, acquiring)), nil
@@ -242,7 +242,7 @@ func (s *memoryStore) Join(ctx context.Context, key Key, w Waiter) (Item, error)
 			return nil, false
 		}
 		return append(slices.Clone(cur.Queue), w), true
-	}, CheckWaiter(w))
+	}, w.Check())
 }
 
 // Leave removes the queue entry at index when it carries ticket.
@@ -258,7 +258,7 @@ func (s *memoryStore) Leave(ctx context.Context, key Key, ticket string, index i
 // queueOp replaces the queue of the row at key by what change returns,
 // when it admits the row (invalid: the arguments' check).
 func (s *memoryStore) queueOp(ctx context.Context, key Key, op string, change func(cur Item) ([]Waiter, bool), invalid error) (Item, error) {
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return Item{}, err
 	}
 	if invalid != nil {
@@ -284,7 +284,7 @@ func (s *memoryStore) queueOp(ctx context.Context, key Key, op string, change fu
 
 // Fence gives the row at key a new generation and restarts its counter.
 func (s *memoryStore) Fence(ctx context.Context, key Key, holder, acquisitionID string) (Item, error) {
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return Item{}, err
 	}
 	if holder == "" || acquisitionID == "" {

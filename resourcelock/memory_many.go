@@ -61,7 +61,7 @@ func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
 		case WriteRemove:
 			admitted = removeAdmits(cur, ok, w.Expect)
 		}
-		if !admitted || !QueueMatches(cur.Queue, w.Options.Dequeue) {
+		if !admitted || !queueMatches(cur.Queue, w.Options.Dequeue) {
 			return Conflict(fmt.Sprintf("memory/%s: write many", w.Key), nil, nil)
 		}
 	}

@@ -7,12 +7,6 @@ import (
 	"github.com/dynalease/dynalease"
 )
 
-// MaxQueueLength is the most waiters a row's queue holds. A Join to a full
-// queue is refused; the waiter then waits without a place. With identities
-// of MaxIdentityBytes (about 54 KB of queue) beside MaxDataBytes of data
-// and the longest keys, a row stays under DynamoDB's 400 KB item limit.
-const MaxQueueLength = 50
-
 // Waiter is one entry of a row's queue: a client waiting to hold the lease.
 //
 // The queue is advice for order and liveness: no entry, and no read of
@@ -37,10 +31,10 @@ type Dequeue struct {
 	All     bool
 }
 
-// CheckWaiter reports whether w can be written into a queue: a ticket, an
+// Check reports whether w can be written into a queue: a ticket, an
 // identity within MaxIdentityBytes and a lease within MaxLeaseDuration. It
 // returns an error matching dynalease.ErrInvalid.
-func CheckWaiter(w Waiter) error {
+func (w Waiter) Check() error {
 	if w.Ticket == "" {
 		return fmt.Errorf("%w: waiter has no ticket", dynalease.ErrInvalid)
 	}
@@ -90,10 +84,10 @@ func (it Item) Place(ticket string) int {
 	return -1
 }
 
-// QueueMatches reports whether q satisfies d: it begins with d's tickets
+// queueMatches reports whether q satisfies d: it begins with d's tickets
 // and, when d.All, holds nothing else. Stores without expressions (the
 // memory store) use it.
-func QueueMatches(q []Waiter, d *Dequeue) bool {
+func queueMatches(q []Waiter, d *Dequeue) bool {
 	if d == nil {
 		return true
 	}

@@ -20,11 +20,19 @@ const (
 	MaxDataBytes = 300 * 1024
 	// MaxIdentityBytes is the longest holder identity, in bytes.
 	MaxIdentityBytes = 1024
+	// MaxLeaseDuration is the longest lease a record may carry (about 146
+	// years): whole milliseconds that fit the stores' integer types.
+	MaxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond
+	// MaxQueueLength is the most waiters a row's queue holds. A Join to a
+	// full queue is refused; the waiter then waits without a place. With
+	// identities of MaxIdentityBytes (about 54 KB of queue) beside
+	// MaxDataBytes of data and the longest keys, a row stays under
+	// DynamoDB's 400 KB item limit.
+	MaxQueueLength = 50
+	// MaxFenceGeneration is the largest generation a fencing token can
+	// carry (see Record.FencingToken).
+	MaxFenceGeneration = 1<<(63-counterBits) - 1
 )
-
-// MaxLeaseDuration is the longest lease a record may carry (about 146
-// years): whole milliseconds that fit the stores' integer types.
-const MaxLeaseDuration = time.Duration(int64(1<<62)/int64(time.Millisecond)) * time.Millisecond
 
 // Record is the state of one lease as stored.
 //
@@ -149,12 +157,12 @@ func checkName(name string) error {
 	return nil
 }
 
-// CheckKey reports whether k is within DynamoDB's limits on key values: a
+// Check reports whether k is within DynamoDB's limits on key values: a
 // partition value (the lock name) of 1 to MaxNameBytes bytes and a sort
 // value of at most MaxSortKeyBytes. It returns an error matching
 // dynalease.ErrInvalid that names the limit, or nil. Whether a sort value is
 // required depends on the table; every store checks that too.
-func CheckKey(k Key) error {
+func (k Key) Check() error {
 	if err := checkName(k.Partition); err != nil {
 		return err
 	}
@@ -192,7 +200,7 @@ func fillHolder(id string, rec Record) (Record, error) {
 
 // PrepareWrite checks a write before a store sends it and returns its
 // record and options normalized. It refuses, with an error matching
-// dynalease.ErrInvalid, a key outside the limits (CheckKey), a record whose
+// dynalease.ErrInvalid, a key outside the limits (Key.Check), a record whose
 // holder, RVN, lease, data or times are, an attribute with an empty name or
 // no value, and a TTL outside the years 1970 to 9999. It rounds the lease
 // up to whole milliseconds, keeps times in UTC at millisecond precision,
@@ -201,7 +209,7 @@ func fillHolder(id string, rec Record) (Record, error) {
 // what a later read returns. A store checks its own rules (its schema,
 // reserved attribute names, attribute value types) besides.
 func PrepareWrite(key Key, rec Record, opts WriteOptions) (Record, WriteOptions, error) {
-	if err := CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return Record{}, opts, err
 	}
 	if err := opts.check(); err != nil {
@@ -253,9 +261,9 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// CheckPrecondition reports whether p can condition a write: it names an
+// Check reports whether p can condition a write: it names an
 // RVN. It returns an error matching dynalease.ErrInvalid.
-func CheckPrecondition(p Precondition) error {
+func (p Precondition) Check() error {
 	if p.RVN == "" {
 		return fmt.Errorf("%w: precondition has no record version number", dynalease.ErrInvalid)
 	}
@@ -269,8 +277,6 @@ const (
 	// maxFenceCounter is the largest counter a token can carry; an
 	// acquisition that reaches it starts a new generation.
 	maxFenceCounter = 1<<counterBits - 1
-	// MaxFenceGeneration is the largest generation a token can carry.
-	MaxFenceGeneration = 1<<(63-counterBits) - 1
 )
 
 // FencingToken returns the record's fencing token, or 0 when it has none

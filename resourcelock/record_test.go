@@ -21,7 +21,7 @@ func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
 		{"sort at the limit", Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes)}, true},
 		{"sort over the limit", Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes+1)}, false},
 	} {
-		err := CheckKey(tc.key)
+		err := tc.key.Check()
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%s: %v, want nil", tc.name, err)

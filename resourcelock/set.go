@@ -385,7 +385,7 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item
 	if err != nil {
 		return Item{}, err
 	}
-	if err := CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return Item{}, err
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
@@ -407,7 +407,7 @@ func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record
 	if err != nil {
 		return Item{}, err
 	}
-	if err := CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return Item{}, err
 	}
 	var writes []Write
@@ -558,7 +558,7 @@ func (s *Set) foldFirst(ctx context.Context, first Item, present bool) (Item, er
 // its holder, when it names one). A composite RVN is refused: only rows
 // held as one set are removed as one.
 func (s *Set) Remove(ctx context.Context, expect Precondition) error {
-	if err := CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return err
 	}
 	if strings.HasPrefix(expect.RVN, compositeMark) {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/lock"
 )
 

@@ -8,7 +8,7 @@ package clocktest
 import (
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // Clock is a FakeClock that calls OnBlock with the loop's name each time a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // settle keeps the failure of a poll that did not win (one that waiting

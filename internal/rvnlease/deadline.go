@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // Deadline is the end of a holder's validity: a time on the clock that

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )

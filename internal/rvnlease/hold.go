@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -249,4 +249,24 @@ func lostTo(lease string, it resourcelock.Item, missing bool) *dynalease.LostErr
 		e.Reason, e.HolderIdentity = dynalease.Stolen, it.HolderIdentity
 	}
 	return e
+}
+
+// GuardOutcome classifies the error of a guarded write for GuardedWrite:
+// "committed", "lock_lost" (resourcelock.ErrGuardLost), "condition_failed"
+// (one of the caller's own conditions: resourcelock.ErrConflict),
+// "conflict" (concurrent writes kept cancelling it:
+// resourcelock.ErrContention) or "error".
+func GuardOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "committed"
+	case errors.Is(err, resourcelock.ErrGuardLost):
+		return "lock_lost"
+	case errors.Is(err, resourcelock.ErrContention):
+		return "conflict"
+	case errors.Is(err, resourcelock.ErrConflict):
+		return "condition_failed"
+	default:
+		return "error"
+	}
 }

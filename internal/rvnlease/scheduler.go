@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // Renewable is one held lease that a Scheduler renews in the background.

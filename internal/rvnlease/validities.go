@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // Validities ends the validities of many holds of one holder (the locks of

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 

@@ -92,7 +92,7 @@ func New(cfg Config) (*Lock, error) {
 		return nil, fmt.Errorf("%w: Identity is empty", dynalease.ErrInvalid)
 	}
 	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
-	if err := resourcelock.CheckKey(key); err != nil {
+	if err := key.Check(); err != nil {
 		return nil, err
 	}
 	return &Lock{store: cfg.Store, key: key, identity: cfg.Identity, log: cfg.Logger}, nil

@@ -28,20 +28,9 @@ const (
 	attrQueue       = "dynaleaseQueue"      // L of M, optional: the waiters
 	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
 
-	// DefaultPartitionKeyAttribute is the partition key attribute name of a lock
-	// table, as in the AWS Java DynamoDB Lock Client.
-	DefaultPartitionKeyAttribute = "key"
-
 	releasedValue = "1"
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"
 )
-
-// ReservedAttributes returns the names of the attributes of a lock row
-// that are dynalease's or the AWS Java lock client's (key and TTL
-// attributes aside): application attributes may not use them.
-func ReservedAttributes() []string {
-	return append([]string(nil), reservedAttributes...)
-}
 
 // reservedAttributes are the attribute names a table's key may not use.
 var reservedAttributes = []string{

@@ -44,7 +44,7 @@ func TestDynamoDBStoreConformance(t *testing.T) {
 			}
 			return s
 		},
-		Reserved: append(dynamodbstore.ReservedAttributes(), dynamodbstore.DefaultPartitionKeyAttribute, dynamodbstore.DefaultTTLAttribute),
+		Reserved: []string{"ownerName", "leaseDuration", "recordVersionNumber", "data", "isReleased", "leaderTransitions", "acquireTime", "renewTime", "fenceGeneration", "acquisitionId", "dynaleaseQueue", "dynaleaseHandoff", dynamodbstore.DefaultPartitionKeyAttribute, dynamodbstore.DefaultTTLAttribute},
 		// Values of every kind an application attribute may hold.
 		AttributeValues: []any{
 			&types.AttributeValueMemberS{Value: "billing"},

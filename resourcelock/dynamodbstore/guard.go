@@ -15,16 +15,6 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// MaxTransactItemsLimit is Amazon DynamoDB's limit on the actions of one
-// TransactWriteItems request. DynamoDB Local 3.x enforces the same.
-const MaxTransactItemsLimit = 100
-
-// DefaultMaxTransactItems is the most items one TransactWriteItems may hold
-// when Config.MaxTransactItems is zero: DynamoDB's own limit,
-// so a guarded write carries up to 99 of the caller's items besides the
-// check of the lock row.
-const DefaultMaxTransactItems = MaxTransactItemsLimit
-
 // guardRetries is how many times a guarded write cancelled only by a
 // TransactionConflict (typically with the lock's own heartbeat) is tried.
 const guardRetries = 4
@@ -65,10 +55,12 @@ type Guarder interface {
 	GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
 }
 
-// TransactAPI is the part of the DynamoDB client that Guard uses.
+// TransactAPI is the part of the DynamoDB client that guarded writes and
+// sets of rows use (TransactWriteItems, TransactGetItems).
 // *dynamodb.Client satisfies it.
 type TransactAPI interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
 var _ Guarder = (*Store)(nil)

@@ -117,7 +117,7 @@ func (d *Store) CanFence() bool { return d.fenceTable != "" }
 
 // badConfig returns the error of a configuration field.
 func badConfig(field, format string, args ...any) error {
-	return dynalease.Invalid(field, format, args...)
+	return &dynalease.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // itemOnly adapts an ItemAPI to StoreAPI for a store that only ever gets
@@ -127,9 +127,17 @@ type itemOnly struct{ ItemAPI }
 func (i itemOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	t, ok := i.ItemAPI.(TransactAPI)
 	if !ok {
-		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems and TransactGetItems", dynalease.ErrInvalid)
 	}
 	return t.TransactWriteItems(ctx, in, optFns...)
+}
+
+func (i itemOnly) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	t, ok := i.ItemAPI.(TransactAPI)
+	if !ok {
+		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems and TransactGetItems", dynalease.ErrInvalid)
+	}
+	return t.TransactGetItems(ctx, in, optFns...)
 }
 
 // DescribeTable passes through to the client, so that the table check

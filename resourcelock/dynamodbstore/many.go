@@ -8,18 +8,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
-
-// TransactGetAPI is the part of the DynamoDB client that GetMany uses.
-// *dynamodb.Client satisfies it.
-type TransactGetAPI interface {
-	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
-}
 
 var _ resourcelock.ManyStore = (*Store)(nil)
 
@@ -36,7 +29,7 @@ func (d *Store) MaxMany() int { return d.maxItems }
 // cancelled by writes to its rows under way is tried again a few times,
 // then returns an error wrapping resourcelock.ErrContention.
 func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
-	api, ok := d.client.(TransactGetAPI)
+	api, ok := d.client.(TransactAPI)
 	if !ok {
 		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems", dynalease.ErrInvalid)
 	}
@@ -203,7 +196,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	if err := d.noTransactions(ctx, "fence of several rows", true); err != nil {
 		return 0, err
 	}
-	getAPI, ok := d.client.(TransactGetAPI)
+	getAPI, ok := d.client.(TransactAPI)
 	writeAPI, ok2 := d.client.(TransactAPI)
 	if !ok || !ok2 {
 		return 0, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems or TransactWriteItems", dynalease.ErrInvalid)
@@ -269,7 +262,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 
 // nextGeneration reads the keys' generations in the fence table and
 // returns one more than the largest.
-func (d *Store) nextGeneration(ctx context.Context, api TransactGetAPI, keys []resourcelock.Key) (int64, error) {
+func (d *Store) nextGeneration(ctx context.Context, api TransactAPI, keys []resourcelock.Key) (int64, error) {
 	gets := make([]types.TransactGetItem, len(keys))
 	for i, k := range keys {
 		gets[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(d.fenceTable), Key: map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))}}}

@@ -106,7 +106,7 @@ func (d *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.W
 	if err := d.keys.checkKey(key); err != nil {
 		return resourcelock.Item{}, err
 	}
-	if err := resourcelock.CheckWaiter(w); err != nil {
+	if err := w.Check(); err != nil {
 		return resourcelock.Item{}, err
 	}
 	e := newExpression()

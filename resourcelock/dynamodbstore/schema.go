@@ -9,9 +9,6 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
-const DefaultTTLAttribute = "ttl"
-
 // keySchema names a lock table's key attributes and its TTL attribute.
 type keySchema struct {
 	partitionKey string
@@ -57,7 +54,7 @@ func (s keySchema) reserved(attr string) bool {
 
 // checkKey validates a key for this schema before any request.
 func (s keySchema) checkKey(k resourcelock.Key) error {
-	if err := resourcelock.CheckKey(k); err != nil {
+	if err := k.Check(); err != nil {
 		return err
 	}
 	if s.sortKey == "" {

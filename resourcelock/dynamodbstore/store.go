@@ -6,19 +6,37 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own retries
-// included, when no request timeout is configured.
-const DefaultRequestTimeout = 5 * time.Second
+// A Store's defaults, and DynamoDB's limits it keeps to.
+const (
+	// DefaultPartitionKeyAttribute is the partition key attribute name of
+	// a lock table, as in the AWS Java DynamoDB Lock Client.
+	DefaultPartitionKeyAttribute = "key"
+	// DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
+	DefaultTTLAttribute = "ttl"
+	// DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own
+	// retries included, when no request timeout is configured.
+	DefaultRequestTimeout = 5 * time.Second
+	// MaxTransactItemsLimit is Amazon DynamoDB's limit on the actions of
+	// one TransactWriteItems request. DynamoDB Local 3.x enforces the same.
+	MaxTransactItemsLimit = 100
+	// DefaultMaxTransactItems is the most items one TransactWriteItems may
+	// hold when Config.MaxTransactItems is zero: DynamoDB's own limit, so a
+	// guarded write carries up to 99 of the caller's items besides the
+	// check of the lock row.
+	DefaultMaxTransactItems = MaxTransactItemsLimit
+)
 
 // ItemAPI is the part of the DynamoDB client that a single lease uses.
 // *dynamodb.Client satisfies it.
@@ -60,7 +78,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Clock times the short waits between retries of a guarded write; the
 	// real clock when nil.
-	Clock clockutil.Clock
+	Clock clock.WithTickerAndDelayedExecution
 	// MaxTransactItems is the most items a TransactWriteItems may hold,
 	// from 2 to MaxTransactItemsLimit; DefaultMaxTransactItems (DynamoDB's
 	// limit) when zero. A guarded write carries the caller's items plus one
@@ -237,7 +255,7 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 
 // Update writes rec at key with one UpdateItem conditioned on expect.
 func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	if err := resourcelock.CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return resourcelock.Item{}, err
 	}
 	rec, opts, err := d.prepare(key, rec, opts)
@@ -257,7 +275,7 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}
-	if err := resourcelock.CheckPrecondition(expect); err != nil {
+	if err := expect.Check(); err != nil {
 		return err
 	}
 	if err := d.ready(ctx); err != nil {
@@ -286,7 +304,7 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 // partition's rows with Query requests.
 func (d *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
 	if partition != "" {
-		if err := resourcelock.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
+		if err := (resourcelock.Key{Partition: partition}).Check(); err != nil {
 			return err
 		}
 	}
@@ -329,7 +347,7 @@ func (d *Store) page(ctx context.Context, partition string, start map[string]typ
 		}
 		return out.Items, out.LastEvaluatedKey, nil
 	}
-	if err := resourcelock.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
+	if err := (resourcelock.Key{Partition: partition}).Check(); err != nil {
 		return nil, nil, err
 	}
 	e := newExpression()

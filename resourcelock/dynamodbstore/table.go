@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // TableAPI is the part of the DynamoDB client that CreateTable uses.
@@ -38,20 +40,14 @@ type TableOptions struct {
 	// that use the table (DefaultTTLAttribute unless they configure
 	// another). Empty leaves the table's TTL setting alone.
 	TTLAttribute string
-	// Provisioned selects provisioned capacity with this throughput; nil
-	// selects on-demand (pay-per-request) billing.
-	Provisioned *Throughput
+	// Provisioned selects provisioned capacity with this throughput (both
+	// units positive); nil selects on-demand (pay-per-request) billing.
+	Provisioned *types.ProvisionedThroughput
 	// PollInterval is the wait between checks for the table to become
 	// ACTIVE; 250 ms when zero.
 	PollInterval time.Duration
 	// Clock times the waits; the real clock when nil.
-	Clock clockutil.Clock
-}
-
-// Throughput is a provisioned table's capacity in units per second.
-type Throughput struct {
-	ReadCapacityUnits  int64
-	WriteCapacityUnits int64
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // CreateTable makes a lock table called table and waits until it is ACTIVE.
@@ -77,8 +73,9 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 	if table == "" {
 		return fmt.Errorf("%w: table name is empty", dynalease.ErrInvalid)
 	}
-	if p := opts.Provisioned; p != nil && (p.ReadCapacityUnits <= 0 || p.WriteCapacityUnits <= 0) {
-		return fmt.Errorf("%w: provisioned capacity %+v must be positive", dynalease.ErrInvalid, *p)
+	if p := opts.Provisioned; p != nil && (aws.ToInt64(p.ReadCapacityUnits) <= 0 || aws.ToInt64(p.WriteCapacityUnits) <= 0) {
+		return fmt.Errorf("%w: provisioned capacity of %d reads and %d writes must be positive", dynalease.ErrInvalid,
+			aws.ToInt64(p.ReadCapacityUnits), aws.ToInt64(p.WriteCapacityUnits))
 	}
 	clk := clockutil.OrReal(opts.Clock)
 	poll := opts.PollInterval
@@ -182,7 +179,7 @@ func describeTable(ctx context.Context, client TableAPI, table string) (*types.T
 	return out.Table, nil
 }
 
-func createTableInput(table string, keys keySchema, p *Throughput) *dynamodb.CreateTableInput {
+func createTableInput(table string, keys keySchema, p *types.ProvisionedThroughput) *dynamodb.CreateTableInput {
 	in := &dynamodb.CreateTableInput{
 		TableName: aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{
@@ -201,10 +198,7 @@ func createTableInput(table string, keys keySchema, p *Throughput) *dynamodb.Cre
 	}
 	if p != nil {
 		in.BillingMode = types.BillingModeProvisioned
-		in.ProvisionedThroughput = &types.ProvisionedThroughput{
-			ReadCapacityUnits:  aws.Int64(p.ReadCapacityUnits),
-			WriteCapacityUnits: aws.Int64(p.WriteCapacityUnits),
-		}
+		in.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits}
 	}
 	return in
 }

@@ -146,7 +146,7 @@ func TestCreateTable(t *testing.T) {
 		t.Parallel()
 		table := tableName(t, c)
 		opts := fast
-		opts.Provisioned = &dynamodbstore.Throughput{ReadCapacityUnits: 3, WriteCapacityUnits: 4}
+		opts.Provisioned = &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(3), WriteCapacityUnits: aws.Int64(4)}
 		if err := dynamodbstore.CreateTable(testCtx(t), c, table, opts); err != nil {
 			t.Fatalf("CreateTable: %v", err)
 		}
@@ -302,9 +302,9 @@ func TestCreateTableInvalidOptions(t *testing.T) {
 		"reserved partition key":   {"t", dynamodbstore.TableOptions{PartitionKeyAttribute: "ownerName"}},
 		"reserved sort key":        {"t", dynamodbstore.TableOptions{SortKeyAttribute: "leaseDuration"}},
 		"sort key = partition key": {"t", dynamodbstore.TableOptions{SortKeyAttribute: "key"}},
-		"zero read capacity":       {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{WriteCapacityUnits: 1}}},
-		"negative write capacity": {"t", dynamodbstore.TableOptions{Provisioned: &dynamodbstore.Throughput{
-			ReadCapacityUnits: 1, WriteCapacityUnits: -1}}},
+		"zero read capacity":       {"t", dynamodbstore.TableOptions{Provisioned: &types.ProvisionedThroughput{WriteCapacityUnits: aws.Int64(1)}}},
+		"negative write capacity": {"t", dynamodbstore.TableOptions{Provisioned: &types.ProvisionedThroughput{
+			ReadCapacityUnits: aws.Int64(1), WriteCapacityUnits: aws.Int64(-1)}}},
 	} {
 		err := dynamodbstore.CreateTable(context.Background(), fake, tc.table, tc.opts)
 		if !errors.Is(err, dynalease.ErrInvalid) {

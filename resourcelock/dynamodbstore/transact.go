@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // transactWrite sends items in one TransactWriteItems, and sends them again
@@ -41,7 +41,7 @@ func (d *Store) transactWrite(ctx context.Context, api TransactAPI, items []type
 // transactWrite while it is cancelled only for transaction conflicts (a
 // write to one of its items under way: DynamoDB cancels a transactional
 // read then, which holders renewing make common).
-func (d *Store) transactGet(ctx context.Context, api TransactGetAPI, gets []types.TransactGetItem) (*dynamodb.TransactGetItemsOutput, error) {
+func (d *Store) transactGet(ctx context.Context, api TransactAPI, gets []types.TransactGetItem) (*dynamodb.TransactGetItemsOutput, error) {
 	var out *dynamodb.TransactGetItemsOutput
 	var err error
 	for try := 0; try < guardRetries; try++ {

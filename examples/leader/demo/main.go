@@ -36,8 +36,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
+	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 

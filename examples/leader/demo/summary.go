@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/dynalease/dynalease/clockutil"
+	"github.com/dynalease/dynalease/internal/clockutil"
 )
 
 // summary prints the measurements, the checks and the verdict.

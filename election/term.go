@@ -15,9 +15,10 @@ import (
 // end. Invariant: while the term has not ended, validUntil is RenewDeadline
 // after the send time of the last confirmed write of this term, on the local
 // clock. The term ends, cancelling the leader's context, at the latest when
-// the clock reaches validUntil: a timer on the clock does that on its own,
-// without the election loop, and valid() compares with the clock directly,
-// so a stuck loop or a paused process cannot make the term look longer.
+// the clock reaches validUntil: the engine's timer of validities does that
+// on its own, without the election loop, and valid() compares with the
+// clock directly, so a stuck loop or a paused process cannot make the term
+// look longer.
 type term struct {
 	lease   string // what is held, for its LostError
 	hold    *rvnlease.Holder
@@ -26,15 +27,19 @@ type term struct {
 	token   int64           // the term's fencing token, 0 without fencing
 	holding resourcelock.Holding
 
-	deadline *rvnlease.Deadline // the term's validity; see the invariant
+	// valids ends the term when validUntil passes (a set of one hold, whose
+	// validity is zero past validUntil).
+	valids *rvnlease.Validities[*term]
 
-	mu      sync.Mutex
-	lastErr error // the last renewal's failure, for an Expired loss
-	began   bool  // OnStartedLeading was called: only then is OnStoppedLeading
-	ended   bool
-	cause   error
-	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed when the term ends
+	mu         sync.Mutex
+	validUntil time.Time // see the invariant; once ended, when it ended
+	validity   rvnlease.Validity
+	lastErr    error // the last renewal's failure, for an Expired loss
+	began      bool  // OnStartedLeading was called: only then is OnStoppedLeading
+	ended      bool
+	cause      error
+	cancel     context.CancelCauseFunc
+	done       chan struct{} // closed when the term ends
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 
@@ -56,9 +61,13 @@ func newTerm(parent context.Context, clk clockutil.Clock, lease string, validUnt
 		workDone:  make(chan struct{}),
 	}
 	t.ctx = leaderContext{Context: context.WithValue(ctx, termKey{}, t), t: t}
+	t.valids = rvnlease.NewValidities(clk, 0,
+		func(t *term) *time.Time { return &t.validUntil },
+		func(t *term) *rvnlease.Validity { return &t.validity },
+		(*term).expired)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.deadline = rvnlease.NewDeadline(clk, validUntil, t.expired)
+	t.valids.Start(t, validUntil)
 	return t
 }
 
@@ -66,7 +75,7 @@ func newTerm(parent context.Context, clk clockutil.Clock, lease string, validUnt
 // OnStoppedLeading, without waiting for the election loop.
 func (t *term) expired() {
 	t.mu.Lock()
-	if t.ended || !t.deadline.Passed() {
+	if t.ended || !t.valids.Passed(t) {
 		t.mu.Unlock()
 		return
 	}
@@ -105,7 +114,7 @@ func (t *term) endExpired() {
 func (t *term) begin() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || t.deadline.Passed() {
+	if t.ended || t.valids.Passed(t) {
 		return false
 	}
 	t.began = true
@@ -136,7 +145,7 @@ func (t *term) extend(validUntil time.Time) bool {
 		return false
 	}
 	t.lastErr = nil
-	return t.deadline.Extend(validUntil)
+	return t.valids.Extend(t, validUntil)
 }
 
 // end ends the term now with cause, unless it has ended already.
@@ -151,7 +160,10 @@ func (t *term) end(cause error) {
 func (t *term) endLocked(cause error) {
 	t.ended = true
 	t.cause = cause
-	t.deadline.End()
+	t.valids.End(t)
+	if now := t.clk.Now(); now.Before(t.validUntil) {
+		t.validUntil = now
+	}
 	t.cancel(cause)
 	close(t.done)
 }
@@ -160,13 +172,15 @@ func (t *term) endLocked(cause error) {
 func (t *term) valid() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.ended && !t.deadline.Passed()
+	return !t.ended && !t.valids.Passed(t)
 }
 
 // until returns validUntil: while the term runs, the bound of its validity;
 // once ended, when it ended.
 func (t *term) until() time.Time {
-	return t.deadline.Until()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.validUntil
 }
 
 // endCause returns why the term ended, or nil while it runs.

@@ -1,18 +1,24 @@
-// Package rvnlease is the RVN-lease protocol, written once for the
-// election and lock packages: acquiring a lease (create it, take it over
-// after its record version number stayed unchanged for the holder's lease,
-// settle a write whose answer was lost or refused) and holding it (renew
-// with a write conditioned on identity and RVN, settle its answer, count
-// validity from the send of the last confirmed write).
+// Package rvnlease is the kernel: the RVN-lease protocol, written once for
+// every kind of lock (a key, a set of keys, a semaphore's permit, a term of
+// leadership). It acquires a lease (create it, take it over after its
+// record version number stayed unchanged for the holder's lease, confirm a
+// hand-over, settle a write whose answer was lost or refused), holds it
+// (renew with a write conditioned on identity and RVN, settle its answer,
+// count validity from the send of the last confirmed write) and releases
+// it (mark it released, hand it to the queue's head, or delete it).
 //
-// It speaks to storage through a Port, one lease at a time. Its goroutines
-// and timers are the Scheduler's, which sends the renewals of every held
-// lease (a term of leadership, the locks of a client: one period after the
-// previous renewal began), a Deadline's (one hold's validity, on its own
-// timer) and a Validities' (the validities of many holds, on one timer set
-// for the earliest end); the callers own their other
-// loops, callbacks and waits, and ask the engine what a round learned and
-// how long to wait.
+// A kind of lock supplies only what is its own: its places, each a
+// resourcelock.Interface that folds its rows into one lease and writes what
+// a win writes (a key's lease with its options, a Set, a semaphore's
+// slots), and its rules on top (callbacks, a command to kill). The kernel
+// finds what only some leases can do as capabilities of the value it holds
+// (resourcelock.Fencer, Queuer, Remover, Optioner). Wait is the one wait
+// loop: the polls and the queue, the watches that outlive a call
+// (Watches), the budget and giving up, fencing a win, passing on a
+// hand-over. Its goroutines and timers are the Scheduler's, which sends the
+// renewals of every held lease (one period after the previous renewal
+// began), and a Validities' (the validities of holds, on one timer set for
+// the earliest end).
 //
 // The invariants the package keeps, on which the safety argument rests:
 //   - Validity is counted from the local time just before the confirmed

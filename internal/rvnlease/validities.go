@@ -16,7 +16,7 @@ import (
 // earliest end among the holds, and when it fires every hold whose end the
 // clock has reached is expired (the expire callback, in the firing
 // goroutine) before the timer is set again for the next: a hold ends when
-// its own end comes, without any loop, as with Deadline, at the cost of
+// its own end comes, without any loop, at the cost of
 // one timer per holder rather than one per hold.
 //
 // A confirmed write only moves a hold's end later, so the timer never

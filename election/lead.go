@@ -36,28 +36,7 @@ import (
 //     term's own timer when its validity ran out, so a stuck loop cannot
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, validUntil time.Time) error {
-	e := r.e
-	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
-	t.hold = r.hold
-	t.token = r.cur.FencingToken()
-	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
-	e.mu.Lock()
-	e.current = t
-	e.mu.Unlock()
-	e.cfg.Metrics.Leading(true, validUntil)
-	e.log.Info("started leading", "rvn", r.cur.RVN, "sent", r.sent, "validUntil", validUntil, "token", t.token)
-
-	go func() {
-		defer close(t.workDone)
-		if t.begin() {
-			if w, ok := e.cfg.Metrics.(metrics.ElectionWork); ok {
-				w.Working(true)
-				defer w.Working(false)
-			}
-			e.cfg.Callbacks.OnStartedLeading(t.ctx)
-		}
-	}()
-
+	t := r.startTerm(ctx, validUntil)
 	// Requests of the term outlive a cancelled ctx, so the leader can keep
 	// renewing while its work winds down, but never the term itself.
 	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
@@ -69,20 +48,53 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 		case <-reqCtx.Done():
 		}
 	}()
-
-	// The engine's scheduler renews the term; the loop below watches the
-	// term's end, the cancel and the work. Every way out closes the
-	// scheduler first, so that no renewal is under way when the loop
-	// touches the record again (a release, say).
+	// The engine's scheduler renews the term; watch watches the term's
+	// end, the cancel and the work. Every way out closes the scheduler
+	// first, so that no renewal is under way when the term's record is
+	// touched again (a release, say).
 	rn := newRenewal(r, t, reqCtx)
-	sched := rvnlease.NewScheduler(e.clk, e.cfg.RetryPeriod, 1, "renewal")
-	sched.Add(rn, r.sent.Add(e.cfg.RetryPeriod))
+	sched := rvnlease.NewScheduler(r.e.clk, r.e.cfg.RetryPeriod, 1, "renewal")
+	sched.Add(rn, r.sent.Add(r.e.cfg.RetryPeriod))
 	stopRenewing := func() {
 		rn.stop()
 		sched.Close()
 	}
 	defer stopRenewing()
+	return r.watch(ctx, t, rn, stopRenewing)
+}
 
+// startTerm makes the term of a confirmed acquisition valid until
+// validUntil the Elector's current one, and starts its work in a goroutine
+// of its own (step 1 of lead).
+func (r *run) startTerm(ctx context.Context, validUntil time.Time) *term {
+	e := r.e
+	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t.hold = r.hold
+	t.token = r.cur.FencingToken()
+	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
+	e.mu.Lock()
+	e.current = t
+	e.mu.Unlock()
+	e.cfg.Metrics.Leading(true, validUntil)
+	e.log.Info("started leading", "rvn", r.cur.RVN, "sent", r.sent, "validUntil", validUntil, "token", t.token)
+	go func() {
+		defer close(t.workDone)
+		if t.begin() {
+			if w, ok := e.cfg.Metrics.(metrics.ElectionWork); ok {
+				w.Working(true)
+				defer w.Working(false)
+			}
+			e.cfg.Callbacks.OnStartedLeading(t.ctx)
+		}
+	}()
+	return t
+}
+
+// watch waits for the term's end, the cancel of ctx and the return of the
+// work, and ends the term as steps 3 to 5 of lead say; stopRenewing stops
+// the renewals for good.
+func (r *run) watch(ctx context.Context, t *term, rn *renewal, stopRenewing func()) error {
+	e := r.e
 	cancelled := ctx.Done()
 	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
 	var giveUpTimer clock.Timer
@@ -91,32 +103,27 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) error {
 			giveUpTimer.Stop()
 		}
 	}()
-
 	for {
 		clockutil.Blocking(e.clk, "election")
 		select {
 		case <-t.done:
 			stopRenewing()
 			return r.lost(ctx, t)
-
 		case <-cancelled:
 			cancelled = nil
 			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline.String())
 			rn.giveUp(e.clk.Now().Add(e.cfg.RenewDeadline))
 			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
 			giveUp = giveUpTimer.C()
-
 		case <-t.workDone:
 			stopRenewing()
 			return r.finish(ctx, t)
-
 		case <-giveUp:
 			// Let the lease run out: no renewal after the bound.
 			stopRenewing()
 			e.log.Info("the leader's work did not return within RenewDeadline of the cancel; not releasing, the lease will run out")
 			<-t.done // validity runs out: IsLeader turns false, the term's timer ends it
 			return r.lost(ctx, t)
-
 		case <-rn.renewed:
 			// A renewal was sent; its outcome is in the term.
 		}

@@ -249,34 +249,46 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	if len(rows) == 0 {
 		return Item{}, fmt.Errorf("%s: %w", s.key, ErrNotFound)
 	}
-	first := rows[s.keys[0]]
-	if len(rows) == len(s.keys) {
-		uniform := true
-		for _, k := range s.keys[1:] {
-			r := rows[k]
-			if r.Released != first.Released || r.RVN != first.RVN || r.HolderIdentity != first.HolderIdentity || r.AcquisitionID != first.AcquisitionID {
-				uniform = false
-				break
-			}
-		}
-		if uniform {
-			rec := first.Record
-			rec.Data = nil
-			for _, k := range s.keys[1:] {
-				if r := rows[k]; r.FenceGeneration != first.FenceGeneration || r.Acquisitions != first.Acquisitions {
-					// No one token on every row: none for the set.
-					rec.Acquisitions, rec.FenceGeneration = 0, 0
-					break
-				}
-			}
-			if slices.Contains(s.acquiring, rec.AcquisitionID) {
-				// An acquisition of this Set's, whose answer may have
-				// been lost: its writes keep its ID.
-				s.acquisitionID = rec.AcquisitionID
-			}
-			return Item{Key: s.key, Record: rec, Queue: first.Queue}, nil
-		}
+	if it, ok := s.foldWholeLocked(rows); ok {
+		return it, nil
 	}
+	return s.foldCompositeLocked(rows), nil
+}
+
+// foldWholeLocked folds rows written as one by a Set: every member
+// present with one holder, RVN and acquisition, all held or all released.
+// It reports false for rows that are not. s.mu is held.
+func (s *Set) foldWholeLocked(rows map[Key]Item) (Item, bool) {
+	first := rows[s.keys[0]]
+	if len(rows) != len(s.keys) {
+		return Item{}, false
+	}
+	token := true // one fencing token on every row
+	for _, k := range s.keys[1:] {
+		r := rows[k]
+		if r.Released != first.Released || r.RVN != first.RVN || r.HolderIdentity != first.HolderIdentity || r.AcquisitionID != first.AcquisitionID {
+			return Item{}, false
+		}
+		token = token && r.FenceGeneration == first.FenceGeneration && r.Acquisitions == first.Acquisitions
+	}
+	rec := first.Record
+	rec.Data = nil
+	if !token {
+		rec.Acquisitions, rec.FenceGeneration = 0, 0
+	}
+	if slices.Contains(s.acquiring, rec.AcquisitionID) {
+		// An acquisition of this Set's, whose answer may have been lost:
+		// its writes keep its ID.
+		s.acquisitionID = rec.AcquisitionID
+	}
+	return Item{Key: s.key, Record: rec, Queue: first.Queue}, true
+}
+
+// foldCompositeLocked folds rows that are not held as one: a composite
+// RVN, held for the longest lease of the held members by the first holder
+// other than this Set (or handed to its waiter when every held member
+// is), and the Departure. s.mu is held.
+func (s *Set) foldCompositeLocked(rows map[Key]Item) Item {
 	var b strings.Builder
 	b.WriteString(compositeMark)
 	rec := Record{Released: true}
@@ -321,7 +333,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 		rec.HolderIdentity, rec.HandedTo = s.waiter.Identity, s.waiter.Ticket
 	}
 	rec.RVN = b.String()
-	return Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}, nil
+	return Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}
 }
 
 // handedToMe reports whether the row r is a hand-over to this Set's

@@ -163,21 +163,13 @@ func (s *Scheduler) dispatch() {
 		if due := s.epoch.Add(next.due); due.After(s.clk.Now()) {
 			quiet, version := s.inflight == 0, s.version
 			s.mu.Unlock()
-			t, passed := clockutil.TimerUntil(s.clk, due)
-			if passed {
-				continue
-			}
-			if quiet {
-				idle(version)
-			}
-			select {
-			case <-t.C():
-			case <-s.wake:
-			case <-s.stop:
-				t.Stop()
+			if !s.waitUntil(due, func() {
+				if quiet {
+					idle(version)
+				}
+			}) {
 				return
 			}
-			t.Stop()
 			continue
 		}
 		s.queue.pop()
@@ -189,6 +181,24 @@ func (s *Scheduler) dispatch() {
 			return
 		}
 	}
+}
+
+// waitUntil waits until the clock reaches due, or a wake-up comes, having
+// called idle when it blocks; it reports false once the scheduler stops.
+func (s *Scheduler) waitUntil(due time.Time, idle func()) bool {
+	t, passed := clockutil.TimerUntil(s.clk, due)
+	if passed {
+		return true
+	}
+	defer t.Stop()
+	idle()
+	select {
+	case <-t.C():
+	case <-s.wake:
+	case <-s.stop:
+		return false
+	}
+	return true
 }
 
 func (s *Scheduler) worker() {

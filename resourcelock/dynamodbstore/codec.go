@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -84,65 +83,58 @@ func writeUpdate(e *expression, rec resourcelock.Record, acquiring bool) string 
 // attributes, data kept as it is, and the TTL attribute (set, or removed so
 // that a TTL left by an earlier writer can never delete a live lease).
 func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquiring bool, o resourcelock.WriteOptions) string {
-	var set, remove []string
-	assign := func(attr string, v types.AttributeValue) {
-		set = append(set, e.name(attr)+" = "+e.value(v))
-	}
-	assign(attrOwner, s(rec.HolderIdentity))
-	assign(attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
-	assign(attrRVN, s(rec.RVN))
-	switch {
-	case o.KeepData:
-	case len(rec.Data) > 0:
-		assign(attrData, &types.AttributeValueMemberB{Value: rec.Data})
-	default:
-		remove = append(remove, e.name(attrData))
+	u := &updateClauses{e: e}
+	u.set(attrOwner, s(rec.HolderIdentity))
+	u.set(attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
+	u.set(attrRVN, s(rec.RVN))
+	if !o.KeepData {
+		u.setOrRemove(attrData, &types.AttributeValueMemberB{Value: rec.Data}, len(rec.Data) > 0)
 	}
 	for _, name := range sortedNames(o.Attributes) {
-		assign(name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
+		u.set(name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
 	}
 	if k.ttl != "" {
-		if o.Expires.IsZero() {
-			remove = append(remove, e.name(k.ttl))
-		} else {
-			assign(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)})
-		}
+		u.setOrRemove(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)}, !o.Expires.IsZero())
 	}
-	if rec.HandedTo != "" {
-		assign(attrHandedTo, s(rec.HandedTo))
-		if !acquiring {
-			// A hand-over is nobody's acquisition: no guard or Fence
-			// conditioned on an earlier one may pass on it.
-			remove = append(remove, e.name(attrAcquisition))
-		}
-	} else {
-		remove = append(remove, e.name(attrHandedTo))
+	u.setOrRemove(attrHandedTo, s(rec.HandedTo), rec.HandedTo != "")
+	if rec.HandedTo != "" && !acquiring {
+		// A hand-over is nobody's acquisition: no guard or Fence
+		// conditioned on an earlier one may pass on it.
+		u.removes = append(u.removes, e.name(attrAcquisition))
 	}
-	if rec.Released {
-		assign(attrReleased, s(releasedValue))
-	} else {
-		remove = append(remove, e.name(attrReleased))
-	}
-	for _, t := range []struct {
-		attr string
-		at   time.Time
-	}{{attrAcquireTime, rec.AcquireTime}, {attrRenewTime, rec.RenewTime}} {
-		if t.at.IsZero() {
-			remove = append(remove, e.name(t.attr))
-		} else {
-			assign(t.attr, s(t.at.UTC().Format(timeLayout)))
-		}
-	}
-	remove = append(remove, dequeueRemoves(e, o.Dequeue)...)
-	expr := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		expr += " REMOVE " + strings.Join(remove, ", ")
+	u.setOrRemove(attrReleased, s(releasedValue), rec.Released)
+	u.setOrRemove(attrAcquireTime, s(rec.AcquireTime.UTC().Format(timeLayout)), !rec.AcquireTime.IsZero())
+	u.setOrRemove(attrRenewTime, s(rec.RenewTime.UTC().Format(timeLayout)), !rec.RenewTime.IsZero())
+	u.removes = append(u.removes, dequeueRemoves(e, o.Dequeue)...)
+	expr := "SET " + strings.Join(u.sets, ", ")
+	if len(u.removes) > 0 {
+		expr += " REMOVE " + strings.Join(u.removes, ", ")
 	}
 	if acquiring {
 		expr = strings.Replace(expr, "SET ", "SET "+e.name(attrAcquisition)+" = "+e.value(s(rec.RVN))+", ", 1)
 		expr += " ADD " + e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})
 	}
 	return expr
+}
+
+// updateClauses collects the SET and REMOVE clauses of an update
+// expression, in order.
+type updateClauses struct {
+	e             *expression
+	sets, removes []string
+}
+
+func (u *updateClauses) set(attr string, v types.AttributeValue) {
+	u.sets = append(u.sets, u.e.name(attr)+" = "+u.e.value(v))
+}
+
+// setOrRemove sets attr to v when present, and removes it otherwise.
+func (u *updateClauses) setOrRemove(attr string, v types.AttributeValue, present bool) {
+	if present {
+		u.set(attr, v)
+	} else {
+		u.removes = append(u.removes, u.e.name(attr))
+	}
 }
 
 // createCondition admits a write when the item is absent or released.

@@ -16,23 +16,28 @@ import (
 // wrapping resourcelock.ErrPermanent that names the attribute.
 func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, error) {
 	var rec resourcelock.Record
+	var lease, released string
 	var err error
-	if rec.HolderIdentity, err = requiredString(item, attrOwner); err != nil {
-		return resourcelock.Record{}, err
-	}
-	if rec.RVN, err = requiredString(item, attrRVN); err != nil {
-		return resourcelock.Record{}, err
-	}
-	lease, err := requiredString(item, attrLease)
-	if err != nil {
-		return resourcelock.Record{}, err
+	for _, f := range []struct {
+		attr     string
+		to       *string
+		required bool
+	}{
+		{attrOwner, &rec.HolderIdentity, true}, {attrRVN, &rec.RVN, true}, {attrLease, &lease, true},
+		{attrReleased, &released, false}, {attrAcquisition, &rec.AcquisitionID, false}, {attrHandedTo, &rec.HandedTo, false},
+	} {
+		if *f.to, err = stringAttr(item, f.attr, f.required); err != nil {
+			return resourcelock.Record{}, err
+		}
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
 	if perr != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
 		return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrLease, lease)
 	}
 	rec.LeaseDuration = time.Duration(ms) * time.Millisecond
-
+	// The Java client's condition for a released lock is equality with "1";
+	// any other value does not count as released there, nor here.
+	rec.Released = released == releasedValue
 	if v, ok := item[attrData]; ok {
 		b, ok := v.(*types.AttributeValueMemberB)
 		if !ok {
@@ -42,52 +47,17 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 			rec.Data = b.Value
 		}
 	}
-	if v, ok := item[attrReleased]; ok {
-		str, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			return resourcelock.Record{}, wrongType(attrReleased, "S", v)
-		}
-		// The Java client's condition for a released lock is equality with
-		// "1"; any other value does not count as released there, nor here.
-		rec.Released = str.Value == releasedValue
+	if rec.Acquisitions, err = intAttr(item, attrTransitions); err != nil {
+		return resourcelock.Record{}, err
 	}
-	if v, ok := item[attrTransitions]; ok {
-		n, ok := v.(*types.AttributeValueMemberN)
-		if !ok {
-			return resourcelock.Record{}, wrongType(attrTransitions, "N", v)
-		}
-		if rec.Acquisitions, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attrTransitions, n.Value)
-		}
-	}
-	if v, ok := item[attrGeneration]; ok {
-		n, ok := v.(*types.AttributeValueMemberN)
-		if !ok {
-			return resourcelock.Record{}, wrongType(attrGeneration, "N", v)
-		}
-		if rec.FenceGeneration, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attrGeneration, n.Value)
-		}
-	}
-	if v, ok := item[attrAcquisition]; ok {
-		str, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			return resourcelock.Record{}, wrongType(attrAcquisition, "S", v)
-		}
-		rec.AcquisitionID = str.Value
+	if rec.FenceGeneration, err = intAttr(item, attrGeneration); err != nil {
+		return resourcelock.Record{}, err
 	}
 	if rec.AcquireTime, err = optionalTime(item, attrAcquireTime); err != nil {
 		return resourcelock.Record{}, err
 	}
 	if rec.RenewTime, err = optionalTime(item, attrRenewTime); err != nil {
 		return resourcelock.Record{}, err
-	}
-	if v, ok := item[attrHandedTo]; ok {
-		str, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			return resourcelock.Record{}, wrongType(attrHandedTo, "S", v)
-		}
-		rec.HandedTo = str.Value
 	}
 	return rec, nil
 }
@@ -134,8 +104,13 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 	return it, nil
 }
 
-func requiredString(item map[string]types.AttributeValue, attr string) (string, error) {
+// stringAttr returns the S attribute attr of item: "" when it is missing,
+// unless required, and refused when it is empty and required.
+func stringAttr(item map[string]types.AttributeValue, attr string, required bool) (string, error) {
 	v, ok := item[attr]
+	if !ok && !required {
+		return "", nil
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: invalid record: attribute %s is missing", resourcelock.ErrPermanent, attr)
 	}
@@ -143,10 +118,28 @@ func requiredString(item map[string]types.AttributeValue, attr string) (string, 
 	if !ok {
 		return "", wrongType(attr, "S", v)
 	}
-	if str.Value == "" {
+	if str.Value == "" && required {
 		return "", fmt.Errorf("%w: invalid record: attribute %s is empty", resourcelock.ErrPermanent, attr)
 	}
 	return str.Value, nil
+}
+
+// intAttr returns the N attribute attr of item as an integer, 0 when it is
+// missing.
+func intAttr(item map[string]types.AttributeValue, attr string) (int64, error) {
+	v, ok := item[attr]
+	if !ok {
+		return 0, nil
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, wrongType(attr, "N", v)
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: invalid record: %s %q is not an integer", resourcelock.ErrPermanent, attr, n.Value)
+	}
+	return i, nil
 }
 
 func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time, error) {

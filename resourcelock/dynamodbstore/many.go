@@ -196,68 +196,87 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	if err := d.noTransactions(ctx, "fence of several rows", true); err != nil {
 		return 0, err
 	}
-	getAPI, ok := d.client.(TransactAPI)
-	writeAPI, ok2 := d.client.(TransactAPI)
-	if !ok || !ok2 {
+	api, ok := d.client.(TransactAPI)
+	if !ok {
 		return 0, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems or TransactWriteItems", dynalease.ErrInvalid)
 	}
 	what := d.describeMany(keys) + ": fence"
 	var err error
 	for try := 0; try < fenceManyTries; try++ {
 		var gen int64
-		if gen, err = d.nextGeneration(ctx, getAPI, keys); err != nil {
+		if gen, err = d.nextGeneration(ctx, api, keys); err != nil {
 			return 0, err
 		}
 		if gen > resourcelock.MaxFenceGeneration {
 			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(resourcelock.MaxFenceGeneration))
 		}
-		g := &types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}
-		items := make([]types.TransactWriteItem, 0, 2*len(keys))
-		for _, k := range keys {
-			items = append(items, types.TransactWriteItem{Update: &types.Update{
-				TableName:                 aws.String(d.fenceTable),
-				Key:                       map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))},
-				UpdateExpression:          aws.String("SET #g = :g"),
-				ConditionExpression:       aws.String("attribute_not_exists(#g) OR #g < :g"),
-				ExpressionAttributeNames:  map[string]string{"#g": fenceGenerationAttr},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":g": g},
-			}})
-		}
-		for _, k := range keys {
-			e := newExpression()
-			update := "SET " + e.name(attrGeneration) + " = " + e.value(g) + ", " + e.name(attrTransitions) + " = " + e.value(&types.AttributeValueMemberN{Value: "2"})
-			cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND " +
-				e.name(attrOwner) + " = " + e.value(s(holder)) + " AND " + e.name(attrAcquisition) + " = " + e.value(s(acquisitionID))
-			items = append(items, types.TransactWriteItem{Update: &types.Update{
-				TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
-				UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
-				ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-			}})
-		}
-		if err = d.transactWrite(ctx, writeAPI, items); err == nil {
+		if err = d.transactWrite(ctx, api, d.fenceItems(keys, gen, holder, acquisitionID)); err == nil {
 			return gen, nil
 		}
 		var tce *types.TransactionCanceledException
 		if !errors.As(err, &tce) {
 			return 0, wrapTableError(d.table, what, err)
 		}
-		retry := false
-		for i, r := range tce.CancellationReasons {
-			switch aws.ToString(r.Code) {
-			case "ConditionalCheckFailed":
-				if i >= len(keys) {
-					return 0, resourcelock.Conflict(fmt.Sprintf("%s (%s)", what, keys[i-len(keys)]), nil, err)
-				}
-				retry = true // a generation grew since it was read
-			case "TransactionConflict":
-				retry = true
-			}
-		}
-		if !retry {
-			return 0, fmt.Errorf("%s: cancelled (%s): %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
+		if ferr := d.fenceCancelled(tce, keys, what, err); ferr != nil {
+			return 0, ferr
 		}
 	}
 	return 0, fmt.Errorf("%s: generations kept changing (%d tries): %w", what, fenceManyTries, err)
+}
+
+// fenceItems returns the writes of a FenceMany of keys to generation gen:
+// each key's fence-table row raised to gen (conditioned on being below
+// it), then each lock row given gen and the counter 2 (conditioned on
+// holder and acquisition).
+func (d *Store) fenceItems(keys []resourcelock.Key, gen int64, holder, acquisitionID string) []types.TransactWriteItem {
+	g := &types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}
+	items := make([]types.TransactWriteItem, 0, 2*len(keys))
+	for _, k := range keys {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 aws.String(d.fenceTable),
+			Key:                       map[string]types.AttributeValue{fenceKeyAttr: s(fenceKey(k))},
+			UpdateExpression:          aws.String("SET #g = :g"),
+			ConditionExpression:       aws.String("attribute_not_exists(#g) OR #g < :g"),
+			ExpressionAttributeNames:  map[string]string{"#g": fenceGenerationAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":g": g},
+		}})
+	}
+	for _, k := range keys {
+		e := newExpression()
+		update := "SET " + e.name(attrGeneration) + " = " + e.value(g) + ", " + e.name(attrTransitions) + " = " + e.value(&types.AttributeValueMemberN{Value: "2"})
+		cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND " +
+			e.name(attrOwner) + " = " + e.value(s(holder)) + " AND " + e.name(attrAcquisition) + " = " + e.value(s(acquisitionID))
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
+			UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		}})
+	}
+	return items
+}
+
+// fenceCancelled returns the error that ends a FenceMany whose transaction
+// was cancelled (tce, err): a conflict when a lock row no longer shows the
+// acquisition, the cancellation when no reason says to try again; nil
+// when a generation grew since it was read, or a transaction conflict:
+// the next round reads and tries again.
+func (d *Store) fenceCancelled(tce *types.TransactionCanceledException, keys []resourcelock.Key, what string, err error) error {
+	retry := false
+	for i, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i >= len(keys) {
+				return resourcelock.Conflict(fmt.Sprintf("%s (%s)", what, keys[i-len(keys)]), nil, err)
+			}
+			retry = true // a generation grew since it was read
+		case "TransactionConflict":
+			retry = true
+		}
+	}
+	if !retry {
+		return fmt.Errorf("%s: cancelled (%s): %w", what, reasonCodes(tce.CancellationReasons), wrapTableError(d.table, what, err))
+	}
+	return nil
 }
 
 // nextGeneration reads the keys' generations in the fence table and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -67,6 +68,17 @@ type target struct {
 	claim  *claim           // one key's claim
 	set    *setHold         // a set's rows and claims
 	permit bool             // the key is a semaphore's slot
+}
+
+// kind names t's kind of lock for the metrics.
+func (t target) kind() string {
+	switch {
+	case t.set != nil:
+		return metrics.KindSet
+	case t.permit:
+		return metrics.KindPermit
+	}
+	return metrics.KindLock
 }
 
 // acquireTarget takes t: its claims in this client, then the lease, through

@@ -118,8 +118,7 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 			c.mu.Unlock()
 			return s, nil, nil
 		}
-		if l := s.lock; l != nil && a.reentrant && l.reentrant && l.holds > 0 && l.IsHeld() {
-			l.holds++
+		if l := s.lock; l != nil && a.reentrant && l.reenter() {
 			c.mu.Unlock()
 			return nil, l, nil
 		}

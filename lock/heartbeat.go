@@ -93,11 +93,11 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // heldLocked returns nil while the lock is held, or why it is not. A lock
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
-	if !l.ended && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 	switch {
-	case !l.ended:
+	case l.err == nil:
 		return nil
 	case errors.Is(l.err, ErrNotHeld):
 		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.lease.Key())

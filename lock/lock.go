@@ -12,7 +12,6 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -39,21 +38,22 @@ type Lock struct {
 	// release, go one at a time.
 	hold rvnlease.Holder
 
-	mu        sync.Mutex
-	row       heldRow   // the row as last confirmed
-	sent      time.Time // send time of the last confirmed write; written by c.valid
-	valid     rvnlease.Validity
-	err       error   // why it ended: ErrNotHeld or a *dynalease.LostError
-	x         *extras // what most locks never need, made on first use
-	holds     int32   // guarded by c.mu
+	// Set when the lock is made, never changed.
+	kind      string // metrics.KindLock, KindSet or KindPermit
 	reentrant bool
 	delete    bool // delete the row on release
-	ended     bool
-	writing   bool // a writer holds the write turn
-	handedOut bool // Acquire returned it: counted in the metrics
-	permit    bool // a semaphore's permit (AcquirePermit)
-	// releaseSent: a release of the row was sent after the lock expired.
-	releaseSent bool
+
+	mu    sync.Mutex
+	row   heldRow   // the row as last confirmed
+	sent  time.Time // send time of the last confirmed write; written by c.valid
+	valid rvnlease.Validity
+	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
+	x     *extras // what most locks never need, made on first use
+	holds int32   // the holds of a reentrant lock; 0 once its Release began
+	// writing: a writer holds the write turn. handedOut: Acquire returned
+	// it, so its end is counted in the metrics. releaseSent: a release of
+	// the row was sent after the lock expired.
+	writing, handedOut, releaseSent bool
 }
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
@@ -101,7 +101,7 @@ func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent ti
 		c:         c,
 		lease:     c.base.At(t.key),
 		claim:     t.claim,
-		permit:    t.permit,
+		kind:      t.kind(),
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
 		holds:     1,
@@ -268,7 +268,7 @@ func (l *Lock) RVN() string {
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended || l.c.valid.Passed(l) {
+	if l.err != nil || l.c.valid.Passed(l) {
 		return time.Time{}
 	}
 	return l.c.valid.Until(l)
@@ -282,7 +282,7 @@ func (l *Lock) ValidUntil() time.Time {
 func (l *Lock) IsHeld() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.ended && !l.c.valid.Passed(l)
+	return l.err == nil && !l.c.valid.Passed(l)
 }
 
 // Done returns a channel closed when the lock ends: lost, or released by
@@ -290,7 +290,7 @@ func (l *Lock) IsHeld() bool {
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended && (l.x == nil || l.x.ctx == nil) {
+	if l.err != nil && (l.x == nil || l.x.ctx == nil) {
 		return closed
 	}
 	return l.ctxLocked().Done()
@@ -302,7 +302,7 @@ func (l *Lock) ctxLocked() context.Context {
 	x := l.extrasLocked()
 	if x.ctx == nil {
 		x.ctx, x.cancel = context.WithCancelCause(context.Background())
-		if l.ended {
+		if l.err != nil {
 			x.cancel(l.err)
 		}
 	}
@@ -352,7 +352,7 @@ func (l *Lock) armMonitorLocked() {
 func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 }
@@ -362,7 +362,7 @@ func (l *Lock) expired() {
 func (l *Lock) checkMonitor() {
 	l.mu.Lock()
 	x := l.x
-	run := !l.ended && !x.monitorRan && !l.c.clk.Now().Before(l.sent.Add(x.monitor.safeTime))
+	run := l.err == nil && !x.monitorRan && !l.c.clk.Now().Before(l.sent.Add(x.monitor.safeTime))
 	if run {
 		x.monitorRan = true
 	}
@@ -379,13 +379,13 @@ func (l *Lock) checkMonitor() {
 // so that a release of the ended lock is conditioned on the RVN the row
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
-	if !l.ended && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.valid.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 	if !sent.Before(l.sent) {
 		l.keepLocked(it)
 	}
-	if l.ended {
+	if l.err != nil {
 		return false
 	}
 	if l.x != nil {
@@ -398,17 +398,6 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	return true
 }
 
-// kind names the lock's kind for the metrics.
-func (l *Lock) kind() string {
-	switch {
-	case l.claim.set != nil:
-		return metrics.KindSet
-	case l.permit:
-		return metrics.KindPermit
-	}
-	return metrics.KindLock
-}
-
 // countAcquired counts the lock as handed out after waiting wait; from
 // here on its release or loss is counted too (a loss before this call is
 // counted now).
@@ -416,27 +405,27 @@ func (l *Lock) countAcquired(wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.handedOut = true
-	l.c.cfg.metrics.Acquired(l.kind(), wait)
+	l.c.cfg.metrics.Acquired(l.kind, wait)
 	if le, ok := l.err.(*dynalease.LostError); ok {
-		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind, strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 }
 
 // reportReleasedLocked counts the release of a lock that was handed out.
 func (l *Lock) reportReleasedLocked() {
 	if l.handedOut {
-		l.c.cfg.metrics.Released(l.kind())
+		l.c.cfg.metrics.Released(l.kind)
 	}
 }
 
 // loseLocked ends the lock with err.
 func (l *Lock) loseLocked(err error) {
-	if l.ended {
+	if l.err != nil {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.lease.Key().String(), "reason", err.Error())
 	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
-		l.c.cfg.metrics.LockLost(l.kind(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind, strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)
 	// The claim is the client's, taken under its mutex, which may not be
@@ -448,7 +437,6 @@ func (l *Lock) loseLocked(err error) {
 // lock's claims (loseLocked does, once the lock's mutex is released; Release
 // after its write).
 func (l *Lock) endLocked(err error) {
-	l.ended = true
 	l.err = err
 	l.c.failing.Forget(l.lease.Key().String()) // its heartbeats are over
 	l.c.valid.End(l)

@@ -36,17 +36,16 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	if err := checkData(r.data); err != nil {
 		return err
 	}
-	c := l.c
-	c.mu.Lock()
+	l.mu.Lock()
 	if l.holds > 1 {
 		l.holds--
-		c.mu.Unlock()
+		l.mu.Unlock()
 		return nil
 	}
 	// No reentrant Acquire may take this lock from here on: it is being
 	// released.
 	l.holds = 0
-	c.mu.Unlock()
+	l.mu.Unlock()
 	return l.release(ctx, r)
 }
 
@@ -92,6 +91,19 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	cur := l.itemLocked()
 	l.mu.Unlock()
 	return l.writeRelease(rctx, cur, r)
+}
+
+// reenter takes one more hold of a reentrant lock still held, and reports
+// whether it did. (The client's mu may be held: it is taken before a
+// lock's.)
+func (l *Lock) reenter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.reentrant || l.holds == 0 || l.err != nil || l.c.valid.Passed(l) {
+		return false
+	}
+	l.holds++
+	return true
 }
 
 // expiredUnreleasedLocked reports whether the lock ended because its

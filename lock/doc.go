@@ -136,8 +136,8 @@
 // in process behind this client's own locks on single keys for as long as
 // they are taken one after another. A set carries no data or attributes,
 // and a lost set's other rows are left to run out, not released. On an
-// MRSC global table, sets and semaphores are refused (see
-// dynalease.ErrInvalid).
+// MRSC global table, sets and semaphores are refused before any request
+// (they need transactions).
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients and clients with Config.Unfair jump the queue; a waiter that

@@ -142,7 +142,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// Handed to the queue's head when others wait (a set's first
 		// key: see resourcelock.Set); an earlier heartbeat that landed
 		// unseen is written over again.
-		w = l.hold.ReleaseQueued(rctx, cur, next, l.holdLease().(resourcelock.Queuer))
+		w = l.hold.ReleaseQueued(rctx, cur, next)
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.

@@ -10,55 +10,26 @@ import (
 )
 
 // AcquireSet takes the locks on keys all at once, waiting while any of
-// them is held by another holder, and returns one Lock that holds them all.
-// It never holds some of the keys while waiting for the others: each
-// attempt is one transaction that takes every key or none (see
-// resourcelock.Set for the rules and the safety argument), so two callers
-// taking overlapping sets in any order never deadlock.
-//
-// The rows are ordinary lock rows, each named by one key: an AWS Java
-// lock client, or a lock of this library on one of the keys, holding a
-// key blocks the set, and sees the key as held while the set holds it.
-// A key whose row is held by another holder is taken over with the others
-// once every such row's RVN has stayed unchanged, on this client's clock,
-// for at least its holder's lease (the set waits for the longest); the
-// budget, WithAdditionalWait, TryAcquireSet and ctx work as for Acquire.
-//
-// The returned lock heartbeats, releases and ends as one: every heartbeat
-// and the release are one transaction over all the keys, and the lock is
-// lost, with a *dynalease.LostError, when any key is taken, released or
-// deleted by another. Key returns the keys joined by commas; Keys returns
-// them.
+// them is held by another holder, and returns one Lock that holds them all:
+// every attempt, heartbeat and release is one transaction over all the
+// rows, so it never holds some keys while waiting for others, and two
+// callers taking overlapping sets in any order never deadlock (see the
+// package doc, Sets of keys, and resourcelock.Set for the argument). A
+// held key is taken over once its RVN has stayed unchanged for its
+// holder's lease; the budget, WithAdditionalWait and ctx work as for
+// Acquire, and a fair client's set waits in the queue of its first key.
+// The lock is lost, with a *dynalease.LostError naming the key, when any
+// key is taken, released or deleted by another. Key returns the keys
+// joined by commas; Keys returns them.
 //
 // Keys are partition key values, sorted and without duplicates; on a table
-// with a sort key every member has the sort key value of
-// WithSortKeyValue. A set holds at most the store's MaxMany keys (100 on
-// DynamoDB, whose transactions hold at most 100 items), and a larger one
-// is refused before any request, naming the limit.
-//
-// On a client with fencing tokens, the set's one token (Token) is given by
-// resourcelock.ManyStore.FenceMany: every key's row gets one new
-// generation, above every generation any of them had, so the token is
-// higher than every token any key had before, and every later acquisition
-// of any key gets a higher one. Such a set holds at most half as many
-// keys (50 on DynamoDB: a row of the fence table and a lock row per key,
-// in one transaction).
-//
-// What a set does not have yet (refused with an error matching
-// dynalease.ErrInvalid): data (WithData), attributes (WithAttributes),
-// reentrancy (WithReentrant) and WithAcquireOnlyIfExists.
-//
-// A fair client's set waits in the queue of its first key (in sorted
-// order), as Acquire of that key alone would: waiters for sets with the
-// same first key, and for that key alone, are served about in the order
-// they began to wait, and a releaser asking again queues behind them. A
-// release of a set hands its first key to that queue's head and frees the
-// others. The queue does not order the set against waiters of its other
-// keys: a set whose first key is free while another key is held polls
-// without a place (and its budget counts as an unfair waiter's), a
-// single-key waiter of another key may take it first, and a set at the
-// head waiting for another key may lose its place to the waiter behind it
-// (it then joins again). See resourcelock.Set for the rules.
+// with a sort key every member has the sort key value of WithSortKeyValue.
+// A set holds at most the store's MaxMany keys (100 on DynamoDB), and half
+// as many on a client with fencing tokens, whose set has one token above
+// every token any of its keys had (resourcelock.ManyStore.FenceMany).
+// Larger sets, data (WithData), attributes (WithAttributes), reentrancy
+// (WithReentrant) and WithAcquireOnlyIfExists are refused before any
+// request, with an error matching dynalease.ErrInvalid.
 func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquireSet(ctx, keys, opts, false)
 }

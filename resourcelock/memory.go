@@ -209,6 +209,9 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 // condition held, and returns the row stored. s.mu is held.
 func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptions, acquiring bool) Item {
 	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires, Queue: cur.Queue}
+	if opts.KeepTTL {
+		next.Expires = cur.Expires
+	}
 	if opts.Dequeue != nil {
 		next.Queue = slices.Clone(cur.Queue[len(opts.Dequeue.Tickets):])
 	}

@@ -64,6 +64,8 @@ type WriteOptions struct {
 	// wall-clock time plus TTL (PrepareWrite does), so that a lease can
 	// carry it for all its writes.
 	TTL time.Duration
+	// KeepTTL leaves the row's TTL as it is, instead of Expires or TTL.
+	KeepTTL bool
 	// Dequeue, when not nil, conditions the write on the row's queue
 	// and removes the entries it names (see Dequeue).
 	Dequeue *Dequeue

@@ -329,22 +329,6 @@ func (a *Acquirer) TakeoverDue() bool {
 	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.Handed()) && a.Obs.RVN != a.tried
 }
 
-// Wait returns how long to wait before the next round: zero when
-// TakeoverDue, else a jittered period, shortened to wake when the watched
-// lease may be taken over.
-func (a *Acquirer) Wait(period time.Duration) time.Duration {
-	if a.TakeoverDue() {
-		return 0
-	}
-	wait := clockutil.Jittered(a.queueWait(period))
-	if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
-		if d := a.Obs.Expiry().Add(a.Yield()).Sub(a.w.cfg.Clock.Now()); d > 0 && d < wait {
-			wait = d
-		}
-	}
-	return wait
-}
-
 // Pending returns how many writes of this acquirer are in doubt, counting
 // a row of ours confirmed late and not renewed yet.
 func (a *Acquirer) Pending() int {

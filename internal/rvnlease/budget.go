@@ -137,21 +137,20 @@ func (s *waiting) due() bool {
 	return false
 }
 
-// wake returns how long to sleep before the next poll: for one place, its
-// acquirer's wait (a queued waiter's pace, shortened to the watched
-// lease's expiry); for several, a jittered period shortened to the
-// earliest expiry of a watched lease.
+// wake returns how long to sleep before the next poll: zero when a
+// place's lease may be taken over now, else a jittered period (a queued
+// waiter's pace, for a fair wait), shortened to wake when a watched lease
+// may be taken over (for a queued waiter behind the head, after the yield
+// to it; not at all two places back, whose waiters take a dead holder
+// over first).
 func (s *waiting) wake(now time.Time) time.Duration {
-	if len(s.acqs) == 1 {
-		return s.acqs[0].Wait(s.Period)
+	if s.due() {
+		return 0
 	}
-	wait := clockutil.Jittered(s.Period)
+	wait := clockutil.Jittered(s.acqs[0].queueWait(s.Period))
 	for _, a := range s.acqs {
-		if a.TakeoverDue() {
-			return 0
-		}
-		if a.Obs.Known && !a.Obs.Free() {
-			if d := a.Obs.Expiry().Sub(now); d > 0 && d < wait {
+		if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
+			if d := a.Obs.Expiry().Add(a.Yield()).Sub(now); d > 0 && d < wait {
 				wait = d
 			}
 		}

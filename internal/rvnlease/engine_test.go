@@ -224,15 +224,15 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	e := newEngine(t)
 	e.put("other", "r1", false)
 	e.round()
-	if w := e.acq.Wait(period); w <= 0 || w > clockutil.MaxJittered(period) {
+	if w := e.wait(); w <= 0 || w > clockutil.MaxJittered(period) {
 		t.Fatalf("Wait while held = %v, want a jittered period", w)
 	}
 	e.fc.Step(lease - 300*time.Millisecond)
-	if w := e.acq.Wait(period); w != 300*time.Millisecond {
+	if w := e.wait(); w != 300*time.Millisecond {
 		t.Fatalf("Wait just before the expiry = %v, want the time to it", w)
 	}
 	e.fc.Step(300 * time.Millisecond)
-	if w := e.acq.Wait(period); w != 0 || !e.acq.TakeoverDue() {
+	if w := e.wait(); w != 0 || !e.acq.TakeoverDue() {
 		t.Fatalf("Wait at the expiry = %v, want 0", w)
 	}
 	e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errTimeout})
@@ -243,7 +243,7 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	if e.acq.TakeoverDue() {
 		t.Fatal("a takeover of the same RVN is due again at once after failing")
 	}
-	if w := e.acq.Wait(period); w <= 0 {
+	if w := e.wait(); w <= 0 {
 		t.Fatalf("Wait after a failed takeover = %v, want a poll", w)
 	}
 	if res := e.round(); res.Outcome != Ours {
@@ -345,4 +345,11 @@ func TestAttempts(t *testing.T) {
 	if a.Len() != 0 {
 		t.Fatal("Clear kept an attempt")
 	}
+}
+
+// wait is how long the wait loop sleeps after a poll of e's acquirer alone,
+// with the poll period period.
+func (e *engine) wait() time.Duration {
+	s := &waiting{Wait: &Wait{Period: period}, acqs: []*Acquirer{e.acq}}
+	return s.wake(e.fc.Now())
 }

@@ -3,10 +3,12 @@ package rvnlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -279,43 +281,22 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 // or marked released, by a release conditioned on the handed RVN and this
 // identity, best effort. Nobody held the row meanwhile (a hand-over gives
 // nothing), so this only spares the others the wait of a lease; the row's
-// data, attributes and TTL stay as the releaser left them: each write
-// keeps the data and the TTL of the row it replaces, and names no
-// attribute (resourcelock.Optioner).
+// data, attributes and TTL stay as the releaser left them (the release
+// goes through the lease With KeepData and KeepTTL: see
+// resourcelock.Optioner).
 func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 	cfg := a.w.cfg
-	var kept resourcelock.Item // the row each write of the release replaces
+	lease := a.w.port
+	if o, ok := lease.(resourcelock.Optioner); ok {
+		lease = o.With(resourcelock.WriteOptions{KeepData: true, KeepTTL: true})
+	}
 	next := func(cur resourcelock.Item) resourcelock.Record {
-		kept = cur
 		rec := a.newRecord(cur)
 		rec.Released = true
-		rec.Data = cur.Data
 		return rec
 	}
-	port := dequeueFunc(func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
-		q := a.q.lease
-		if o, ok := a.w.port.(resourcelock.Optioner); ok {
-			if oq, ok := o.With(resourcelock.WriteOptions{KeepData: true, Expires: kept.Expires}).(resourcelock.Queuer); ok {
-				q = oq
-			}
-		}
-		return q.UpdateDequeue(ctx, expect, rec, d)
-	})
-	w := NewHolder(cfg, a.w.port).ReleaseQueued(ctx, it, next, port)
+	w := NewHolder(cfg, lease).ReleaseQueued(ctx, it, next)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
-}
-
-// dequeuer is the part of a resourcelock.Queuer that a release writes
-// through.
-type dequeuer interface {
-	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
-}
-
-// dequeueFunc is a dequeuer of one function.
-type dequeueFunc func(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
-
-func (f dequeueFunc) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
-	return f(ctx, expect, rec, d)
 }
 
 // LeaveQueue takes an acquirer that gives up out of the row's queue, best
@@ -385,7 +366,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 }
 
 // ReleaseQueued releases the row cur fairly, by writes conditioned on this
-// holder's identity and RVN, sent through port: to the first other waiter
+// holder's identity and RVN (its lease must be a resourcelock.Queuer): to the first other waiter
 // in the row's queue (see HandOver), naming it holder with its lease and
 // ticket, or, with nobody else queued, marked released. next returns the
 // record of the release (marked released, with a fresh RVN); the hand-over
@@ -400,8 +381,12 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, port dequeuer) Written {
+func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record) Written {
 	identity := h.w.cfg.Identity
+	port, ok := h.w.port.(resourcelock.Queuer)
+	if !ok {
+		return Written{Err: fmt.Errorf("%w: %s has no queue", dynalease.ErrInvalid, h.w.port.Describe())}
+	}
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)

@@ -38,7 +38,7 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e.round()
 	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
 	e.queueAhead("r0", 30, 0)
-	if got := e.acq.Wait(period); got > period*6/5 {
+	if got := e.wait(); got > period*6/5 {
 		t.Fatalf("wait before any move: %v, want a period", got)
 	}
 	// The queue moves: 2 places in 400 ms (the first move, which includes
@@ -56,7 +56,7 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 		t.Fatalf("place %d, want 21", got)
 	}
 	want := 100 * time.Millisecond * 20 * 2 / 3
-	if got := e.acq.Wait(period); got < want || got > want*6/5 {
+	if got := e.wait(); got < want || got > want*6/5 {
 		t.Fatalf("wait at place 21: %v, want about %v", got, want)
 	}
 	// Far back, never rarer than the watched lease (the RVN's expiry
@@ -65,13 +65,13 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e.queueAhead("r-far", 21, 0) // same place: no new measurement
 	e.round()
 	e.acq.q.pace = time.Hour
-	if got := e.acq.Wait(period); got > lease*6/5 {
+	if got := e.wait(); got > lease*6/5 {
 		t.Fatalf("wait with a very slow pace: %v, want at most the lease %v", got, lease)
 	}
 	// At the head: every period.
 	e.queueAhead("r-head", 0, 5)
 	e.round()
-	if got := e.acq.Wait(period); got > period*6/5 {
+	if got := e.wait(); got > period*6/5 {
 		t.Fatalf("wait at the head: %v, want a period", got)
 	}
 }
@@ -114,7 +114,7 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 		}
 	})
 	next := func(cur resourcelock.Item) resourcelock.Record { return e.record(true) }
-	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, e.lease)
+	w := e.hld.ReleaseQueued(context.Background(), res.Item, next)
 	if !w.Landed {
 		t.Fatalf("ReleaseQueued = %+v, want landed", w)
 	}

@@ -93,7 +93,7 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 	for _, name := range sortedNames(o.Attributes) {
 		u.set(name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
 	}
-	if k.ttl != "" {
+	if k.ttl != "" && !o.KeepTTL {
 		u.setOrRemove(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)}, !o.Expires.IsZero())
 	}
 	u.setOrRemove(attrHandedTo, s(rec.HandedTo), rec.HandedTo != "")

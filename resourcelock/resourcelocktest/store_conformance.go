@@ -82,6 +82,7 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"OnlyIfExists", testStoreOnlyIfExists},
 		{"Expires", testStoreExpires},
 		{"ExpiresRemovedByEveryWrite", testStoreExpiresRemoved},
+		{"KeepTTLAndTTL", testStoreKeepTTL},
 		{"IndependentKeys", func(t *testing.T, s resourcelock.Store) { testStoreIndependentKeys(t, s, vals) }},
 		{"InvalidArguments", testStoreInvalidArguments},
 		{"ConcurrentCreateHasOneWinner", testStoreConcurrentCreate},

@@ -12,21 +12,15 @@ import (
 
 // Wait is one acquiring call: the one wait loop through which every kind
 // of lock acquires (a key, a set of keys, a semaphore's permit, a term of
-// leadership). A kind supplies its places (which leases it may take, each
-// behind a Port that folds its rows into one lease, with what a win
-// writes); the loop owns the rest: the polls and the queue, the watches
-// that outlive the call (Watches), the budget and giving up, settling
-// writes in doubt and passing on a hand-over the caller will not confirm.
-//
-// Each poll reads the places (one request for all of them with Read, or
-// each place's own round reads it), takes a free place, or one whose
-// holder's RVN has stayed unchanged for the holder's lease on this clock,
-// with a write conditioned as the Acquirer's rounds are, and confirms a
-// hand-over to it. Otherwise it sleeps until the next poll: a jittered
-// Period (a queued waiter's pace behind the head), shortened to wake when
-// a watched lease may be taken over.
-//
-// A Wait is used once, by one goroutine.
+// leadership). A kind supplies its places, each a resourcelock.Interface
+// that folds its rows into one lease and writes what a win writes; the
+// loop owns the rest: the polls and the queue, the watches that outlive
+// the call, the budget and giving up, settling writes in doubt and passing
+// on a hand-over it will not confirm. Each poll reads the places (all in
+// one request with Read), takes one that is free, handed to it, or whose
+// holder's RVN stayed unchanged for the holder's lease on this clock, and
+// otherwise sleeps until the next poll (see wake). A Wait is used once,
+// by one goroutine.
 type Wait struct {
 	// Engine is the acquirers' view of the caller's settings.
 	Engine *Config

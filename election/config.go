@@ -171,9 +171,9 @@ func (c Config) validate() error {
 	}
 	switch {
 	case c.Lease == nil:
-		return bad("Lock", "is nil")
+		return bad("Lease", "is nil")
 	case c.Lease.Identity() == "":
-		return bad("Lock", "has an empty Identity")
+		return bad("Lease", "has an empty Identity")
 	case c.LeaseDuration <= 0:
 		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
 	case c.RenewDeadline <= 0:
@@ -199,10 +199,10 @@ func (c Config) validate() error {
 	if c.Fencing {
 		f, ok := c.Lease.(resourcelock.Fencer)
 		if !ok {
-			return bad("Fencing", "is set but Lock (%T) cannot fence", c.Lease)
+			return bad("Fencing", "is set but Lease (%T) cannot fence", c.Lease)
 		}
 		if !f.CanFence() {
-			return bad("Fencing", "is set but Lock %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lease.Describe())
+			return bad("Fencing", "is set but Lease %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lease.Describe())
 		}
 	}
 	return nil

@@ -45,8 +45,8 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		field  string
 		change func(*Config)
 	}{
-		{"Lock", func(c *Config) { c.Lease = nil }},
-		{"Lock", func(c *Config) { c.Lease = emptyIdentity{c.Lease} }},
+		{"Lease", func(c *Config) { c.Lease = nil }},
+		{"Lease", func(c *Config) { c.Lease = emptyIdentity{c.Lease} }},
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = -time.Second }},
 		{"RenewDeadline", func(c *Config) { c.RenewDeadline = -time.Second }},
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = -time.Second }},

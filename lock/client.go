@@ -82,7 +82,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	// from it At a key, sharing its store, identity and options.
 	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.identity)
 	if err != nil {
-		return nil, refused("Owner", err)
+		return nil, refused("Identity", err)
 	}
 	c.base = base.With(c.writeOptions(nil)).(*resourcelock.Lease)
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -290,5 +291,134 @@ func TestRepeatedTryAcquirePermitTakesADeadHoldersPermit(t *testing.T) {
 		}
 		f.putForeign(PermitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
 		f.fc.Step(time.Second)
+	}
+}
+
+// A permit wait whose budget has run out while a slot is seen
+// free but cannot be claimed in process (another call of this client
+// works on that key) polls again with no sleep at all: giveUp returns nil
+// ("a place was last seen free") and next() caps the wait at until-now,
+// which is <= 0. It spun GetMany until the claim was freed; it polls at
+// its period now (found by a review of the kernel work).
+func TestAPermitWaitDoesNotSpinOnAFreeSlotThisClientClaims(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 20 * time.Second
+	slot := PermitKey("s", 0)
+	f.putForeign(slot, "other", "r0", holderLease)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.AcquirePermit(context.Background(), "s", 1)
+		errs <- err
+	}()
+	f.waitIdle("acquire")
+	for i := 1; f.now().Before(epoch.Add(15 * time.Second)); i++ {
+		f.putForeign(slot, "other", fmt.Sprint("r", i), holderLease) // renews
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+	}
+	// The slot is released (by its holder, say), and at that moment
+	// another call of this client, a plain Acquire of the slot's key, is
+	// creating the row (its request slow): it holds the in-process claim.
+	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: slot},
+		Record: resourcelock.Record{HolderIdentity: "other", RVN: "rel", LeaseDuration: holderLease, Released: true}})
+	block, unblock := gate()
+	defer unblock()
+	started := make(chan struct{}, 1)
+	f.store.OnCall(func(op rlt.Op) {
+		if op == rlt.OpCreate {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		}
+	})
+	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, IgnoreCancel: true})
+	go func() { _, _ = f.c.Acquire(context.Background(), slot) }()
+	<-started
+	f.fc.Step(epoch.Add(holderLease + time.Second).Sub(f.now())) // past the budget
+	before := f.store.Count(rlt.OpGetMany)
+	time.Sleep(200 * time.Millisecond) // real time; the fake clock does not move
+	n := f.store.Count(rlt.OpGetMany) - before
+	select {
+	case err := <-errs:
+		t.Logf("AcquirePermit returned: %v", err)
+	default:
+	}
+	if n > 10 {
+		t.Fatalf("%d GetMany requests in 200 ms of real time with the clock stopped: a busy loop", n)
+	}
+}
+
+// A permit slot whose holder's lease ran out is "due" (wake 0)
+// until a takeover of its RVN is sent; when the slot cannot be claimed
+// in process (here a plain Acquire of the slot's key by the same client
+// is waiting on it), no takeover is ever sent by this wait, so it polls
+// GetMany with no sleep at all, within its budget (found by a review of
+// the kernel work). A slot passed over is not due in that poll.
+func TestAPermitWaitDoesNotSpinOnADueSlotThisClientClaims(t *testing.T) {
+	f := newFixture(t)
+	const holderLease = 6 * time.Second
+	slot := PermitKey("s", 0)
+	f.putForeign(slot, "other", "r0", holderLease) // silent holder
+	go func() { _, _ = f.c.AcquirePermit(context.Background(), "s", 1) }()
+	f.waitIdle("acquire")
+	f.fc.Step(maxPoll)
+	f.waitIdle("acquire")
+	go func() { _, _ = f.c.Acquire(context.Background(), slot) }() // holds the claim while it waits
+	f.waitIdle("acquire")
+	f.fc.Step(epoch.Add(holderLease).Sub(f.now())) // the permit wait's watch of r0 runs out
+	select {
+	case <-f.idle: // the plain Acquire polls, and sleeps again
+	case <-time.After(time.Second):
+	}
+	before := f.store.Count(rlt.OpGetMany)
+	time.Sleep(200 * time.Millisecond)
+	if n := f.store.Count(rlt.OpGetMany) - before; n > 10 {
+		t.Fatalf("%d GetMany requests in 200 ms of real time with the clock stopped: a busy loop", n)
+	}
+}
+
+// A permit whose acquiring write's answer was lost (and whose
+// read-back failed too) is found landed by the next poll's GetMany, which
+// returns rows without Data or Attributes. Round hands that row out as
+// the lock's row: the Lock has no data, and its first heartbeat (written
+// through the hold lease, without KeepData) erases the data the acquiring
+// write stored. It is written again with the call's record before it is
+// handed out (found by a review of the kernel work).
+func TestAPermitFoundLandedByItsSlotsReadKeepsItsData(t *testing.T) {
+	f := newFixture(t)
+	slot := PermitKey("s", 0)
+	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		l, err := f.c.AcquirePermit(context.Background(), "s", 1, WithData([]byte("payload")))
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- l
+	}()
+	f.waitIdle("acquire")
+	if got := string(f.item(slot).Data); got != "payload" {
+		t.Fatalf("row data after the lost create = %q", got)
+	}
+	f.fc.Step(maxPoll)
+	var l *Lock
+	select {
+	case l = <-locks:
+	case err := <-errs:
+		t.Fatalf("AcquirePermit: %v", err)
+	case <-time.After(patience):
+		t.Fatal("stuck")
+	}
+	f.waitIdle("heartbeat")
+	if got := string(l.Data()); got != "payload" {
+		t.Errorf("Lock.Data() = %q, want %q", got, "payload")
+	}
+	f.fc.Step(period)
+	f.waitIdle("heartbeat")
+	if got := string(f.item(slot).Data); got != "payload" {
+		t.Errorf("row data after the first heartbeat = %q, want %q", got, "payload")
 	}
 }

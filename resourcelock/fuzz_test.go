@@ -35,7 +35,7 @@ func FuzzRecordValidation(f *testing.F) {
 		if renewed != 0 {
 			rec.RenewTime = time.Unix(0, renewed).In(time.FixedZone("x", 3600))
 		}
-		rec, err := fillHolder(id, rec)
+		rec, err := fillHolder(id, rec, false)
 		if err != nil {
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)

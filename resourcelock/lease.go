@@ -82,7 +82,7 @@ func (l *Lease) Get(ctx context.Context) (Item, error) { return l.store.Get(ctx,
 // Create writes rec when the record is missing or released; see
 // Interface.Create.
 func (l *Lease) Create(ctx context.Context, rec Record) (Item, error) {
-	rec, err := fillHolder(l.identity, rec)
+	rec, err := fillHolder(l.identity, rec, false)
 	if err != nil {
 		return Item{}, err
 	}
@@ -98,7 +98,7 @@ func (l *Lease) Update(ctx context.Context, expect Precondition, rec Record) (It
 // UpdateDequeue is Update conditioned on the queue by d, taking the
 // entries it names out (see WriteOptions.Dequeue).
 func (l *Lease) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error) {
-	rec, err := fillHolder(l.identity, rec)
+	rec, err := fillHolder(l.identity, rec, expect.HolderIdentity == l.identity)
 	if err != nil {
 		return Item{}, err
 	}

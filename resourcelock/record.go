@@ -185,13 +185,13 @@ func checkIdentity(id string) error {
 }
 
 // fillHolder returns rec naming holder id, or an error when it names
-// someone else.
-func fillHolder(id string, rec Record) (Record, error) {
+// someone else; a holder's own write (handOver) may hand the lease over,
+// naming the waiter it goes to (HandedTo).
+func fillHolder(id string, rec Record, handOver bool) (Record, error) {
 	switch {
 	case rec.HolderIdentity == "":
 		rec.HolderIdentity = id
-	case rec.HolderIdentity == id, rec.HandedTo != "":
-		// Its own, or a hand-over naming the waiter it goes to.
+	case rec.HolderIdentity == id, handOver && rec.HandedTo != "":
 	default:
 		return Record{}, fmt.Errorf("%w: record names holder %q but this lock's identity is %q", dynalease.ErrInvalid, rec.HolderIdentity, id)
 	}

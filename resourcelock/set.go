@@ -379,7 +379,7 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 
 // Create writes rec on every member when each is missing or released.
 func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
-	rec, err := fillHolder(s.identity, rec)
+	rec, err := fillHolder(s.identity, rec, false)
 	if err != nil {
 		return Item{}, err
 	}
@@ -393,7 +393,7 @@ func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
 // Update writes rec on every member when the set is in the state expect
 // names (see Set).
 func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item, error) {
-	rec, err := fillHolder(s.identity, rec)
+	rec, err := fillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
 		return Item{}, err
 	}
@@ -415,7 +415,7 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item
 // (a waiter passing on the first member, handed to it, while others are
 // free) writes the first member only, conditioned on its RVN and holder.
 func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error) {
-	rec, err := fillHolder(s.identity, rec)
+	rec, err := fillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
 		return Item{}, err
 	}

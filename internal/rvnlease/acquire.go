@@ -192,6 +192,10 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 // acts on it without reading.
 func (a *Acquirer) Feed(it resourcelock.Item, missing bool, returned time.Time) {
 	ans := a.w.settle(it, missing, returned)
+	// A write of ours found landed is written again with this acquirer's
+	// record before it is handed out, as a resumed one is: the caller's
+	// read may not carry the whole row (a semaphore's GetMany has no data).
+	ans.earlier = ans.earlier || ans.landed
 	a.observe(ans)
 	a.fed = &ans
 }
@@ -314,7 +318,11 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	cancel()
 	cfg.observe("update", start, rerr)
 	if rerr != nil {
-		cfg.Log.Info("releasing a row whose fencing failed did not succeed; it will run out", "error", rerr.Error())
+		// It may still be ours: a later round that finds the acquiring
+		// write's RVN takes it as ours (and fences it), and an acquirer
+		// that gives up releases it (Abandon).
+		a.w.attempts.Add(res.Item.RVN, "", false, res.Sent)
+		cfg.Log.Info("releasing a row whose fencing failed did not succeed", "error", rerr.Error())
 	}
 	return Result{}, fmt.Errorf("acquired but could not be given a fencing token: %w", err)
 }

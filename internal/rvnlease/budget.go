@@ -117,11 +117,11 @@ func (s *waiting) next(now time.Time) (time.Duration, error) {
 			return 0, err
 		}
 	}
+	// Wake at the end of the budget; once it has passed (a place was seen
+	// free), at the next poll.
 	wait := s.wake(now)
-	if !until.IsZero() && !due {
-		if d := until.Sub(now); d < wait {
-			wait = max(d, 0)
-		}
+	if until.After(now) && !due {
+		wait = min(wait, until.Sub(now))
 	}
 	return wait, nil
 }
@@ -129,8 +129,8 @@ func (s *waiting) next(now time.Time) (time.Duration, error) {
 // due reports whether a place's lease may be taken over (or confirmed)
 // now and no takeover of its RVN has been tried yet.
 func (s *waiting) due() bool {
-	for _, a := range s.acqs {
-		if a.TakeoverDue() {
+	for i, a := range s.acqs {
+		if a.TakeoverDue() && !s.skipped[i] {
 			return true
 		}
 	}
@@ -169,6 +169,9 @@ func (s *waiting) graceEnd(now time.Time) time.Time {
 	if s.lastErr == nil {
 		return time.Time{}
 	}
+	if s.fenceFailed {
+		return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+	}
 	for _, a := range s.acqs {
 		if a.Obs.Expired(now) || a.Handed() {
 			return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
@@ -184,6 +187,9 @@ func (s *waiting) graceEnd(now time.Time) time.Time {
 // free and the last poll failed nothing: the next poll takes it.
 func (s *waiting) giveUp(now time.Time) error {
 	held := s.allHeld()
+	if s.fenceFailed && s.lastErr != nil {
+		return fmt.Errorf("taking the lock kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
+	}
 	if held && s.lastErr != nil {
 		for _, a := range s.acqs {
 			switch {

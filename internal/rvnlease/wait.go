@@ -147,6 +147,14 @@ type waiting struct {
 	holders      []string  // each place's holder at the last poll that saw it ("" free)
 	lastErr      error     // the last poll's failure, nil after a poll without one
 	failingSince time.Time // when the polls started failing; zero with lastErr nil
+	// skipped: the places the last poll passed over, their claim failing
+	// (this client works on them in another call): none of them is due
+	// or to be waited for until a later poll claims it.
+	skipped []bool
+	// fenceFailed: the last poll won a place but could not fence it (the
+	// row was released): a failing write, to be tried again within the
+	// grace of one.
+	fenceFailed bool
 }
 
 // Run waits until a place is taken, and returns it; or until ctx ends
@@ -157,7 +165,7 @@ type waiting struct {
 // Watches, a wait that gives up leaves its queue (passing on a hand-over
 // to it), and a row that a write in doubt may have left is released.
 func (w *Wait) Run(ctx context.Context) (Won, error) {
-	s := &waiting{Wait: w, start: w.Engine.Clock.Now(), holders: make([]string, len(w.Places))}
+	s := &waiting{Wait: w, start: w.Engine.Clock.Now(), holders: make([]string, len(w.Places)), skipped: make([]bool, len(w.Places))}
 	s.acqs = make([]*Acquirer, len(w.Places))
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
@@ -230,9 +238,12 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 		}
 	}
 	var last Result
+	clear(s.skipped)
+	s.fenceFailed = false
 	for _, i := range s.candidates() {
 		p := s.Places[i]
 		if p.Claim != nil && !p.Claim() {
+			s.skipped[i] = true
 			continue
 		}
 		res, err := s.acqs[i].Round(ctx)
@@ -240,7 +251,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 			res, err = s.acqs[i].Fence(ctx, res)
 			if err != nil && !resourcelock.Permanent(err) {
 				// Released by Fence; the next poll may take it again.
-				res, err = Result{Outcome: Unknown, Err: err}, nil
+				res, err, s.fenceFailed = Result{Outcome: Unknown, Err: err}, nil, true
 			}
 		}
 		if err == nil && res.Outcome == Ours {

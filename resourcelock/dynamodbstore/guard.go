@@ -76,7 +76,7 @@ func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.
 func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
 	api, ok := d.client.(TransactAPI)
 	if !ok {
-		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
+		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems and TransactGetItems (TransactAPI)", dynalease.ErrInvalid)
 	}
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err

@@ -70,15 +70,29 @@ type target struct {
 	permit bool             // the key is a semaphore's slot
 }
 
-// kind names t's kind of lock for the metrics.
-func (t target) kind() string {
+// kind is a lock's kind: one key, a set of keys, a semaphore's permit.
+type kind uint8
+
+const (
+	kindLock kind = iota
+	kindSet
+	kindPermit
+)
+
+// String names the kind for the metrics.
+func (k kind) String() string {
+	return [...]string{metrics.KindLock, metrics.KindSet, metrics.KindPermit}[k]
+}
+
+// kind returns t's kind of lock.
+func (t target) kind() kind {
 	switch {
 	case t.set != nil:
-		return metrics.KindSet
+		return kindSet
 	case t.permit:
-		return metrics.KindPermit
+		return kindPermit
 	}
-	return metrics.KindLock
+	return kindLock
 }
 
 // acquireTarget takes t: its claims in this client, then the lease, through

@@ -30,7 +30,7 @@ func (l *Lock) Token() int64 {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return resourcelock.Record{Acquisitions: l.row.transitions, FenceGeneration: l.row.generation}.FencingToken()
+	return l.row.token
 }
 
 // Guard commits items, writes of the caller's own on any tables, in one

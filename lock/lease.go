@@ -58,8 +58,12 @@ func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface
 	if t.set != nil {
 		return t.set.rows.With(o)
 	}
-	o.OnlyIfExists = a.onlyIfExists
-	l := c.base.With(o).(*resourcelock.Lease).At(t.key)
+	base := c.base // the hold options are an acquisition's without options
+	if a.attributes != nil || !a.replaceData || a.onlyIfExists {
+		o.OnlyIfExists = a.onlyIfExists
+		base = c.base.With(o).(*resourcelock.Lease)
+	}
+	l := base.At(t.key)
 	return &l
 }
 

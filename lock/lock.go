@@ -38,11 +38,6 @@ type Lock struct {
 	// release, go one at a time.
 	hold rvnlease.Holder
 
-	// Set when the lock is made, never changed.
-	kind      string // metrics.KindLock, KindSet or KindPermit
-	reentrant bool
-	delete    bool // delete the row on release
-
 	mu    sync.Mutex
 	row   heldRow   // the row as last confirmed
 	sent  time.Time // send time of the last confirmed write; written by c.valid
@@ -54,6 +49,11 @@ type Lock struct {
 	// it, so its end is counted in the metrics. releaseSent: a release of
 	// the row was sent after the lock expired.
 	writing, handedOut, releaseSent bool
+
+	// Set when the lock is made, never changed.
+	kind      kind
+	reentrant bool
+	delete    bool // delete the row on release
 }
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
@@ -64,8 +64,7 @@ type heldRow struct {
 	acquisitionID string
 	data          []byte
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
-	transitions   int64 // Acquisitions
-	generation    int64 // FenceGeneration
+	token         int64 // the row's fencing token (Record.FencingToken)
 }
 
 // extras is the part of a lock's state that most held locks never need,
@@ -136,8 +135,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		rvn:           strings.Clone(it.RVN),
 		acquisitionID: it.AcquisitionID,
 		data:          it.Data,
-		transitions:   it.Acquisitions,
-		generation:    it.FenceGeneration,
+		token:         it.FencingToken(),
 	}
 	switch {
 	case r.acquisitionID == l.row.acquisitionID:
@@ -163,13 +161,11 @@ func (l *Lock) itemLocked() resourcelock.Item {
 	it := resourcelock.Item{
 		Key: l.lease.Key(),
 		Record: resourcelock.Record{
-			HolderIdentity:  l.c.cfg.identity,
-			RVN:             l.row.rvn,
-			LeaseDuration:   l.c.cfg.lease,
-			Acquisitions:    l.row.transitions,
-			FenceGeneration: l.row.generation,
-			AcquisitionID:   l.row.acquisitionID,
-			Data:            l.row.data,
+			HolderIdentity: l.c.cfg.identity,
+			RVN:            l.row.rvn,
+			LeaseDuration:  l.c.cfg.lease,
+			AcquisitionID:  l.row.acquisitionID,
+			Data:           l.row.data,
 		},
 	}
 	if l.row.acquired != 0 {
@@ -405,16 +401,16 @@ func (l *Lock) countAcquired(wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.handedOut = true
-	l.c.cfg.metrics.Acquired(l.kind, wait)
+	l.c.cfg.metrics.Acquired(l.kind.String(), wait)
 	if le, ok := l.err.(*dynalease.LostError); ok {
-		l.c.cfg.metrics.LockLost(l.kind, strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind.String(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 }
 
 // reportReleasedLocked counts the release of a lock that was handed out.
 func (l *Lock) reportReleasedLocked() {
 	if l.handedOut {
-		l.c.cfg.metrics.Released(l.kind)
+		l.c.cfg.metrics.Released(l.kind.String())
 	}
 }
 
@@ -425,7 +421,7 @@ func (l *Lock) loseLocked(err error) {
 	}
 	l.c.log.Info("lock lost", "key", l.lease.Key().String(), "reason", err.Error())
 	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
-		l.c.cfg.metrics.LockLost(l.kind, strings.ReplaceAll(le.Reason.String(), " ", "_"))
+		l.c.cfg.metrics.LockLost(l.kind.String(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)
 	// The claim is the client's, taken under its mutex, which may not be

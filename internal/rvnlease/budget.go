@@ -45,7 +45,7 @@ func (s *waiting) settle(failure error, now time.Time) error {
 
 // allHeld reports whether every place is held by another, as last seen.
 func (s *waiting) allHeld() bool {
-	for _, a := range s.acqs {
+	for _, a := range s.at {
 		if !a.Obs.Known || a.Obs.Free() {
 			return false
 		}
@@ -56,7 +56,7 @@ func (s *waiting) allHeld() bool {
 // heldNotDue reports whether some place is held and not to be taken over
 // now.
 func (s *waiting) heldNotDue(now time.Time) bool {
-	for _, a := range s.acqs {
+	for _, a := range s.at {
 		if a.Obs.Known && !a.Obs.Free() && !a.Obs.Expired(now) {
 			return true
 		}
@@ -65,7 +65,7 @@ func (s *waiting) heldNotDue(now time.Time) bool {
 }
 
 // holder returns the holder of the first place, as last seen.
-func (s *waiting) holder() string { return s.acqs[0].Obs.Holder }
+func (s *waiting) holder() string { return s.at[0].Obs.Holder }
 
 // extendDeadline sets the budget when the wait finds every place held: the
 // longest of the holders' leases, counted from when the wait first found
@@ -80,9 +80,9 @@ func (s *waiting) holder() string { return s.acqs[0].Obs.Holder }
 // one: holders changing elsewhere are no progress of its own.)
 func (s *waiting) extendDeadline() {
 	longest := time.Duration(0)
-	for i, a := range s.acqs {
+	for i, a := range s.at {
 		holder := a.Obs.Holder
-		changed := s.holders[i] != "" && s.holders[i] != holder
+		changed := s.at[i].holder != "" && s.at[i].holder != holder
 		restart := s.Budget.Restart || (a.Fair() && a.Place() >= 0)
 		if s.budgetFrom.IsZero() || (changed && restart) {
 			s.budgetFrom = a.Obs.SeenAt
@@ -90,7 +90,7 @@ func (s *waiting) extendDeadline() {
 				s.budgetFrom = s.start
 			}
 		}
-		s.holders[i] = holder
+		s.at[i].holder = holder
 		longest = max(longest, clockutil.Add(a.Obs.Lease, a.Yield()))
 	}
 	if d := s.budgetFrom.Add(clockutil.Add(longest, s.Budget.Extra)); d.After(s.deadline) {
@@ -129,8 +129,8 @@ func (s *waiting) next(now time.Time) (time.Duration, error) {
 // due reports whether a place's lease may be taken over (or confirmed)
 // now and no takeover of its RVN has been tried yet.
 func (s *waiting) due() bool {
-	for i, a := range s.acqs {
-		if a.TakeoverDue() && !s.skipped[i] {
+	for _, a := range s.at {
+		if a.TakeoverDue() && !a.skipped {
 			return true
 		}
 	}
@@ -147,8 +147,8 @@ func (s *waiting) wake(now time.Time) time.Duration {
 	if s.due() {
 		return 0
 	}
-	wait := clockutil.Jittered(s.acqs[0].queueWait(s.Period))
-	for _, a := range s.acqs {
+	wait := clockutil.Jittered(s.at[0].queueWait(s.Period))
+	for _, a := range s.at {
 		if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
 			if d := a.Obs.Expiry().Add(a.Yield()).Sub(now); d > 0 && d < wait {
 				wait = d
@@ -172,7 +172,7 @@ func (s *waiting) graceEnd(now time.Time) time.Time {
 	if s.fenceFailed {
 		return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
 	}
-	for _, a := range s.acqs {
+	for _, a := range s.at {
 		if a.Obs.Expired(now) || a.Handed() {
 			return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
 		}
@@ -191,7 +191,7 @@ func (s *waiting) giveUp(now time.Time) error {
 		return fmt.Errorf("taking the lock kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
 	}
 	if held && s.lastErr != nil {
-		for _, a := range s.acqs {
+		for _, a := range s.at {
 			switch {
 			case a.Handed():
 				return fmt.Errorf("it was handed to this client but confirming it kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
@@ -217,7 +217,7 @@ func (s *waiting) giveUp(now time.Time) error {
 // holds), within one request timeout; if that fails, a later wait
 // recognises the row as this identity's.
 func (s *waiting) remember(ctx context.Context, won int) {
-	for i, a := range s.acqs {
+	for i, a := range s.at {
 		k := s.Places[i].Key
 		if i == won {
 			if s.Watches == nil {

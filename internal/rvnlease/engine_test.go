@@ -350,6 +350,6 @@ func TestAttempts(t *testing.T) {
 // wait is how long the wait loop sleeps after a poll of e's acquirer alone,
 // with the poll period period.
 func (e *engine) wait() time.Duration {
-	s := &waiting{Wait: &Wait{Period: period}, acqs: []*Acquirer{e.acq}, skipped: make([]bool, 1)}
+	s := &waiting{Wait: Wait{Period: period}, at: []placeState{{Acquirer: e.acq}}}
 	return s.wake(e.fc.Now())
 }

@@ -139,22 +139,28 @@ func (e *HeldError) Unwrap() error { return e.Last }
 // waiting is the state of one Run: what the budget counts from, and the
 // failures of the polls.
 type waiting struct {
-	*Wait
-	acqs         []*Acquirer
+	Wait
+	at           []placeState // one per place
 	start        time.Time
 	deadline     time.Time // give up after this; zero until a holder is seen
 	budgetFrom   time.Time
-	holders      []string  // each place's holder at the last poll that saw it ("" free)
 	lastErr      error     // the last poll's failure, nil after a poll without one
 	failingSince time.Time // when the polls started failing; zero with lastErr nil
-	// skipped: the places the last poll passed over, their claim failing
-	// (this client works on them in another call): none of them is due
-	// or to be waited for until a later poll claims it.
-	skipped []bool
 	// fenceFailed: the last poll won a place but could not fence it (the
 	// row was released): a failing write, to be tried again within the
 	// grace of one.
 	fenceFailed bool
+}
+
+// placeState is what a wait keeps of one place: its acquirer, its holder
+// at the last poll that saw it held ("" free), and whether the last poll
+// passed it over, its claim failing (this client works on it in another
+// call): such a place is neither due nor waited for until a later poll
+// claims it.
+type placeState struct {
+	*Acquirer
+	holder  string
+	skipped bool
 }
 
 // Run waits until a place is taken, and returns it; or until ctx ends
@@ -165,8 +171,7 @@ type waiting struct {
 // Watches, a wait that gives up leaves its queue (passing on a hand-over
 // to it), and a row that a write in doubt may have left is released.
 func (w *Wait) Run(ctx context.Context) (Won, error) {
-	s := &waiting{Wait: w, start: w.Engine.Clock.Now(), holders: make([]string, len(w.Places)), skipped: make([]bool, len(w.Places))}
-	s.acqs = make([]*Acquirer, len(w.Places))
+	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
 		a.OnlyIfExists = w.OnlyIfExists
@@ -177,7 +182,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 			obs, doubt, _ := w.Watches.Get(p.Key)
 			a.Resume(obs, doubt)
 		}
-		s.acqs[i] = a
+		s.at[i].Acquirer = a
 	}
 	won := -1
 	defer func() { s.remember(ctx, won) }()
@@ -188,7 +193,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		started := w.Engine.Clock.Now()
 		res, i, err := s.poll(ctx)
 		if w.OnPoll != nil {
-			w.OnPoll(res, s.acqs[0].Obs, err, w.Engine.Clock.Since(started))
+			w.OnPoll(res, s.at[0].Obs, err, w.Engine.Clock.Since(started))
 		}
 		if i >= 0 {
 			won = i
@@ -234,21 +239,23 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 		returned := s.Engine.Clock.Now()
 		for i, p := range s.Places {
 			it, ok := rows[p.Key]
-			s.acqs[i].Feed(it, !ok, returned)
+			s.at[i].Feed(it, !ok, returned)
 		}
 	}
 	var last Result
-	clear(s.skipped)
+	for i := range s.at {
+		s.at[i].skipped = false
+	}
 	s.fenceFailed = false
 	for _, i := range s.candidates() {
 		p := s.Places[i]
 		if p.Claim != nil && !p.Claim() {
-			s.skipped[i] = true
+			s.at[i].skipped = true
 			continue
 		}
-		res, err := s.acqs[i].Round(ctx)
+		res, err := s.at[i].Round(ctx)
 		if err == nil && res.Outcome == Ours && s.Fence {
-			res, err = s.acqs[i].Fence(ctx, res)
+			res, err = s.at[i].Fence(ctx, res)
 			if err != nil && !resourcelock.Permanent(err) {
 				// Released by Fence; the next poll may take it again.
 				res, err, s.fenceFailed = Result{Outcome: Unknown, Err: err}, nil, true
@@ -290,8 +297,11 @@ func (s *waiting) readAll(ctx context.Context) (map[resourcelock.Key]resourceloc
 // (free, a lease to take over or a hand-over to confirm, or a write of
 // ours found landed), from a random one on.
 func (s *waiting) candidates() []int {
+	if s.Read == nil && len(s.at) == 1 {
+		return firstPlace
+	}
 	var out []int
-	for i, a := range s.acqs {
+	for i, a := range s.at {
 		if s.Read == nil || a.Ready() {
 			out = append(out, i)
 		}
@@ -302,6 +312,9 @@ func (s *waiting) candidates() []int {
 	}
 	return out
 }
+
+// firstPlace is the candidates of a wait of one place (never written).
+var firstPlace = []int{0}
 
 // note tells Failing of a poll's outcome.
 func (s *waiting) note(err error) {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -83,28 +84,40 @@ func writeUpdate(e *expression, rec resourcelock.Record, acquiring bool) string 
 // attributes, data kept as it is, and the TTL attribute (set, or removed so
 // that a TTL left by an earlier writer can never delete a live lease).
 func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquiring bool, o resourcelock.WriteOptions) string {
-	u := &updateClauses{e: e}
-	u.set(attrOwner, s(rec.HolderIdentity))
-	u.set(attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
-	u.set(attrRVN, s(rec.RVN))
-	if !o.KeepData {
-		u.setOrRemove(attrData, &types.AttributeValueMemberB{Value: rec.Data}, len(rec.Data) > 0)
+	var u updateClauses
+	u.set(e, attrOwner, s(rec.HolderIdentity))
+	u.set(e, attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
+	u.set(e, attrRVN, s(rec.RVN))
+	switch {
+	case o.KeepData:
+	case len(rec.Data) > 0:
+		u.set(e, attrData, &types.AttributeValueMemberB{Value: rec.Data})
+	default:
+		u.remove(e, attrData)
 	}
 	for _, name := range sortedNames(o.Attributes) {
-		u.set(name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
+		u.set(e, name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
 	}
-	if k.ttl != "" && !o.KeepTTL {
-		u.setOrRemove(k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)}, !o.Expires.IsZero())
+	switch {
+	case k.ttl == "" || o.KeepTTL:
+	case o.Expires.IsZero():
+		u.remove(e, k.ttl)
+	default:
+		u.set(e, k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)})
 	}
-	u.setOrRemove(attrHandedTo, s(rec.HandedTo), rec.HandedTo != "")
+	u.optional(e, attrHandedTo, rec.HandedTo)
 	if rec.HandedTo != "" && !acquiring {
 		// A hand-over is nobody's acquisition: no guard or Fence
 		// conditioned on an earlier one may pass on it.
-		u.removes = append(u.removes, e.name(attrAcquisition))
+		u.remove(e, attrAcquisition)
 	}
-	u.setOrRemove(attrReleased, s(releasedValue), rec.Released)
-	u.setOrRemove(attrAcquireTime, s(rec.AcquireTime.UTC().Format(timeLayout)), !rec.AcquireTime.IsZero())
-	u.setOrRemove(attrRenewTime, s(rec.RenewTime.UTC().Format(timeLayout)), !rec.RenewTime.IsZero())
+	if rec.Released {
+		u.set(e, attrReleased, s(releasedValue))
+	} else {
+		u.remove(e, attrReleased)
+	}
+	u.time(e, attrAcquireTime, rec.AcquireTime)
+	u.time(e, attrRenewTime, rec.RenewTime)
 	u.removes = append(u.removes, dequeueRemoves(e, o.Dequeue)...)
 	expr := "SET " + strings.Join(u.sets, ", ")
 	if len(u.removes) > 0 {
@@ -120,20 +133,32 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 // updateClauses collects the SET and REMOVE clauses of an update
 // expression, in order.
 type updateClauses struct {
-	e             *expression
 	sets, removes []string
 }
 
-func (u *updateClauses) set(attr string, v types.AttributeValue) {
-	u.sets = append(u.sets, u.e.name(attr)+" = "+u.e.value(v))
+func (u *updateClauses) set(e *expression, attr string, v types.AttributeValue) {
+	u.sets = append(u.sets, e.name(attr)+" = "+e.value(v))
 }
 
-// setOrRemove sets attr to v when present, and removes it otherwise.
-func (u *updateClauses) setOrRemove(attr string, v types.AttributeValue, present bool) {
-	if present {
-		u.set(attr, v)
+func (u *updateClauses) remove(e *expression, attr string) {
+	u.removes = append(u.removes, e.name(attr))
+}
+
+// optional sets attr to the string v, or removes it when v is empty.
+func (u *updateClauses) optional(e *expression, attr, v string) {
+	if v == "" {
+		u.remove(e, attr)
 	} else {
-		u.removes = append(u.removes, u.e.name(attr))
+		u.set(e, attr, s(v))
+	}
+}
+
+// time sets attr to t as records keep it, or removes it when t is zero.
+func (u *updateClauses) time(e *expression, attr string, t time.Time) {
+	if t.IsZero() {
+		u.remove(e, attr)
+	} else {
+		u.set(e, attr, s(t.UTC().Format(timeLayout)))
 	}
 }
 

@@ -16,19 +16,26 @@ import (
 // wrapping resourcelock.ErrPermanent that names the attribute.
 func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, error) {
 	var rec resourcelock.Record
-	var lease, released string
 	var err error
-	for _, f := range []struct {
-		attr     string
-		to       *string
-		required bool
-	}{
-		{attrOwner, &rec.HolderIdentity, true}, {attrRVN, &rec.RVN, true}, {attrLease, &lease, true},
-		{attrReleased, &released, false}, {attrAcquisition, &rec.AcquisitionID, false}, {attrHandedTo, &rec.HandedTo, false},
-	} {
-		if *f.to, err = stringAttr(item, f.attr, f.required); err != nil {
-			return resourcelock.Record{}, err
-		}
+	if rec.HolderIdentity, err = stringAttr(item, attrOwner, true); err != nil {
+		return resourcelock.Record{}, err
+	}
+	if rec.RVN, err = stringAttr(item, attrRVN, true); err != nil {
+		return resourcelock.Record{}, err
+	}
+	lease, err := stringAttr(item, attrLease, true)
+	if err != nil {
+		return resourcelock.Record{}, err
+	}
+	released, err := stringAttr(item, attrReleased, false)
+	if err != nil {
+		return resourcelock.Record{}, err
+	}
+	if rec.AcquisitionID, err = stringAttr(item, attrAcquisition, false); err != nil {
+		return resourcelock.Record{}, err
+	}
+	if rec.HandedTo, err = stringAttr(item, attrHandedTo, false); err != nil {
+		return resourcelock.Record{}, err
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
 	if perr != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {

@@ -152,7 +152,7 @@ func (c *Client) wait(a acquireConfig, try bool, failKey string) *rvnlease.Wait 
 // hands it out: its claims owned, its heartbeats scheduled. A client
 // closed meanwhile releases it (best effort) and returns ErrClosed.
 func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvnlease.Won, start time.Time) (*Lock, error) {
-	l := newLock(c, t, a, won.Item, won.Sent)
+	l := newLock(c, t, a, won)
 	l.countAcquired(c.clk.Since(start))
 	c.mu.Lock()
 	closed := c.closed

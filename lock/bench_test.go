@@ -103,9 +103,9 @@ func BenchmarkLockIsHeld(b *testing.B) {
 // the record read (the holder renewed it: a new RVN) and ask whether it
 // may be taken over.
 func BenchmarkLeaseObservation(b *testing.B) {
-	recs := [2]resourcelock.Record{
-		{HolderIdentity: "other", RVN: "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a", LeaseDuration: 20 * time.Second},
-		{HolderIdentity: "other", RVN: "1b2c3d4e-5f60-4172-8394-a5b6c7d8e9f0", LeaseDuration: 20 * time.Second},
+	recs := [2]resourcelock.Item{
+		{Record: resourcelock.Record{HolderIdentity: "other", RVN: "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a", LeaseDuration: 20 * time.Second}},
+		{Record: resourcelock.Record{HolderIdentity: "other", RVN: "1b2c3d4e-5f60-4172-8394-a5b6c7d8e9f0", LeaseDuration: 20 * time.Second}},
 	}
 	var o rvnlease.Observation
 	now := time.Now()

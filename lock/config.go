@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"math"
 	"os"
 	"time"
 
@@ -22,6 +23,9 @@ const (
 	DefaultLeaseDuration   = 20 * time.Second
 	DefaultHeartbeatPeriod = 5 * time.Second
 	DefaultRefreshPeriod   = time.Second
+	// DefaultStintPeriods is the default Config.Stint, in refresh
+	// periods.
+	DefaultStintPeriods = 8
 	// DefaultHeartbeatConcurrency bounds the heartbeats in flight at once.
 	DefaultHeartbeatConcurrency = 16
 	// DefaultObservationCacheSize bounds how many other owners' locks a
@@ -81,6 +85,16 @@ type Config struct {
 	// waiter joins the row's queue (one write per wait), reads at a pace
 	// set by its place, and a release hands the lock to the queue's head.
 	Unfair bool
+	// Stint is how long a client that holds a key while others wait in
+	// its queue may take the key back after its own Release, ahead of
+	// them, before a Release hands it to the queue's head (see the
+	// package doc, Stints): a run of holds that costs no hand-over, as a
+	// goroutine that unlocks a sync.Mutex and locks it again does. It is
+	// counted on this client's clock from the acquisition that began the
+	// run. The default is DefaultStintPeriods refresh periods; a negative
+	// Stint hands the key over at every Release. Unfair clients, sets
+	// and permits have none.
+	Stint time.Duration
 
 	// TTL, when set, makes every write set the row's TTL attribute to the
 	// writer's wall-clock time plus the lease plus TTL, refreshed by
@@ -133,6 +147,7 @@ type config struct {
 	metrics        metrics.Locks
 	concurrency    int
 	cacheSize      int
+	stint          time.Duration // 0: none
 	fencing        bool
 	fair           bool
 }
@@ -158,6 +173,13 @@ func (cfg Config) resolve() (config, error) {
 	}
 	if c.refresh == 0 {
 		c.refresh = DefaultRefreshPeriod
+	}
+	switch {
+	case !c.fair || cfg.Stint < 0:
+	case cfg.Stint == 0:
+		c.stint = min(c.refresh, math.MaxInt64/DefaultStintPeriods) * DefaultStintPeriods
+	default:
+		c.stint = cfg.Stint
 	}
 	if c.concurrency == 0 {
 		c.concurrency = DefaultHeartbeatConcurrency

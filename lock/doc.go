@@ -51,13 +51,47 @@
 //     waiter thus delays the others by about its lease when its turn
 //     comes, once; a waiter that gives up leaves the queue.
 //
+// # Stints
+//
+// A hand-over costs the head's next poll, so a queue that handed the lock
+// over at every release would spend about a poll period per acquisition.
+// As a sync.Mutex lets the goroutine that unlocks lock again ahead of its
+// waiters until one has waited too long, a fair client has a stint:
+//   - It begins with an acquisition that is not the taking back below (a
+//     create, a takeover, a confirmed hand-over), at that write's send,
+//     and lasts Config.Stint on this client's clock (DefaultStintPeriods
+//     refresh periods by default; a negative Stint has none).
+//   - Within it, a release that finds others queued marks the row
+//     released and leaves their entries in the queue: a row kept for the
+//     stint. The client's next Acquire of the key takes it back in one
+//     write, conditioned on the released RVN, without reading.
+//   - A row kept for the stint is not free (resourcelock.Item.Free): Create
+//     refuses it, a newcomer joins its queue, and a waiter behind the head
+//     sees it as held and takes it over only after its RVN has stayed
+//     unchanged for the row's lease (a dead head). The queue's head takes
+//     it at its next poll, by a write conditioned on its RVN that takes the
+//     head's entry out: the releaser and the head may both try, and at
+//     most one of the two writes lands.
+//   - The first release after the stint hands the lock to the queue's
+//     head, which begins the head's own stint.
+//
+// The bound this gives a waiter: each stint ends with a hand-over at the
+// first release after Stint, and the head confirms it at its next poll.
+// With holds of at most H, a refresh period P (1.2 P with its jitter) and
+// requests of at most R, a waiter with n waiters ahead of it in the queue
+// is handed the lock within about (n+1) × (Stint + H + 1.2 P + 2R) of
+// joining, plus a lease for each dead waiter ahead. A waiter that is not
+// in the queue (it found the queue full, or an AWS Java client dropped
+// it) has no such bound.
+//
 // Invariant: the queue and the hand-over are advice for order and
 // liveness. No write of them, and no read of them, gives anybody a hold:
 // every holder has proven its hold by a write of its own RVN, conditioned
 // on the RVN it last saw, whose send time starts its validity.
 //
-// Why it is safe: the releaser's hold ends before it sends the hand-over,
-// as every release's does. The head holds only once its own write,
+// Why it is safe: the releaser's hold ends before it sends the hand-over
+// (or the release that keeps the row for its stint), as every release's
+// does. The head holds only once its own write,
 // conditioned on Rh, lands; every other write that could take the lock
 // (a later waiter's takeover, an AWS Java client's takeover of a stale
 // row) is conditioned on Rh too, and DynamoDB applies at most one of them.

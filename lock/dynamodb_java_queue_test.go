@@ -738,7 +738,7 @@ func TestDynamoDBJavaWaiterTreatsAnUnconfirmedHandOverAsHeld(t *testing.T) {
 			// The head's lease differs from the holder's: the Java
 			// waiter must wait the head's, from the handed row.
 			const headLease = 2500 * time.Millisecond
-			holder := e.newClient()
+			holder := e.newClient(lock.WithStint(-1)) // a hand-over at the release
 			head := e.newTimedClient(lock.WithLeaseDuration(headLease))
 			l := mustAcquire(t, holder, "k")
 			h.enter(holder.Identity())

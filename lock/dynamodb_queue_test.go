@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -43,14 +44,15 @@ func (e *ddbEnv) waitQueue(key string, want ...string) {
 }
 
 // Against DynamoDB Local: waiters get the lock in the order they joined
-// the queue, and a client that releases and asks again queues behind
-// them. Each step waits for the state it needs (a join visible in the
-// row), so the order is the queue's, whatever the machine's speed.
+// the queue, and a client that releases and asks again, without a stint,
+// queues behind them. Each step waits for the state it needs (a join
+// visible in the row), so the order is the queue's, whatever the machine's
+// speed.
 func TestDynamoDBWaitersGetTheLockInTheOrderTheyQueued(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	ctx := t.Context()
-	cs := []*ddbClient{e.newClient(), e.newClient(), e.newClient(), e.newClient()}
+	cs := []*ddbClient{e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1))}
 	l := mustAcquire(t, cs[0], "k")
 	var pending []<-chan acquired
 	var want []string
@@ -100,7 +102,7 @@ func TestDynamoDBSetWaitersGetTheSetInTheOrderTheyQueued(t *testing.T) {
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	ctx := t.Context()
 	keys := []string{"s-a", "s-b", "s-c"}
-	cs := []*ddbClient{e.newClient(), e.newClient(), e.newClient(), e.newClient()}
+	cs := []*ddbClient{e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1)), e.newClient(lock.WithStint(-1))}
 	held, err := cs[0].AcquireSet(ctx, keys)
 	if err != nil {
 		t.Fatalf("AcquireSet: %v", err)
@@ -154,4 +156,56 @@ func acquireSetAsync(ctx context.Context, c *ddbClient, keys []string, opts ...l
 		ch <- acquired{l, err, time.Now()}
 	}()
 	return ch
+}
+
+// Against DynamoDB Local: within its stint, a holder that releases with a
+// waiter queued keeps the row (marked released, the queue in it) and takes
+// it back with one write; a newcomer cannot create over the kept row and
+// queues; when the holder does not come back, the queue's head takes the
+// kept row, and the newcomer then follows it.
+func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	holder := e.newClient(lock.WithStint(time.Hour)) // the stint outlasts the test
+	head, newcomer := e.newClient(), e.newClient()
+	l := mustAcquire(t, holder, "k")
+	ph := acquireAsync(ctx, head, "k", lock.WithAdditionalWait(forever))
+	e.waitQueue("k", head.Identity())
+	holder.ft.Reset()
+	for i := range 3 {
+		mustRelease(t, l)
+		it := e.item("k")
+		if str(it, "isReleased") != "1" || str(it, "ownerName") != holder.Identity() || !slices.Equal(queueOwnersOf(it), []string{head.Identity()}) {
+			t.Fatalf("release %d: owner %q, released %q, queue %v; want kept for the stint", i, str(it, "ownerName"), str(it, "isReleased"), queueOwnersOf(it))
+		}
+		// The first release expected no waiter (its lock's row showed
+		// none): refused, it is written again over the row its refusal
+		// carries. Later ones know the queue from the taking back.
+		holder.wantCounts(t, fmt.Sprintf("release %d", i), map[string]int{"UpdateItem": 2 - min(i, 1)})
+		l = mustAcquire(t, holder, "k")
+		holder.wantCounts(t, fmt.Sprintf("taking back %d", i), map[string]int{"UpdateItem": 1})
+		if got := str(e.item("k"), "ownerName"); got != holder.Identity() {
+			t.Fatalf("taken back %d: the row names %s", i, got)
+		}
+	}
+	mustRelease(t, l)
+	pn := acquireAsync(ctx, newcomer, "k", lock.WithAdditionalWait(forever))
+	for _, want := range []struct {
+		c  *ddbClient
+		ch <-chan acquired
+	}{{head, ph}, {newcomer, pn}} {
+		select {
+		case a := <-want.ch:
+			if a.err != nil {
+				t.Fatalf("Acquire by %s: %v", want.c.Identity(), a.err)
+			}
+			if got := str(e.item("k"), "ownerName"); got != want.c.Identity() {
+				t.Fatalf("the row names %s, want %s", got, want.c.Identity())
+			}
+			mustRelease(t, a.l)
+		case <-time.After(patience):
+			t.Fatalf("%s never acquired; queue %v", want.c.Identity(), e.queueOwners("k"))
+		}
+	}
 }

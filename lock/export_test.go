@@ -63,6 +63,9 @@ func WithObservationCacheSize(n int) Option {
 // WithUnfair turns fair waiting off (Config.Unfair).
 func WithUnfair() Option { return func(c *testConfig) { c.Unfair = true } }
 
+// WithStint sets Config.Stint (negative: a hand-over at every release).
+func WithStint(d time.Duration) Option { return func(c *testConfig) { c.Stint = d } }
+
 func configOf(opts []Option) testConfig {
 	var c testConfig
 	for _, o := range opts {

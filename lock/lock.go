@@ -41,6 +41,7 @@ type Lock struct {
 	mu    sync.Mutex
 	row   heldRow   // the row as last confirmed
 	sent  time.Time // send time of the last confirmed write; written by c.valid
+	stint time.Time // when this client's stint on the key began (rvnlease.Won.Stint)
 	valid rvnlease.Validity
 	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
 	x     *extras // what most locks never need, made on first use
@@ -95,9 +96,11 @@ var closed = func() chan struct{} {
 	return ch
 }()
 
-func newLock(c *Client, t target, a acquireConfig, it resourcelock.Item, sent time.Time) *Lock {
+func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
+	it, sent := won.Item, won.Sent
 	l := &Lock{
 		c:         c,
+		stint:     won.Stint,
 		lease:     c.base.At(t.key),
 		claim:     t.claim,
 		kind:      t.kind(),

@@ -91,9 +91,10 @@ func TestAWaiterJoinsTheQueueAndConfirmsAHandOver(t *testing.T) {
 // A release with waiters queued hands the lock to the first of them, in
 // the one write that ends this client's hold; a waiter that joined after
 // the holder last saw the row is not skipped: the release, conditioned on
-// the queue as the holder knew it, is refused and written again.
+// the queue as the holder knew it, is refused and written again. (No
+// stint here: see the stint's tests.)
 func TestReleaseHandsTheLockToTheQueuesHead(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, WithStint(-1))
 	l := f.acquire("k")
 	w1 := f.join("w1", 7*time.Second)
 	f.join("w2", 8*time.Second)
@@ -127,7 +128,7 @@ func TestReleaseHandsTheLockToTheQueuesHead(t *testing.T) {
 // A release with nobody else queued marks the row released in one write,
 // taking the releaser's own stale entries out of the queue's head.
 func TestReleaseWithAnEmptyQueueMarksTheRowReleased(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, WithStint(-1))
 	l := f.acquire("k")
 	f.join(ownerName, lease) // an entry of an earlier wait of this client
 	f.store.ResetCalls()

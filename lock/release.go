@@ -140,9 +140,19 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	var w rvnlease.Written
 	if l.c.cfg.fair {
 		// Handed to the queue's head when others wait (a set's first
-		// key: see resourcelock.Set); an earlier heartbeat that landed
-		// unseen is written over again.
-		w = l.hold.ReleaseQueued(rctx, cur, next)
+		// key: see resourcelock.Set), unless the stint is on; an earlier
+		// heartbeat that landed unseen is written over again.
+		keep := l.stintOn()
+		w = l.hold.ReleaseQueued(rctx, cur, next, keep)
+		if keep && w.Landed && w.Item.Released && len(w.Item.Queue) > 0 {
+			// Kept for the stint: an Acquire of the key by this client
+			// takes it back at once, by a write conditioned on its RVN.
+			prev, _, _ := l.c.seen.Get(l.lease.Key())
+			obs := rvnlease.Observation{Pace: prev.Pace}
+			obs.Observe(w.Item, false, l.c.clk.Now())
+			obs.Stint = l.stint
+			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
+		}
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
@@ -152,7 +162,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			// a hand-over nobody confirms before it does.
 			prev, _, _ := l.c.seen.Get(l.lease.Key())
 			obs := rvnlease.Observation{Pace: prev.Pace}
-			obs.Observe(w.Item.Record, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
+			obs.Observe(w.Item, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
 			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
 		}
 	} else {
@@ -161,6 +171,13 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
 	}
 	return l.afterRelease(w, cur)
+}
+
+// stintOn reports whether this client's stint on the key is on: a lock
+// on one key, fair, acquired less than Config.Stint ago counting from the
+// acquisition that began the stint.
+func (l *Lock) stintOn() bool {
+	return l.kind == kindLock && l.c.cfg.stint > 0 && !l.stint.IsZero() && l.c.clk.Since(l.stint) < l.c.cfg.stint
 }
 
 // afterRelease classifies what a release over cur found (see

@@ -19,12 +19,12 @@ type Interface interface {
 	// ErrNotFound when there is none.
 	Get(ctx context.Context) (Item, error)
 
-	// Create writes rec when there is no record or the record is marked
-	// released, in one request. It counts a new acquisition: the stored
-	// Acquisitions is one more than the previous record's (or 1 when
-	// there was none), whatever rec holds. It returns the row as stored,
-	// or an error wrapping ErrConflict when a record exists and is not
-	// released. rec.HolderIdentity must be empty or equal Identity(); an
+	// Create writes rec when there is no record or the record is free
+	// (marked released, with nobody queued: Item.Free), in one request.
+	// It counts a new acquisition: the stored Acquisitions is one more
+	// than the previous record's (or 1 when there was none), whatever rec
+	// holds. It returns the row as stored, or an error wrapping
+	// ErrConflict when a record exists and is not free. rec.HolderIdentity must be empty or equal Identity(); an
 	// empty one is filled in.
 	Create(ctx context.Context, rec Record) (Item, error)
 

@@ -79,7 +79,7 @@ func (l *Lease) Store() Store { return l.store }
 // Get reads the row; see Store.Get.
 func (l *Lease) Get(ctx context.Context) (Item, error) { return l.store.Get(ctx, l.key) }
 
-// Create writes rec when the record is missing or released; see
+// Create writes rec when the record is missing or free (Item.Free); see
 // Interface.Create.
 func (l *Lease) Create(ctx context.Context, rec Record) (Item, error) {
 	rec, err := fillHolder(l.identity, rec, false)

@@ -52,8 +52,10 @@ type ManyStore interface {
 type WriteKind int
 
 const (
-	// WriteCreate writes the record when the row is missing or released,
-	// as Store.Create does.
+	// WriteCreate writes the record when the row is missing or released.
+	// Unlike Store.Create it takes a released row whatever its queue: a
+	// set queues on its first key only, and is not ordered against the
+	// waiters of its other keys.
 	WriteCreate WriteKind = iota
 	// WriteUpdate writes the record when the row satisfies Expect, as
 	// Store.Update does.

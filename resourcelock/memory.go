@@ -97,7 +97,7 @@ func (s *memoryStore) Get(ctx context.Context, key Key) (Item, error) {
 }
 
 // Create stores rec at key when the row is missing (unless
-// opts.OnlyIfExists) or released.
+// opts.OnlyIfExists) or free (Item.Free).
 func (s *memoryStore) Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error) {
 	return s.write(ctx, key, "create", rec, opts, func(cur Item, ok bool) bool {
 		return createAdmits(cur, ok, opts.OnlyIfExists)
@@ -175,7 +175,7 @@ func conflict(key Key, op string, cur Item, ok bool) error {
 // createAdmits reports whether Create's condition holds on the row cur
 // (ok when there is one).
 func createAdmits(cur Item, ok, onlyIfExists bool) bool {
-	return (!ok && !onlyIfExists) || (ok && cur.Released)
+	return (!ok && !onlyIfExists) || (ok && cur.Free())
 }
 
 // removeAdmits reports whether Remove's condition on expect holds on the
@@ -241,7 +241,7 @@ func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptio
 // Join appends w to the queue of the row at key.
 func (s *memoryStore) Join(ctx context.Context, key Key, w Waiter) (Item, error) {
 	return s.queueOp(ctx, key, "join", func(cur Item) ([]Waiter, bool) {
-		if cur.Released || len(cur.Queue) >= MaxQueueLength {
+		if cur.Free() || len(cur.Queue) >= MaxQueueLength {
 			return nil, false
 		}
 		return append(slices.Clone(cur.Queue), w), true

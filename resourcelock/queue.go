@@ -74,6 +74,14 @@ func CheckLeave(ticket string, index int) error {
 	return nil
 }
 
+// Free reports whether the row may be taken by anyone, by Create: it is
+// marked released and nobody waits in its queue. A released row with
+// waiters queued belongs to the queue: it is taken by a write conditioned
+// on its RVN (the queue's head, or the client that released it while
+// others waited: see the lock package's fair waiting), and Join still
+// appends to it.
+func (it Item) Free() bool { return it.Released && len(it.Queue) == 0 }
+
 // Place returns the index of ticket in the queue, or -1.
 func (it Item) Place(ticket string) int {
 	for i, w := range it.Queue {

@@ -43,7 +43,7 @@ import (
 // carrying it (with the holder, when the precondition names one); a
 // composite, which only a takeover may expect, on each held member's RVN
 // and on each free member being missing or released. Create conditions
-// every member on being missing or released.
+// every member on being missing or free (Item.Free).
 //
 // # Why that is safe
 //
@@ -377,7 +377,8 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 	return writes, nil
 }
 
-// Create writes rec on every member when each is missing or released.
+// Create writes rec on every member when each is missing or free
+// (Item.Free).
 func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
 	rec, err := fillHolder(s.identity, rec, false)
 	if err != nil {

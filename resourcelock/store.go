@@ -82,7 +82,7 @@ type Store interface {
 	// Get returns the item at key, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key Key) (Item, error)
 	// Create writes rec at key when the row is missing (unless
-	// opts.OnlyIfExists) or released; see Interface.Create.
+	// opts.OnlyIfExists) or free (Item.Free); see Interface.Create.
 	Create(ctx context.Context, key Key, rec Record, opts WriteOptions) (Item, error)
 	// Update writes rec at key when the row satisfies expect; see
 	// Interface.Update.
@@ -97,7 +97,8 @@ type Store interface {
 	// written during the scan may or may not be seen.
 	Scan(ctx context.Context, partition string, fn func(Item, error) error) error
 	// Join appends w to the queue of the row at key, in one request, when
-	// the row exists, is not released and its queue holds fewer than
+	// the row exists, is not free (Item.Free: held, or released with
+	// waiters queued) and its queue holds fewer than
 	// MaxQueueLength waiters; otherwise it returns an error wrapping
 	// ErrConflict carrying the row (ErrNotFound when there is none). It
 	// returns the row as it stands after the append. A Join whose answer

@@ -34,6 +34,10 @@ type Result struct {
 	// Sent is the local time just before the confirmed write was sent
 	// (Ours): the lease's validity counts from it.
 	Sent time.Time
+	// Stint is when the winner's stint began (Ours): Sent, or for a row
+	// of its own release within its stint taken back, that stint's
+	// start (see Holder.ReleaseQueued).
+	Stint time.Time
 	// Err is the failure of the round, one that waiting may fix: always
 	// set for Unknown (nothing was learned), and set for Others when a
 	// write of the round failed for a reason other than its condition
@@ -114,6 +118,10 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				continue
 			}
 			a.late = resourcelock.Item{}
+			stint := ans.sent
+			if a.ownRelease() && a.tried == a.Obs.RVN {
+				stint = a.Obs.Stint // its own release, taken back
+			}
 			a.Obs = Observation{Pace: a.Obs.Pace}
 			it := ans.item
 			if a.q != nil {
@@ -125,7 +133,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				// reads).
 				it.Queue = a.leave(ctx, it).Queue
 			}
-			return Result{Outcome: Ours, Item: it, Sent: ans.sent}, nil
+			return Result{Outcome: Ours, Item: it, Sent: ans.sent, Stint: stint}, nil
 		}
 		if ans.missing && a.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
@@ -161,9 +169,9 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		return ans
 	case !a.Obs.Known || a.Obs.Free():
 		return a.queued(ctx, a.create(ctx))
-	case a.Handed():
+	case a.Offered():
 		// Retried every round (a poll apart once tried: TakeoverDue).
-		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
+		a.w.cfg.Log.V(1).Info("the lease is offered to this waiter; taking it", "rvn", a.Obs.RVN, "released", a.Obs.Released)
 		return a.queued(ctx, a.takeover(ctx))
 	case a.expired(now) && !a.staleForTakeover(now):
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
@@ -207,7 +215,7 @@ func (a *Acquirer) Ready() bool {
 	if a.fed != nil && a.fed.landed {
 		return true
 	}
-	return !a.Obs.Known || a.Obs.Free() || a.expired(a.w.cfg.Clock.Now()) || a.Handed()
+	return !a.Obs.Known || a.Obs.Free() || a.expired(a.w.cfg.Clock.Now()) || a.Offered()
 }
 
 // takeover writes this acquirer's record over the watched row, conditioned
@@ -249,8 +257,8 @@ func (a *Acquirer) queued(ctx context.Context, ans answer) answer {
 	if a.q == nil || ans.landed || ans.err != nil {
 		return ans
 	}
-	if a.Handed() && a.Obs.RVN != a.tried {
-		a.w.cfg.Log.V(1).Info("the lease was handed to this waiter; confirming", "rvn", a.Obs.RVN)
+	if a.Offered() && a.Obs.RVN != a.tried {
+		a.w.cfg.Log.V(1).Info("the lease is offered to this waiter; taking it", "rvn", a.Obs.RVN, "released", a.Obs.Released)
 		return a.takeover(ctx)
 	}
 	if a.wantsToJoin() {
@@ -278,7 +286,7 @@ func (a *Acquirer) observe(ans answer) {
 // observeItem notes the row it (none when missing), another's, seen in an
 // answer that returned at returned.
 func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time.Time) {
-	a.Obs.Observe(it.Record, missing, returned)
+	a.Obs.Observe(it, missing, returned)
 	if a.q != nil {
 		a.q.see(it, missing, returned)
 	}
@@ -334,7 +342,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 // at once, whatever the caller's wait budget; only once per RVN, so a
 // takeover that keeps failing waits a poll like any other round.
 func (a *Acquirer) TakeoverDue() bool {
-	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.Handed()) && a.Obs.RVN != a.tried
+	return a.Obs.Known && !a.Obs.Free() && (a.expired(a.w.cfg.Clock.Now()) || a.Offered()) && a.Obs.RVN != a.tried
 }
 
 // Pending returns how many writes of this acquirer are in doubt, counting

@@ -173,7 +173,7 @@ func (s *waiting) graceEnd(now time.Time) time.Time {
 		return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
 	}
 	for _, a := range s.at {
-		if a.Obs.Expired(now) || a.Handed() {
+		if a.Obs.Expired(now) || a.Offered() {
 			return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
 		}
 	}
@@ -193,8 +193,8 @@ func (s *waiting) giveUp(now time.Time) error {
 	if held && s.lastErr != nil {
 		for _, a := range s.at {
 			switch {
-			case a.Handed():
-				return fmt.Errorf("it was handed to this client but confirming it kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
+			case a.Offered():
+				return fmt.Errorf("it was offered to this client but taking it kept failing for %v: %w", now.Sub(s.failingSince), s.lastErr)
 			case a.Obs.Expired(now):
 				return fmt.Errorf("the lease of %q ran out but taking the lock over kept failing for %v: %w", a.Obs.Holder, now.Sub(s.failingSince), s.lastErr)
 			}

@@ -23,6 +23,17 @@ type Observation struct {
 	// HandedTo is the record's HandedTo: the row was handed to the waiter
 	// with that ticket, who has not confirmed it.
 	HandedTo string
+	// Queued: the record was marked released with waiters still in its
+	// queue (resourcelock.Item.Free). Such a row is not free: it belongs
+	// to the queue's head and, within its stint, to its releaser (see
+	// Acquirer.Offered); to anybody else it is held, and taken over once
+	// its RVN has stayed unchanged for Lease.
+	Queued bool
+	// Stint is when this identity's stint on the lease began, kept with
+	// the row of its own release within that stint (see
+	// Holder.ReleaseQueued); zero otherwise. An acquisition that takes
+	// that row back continues the stint. It is cleared with the RVN.
+	Stint time.Time
 	// Pace is how long one place of the row's queue took when a fair
 	// waiter of this identity last measured it; zero when unknown. It
 	// outlives RVN changes and acquisitions: a client that waits again
@@ -30,11 +41,12 @@ type Observation struct {
 	Pace time.Duration
 }
 
-// Observe records a read that returned rec (or no record, when missing) at
-// local time returned. It reports whether the RVN changed.
-func (o *Observation) Observe(rec resourcelock.Record, missing bool, returned time.Time) bool {
+// Observe records a read that returned the row it (or no row, when
+// missing) at local time returned. It reports whether the RVN changed.
+func (o *Observation) Observe(it resourcelock.Item, missing bool, returned time.Time) bool {
+	rec := it.Record
 	if missing {
-		rec = resourcelock.Record{}
+		rec, it.Queue = resourcelock.Record{}, nil
 	}
 	changed := !o.Known || rec.RVN != o.RVN
 	if changed {
@@ -44,12 +56,13 @@ func (o *Observation) Observe(rec resourcelock.Record, missing bool, returned ti
 	o.Released = rec.Released
 	o.Holder = rec.HolderIdentity
 	o.HandedTo = rec.HandedTo
+	o.Queued = rec.Released && len(it.Queue) > 0
 	return changed
 }
 
 // Free reports whether the lease may be created at once: no record, or a
-// released one.
-func (o Observation) Free() bool { return o.Known && (o.Missing || o.Released) }
+// released one with nobody queued.
+func (o Observation) Free() bool { return o.Known && (o.Missing || o.Released && !o.Queued) }
 
 // Expiry returns when the observed lease may be taken over.
 func (o Observation) Expiry() time.Time { return o.SeenAt.Add(o.Lease) }

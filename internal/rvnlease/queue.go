@@ -114,12 +114,32 @@ func (a *Acquirer) Handed() bool {
 	return a.q != nil && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
 }
 
+// Offered reports whether the watched row is this acquirer's to take now,
+// by a write conditioned on its RVN: a hand-over to it (Handed), a row
+// released with waiters queued (Observation.Queued) whose queue it heads,
+// or the row of its own release within its stint (Observation.Stint),
+// which it takes back. Like a hand-over, an offer gives nothing until the
+// write lands; the head and the releaser may both try, and at most one
+// write conditioned on the RVN lands.
+func (a *Acquirer) Offered() bool {
+	if !a.Obs.Known || !a.Obs.Queued {
+		return a.Handed()
+	}
+	return a.ownRelease() || (a.q != nil && a.q.place == 0)
+}
+
+// ownRelease reports whether the watched row is this identity's release
+// within its stint, with waiters queued.
+func (a *Acquirer) ownRelease() bool {
+	return a.Obs.Known && a.Obs.Queued && a.Obs.Holder == a.w.cfg.Identity && !a.Obs.Stint.IsZero()
+}
+
 // wantsToJoin reports whether the acquirer should join the queue now: it
 // is fair, the row is held by another, it is not in the queue and has
 // joins left.
 func (a *Acquirer) wantsToJoin() bool {
 	q := a.q
-	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.Handed() && q.place < 0 && q.joins < maxJoins
+	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.Offered() && q.place < 0 && q.joins < maxJoins
 }
 
 // join appends this acquirer to the row's queue and notes the row the
@@ -295,7 +315,7 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 		rec.Released = true
 		return rec
 	}
-	w := NewHolder(cfg, lease).ReleaseQueued(ctx, it, next)
+	w := NewHolder(cfg, lease).ReleaseQueued(ctx, it, next, false)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
 }
 
@@ -366,9 +386,13 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 }
 
 // ReleaseQueued releases the row cur fairly, by writes conditioned on this
-// holder's identity and RVN (its lease must be a resourcelock.Queuer): to the first other waiter
-// in the row's queue (see HandOver), naming it holder with its lease and
-// ticket, or, with nobody else queued, marked released. next returns the
+// holder's identity and RVN (its lease must be a resourcelock.Queuer): to
+// the first other waiter in the row's queue (see HandOver), naming it
+// holder with its lease and ticket, or, with nobody else queued, marked
+// released. With keep (the holder's stint is on) and others queued in
+// cur, it marks the row released and leaves their entries in the queue:
+// a row the releaser may take back, and the queue's head take, by a write
+// conditioned on its RVN (see Acquirer.Offered). next returns the
 // record of the release (marked released, with a fresh RVN); the hand-over
 // changes only who it names. When the write is refused because the queue
 // moved (a waiter joined or left since cur was seen), or meets an earlier
@@ -381,7 +405,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record) Written {
+func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
 	identity := h.w.cfg.Identity
 	port, ok := h.w.port.(resourcelock.Queuer)
 	if !ok {
@@ -390,10 +414,22 @@ func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next 
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)
+		if keep && head != nil {
+			// Kept for the stint: only this holder's own stale entries
+			// leave the queue's head, so that the first other waiter
+			// heads it. (With nobody else seen, the release expects
+			// the queue to hold no other entry, as without a stint: a
+			// row left kept for a stale entry of this client's would
+			// make the others wait a lease.)
+			d.Tickets, head = d.Tickets[:len(d.Tickets)-1], nil
+			if len(d.Tickets) == 0 {
+				d = nil
+			}
+		}
 		if try == maxRewrites {
 			// The queue kept moving: release without it, as an unfair
 			// holder does, rather than leave the row to run out. The
-			// waiters then race for it, once.
+			// queue's head takes it (Acquirer.Offered).
 			d, head = nil, nil
 		}
 		rec := next(cur)

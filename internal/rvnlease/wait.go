@@ -108,6 +108,9 @@ type Won struct {
 	// hold's validity counts.
 	Item resourcelock.Item
 	Sent time.Time
+	// Stint is when the winner's stint on the place began (see
+	// Result.Stint), for Holder.ReleaseQueued.
+	Stint time.Time
 }
 
 // HeldError is the end of a wait that found its places held: Try or
@@ -198,7 +201,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		if i >= 0 {
 			won = i
 			s.note(nil)
-			return Won{Place: i, Item: res.Item, Sent: res.Sent}, nil
+			return Won{Place: i, Item: res.Item, Sent: res.Sent, Stint: res.Stint}, nil
 		}
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {

@@ -162,17 +162,31 @@ func (u *updateClauses) time(e *expression, attr string, t time.Time) {
 	}
 }
 
-// createCondition admits a write when the item is absent or released.
+// createCondition admits a write when the item is absent or free
+// (resourcelock.Item.Free: released, with nobody queued).
 func (k keySchema) createCondition(e *expression) string {
+	return "attribute_not_exists(" + e.name(k.partitionKey) + ") OR (" + freeCondition(e) + ")"
+}
+
+// memberCreateCondition admits a many-row write's create of a member
+// when the item is absent or released, whatever its queue: a set is not
+// ordered against the waiters of its other keys (see resourcelock.Set).
+func (k keySchema) memberCreateCondition(e *expression) string {
 	return "attribute_not_exists(" + e.name(k.partitionKey) + ") OR " +
 		e.name(attrReleased) + " = " + e.value(s(releasedValue))
 }
 
 // existingReleasedCondition admits a write when the item exists and is
-// released.
+// free.
 func (k keySchema) existingReleasedCondition(e *expression) string {
-	return "attribute_exists(" + e.name(k.partitionKey) + ") AND " +
-		e.name(attrReleased) + " = " + e.value(s(releasedValue))
+	return "attribute_exists(" + e.name(k.partitionKey) + ") AND " + freeCondition(e)
+}
+
+// freeCondition holds on an item marked released whose queue is empty.
+func freeCondition(e *expression) string {
+	q := e.name(attrQueue)
+	return e.name(attrReleased) + " = " + e.value(s(releasedValue)) +
+		" AND (attribute_not_exists(" + q + ") OR size(" + q + ") = " + e.value(&types.AttributeValueMemberN{Value: "0"}) + ")"
 }
 
 // updateCondition admits a write when the item exists and matches p.

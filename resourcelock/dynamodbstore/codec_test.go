@@ -348,38 +348,135 @@ func avEqual(a, b types.AttributeValue) bool {
 }
 
 // evalCondition evaluates the condition expressions the key schema builds:
-// terms attribute_exists(#n), attribute_not_exists(#n) and #n = :v joined by
-// AND and OR, AND binding tighter, as in DynamoDB.
+// terms attribute_exists(#n), attribute_not_exists(#n), #n = :v and
+// size(#n) = :v (or <, >), NOT, parentheses, AND and OR, AND binding
+// tighter, as in DynamoDB.
 func evalCondition(t *testing.T, item map[string]types.AttributeValue, e *expression, cond string) bool {
 	t.Helper()
-	anyTrue := false
-	for _, conj := range strings.Split(cond, " OR ") {
-		all := true
-		for _, term := range strings.Split(conj, " AND ") {
-			term = strings.TrimSpace(term)
-			negate := strings.HasPrefix(term, "NOT ")
-			term = strings.TrimPrefix(term, "NOT ")
-			var ok bool
-			switch {
-			case strings.HasPrefix(term, "attribute_exists(") && strings.HasSuffix(term, ")"):
-				_, ok = item[e.names[strings.TrimSuffix(strings.TrimPrefix(term, "attribute_exists("), ")")]]
-			case strings.HasPrefix(term, "attribute_not_exists(") && strings.HasSuffix(term, ")"):
-				_, found := item[e.names[strings.TrimSuffix(strings.TrimPrefix(term, "attribute_not_exists("), ")")]]
-				ok = !found
-			default:
-				lhs, rhs, found := strings.Cut(term, " = ")
-				attr, okName := e.names[lhs]
-				v, okValue := e.values[rhs]
-				if !found || !okName || !okValue {
-					t.Fatalf("condition %q: cannot evaluate term %q", cond, term)
-				}
-				ok = avEqual(item[attr], v)
-			}
-			all = all && ok != negate
-		}
-		anyTrue = anyTrue || all
+	c := &condEval{t: t, item: item, e: e, cond: cond, rest: cond}
+	v := c.or()
+	if strings.TrimSpace(c.rest) != "" {
+		t.Fatalf("condition %q: cannot evaluate %q", cond, c.rest)
 	}
-	return anyTrue
+	return v
+}
+
+// condEval is evalCondition's parser: rest is what is left to read.
+type condEval struct {
+	t          *testing.T
+	item       map[string]types.AttributeValue
+	e          *expression
+	cond, rest string
+}
+
+func (c *condEval) eat(tok string) bool {
+	r := strings.TrimLeft(c.rest, " ")
+	if !strings.HasPrefix(r, tok) {
+		return false
+	}
+	c.rest = r[len(tok):]
+	return true
+}
+
+func (c *condEval) or() bool {
+	v := c.and()
+	for c.eat("OR ") {
+		w := c.and()
+		v = v || w
+	}
+	return v
+}
+
+func (c *condEval) and() bool {
+	v := c.term()
+	for c.eat("AND ") {
+		w := c.term()
+		v = v && w
+	}
+	return v
+}
+
+func (c *condEval) term() bool {
+	switch {
+	case c.eat("NOT "):
+		return !c.term()
+	case c.eat("("):
+		v := c.or()
+		if !c.eat(")") {
+			c.t.Fatalf("condition %q: unbalanced at %q", c.cond, c.rest)
+		}
+		return v
+	case c.eat("attribute_exists("):
+		_, ok := c.item[c.name()]
+		c.eat(")")
+		return ok
+	case c.eat("attribute_not_exists("):
+		_, ok := c.item[c.name()]
+		c.eat(")")
+		return !ok
+	case c.eat("size("):
+		attr := c.name()
+		c.eat(")")
+		n := 0
+		switch v := c.item[attr].(type) {
+		case *types.AttributeValueMemberL:
+			n = len(v.Value)
+		case *types.AttributeValueMemberS:
+			n = len(v.Value)
+		}
+		op, want := c.compare()
+		size, _ := strconv.Atoi(want.(*types.AttributeValueMemberN).Value)
+		switch op {
+		case "=":
+			return n == size
+		case "<":
+			return n < size
+		case ">":
+			return n > size
+		}
+	}
+	attr := c.name()
+	op, want := c.compare()
+	if op != "=" {
+		c.t.Fatalf("condition %q: cannot evaluate %q %s", c.cond, attr, op)
+	}
+	return avEqual(c.item[attr], want)
+}
+
+// name reads a #name placeholder and returns the attribute it stands for.
+func (c *condEval) name() string {
+	r := strings.TrimLeft(c.rest, " ")
+	i := strings.IndexAny(r, " )")
+	if i < 0 {
+		i = len(r)
+	}
+	attr, ok := c.e.names[r[:i]]
+	if !ok {
+		c.t.Fatalf("condition %q: cannot evaluate term at %q", c.cond, r)
+	}
+	c.rest = r[i:]
+	return attr
+}
+
+// compare reads an operator and a :value placeholder.
+func (c *condEval) compare() (string, types.AttributeValue) {
+	for _, op := range []string{"=", "<", ">"} {
+		if c.eat(op + " ") {
+			r := strings.TrimLeft(c.rest, " ")
+			i := strings.IndexAny(r, " )")
+			if i < 0 {
+				i = len(r)
+			}
+			v, ok := c.e.values[r[:i]]
+			if !ok {
+				c.t.Fatalf("condition %q: cannot evaluate value at %q", c.cond, r)
+			}
+			c.rest = r[i:]
+			return op, v
+		}
+	}
+	c.t.Fatalf("condition %q: no operator at %q", c.cond, c.rest)
+	return "", nil
 }
 
 // build returns the expressions Create (expect == nil) or Update sends.
@@ -521,6 +618,16 @@ func TestCreateCondition(t *testing.T) {
 		"ours held":            {mine, false},
 		"ours released":        {myReleased, true},
 		"isReleased not \"1\"": {notOne, false},
+		"ours released, waiters queued": {func() map[string]types.AttributeValue {
+			m := maps.Clone(myReleased)
+			m[attrQueue] = &types.AttributeValueMemberL{Value: []types.AttributeValue{sv("w")}}
+			return m
+		}(), false},
+		"ours released, queue empty": {func() map[string]types.AttributeValue {
+			m := maps.Clone(myReleased)
+			m[attrQueue] = &types.AttributeValueMemberL{}
+			return m
+		}(), true},
 	} {
 		rec, _ := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: time.Second})
 		e, _, cond := build(keySchema{partitionKey: "key"}, rec, nil)

@@ -147,7 +147,7 @@ func (d *Store) transactItem(w resourcelock.Write) (types.TransactWriteItem, err
 	var update, cond string
 	if w.Kind == resourcelock.WriteCreate {
 		update = writeItemUpdate(e, d.keys, w.Record, true, w.Options)
-		cond = d.keys.createCondition(e)
+		cond = d.keys.memberCreateCondition(e)
 	} else {
 		update = writeItemUpdate(e, d.keys, w.Record, w.Expect.HolderIdentity == "", w.Options)
 		cond = d.keys.updateCondition(e, w.Expect)

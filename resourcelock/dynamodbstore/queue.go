@@ -113,7 +113,9 @@ func (d *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.W
 	q := e.name(attrQueue)
 	update := "SET " + q + " = list_append(if_not_exists(" + q + ", " + e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}}) + "), " +
 		e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{encodeWaiter(w)}}) + ")"
-	cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue)) +
+	// Not free (resourcelock.Item.Free): held, or released with waiters
+	// queued, whose queue a newcomer joins.
+	cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND NOT (" + freeCondition(e) + ")" +
 		" AND (attribute_not_exists(" + q + ") OR size(" + q + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(resourcelock.MaxQueueLength)}) + ")"
 	it, err := d.update(ctx, key, "join", e, update, cond)
 	if _, found := resourcelock.CurrentItem(err); errors.Is(err, resourcelock.ErrConflict) && !found {

@@ -55,9 +55,21 @@ func testStoreQueueJoin(t *testing.T, s resourcelock.Store) {
 	if !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("Join of a missing row: %v, want ErrNotFound", err)
 	}
+	// Released with waiters queued, the row is not free: it still takes
+	// joins. Once nobody waits, it is free, and refuses them.
 	rel := mustUpdate(t, s, k, asHolder(got), releasedBy("a"), resourcelock.WriteOptions{})
-	_, err = s.Join(ctx(t), k, waiter("d"))
-	wantConflict(t, "Join of a released row", err)
+	d := waiter("d")
+	got = mustJoin(t, s, k, d)
+	wantQueue(t, "a Join of a released row with waiters", got, b, c, d)
+	for _, w := range []resourcelock.Waiter{b, c, d} {
+		if got, err = s.Leave(ctx(t), k, w.Ticket, 0); err != nil {
+			t.Fatalf("Leave %s: %v", w.Identity, err)
+		}
+	}
+	rel.Queue = nil
+	wantStoreItem(t, "after every waiter left", got, rel)
+	_, err = s.Join(ctx(t), k, waiter("e"))
+	wantConflict(t, "Join of a free row", err)
 	if cur, ok := resourcelock.CurrentItem(err); ok && !sameStoreItem(cur, rel) {
 		t.Fatalf("Join's conflict carries %s, want %s", formatStoreItem(cur), formatStoreItem(rel))
 	}
@@ -83,8 +95,23 @@ func testStoreQueueKept(t *testing.T, s resourcelock.Store) {
 	wantQueue(t, "after a takeover", cur, b)
 	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("c"), resourcelock.WriteOptions{})
 	wantQueue(t, "after a release", cur, b)
-	cur = mustCreate(t, s, k, heldBy("d", time.Second, ""), resourcelock.WriteOptions{})
-	wantQueue(t, "after a Create over the released row", cur, b)
+	// Released with a waiter queued, the row is the queue's: Create is
+	// refused, a write conditioned on its RVN lands.
+	_, err := s.Create(ctx(t), k, heldBy("d", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "Create over a released row with a waiter", err)
+	if got, ok := resourcelock.CurrentItem(err); ok && !sameStoreItem(got, cur) {
+		t.Fatalf("Create's conflict carries %s, want %s", formatStoreItem(got), formatStoreItem(cur))
+	}
+	_, err = s.Create(ctx(t), k, heldBy("d", time.Second, ""), resourcelock.WriteOptions{OnlyIfExists: true})
+	wantConflict(t, "Create (OnlyIfExists) over a released row with a waiter", err)
+	cur = mustUpdate(t, s, k, asTakeover(cur), heldBy("d", time.Second, ""), resourcelock.WriteOptions{})
+	wantQueue(t, "after a takeover of the released row", cur, b)
+	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("d"), resourcelock.WriteOptions{})
+	if cur, err = s.Leave(ctx(t), k, b.Ticket, 0); err != nil {
+		t.Fatalf("Leave: %v", err)
+	}
+	cur = mustCreate(t, s, k, heldBy("e", time.Second, ""), resourcelock.WriteOptions{})
+	wantQueue(t, "after a Create over the free row", cur)
 }
 
 func testStoreQueueLeave(t *testing.T, s resourcelock.Store) {

@@ -1,0 +1,173 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+)
+
+// The switch between the two modes, and the bound it gives a waiter: while
+// the holder's stint lasts, each Release with a waiter queued marks the row
+// released and keeps the queue, and the holder's next Acquire takes the row
+// back in one write; the first Release once the stint has passed hands the
+// lock to the queue's head. The head thus waits at most the stint plus one
+// hold for the hand-over (and confirms it within a poll: see
+// TestAWaiterJoinsTheQueueAndConfirmsAHandOver); the releaser, asking
+// again, queues behind it.
+func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
+	const (
+		stint = 3 * time.Second
+		hold  = 400 * time.Millisecond
+	)
+	f := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
+	f.store.HideConflictRows(false)
+	l := f.acquire("k")
+	start := f.now()
+	w1 := f.join("w1", 7*time.Second)
+	kept := 0
+	for {
+		f.fc.Step(hold)
+		f.store.ResetCalls()
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if kept == 0 {
+			// The lock's row showed no waiter: the release expects none,
+			// is refused, and written again over the row its refusal
+			// carries.
+			f.wantOps(rlt.OpUpdate, rlt.OpUpdate)
+		} else {
+			f.wantOps(rlt.OpUpdate)
+		}
+		it := f.item("k")
+		if f.now().Sub(start) >= stint {
+			if it.Released || it.HolderIdentity != "w1" || it.HandedTo != w1.Ticket {
+				t.Fatalf("release %v after the stint began: row %+v, want handed to w1", f.now().Sub(start), it.Record)
+			}
+			wantQueue(t, it)
+			break
+		}
+		if !it.Released || it.HolderIdentity != ownerName || it.HandedTo != "" {
+			t.Fatalf("release %v into the stint: row %+v, want released and kept", f.now().Sub(start), it.Record)
+		}
+		wantQueue(t, it, "w1")
+		kept++
+		acquisitions := it.Acquisitions
+		l = f.acquire("k")
+		f.wantOps(rlt.OpUpdate) // taken back without a read, conditioned on the released RVN
+		it = f.item("k")
+		if it.Released || it.RVN != l.RVN() || it.Acquisitions != acquisitions+1 {
+			t.Fatalf("row taken back: %+v, want held by the lock, one more acquisition", it.Record)
+		}
+		wantQueue(t, it, "w1")
+	}
+	if waited := f.now().Sub(start); waited > stint+hold || kept != int(stint/hold) {
+		t.Fatalf("handed over %v after the stint began, after %d holds taken back; want at most %v, %d holds", waited, kept, stint+hold, stint/hold)
+	}
+	// Asking again, the releaser waits behind the head it handed to.
+	f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), ownerName)
+}
+
+// Without a stint (Config.Stint negative), every release with a waiter
+// queued hands the lock over.
+func TestANegativeStintHandsOverAtEveryRelease(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0), WithStint(-1))
+	l := f.acquire("k")
+	w1 := f.join("w1", 7*time.Second)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := f.item("k"); it.HandedTo != w1.Ticket {
+		t.Fatalf("row after the release: %+v, want handed to w1", it.Record)
+	}
+}
+
+// The queue's head takes a row that its releaser kept for a stint, and did
+// not take back, at its next poll: by a write conditioned on the row's RVN
+// that takes its own entry out of the queue.
+func TestTheQueuesHeadTakesARowKeptForAStint(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("k", "other", "r1", lease)
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	it := f.item("k")
+	it.Record = resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: lease, Released: true}
+	f.mem.PutItem(it)
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		f.wantOps(rlt.OpGet, rlt.OpUpdate)
+		it := f.item("k")
+		if it.Released || it.RVN != l.RVN() || it.HolderIdentity != ownerName {
+			t.Fatalf("row after the head took it: %+v", it.Record)
+		}
+		wantQueue(t, it)
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-f.idle:
+		t.Fatalf("the head did not take the kept row; calls %s", summarize(f.ops()))
+	}
+}
+
+// A row kept for a stint belongs to the queue: a newcomer cannot create
+// over it, and joins the queue instead; behind the head, it takes the row
+// over only once its RVN has stayed unchanged for the row's lease (a dead
+// head), as from any silent holder.
+func TestANewcomerQueuesBehindARowKeptForAStint(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.store.HideConflictRows(false)
+	const rowLease = 6 * time.Second
+	f.mem.PutItem(resourcelock.Item{Key: keyK,
+		Queue:  []resourcelock.Waiter{{Ticket: "ticket-dead", Identity: "dead", Lease: rowLease}},
+		Record: resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: rowLease, Released: true}})
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.wantOps(rlt.OpCreate, rlt.OpJoin) // the refused create's answer carries the row
+	wantQueue(t, f.item("k"), "dead", ownerName)
+	for {
+		f.fc.Step(maxPoll)
+		select {
+		case l := <-locks:
+			if took := f.now().Sub(epoch); took < rowLease {
+				t.Fatalf("took the kept row over %v after first seeing it, want at least its lease %v", took, rowLease)
+			}
+			it := f.item("k")
+			if it.RVN != l.RVN() || it.Released {
+				t.Fatalf("row after the takeover: %+v", it.Record)
+			}
+			wantQueue(t, it)
+			return
+		case err := <-errs:
+			t.Fatalf("Acquire: %v", err)
+		case <-f.idle:
+		}
+		if f.now().Sub(epoch) > 3*lease {
+			t.Fatal("the kept row was never taken over")
+		}
+	}
+}
+
+// Within a stint, a release takes this client's own stale entries (of an
+// earlier wait) out of the queue's head, conditioned on them: with nobody
+// else queued the row is then free, never kept for a stale entry.
+func TestAReleaseWithinTheStintTakesItsOwnStaleEntriesOut(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.store.HideConflictRows(false)
+	l := f.acquire("k")
+	f.join(ownerName, lease)
+	f.store.ResetCalls()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.wantOps(rlt.OpUpdate, rlt.OpUpdate) // refused on the queue, its answer carrying the row
+	it := f.item("k")
+	if !it.Free() {
+		t.Fatalf("row after the release: %+v, queue %+v; want free", it.Record, it.Queue)
+	}
+}

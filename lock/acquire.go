@@ -117,7 +117,7 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease}
+		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease, Stint: c.cfg.stint}
 	w := c.wait(a, try, t.key.String())
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)

@@ -38,6 +38,12 @@ type queued struct {
 	movedPlace int
 	movedAt    time.Time
 	pace       time.Duration
+	// stint is the holders' expected stint (see Place.Stint; zero for
+	// none), and headSince when this waiter last became the queue's head
+	// (zero while it is not): a head that has been one for about a stint
+	// reads faster, since the hand-over to it is due.
+	stint     time.Duration
+	headSince time.Time
 }
 
 // Queue makes the acquirer fair when its lease has a queue
@@ -47,9 +53,10 @@ type queued struct {
 // passed), confirms a hand-over to it at once, and leaves the queue when
 // it gives up (LeaveQueue) or acquires otherwise. lease is the lease this
 // acquirer will hold, written into a hand-over to it; period is the head's
-// poll period. Call it before the first Round. It reports whether the
-// acquirer is now fair.
-func (a *Acquirer) Queue(lease, period time.Duration) bool {
+// poll period, and stint the stint the holders are expected to keep the
+// lease for before handing it over (zero for none: see Place.Stint). Call
+// it before the first Round. It reports whether the acquirer is now fair.
+func (a *Acquirer) Queue(lease, period, stint time.Duration) bool {
 	q, ok := a.w.port.(resourcelock.Queuer)
 	if !ok {
 		return false
@@ -60,6 +67,7 @@ func (a *Acquirer) Queue(lease, period time.Duration) bool {
 		period:    period,
 		place:     -1,
 		prevPlace: -1,
+		stint:     stint,
 	}
 	return true
 }
@@ -86,6 +94,12 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	}
 	prev := q.prevPlace
 	q.prevPlace = q.place
+	switch {
+	case q.place != 0:
+		q.headSince = time.Time{}
+	case prev != 0:
+		q.headSince = at
+	}
 	switch {
 	case q.place < 0:
 	case prev < 0 || q.place > prev:
@@ -332,17 +346,20 @@ func (a *Acquirer) LeaveQueue(ctx context.Context) {
 	a.leave(ctx, a.q.last)
 }
 
-// queueWait returns how long a queued waiter behind the head waits before
-// its next read: two thirds of the time the places ahead of it but one
-// take at the pace seen (so that it reads at the head's pace before its
-// turn comes), at least period and at most the lease it watches (a
-// waiter that slept longer, measured, too often slept past its turn and
-// held the queue up for a lease);
-// period when the pace is not known yet, or for the head.
+// queueWait returns how long a queued waiter waits before its next read:
+// the head's, headWait; behind the head, two thirds of the time the places
+// ahead of it but one take at the pace seen (so that it reads at the
+// head's pace before its turn comes), at least period and at most the
+// lease it watches (a waiter that slept longer, measured, too often slept
+// past its turn and held the queue up for a lease); period when the pace
+// is not known yet, or the waiter is not queued.
 func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	q := a.q
-	if q == nil || q.place <= 0 {
+	if q == nil || q.place < 0 {
 		return period
+	}
+	if q.place == 0 {
+		return q.headWait(period)
 	}
 	per := q.pace
 	if per > 0 {
@@ -357,6 +374,22 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 	// Two thirds of the expected time: a waiter that overslept would
 	// hold up the hand-over to it, and slow the queue it paces itself by.
 	return max(per*time.Duration(q.place-1)*2/3, period)
+}
+
+// headWait returns how long the queue's head waits before its next read:
+// period, and a quarter of it while the hand-over to it is due, from the
+// holders' stint less a period to the stint plus a period after it became
+// the head (the first release after the stint hands the lease over). A
+// holder that keeps the lease longer (a long hold, a longer stint) costs
+// the head at most two periods of faster reads, never safety.
+func (q *queued) headWait(period time.Duration) time.Duration {
+	if q.stint <= 0 || q.headSince.IsZero() {
+		return period
+	}
+	if head := q.seenAt.Sub(q.headSince); head < q.stint-period || head > q.stint+period {
+		return period
+	}
+	return max(period/4, time.Millisecond)
 }
 
 // staleForTakeover reports whether a waiter behind the queue's head, which

@@ -33,7 +33,7 @@ func (e *engine) queueAhead(rvn string, n, m int) {
 // head and a waiter whose pace is unknown read every period.
 func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e := newEngine(t)
-	e.acq.Queue(lease, period)
+	e.acq.Queue(lease, period, 0)
 	e.put("other", "r0", false)
 	e.round()
 	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
@@ -73,6 +73,61 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e.round()
 	if got := e.wait(); got > period*6/5 {
 		t.Fatalf("wait at the head: %v, want a period", got)
+	}
+}
+
+// The queue's head reads every period until it has been the head for the
+// holders' stint less a period, when the hand-over to it is due; then a
+// quarter period, for two periods at most, or until it stops being the
+// head. With no stint, every period.
+func TestTheHeadReadsFasterWhenTheHandOverIsDue(t *testing.T) {
+	const stint = 4 * period
+	e := newEngine(t)
+	e.acq.Queue(lease, period, stint)
+	e.put("other", "r0", false)
+	e.round()
+	e.queueAhead("r1", 1, 0)
+	e.round()
+	e.fc.Step(period)
+	e.queueAhead("r2", 0, 0) // the head from here on
+	e.round()
+	became := e.fc.Now()
+	for e.fc.Now().Sub(became) < stint-period {
+		if got := e.wait(); got < period || got > period*6/5 {
+			t.Fatalf("wait %v into the headship: %v, want a period", e.fc.Now().Sub(became), got)
+		}
+		e.fc.Step(period / 2)
+		e.queueAhead(fmt.Sprintf("r-%v", e.fc.Now()), 0, 0) // the holder takes it back, again and again
+		e.round()
+	}
+	for e.fc.Now().Sub(became) <= stint+period {
+		if got := e.wait(); got < period/4 || got > period/4*6/5 {
+			t.Fatalf("wait %v into the headship, the hand-over due: %v, want a quarter period", e.fc.Now().Sub(became), got)
+		}
+		e.fc.Step(period / 4)
+		e.queueAhead(fmt.Sprintf("r-%v", e.fc.Now()), 0, 0)
+		e.round()
+	}
+	if got := e.wait(); got < period {
+		t.Fatalf("wait %v into the headship, the hand-over overdue: %v, want a period", e.fc.Now().Sub(became), got)
+	}
+	e.queueAhead("r-back", 1, 0) // behind another again (it joined anew, say)
+	e.round()
+	if got := e.wait(); got < period {
+		t.Fatalf("wait behind the head: %v, want at least a period", got)
+	}
+	// Without a stint, the head reads every period however long it waits.
+	e = newEngine(t)
+	e.acq.Queue(lease, period, 0)
+	e.put("other", "r0", false)
+	e.round()
+	e.queueAhead("r1", 0, 0)
+	e.round()
+	e.fc.Step(time.Minute)
+	e.queueAhead("r2", 0, 0)
+	e.round()
+	if got := e.wait(); got < period {
+		t.Fatalf("wait of a head without a stint: %v, want a period", got)
 	}
 }
 

@@ -188,12 +188,15 @@ func printTable(w io.Writer, r *results) {
 func printRaw(w io.Writer, r *results) {
 	section(w, fmt.Sprintf("1. Raw limit: the AWS SDK alone, conditional PutItem + conditional DeleteItem per cycle (%.0f s each, in %d rounds interleaved with row 3's)",
 		r.Scale.ThroughputS, r.Scale.ThroughputRounds))
-	t := newTable("mode", "cycles/s", "requests/s", "cycle p50", "cycle p99", "cycles", "errors").alignRight(1, 2, 3, 4, 5, 6)
+	t := newTable("mode", "cycles/s", "requests/s", "cycle p50", "cycle p99", "client CPU/request", "cycles", "errors").alignRight(1, 2, 3, 4, 5, 6, 7)
 	for _, tp := range r.RawLimit {
-		t.add(tp.Mode, f1(tp.CyclesPerS), f1(tp.RequestsPerS), msStr(tp.CycleP50Ms), msStr(tp.CycleP99Ms), fmt.Sprint(tp.Cycles), errs(tp))
+		t.add(tp.Mode, f1(tp.CyclesPerS), f1(tp.RequestsPerS), msStr(tp.CycleP50Ms), msStr(tp.CycleP99Ms), usStr(tp.CPUPerRequestUs), fmt.Sprint(tp.Cycles), errs(tp))
 	}
 	t.print(w)
+	fmt.Fprintln(w, "  client CPU: the bench process's user + system time (getrusage) over the rounds, per DynamoDB request; the emulator's is not in it")
 }
+
+func usStr(us float64) string { return fmt.Sprintf("%.1f µs", us) }
 
 func errs(tp throughput) string {
 	if tp.Errors == 0 {
@@ -221,12 +224,14 @@ func printRequests(w io.Writer, r *results) {
 func printThroughput(w io.Writer, r *results) {
 	section(w, fmt.Sprintf("3. Lock throughput: Acquire + Release cycles on distinct keys, one lock.Client (%.0f s each, in %d rounds interleaved with row 1's)",
 		r.Scale.ThroughputS, r.Scale.ThroughputRounds))
-	t := newTable("mode", "cycles/s", "requests/s", "requests/cycle", "cycle p50", "cycle p99", "ratio to raw, per request", "errors").alignRight(1, 2, 3, 4, 5, 6, 7)
+	t := newTable("mode", "cycles/s", "requests/s", "requests/cycle", "cycle p50", "cycle p99", "ratio to raw, per request", "client CPU/request", "CPU ÷ raw's", "errors").alignRight(1, 2, 3, 4, 5, 6, 7, 8, 9)
 	for _, tp := range r.LockThroughput {
-		t.add(tp.Mode, f1(tp.CyclesPerS), f1(tp.RequestsPerS), f3(tp.RequestsPerCycle), msStr(tp.CycleP50Ms), msStr(tp.CycleP99Ms), f3(tp.RatioToRawPerRequest), errs(tp))
+		t.add(tp.Mode, f1(tp.CyclesPerS), f1(tp.RequestsPerS), f3(tp.RequestsPerCycle), msStr(tp.CycleP50Ms), msStr(tp.CycleP99Ms), f3(tp.RatioToRawPerRequest),
+			usStr(tp.CPUPerRequestUs), f3(tp.CPURatioToRawPerRequest), errs(tp))
 	}
 	t.print(w)
 	fmt.Fprintln(w, "  ratio: this row's DynamoDB requests/s ÷ row 1's requests/s with the same number of goroutines")
+	fmt.Fprintln(w, "  CPU ÷ raw's: this row's client CPU per request ÷ row 1's, same goroutines (goal at most 1.2)")
 }
 
 func printFailover(w io.Writer, r *results) {

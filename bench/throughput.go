@@ -33,7 +33,14 @@ type throughput struct {
 	// RatioToRawPerRequest is this row's DynamoDB requests per second
 	// divided by the raw limit's (row 1, same number of goroutines).
 	RatioToRawPerRequest float64 `json:"ratio_to_raw_per_request,omitempty"`
-	FirstError           string  `json:"first_error,omitempty"`
+	// CPUPerCycleUs and CPUPerRequestUs are the bench process's CPU time
+	// (user + system: the client's, not the emulator's) over the row's
+	// rounds, per cycle and per DynamoDB request; CPURatioToRawPerRequest
+	// divides the latter by the raw limit's (row 1, same goroutines).
+	CPUPerCycleUs           float64 `json:"cpu_per_cycle_us"`
+	CPUPerRequestUs         float64 `json:"cpu_per_request_us"`
+	CPURatioToRawPerRequest float64 `json:"cpu_ratio_to_raw_per_request,omitempty"`
+	FirstError              string  `json:"first_error,omitempty"`
 }
 
 // sample is the raw outcome of cycles run for a while; samples of the same
@@ -43,6 +50,7 @@ type sample struct {
 	firstErr     string
 	lat          []time.Duration
 	elapsed      time.Duration
+	cpu          time.Duration // the process's CPU time (user + system)
 	attempts     map[string]int64
 	reqErrs      map[string]int64
 }
@@ -55,6 +63,7 @@ func (s *sample) merge(o sample) {
 	}
 	s.lat = append(s.lat, o.lat...)
 	s.elapsed += o.elapsed
+	s.cpu += o.cpu
 	for _, m := range []struct {
 		dst *map[string]int64
 		src map[string]int64
@@ -87,6 +96,10 @@ func (s sample) throughput(mode string, workers int) throughput {
 	}
 	if s.cycles > 0 {
 		tp.RequestsPerCycle = round3(float64(total(s.attempts)) / float64(s.cycles))
+		tp.CPUPerCycleUs = round2(float64(s.cpu.Microseconds()) / float64(s.cycles))
+	}
+	if n := total(s.attempts); n > 0 {
+		tp.CPUPerRequestUs = round2(float64(s.cpu.Microseconds()) / float64(n))
 	}
 	return tp
 }
@@ -95,7 +108,7 @@ func (s sample) throughput(mode string, workers int) throughput {
 // counts the requests the cycles send.
 func measure(ctx context.Context, workers int, dur time.Duration, ctr *counter, cycle func(ctx context.Context, worker, i int) error) sample {
 	before := ctr.snapshot()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	deadline := start.Add(dur)
 	var (
 		wg       sync.WaitGroup
@@ -127,7 +140,7 @@ func measure(ctx context.Context, workers int, dur time.Duration, ctr *counter, 
 	}
 	wg.Wait()
 	d := ctr.since(before)
-	s := sample{cycles: cycles.Load(), errs: errs.Load(), elapsed: time.Since(start), attempts: d.attempts, reqErrs: d.errs}
+	s := sample{cycles: cycles.Load(), errs: errs.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, attempts: d.attempts, reqErrs: d.errs}
 	for _, l := range lat {
 		s.lat = append(s.lat, l...)
 	}
@@ -240,6 +253,7 @@ func (b *bench) rowRawAndThroughput(ctx context.Context) error {
 		}{{kept, ", row kept (default)"}, {del, ", delete on release"}} {
 			tp := l.s.throughput(modeName(workers)+l.mode, workers)
 			tp.RatioToRawPerRequest = round3(ratio(tp.RequestsPerS, rt.RequestsPerS))
+			tp.CPURatioToRawPerRequest = round3(ratio(tp.CPUPerRequestUs, rt.CPUPerRequestUs))
 			b.res.LockThroughput = append(b.res.LockThroughput, tp)
 		}
 	}

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU returns the CPU time (user + system) this process has used so
+// far: the client's own, whatever the emulator (another process) spends.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -30,6 +30,7 @@ type Client struct {
 	engine  *rvnlease.Config            // the engine's view of the client's settings
 	sched   *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
 	valid   *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
+	born    time.Time                   // on clk: locks keep their stint's start as a Duration since
 
 	mu     sync.Mutex
 	claims map[resourcelock.Key]*claim
@@ -74,6 +75,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 		store:  store,
 		cfg:    cfg,
 		clk:    cfg.clock,
+		born:   cfg.clock.Now(),
 		log:    cfg.log.WithValues("identity", cfg.identity),
 		seen:   rvnlease.NewWatches(cfg.cacheSize),
 		claims: map[resourcelock.Key]*claim{},

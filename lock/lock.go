@@ -41,21 +41,30 @@ type Lock struct {
 	mu    sync.Mutex
 	row   heldRow   // the row as last confirmed
 	sent  time.Time // send time of the last confirmed write; written by c.valid
-	stint time.Time // when this client's stint on the key began (rvnlease.Won.Stint)
 	valid rvnlease.Validity
 	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
 	x     *extras // what most locks never need, made on first use
-	holds int32   // the holds of a reentrant lock; 0 once its Release began
-	// writing: a writer holds the write turn. handedOut: Acquire returned
-	// it, so its end is counted in the metrics. releaseSent: a release of
-	// the row was sent after the lock expired.
-	writing, handedOut, releaseSent bool
+	// stint is when this client's stint on the key began
+	// (rvnlease.Won.Stint), as a time since c.born: a Duration, not a
+	// Time, to keep the lock in a smaller allocation.
+	stint time.Duration
+	holds int32 // the holds of a reentrant lock; 0 once its Release began
+	marks marks
 
 	// Set when the lock is made, never changed.
 	kind      kind
 	reentrant bool
 	delete    bool // delete the row on release
 }
+
+// marks are a lock's flags that change, under its mu.
+type marks uint8
+
+const (
+	writing     marks = 1 << iota // a writer holds the write turn
+	handedOut                     // Acquire returned it, so its end is counted in the metrics
+	releaseSent                   // a release of the row was sent after the lock expired
+)
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
 // its next write and its methods read. The rest of the row is this
@@ -100,7 +109,7 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	it, sent := won.Item, won.Sent
 	l := &Lock{
 		c:         c,
-		stint:     won.Stint,
+		stint:     won.Stint.Sub(c.born),
 		lease:     c.base.At(t.key),
 		claim:     t.claim,
 		kind:      t.kind(),
@@ -198,7 +207,7 @@ func (l *Lock) startWrite(ctx context.Context) error {
 		return err
 	}
 	l.mu.Lock()
-	for l.writing {
+	for l.marks&writing != 0 {
 		x := l.extrasLocked()
 		if x.writeFree == nil {
 			x.writeFree = make(chan struct{})
@@ -212,7 +221,7 @@ func (l *Lock) startWrite(ctx context.Context) error {
 		}
 		l.mu.Lock()
 	}
-	l.writing = true
+	l.marks |= writing
 	l.mu.Unlock()
 	return nil
 }
@@ -221,7 +230,7 @@ func (l *Lock) startWrite(ctx context.Context) error {
 func (l *Lock) endWrite() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.writing = false
+	l.marks &^= writing
 	if l.x != nil && l.x.writeFree != nil {
 		close(l.x.writeFree)
 		l.x.writeFree = nil
@@ -403,7 +412,7 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 func (l *Lock) countAcquired(wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.handedOut = true
+	l.marks |= handedOut
 	l.c.cfg.metrics.Acquired(l.kind.String(), wait)
 	if le, ok := l.err.(*dynalease.LostError); ok {
 		l.c.cfg.metrics.LockLost(l.kind.String(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
@@ -412,7 +421,7 @@ func (l *Lock) countAcquired(wait time.Duration) {
 
 // reportReleasedLocked counts the release of a lock that was handed out.
 func (l *Lock) reportReleasedLocked() {
-	if l.handedOut {
+	if l.marks&handedOut != 0 {
 		l.c.cfg.metrics.Released(l.kind.String())
 	}
 }
@@ -423,7 +432,7 @@ func (l *Lock) loseLocked(err error) {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.lease.Key().String(), "reason", err.Error())
-	if le, ok := err.(*dynalease.LostError); ok && l.handedOut {
+	if le, ok := err.(*dynalease.LostError); ok && l.marks&handedOut != 0 {
 		l.c.cfg.metrics.LockLost(l.kind.String(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 	l.endLocked(err)

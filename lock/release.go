@@ -111,10 +111,10 @@ func (l *Lock) reenter() bool {
 // it yet; it counts the release as sent.
 func (l *Lock) expiredUnreleasedLocked(err error) bool {
 	var lost *dynalease.LostError
-	if !errors.As(err, &lost) || lost.Reason != dynalease.Expired || l.releaseSent {
+	if !errors.As(err, &lost) || lost.Reason != dynalease.Expired || l.marks&releaseSent != 0 {
 		return false
 	}
-	l.releaseSent = true
+	l.marks |= releaseSent
 	return true
 }
 
@@ -150,7 +150,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			prev, _, _ := l.c.seen.Get(l.lease.Key())
 			obs := rvnlease.Observation{Pace: prev.Pace}
 			obs.Observe(w.Item, false, l.c.clk.Now())
-			obs.Stint = l.stint
+			obs.Stint = l.c.born.Add(l.stint)
 			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
 		}
 		if w.Landed && w.Item.HandedTo != "" {
@@ -177,7 +177,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 // on one key, fair, acquired less than Config.Stint ago counting from the
 // acquisition that began the stint.
 func (l *Lock) stintOn() bool {
-	return l.kind == kindLock && l.c.cfg.stint > 0 && !l.stint.IsZero() && l.c.clk.Since(l.stint) < l.c.cfg.stint
+	return l.kind == kindLock && l.c.cfg.stint > 0 && l.c.clk.Since(l.c.born)-l.stint < l.c.cfg.stint
 }
 
 // afterRelease classifies what a release over cur found (see

@@ -25,7 +25,7 @@ const (
 	DefaultRefreshPeriod   = time.Second
 	// DefaultStintPeriods is the default Config.Stint, in refresh
 	// periods.
-	DefaultStintPeriods = 8
+	DefaultStintPeriods = 4
 	// DefaultHeartbeatConcurrency bounds the heartbeats in flight at once.
 	DefaultHeartbeatConcurrency = 16
 	// DefaultObservationCacheSize bounds how many other owners' locks a

@@ -76,8 +76,9 @@
 //     head, which begins the head's own stint. The head expects that
 //     hand-over about its own Stint after it became the head (a fleet
 //     shares one configuration), and reads every quarter refresh period
-//     from a period before then to a period after: a hand-over costs it
-//     about an eighth of a period instead of half of one.
+//     from one and a half periods before then to one and a half after: a
+//     hand-over costs it about an eighth of a period instead of half of
+//     one.
 //
 // The bound this gives a waiter: each stint ends with a hand-over at the
 // first release after Stint, and the head confirms it at its next poll.

@@ -377,16 +377,19 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 }
 
 // headWait returns how long the queue's head waits before its next read:
-// period, and a quarter of it while the hand-over to it is due, from the
-// holders' stint less a period to the stint plus a period after it became
-// the head (the first release after the stint hands the lease over). A
-// holder that keeps the lease longer (a long hold, a longer stint) costs
-// the head at most two periods of faster reads, never safety.
+// period, and a quarter of it while the hand-over to it is due: from the
+// holders' stint less one and a half periods to the stint plus one and a
+// half after it saw itself become the head. The hand-over comes at the
+// first release after the holder's stint, which began when the head's
+// predecessor confirmed its own hand-over, up to about a period before
+// the head saw itself at the head. A holder that keeps the lease longer (a
+// long hold, a longer stint) costs the head at most three periods of
+// faster reads, never safety.
 func (q *queued) headWait(period time.Duration) time.Duration {
 	if q.stint <= 0 || q.headSince.IsZero() {
 		return period
 	}
-	if head := q.seenAt.Sub(q.headSince); head < q.stint-period || head > q.stint+period {
+	if head := q.seenAt.Sub(q.headSince); head < q.stint-period*3/2 || head > q.stint+period*3/2 {
 		return period
 	}
 	return max(period/4, time.Millisecond)

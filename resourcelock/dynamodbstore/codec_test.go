@@ -443,18 +443,24 @@ func (c *condEval) term() bool {
 	return avEqual(c.item[attr], want)
 }
 
-// name reads a #name placeholder and returns the attribute it stands for.
-func (c *condEval) name() string {
+// token reads a placeholder: up to the next space or parenthesis.
+func (c *condEval) token() string {
 	r := strings.TrimLeft(c.rest, " ")
 	i := strings.IndexAny(r, " )")
 	if i < 0 {
 		i = len(r)
 	}
-	attr, ok := c.e.names[r[:i]]
-	if !ok {
-		c.t.Fatalf("condition %q: cannot evaluate term at %q", c.cond, r)
-	}
 	c.rest = r[i:]
+	return r[:i]
+}
+
+// name reads a #name placeholder and returns the attribute it stands for.
+func (c *condEval) name() string {
+	tok := c.token()
+	attr, ok := c.e.names[tok]
+	if !ok {
+		c.t.Fatalf("condition %q: cannot evaluate the term %q", c.cond, tok)
+	}
 	return attr
 }
 
@@ -462,16 +468,11 @@ func (c *condEval) name() string {
 func (c *condEval) compare() (string, types.AttributeValue) {
 	for _, op := range []string{"=", "<", ">"} {
 		if c.eat(op + " ") {
-			r := strings.TrimLeft(c.rest, " ")
-			i := strings.IndexAny(r, " )")
-			if i < 0 {
-				i = len(r)
-			}
-			v, ok := c.e.values[r[:i]]
+			tok := c.token()
+			v, ok := c.e.values[tok]
 			if !ok {
-				c.t.Fatalf("condition %q: cannot evaluate value at %q", c.cond, r)
+				c.t.Fatalf("condition %q: cannot evaluate the value %q", c.cond, tok)
 			}
-			c.rest = r[i:]
 			return op, v
 		}
 	}

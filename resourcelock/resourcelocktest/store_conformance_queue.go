@@ -106,9 +106,9 @@ func testStoreQueueKept(t *testing.T, s resourcelock.Store) {
 	wantConflict(t, "Create (OnlyIfExists) over a released row with a waiter", err)
 	cur = mustUpdate(t, s, k, asTakeover(cur), heldBy("d", time.Second, ""), resourcelock.WriteOptions{})
 	wantQueue(t, "after a takeover of the released row", cur, b)
-	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("d"), resourcelock.WriteOptions{})
-	if cur, err = s.Leave(ctx(t), k, b.Ticket, 0); err != nil {
-		t.Fatalf("Leave: %v", err)
+	mustUpdate(t, s, k, asHolder(cur), releasedBy("d"), resourcelock.WriteOptions{})
+	if left, err := s.Leave(ctx(t), k, b.Ticket, 0); err != nil || !left.Free() {
+		t.Fatalf("Leave of the last waiter of a released row: %v, free %t", err, left.Free())
 	}
 	cur = mustCreate(t, s, k, heldBy("e", time.Second, ""), resourcelock.WriteOptions{})
 	wantQueue(t, "after a Create over the free row", cur)

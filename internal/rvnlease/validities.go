@@ -135,6 +135,13 @@ func (s *Validities[H]) armLocked() {
 	}
 	s.armed = at
 	s.timer = s.clk.AfterFunc(at.Sub(s.clk.Now()), func() { go s.fire() })
+	if !s.clk.Now().Before(at) {
+		// The clock reached the end while the timer was being set (a
+		// stall, or a fake clock stepped meanwhile, which fires a timer
+		// already due only at its next step): fire now. A second fire
+		// finds nothing due.
+		go s.fire()
+	}
 }
 
 // fire expires every hold whose end has come, and sets the timer for the

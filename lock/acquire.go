@@ -14,7 +14,10 @@ import (
 
 // Acquire takes the lock on key, waiting while another holder holds it.
 //
-// A missing row is created at once and a released one taken at once. A
+// A missing row is created at once, and a free one (released, nobody
+// queued) taken at once, as is this client's own row kept for its stint
+// (see the package doc: Stints); a row kept for another's stint is the
+// queue's, and waited for as a held one. A
 // row held by another holder is waited for: with fair waiting (the
 // default, see the package doc) the call joins the row's queue and reads
 // at a pace set by its place, every refresh period at the head, and takes
@@ -44,7 +47,8 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 }
 
 // TryAcquire takes the lock on key if it can without waiting: when the row
-// is missing or released, or when this client has already watched the
+// is missing or free, or kept for this client's stint, or when this
+// client has already watched the
 // holder's RVN unchanged for the holder's lease (in earlier Acquire or
 // TryAcquire calls). Otherwise it returns an error matching ErrLocked,
 // having noted the holder's RVN for a later call. Like an Acquire with
@@ -117,7 +121,10 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease, Stint: c.cfg.stint}
+		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease}
+	if t.set == nil {
+		place.Stint = c.cfg.stint // sets have none
+	}
 	w := c.wait(a, try, t.key.String())
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)

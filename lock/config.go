@@ -79,11 +79,12 @@ type Config struct {
 	// period of the queue's head; waiters further back read less often.
 	RefreshPeriod time.Duration
 	// Unfair turns fair waiting off: Acquire then polls every refresh
-	// period and takes a released lock whoever asks first, and Release
-	// marks the row released, exactly as the AWS Java lock client does and
-	// at its cost. By default waiting is fair (see the package doc): a
-	// waiter joins the row's queue (one write per wait), reads at a pace
-	// set by its place, and a release hands the lock to the queue's head.
+	// period and takes a free lock whoever asks first, and Release
+	// marks the row released, as the AWS Java lock client does and at its
+	// cost. By default waiting is fair (see the package doc): a waiter
+	// joins the row's queue (one write per wait), reads at a pace set by
+	// its place, and a release hands the lock to the queue's head once the
+	// releaser's stint is over.
 	Unfair bool
 	// Stint is how long a client that holds a key while others wait in
 	// its queue may take the key back after its own Release, ahead of

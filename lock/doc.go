@@ -26,18 +26,19 @@
 // # Fair waiting
 //
 // By default waiters get a lock in about the order they started waiting,
-// and a client that releases and asks again queues behind them
-// (Config.Unfair turns this off). The row keeps a queue of waiters
+// and a client that releases and asks again queues behind them once its
+// stint is over (see Stints; Config.Unfair turns fair waiting off). The row keeps a queue of waiters
 // (attribute dynaleaseQueue: ticket, identity, lease) and, after a
 // hand-over, the ticket handed to (attribute dynaleaseHandoff):
 //   - Join: a waiter that finds the lock held appends its entry (one
-//     write per wait, conditioned only on the row existing unreleased).
+//     write per wait, conditioned only on the row existing and not free:
+//     held, or kept for a stint).
 //   - Wait: it reads at a pace set by its place: the head every refresh
 //     period, the n-th about when the n places ahead will have passed, at
 //     the pace it has seen the queue move, never rarer than the lease it
 //     watches.
-//   - Hand-over: a release with others queued does not mark the row
-//     released; it writes the row naming the queue's head as holder, with
+//   - Hand-over: a release with others queued, once the releaser's stint
+//     is over, does not mark the row released; it writes the row naming the queue's head as holder, with
 //     the head's lease, a fresh RVN Rh and the head's ticket, taking the
 //     head out of the queue, conditioned as every release on this identity
 //     and its RVN, and on the queue's head as the releaser last saw it
@@ -179,7 +180,14 @@
 // (they need transactions).
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
-// clients and clients with Config.Unfair jump the queue; a waiter that
+// clients jump the queue (they take a released row, a row kept for a
+// stint included); a client with Config.Unfair takes a free row at once,
+// but waits out a kept one like a silent holder's, and gives up after
+// that holder's lease plus WithAdditionalWait; a set, which queues on its
+// first key only, takes that key when kept for a stint (a set is not
+// ordered against the waiters of a single key); a fleet whose clients
+// have different stints, or an older version of this library (which
+// takes a kept row as free), weakens the bound of Stints; a waiter that
 // finds the queue full (resourcelock.MaxQueueLength), or whose entry kept
 // vanishing, waits without a place; a release with WithDeleteOnRelease
 // drops the queue; each dead waiter costs the others about its lease when

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
@@ -158,11 +160,44 @@ func acquireSetAsync(ctx context.Context, c *ddbClient, keys []string, opts ...l
 	return ch
 }
 
+// rawJoin appends a queue entry to the row of key with a raw UpdateItem,
+// as a waiter that then stopped reading would have: it never takes the
+// lock, and nothing races the test.
+func (e *ddbEnv) rawJoin(key, ticket, identity string) {
+	e.t.Helper()
+	entry := &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"t": &types.AttributeValueMemberS{Value: ticket}, "o": &types.AttributeValueMemberS{Value: identity},
+		"l": &types.AttributeValueMemberN{Value: "60000"},
+	}}
+	_, err := e.raw.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table), Key: e.rawKey(key, ""),
+		UpdateExpression:          aws.String("SET #q = list_append(if_not_exists(#q, :empty), :entry)"),
+		ExpressionAttributeNames:  map[string]string{"#q": "dynaleaseQueue"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":empty": &types.AttributeValueMemberL{}, ":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{entry}}},
+	})
+	if err != nil {
+		e.t.Fatalf("raw join: %v", err)
+	}
+}
+
+// rawLeaveHead removes the first queue entry of the row of key.
+func (e *ddbEnv) rawLeaveHead(key string) {
+	e.t.Helper()
+	_, err := e.raw.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table), Key: e.rawKey(key, ""),
+		UpdateExpression: aws.String("REMOVE #q[0]"), ExpressionAttributeNames: map[string]string{"#q": "dynaleaseQueue"},
+	})
+	if err != nil {
+		e.t.Fatalf("raw leave: %v", err)
+	}
+}
+
 // Against DynamoDB Local: within its stint, a holder that releases with a
 // waiter queued keeps the row (marked released, the queue in it) and takes
-// it back with one write; a newcomer cannot create over the kept row and
-// queues; when the holder does not come back, the queue's head takes the
-// kept row, and the newcomer then follows it.
+// it back with one write. The waiter here is a raw entry that never
+// reads, so that nothing races the take-back. Then a real waiter, once at
+// the queue's head, takes a kept row whose holder does not come back, and
+// a newcomer, whose create the kept row refuses, queues and follows it.
 func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
@@ -170,13 +205,12 @@ func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T)
 	holder := e.newClient(lock.WithStint(time.Hour)) // the stint outlasts the test
 	head, newcomer := e.newClient(), e.newClient()
 	l := mustAcquire(t, holder, "k")
-	ph := acquireAsync(ctx, head, "k", lock.WithAdditionalWait(forever))
-	e.waitQueue("k", head.Identity())
+	e.rawJoin("k", "ticket-silent", "silent")
 	holder.ft.Reset()
 	for i := range 3 {
 		mustRelease(t, l)
 		it := e.item("k")
-		if str(it, "isReleased") != "1" || str(it, "ownerName") != holder.Identity() || !slices.Equal(queueOwnersOf(it), []string{head.Identity()}) {
+		if str(it, "isReleased") != "1" || str(it, "ownerName") != holder.Identity() || !slices.Equal(queueOwnersOf(it), []string{"silent"}) {
 			t.Fatalf("release %d: owner %q, released %q, queue %v; want kept for the stint", i, str(it, "ownerName"), str(it, "isReleased"), queueOwnersOf(it))
 		}
 		// The first release expected no waiter (its lock's row showed
@@ -189,7 +223,10 @@ func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T)
 			t.Fatalf("taken back %d: the row names %s", i, got)
 		}
 	}
-	mustRelease(t, l)
+	ph := acquireAsync(ctx, head, "k", lock.WithAdditionalWait(forever))
+	e.waitQueue("k", "silent", head.Identity())
+	mustRelease(t, l)   // kept; the holder does not come back
+	e.rawLeaveHead("k") // the silent waiter leaves: head heads the queue
 	pn := acquireAsync(ctx, newcomer, "k", lock.WithAdditionalWait(forever))
 	for _, want := range []struct {
 		c  *ddbClient
@@ -202,6 +239,9 @@ func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T)
 			}
 			if got := str(e.item("k"), "ownerName"); got != want.c.Identity() {
 				t.Fatalf("the row names %s, want %s", got, want.c.Identity())
+			}
+			if want.c == head {
+				e.waitQueue("k", newcomer.Identity())
 			}
 			mustRelease(t, a.l)
 		case <-time.After(patience):

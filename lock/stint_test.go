@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -169,5 +171,85 @@ func TestAReleaseWithinTheStintTakesItsOwnStaleEntriesOut(t *testing.T) {
 	it := f.item("k")
 	if !it.Free() {
 		t.Fatalf("row after the release: %+v, queue %+v; want free", it.Record, it.Queue)
+	}
+}
+
+// A holder that takes its key back again and again within its stint keeps
+// one identity, but each taking back is a new acquisition: a queued
+// waiter's budget starts again at each, as when the lock changes hands,
+// so a waiter does not give up while the stint goes on, however long it
+// lasts against the waiter's budget (the holder's lease, by default).
+func TestAQueuedWaiterWaitsOnThroughAStintLongerThanItsBudget(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	const rowLease = 5 * time.Second
+	put := func(acquisitions int64) {
+		it, _ := f.mem.Item(keyK)
+		f.mem.PutItem(resourcelock.Item{Key: keyK, Queue: it.Queue, Record: resourcelock.Record{
+			HolderIdentity: "other", RVN: fmt.Sprintf("r%d", acquisitions), LeaseDuration: rowLease, Acquisitions: acquisitions}})
+	}
+	put(1)
+	_, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	for n := int64(2); f.now().Sub(epoch) < 4*rowLease; n++ {
+		put(n) // taken back: a new RVN and acquisition, the same holder
+		f.fc.Step(maxPoll)
+		select {
+		case err := <-errs:
+			t.Fatalf("Acquire gave up %v into the holder's stint: %v", f.now().Sub(epoch), err)
+		case <-f.idle:
+		}
+	}
+}
+
+// A kept row whose queue starts with a stale entry of this client's
+// identity (an earlier wait's, whose Leave failed) is offered to this
+// client's new wait: it takes the row, and the stale entry with its own.
+func TestAStaleEntryOfThisClientAtTheHeadDoesNotHoldAKeptRowUp(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("k", "other", "r1", lease)
+	f.join(ownerName, lease) // the stale entry
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), ownerName, ownerName)
+	it := f.item("k")
+	it.Record = resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: lease, Released: true}
+	f.mem.PutItem(it)
+	f.fc.Step(maxPoll)
+	select {
+	case <-locks:
+		wantQueue(t, f.item("k"))
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-f.idle:
+		t.Fatalf("the kept row was not taken; calls %s", summarize(f.ops()))
+	}
+}
+
+// Within its stint, the releaser's TryAcquire takes its kept row back too;
+// another client's TryAcquire finds it held (it is the queue's).
+func TestTryAcquireWithinTheStintTakesTheKeptRowBack(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.store.HideConflictRows(false)
+	l := f.acquire("k")
+	f.join("w1", lease)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f.store.ResetCalls()
+	l, err := f.c.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatalf("TryAcquire of the kept row: %v", err)
+	}
+	f.wantOps(rlt.OpUpdate)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	other, err := NewFromStore(f.store, WithClock(f.fc), WithOwnerName("other"), WithHeartbeatPeriod(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	if _, err := other.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("another client's TryAcquire of the kept row: %v, want ErrLocked", err)
 	}
 }

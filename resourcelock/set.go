@@ -43,7 +43,8 @@ import (
 // carrying it (with the holder, when the precondition names one); a
 // composite, which only a takeover may expect, on each held member's RVN
 // and on each free member being missing or released. Create conditions
-// every member on being missing or free (Item.Free).
+// every member on being missing or released (whatever its queue: see
+// Create).
 //
 // # Why that is safe
 //
@@ -377,8 +378,10 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 	return writes, nil
 }
 
-// Create writes rec on every member when each is missing or free
-// (Item.Free).
+// Create writes rec on every member when each is missing or released,
+// whatever its queue: unlike Interface.Create's "free", since a set queues
+// on its first key only and is not ordered against the waiters of its
+// other keys (WriteCreate).
 func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
 	rec, err := fillHolder(s.identity, rec, false)
 	if err != nil {

@@ -54,12 +54,15 @@ type Result struct {
 //     whose answer was lost), or written by an earlier acquirer that this
 //     one resumed: renew it with this acquirer's record, conditioned on
 //     identity and RVN.
-//  2. No row seen yet, or the row missing or released: create it.
-//  3. The watched RVN has stayed unchanged for the holder's lease, counted
-//     from when an answer first returned it: take over with a write
-//     conditioned on that RVN.
-//  4. Otherwise read the row; if it turns out missing or released, create
-//     it in the same round.
+//  2. No row seen yet, or the row missing or free: create it.
+//  3. The row is offered to this acquirer (Offered: a hand-over to it, a
+//     kept row whose queue it heads, its own release within its stint),
+//     or the watched RVN has stayed unchanged for the holder's lease,
+//     counted from when an answer first returned it: take over with a
+//     write conditioned on that RVN (and, when the offer was stale and the
+//     row is found free, create it in the same round).
+//  4. Otherwise read the row; if it turns out missing or free, create it
+//     in the same round.
 //
 // A row that names this acquirer.s identity but carries an RVN it did not
 // write is waited out like any other.
@@ -77,6 +80,12 @@ type Acquirer struct {
 	// OnlyIfExists makes a missing row an error (the acquirer takes only
 	// existing, released rows), not a free lease.
 	OnlyIfExists bool
+	// Stint is how long holders keep the lease, taking it back after
+	// their own releases, before a release hands it to the queue's head
+	// (see Place.Stint): this acquirer takes back a row of its own
+	// release within it, and, heading a queue, reads faster when the
+	// hand-over is due. Zero for none.
+	Stint time.Duration
 }
 
 // NewAcquirer returns an acquirer of lease. newRecord
@@ -172,7 +181,13 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 	case a.Offered():
 		// Retried every round (a poll apart once tried: TakeoverDue).
 		a.w.cfg.Log.V(1).Info("the lease is offered to this waiter; taking it", "rvn", a.Obs.RVN, "released", a.Obs.Released)
-		return a.queued(ctx, a.takeover(ctx))
+		ans := a.takeover(ctx)
+		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
+			// The offer was stale (a kept row seen before, since freed
+			// or deleted): take the free row in this round.
+			return a.queued(ctx, a.create(ctx))
+		}
+		return a.queued(ctx, ans)
 	case a.expired(now) && !a.staleForTakeover(now):
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
 		return a.queued(ctx, a.takeover(ctx))

@@ -73,7 +73,8 @@ func (s *waiting) holder() string { return s.at[0].Obs.Holder }
 // wait started), plus Extra (and, behind a queue's head, the yield to the
 // head). Renewals by the holders do not extend it; a later holder with a
 // longer lease does, from the same starting point. It starts again from
-// the new holder's first sight when a place changes hands, with
+// the new holder's first sight when a place changes hands (another holder,
+// or the same one acquiring it again within its stint), with
 // Budget.Restart or for a fair waiter with a place in the queue: while the
 // queue moves, it keeps its place. (A fair waiter without a place, say a
 // set whose first key is free while another is held, counts as an unfair
@@ -82,7 +83,11 @@ func (s *waiting) extendDeadline() {
 	longest := time.Duration(0)
 	for i, a := range s.at {
 		holder := a.Obs.Holder
-		changed := s.at[i].holder != "" && s.at[i].holder != holder
+		// Changed hands: another holder, or the same one acquiring
+		// again (a stint's taking back, Acquirer.Offered).
+		changed := (s.at[i].holder != "" && s.at[i].holder != holder) ||
+			(s.at[i].acquisitions != 0 && s.at[i].acquisitions != a.Obs.Acquisitions)
+		s.at[i].acquisitions = a.Obs.Acquisitions
 		restart := s.Budget.Restart || (a.Fair() && a.Place() >= 0)
 		if s.budgetFrom.IsZero() || (changed && restart) {
 			s.budgetFrom = a.Obs.SeenAt

@@ -29,6 +29,9 @@ type Observation struct {
 	// Acquirer.Offered); to anybody else it is held, and taken over once
 	// its RVN has stayed unchanged for Lease.
 	Queued bool
+	// Acquisitions is the record's count of acquisitions (the fencing
+	// counter): it changes with a new acquisition, not with a renewal.
+	Acquisitions int64
 	// Stint is when this identity's stint on the lease began, kept with
 	// the row of its own release within that stint (see
 	// Holder.ReleaseQueued); zero otherwise. An acquisition that takes
@@ -57,6 +60,7 @@ func (o *Observation) Observe(it resourcelock.Item, missing bool, returned time.
 	o.Holder = rec.HolderIdentity
 	o.HandedTo = rec.HandedTo
 	o.Queued = rec.Released && len(it.Queue) > 0
+	o.Acquisitions = rec.Acquisitions
 	return changed
 }
 

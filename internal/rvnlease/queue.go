@@ -38,11 +38,9 @@ type queued struct {
 	movedPlace int
 	movedAt    time.Time
 	pace       time.Duration
-	// stint is the holders' expected stint (see Place.Stint; zero for
-	// none), and headSince when this waiter last became the queue's head
-	// (zero while it is not): a head that has been one for about a stint
-	// reads faster, since the hand-over to it is due.
-	stint     time.Duration
+	// headSince is when this waiter last became the queue's head (zero
+	// while it is not): a head that has been one for about a stint reads
+	// faster, since the hand-over to it is due (headWait).
 	headSince time.Time
 }
 
@@ -53,10 +51,9 @@ type queued struct {
 // passed), confirms a hand-over to it at once, and leaves the queue when
 // it gives up (LeaveQueue) or acquires otherwise. lease is the lease this
 // acquirer will hold, written into a hand-over to it; period is the head's
-// poll period, and stint the stint the holders are expected to keep the
-// lease for before handing it over (zero for none: see Place.Stint). Call
-// it before the first Round. It reports whether the acquirer is now fair.
-func (a *Acquirer) Queue(lease, period, stint time.Duration) bool {
+// poll period. Call it before the first Round. It reports whether the
+// acquirer is now fair.
+func (a *Acquirer) Queue(lease, period time.Duration) bool {
 	q, ok := a.w.port.(resourcelock.Queuer)
 	if !ok {
 		return false
@@ -67,7 +64,6 @@ func (a *Acquirer) Queue(lease, period, stint time.Duration) bool {
 		period:    period,
 		place:     -1,
 		prevPlace: -1,
-		stint:     stint,
 	}
 	return true
 }
@@ -139,13 +135,31 @@ func (a *Acquirer) Offered() bool {
 	if !a.Obs.Known || !a.Obs.Queued {
 		return a.Handed()
 	}
-	return a.ownRelease() || (a.q != nil && a.q.place == 0)
+	return a.ownRelease() || a.heads()
+}
+
+// heads reports whether this fair acquirer heads the queue of the last
+// row seen: its entry is first, or the first entry is a stale one of its
+// identity (an earlier wait's whose Leave failed, or a restart's), which
+// its takeover takes out with its own.
+func (a *Acquirer) heads() bool {
+	q := a.q
+	if q == nil {
+		return false
+	}
+	return q.place == 0 || (len(q.last.Queue) > 0 && q.last.Queue[0].Identity == a.w.cfg.Identity)
 }
 
 // ownRelease reports whether the watched row is this identity's release
-// within its stint, with waiters queued.
+// within its stint, with waiters queued, and the stint is still on (by
+// this acquirer's Stint). A release whose stint has passed is the queue's
+// head's to take; its releaser waits.
 func (a *Acquirer) ownRelease() bool {
-	return a.Obs.Known && a.Obs.Queued && a.Obs.Holder == a.w.cfg.Identity && !a.Obs.Stint.IsZero()
+	o := a.Obs
+	if !o.Known || !o.Queued || o.Holder != a.w.cfg.Identity || o.Stint.IsZero() {
+		return false
+	}
+	return a.Stint > 0 && a.w.cfg.Clock.Since(o.Stint) < a.Stint
 }
 
 // wantsToJoin reports whether the acquirer should join the queue now: it
@@ -359,7 +373,7 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 		return period
 	}
 	if q.place == 0 {
-		return q.headWait(period)
+		return a.headWait(period)
 	}
 	per := q.pace
 	if per > 0 {
@@ -385,11 +399,12 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 // the head saw itself at the head. A holder that keeps the lease longer (a
 // long hold, a longer stint) costs the head at most three periods of
 // faster reads, never safety.
-func (q *queued) headWait(period time.Duration) time.Duration {
-	if q.stint <= 0 || q.headSince.IsZero() {
+func (a *Acquirer) headWait(period time.Duration) time.Duration {
+	q, stint := a.q, a.Stint
+	if stint <= 0 || q.headSince.IsZero() {
 		return period
 	}
-	if head := q.seenAt.Sub(q.headSince); head < q.stint-period*3/2 || head > q.stint+period*3/2 {
+	if head := q.seenAt.Sub(q.headSince); head < stint-period*3/2 || head > stint+period*3/2 {
 		return period
 	}
 	return max(period/4, time.Millisecond)

@@ -33,7 +33,7 @@ func (e *engine) queueAhead(rvn string, n, m int) {
 // head and a waiter whose pace is unknown read every period.
 func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e := newEngine(t)
-	e.acq.Queue(lease, period, 0)
+	e.acq.Queue(lease, period)
 	e.put("other", "r0", false)
 	e.round()
 	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
@@ -83,7 +83,8 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 func TestTheHeadReadsFasterWhenTheHandOverIsDue(t *testing.T) {
 	const stint = 4 * period
 	e := newEngine(t)
-	e.acq.Queue(lease, period, stint)
+	e.acq.Stint = stint
+	e.acq.Queue(lease, period)
 	e.put("other", "r0", false)
 	e.round()
 	e.queueAhead("r1", 1, 0)
@@ -118,7 +119,7 @@ func TestTheHeadReadsFasterWhenTheHandOverIsDue(t *testing.T) {
 	}
 	// Without a stint, the head reads every period however long it waits.
 	e = newEngine(t)
-	e.acq.Queue(lease, period, 0)
+	e.acq.Queue(lease, period)
 	e.put("other", "r0", false)
 	e.round()
 	e.queueAhead("r1", 0, 0)

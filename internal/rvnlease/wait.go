@@ -168,8 +168,9 @@ type waiting struct {
 // claims it.
 type placeState struct {
 	*Acquirer
-	holder  string
-	skipped bool
+	holder       string
+	acquisitions int64 // the row's acquisitions at that poll
+	skipped      bool
 }
 
 // Run waits until a place is taken, and returns it; or until ctx ends
@@ -183,9 +184,9 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
-		a.OnlyIfExists = w.OnlyIfExists
+		a.OnlyIfExists, a.Stint = w.OnlyIfExists, p.Stint
 		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
-			a.Queue(p.LeaseDuration, w.Period, p.Stint)
+			a.Queue(p.LeaseDuration, w.Period)
 		}
 		if w.Watches != nil {
 			obs, doubt, _ := w.Watches.Get(p.Key)

@@ -242,9 +242,12 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 // head, which may have first seen the RVN up to a poll later, comes first
 // (a takeover takes the entries ahead of the taker out of the queue).
 // Waiting longer than the lease is always safe. It is zero for an unfair
-// acquirer and the queue's head; a caller's wait budget adds it.
+// acquirer and the queue's head, and for the second in the queue of a row
+// kept for a stint: the head takes such a row at its next poll, so one
+// still kept after a lease has a dead head. A caller's wait budget adds
+// it.
 func (a *Acquirer) Yield() time.Duration {
-	if a.q == nil || a.q.place == 0 {
+	if a.q == nil || a.q.place == 0 || (a.q.place == 1 && a.Obs.Queued) {
 		return 0
 	}
 	return a.q.period * 6 / 5

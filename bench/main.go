@@ -16,7 +16,8 @@
 //  7. Go microbenchmarks of the codec and the hot paths (go test -bench).
 //
 // It prints the environment, then one table section per row, and writes the
-// same figures to bench/results.json. BENCH_SHORT=1 runs the same rows with
+// same figures to bench/results.json. BENCH_PROFILE=DIR writes CPU, mutex,
+// block and heap profiles of the run to DIR. BENCH_SHORT=1 runs the same rows with
 // smaller counts and shorter durations. Targets that are missed are marked
 // in the output; they never make the command fail (only an unusable
 // environment does).
@@ -129,8 +130,17 @@ func benchMain() int {
 	b.res.StartedAt = b.start.UTC().Format(time.RFC3339)
 	b.res.Environment = b.environment(endpoint)
 
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profiles:", err)
+		return 2
+	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if err := stopProfiles(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profiles:", err)
 		return 1
 	}
 	b.res.WallTimeS = round2(time.Since(b.start).Seconds())

@@ -152,6 +152,11 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 	switch {
 	case r.acquisitionID == l.row.acquisitionID:
 		r.acquisitionID = l.row.acquisitionID // one copy of the string
+		if r.token == 0 {
+			// A renewal never changes the acquisition's token: an answer
+			// that does not carry it (a store's omission) does not lose it.
+			r.token = l.row.token
+		}
 	case r.acquisitionID == r.rvn:
 		r.acquisitionID = r.rvn
 	}

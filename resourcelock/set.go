@@ -278,9 +278,14 @@ func (s *Set) foldWholeLocked(rows map[Key]Item) (Item, bool) {
 		rec.Acquisitions, rec.FenceGeneration = 0, 0
 	}
 	if slices.Contains(s.acquiring, rec.AcquisitionID) {
-		// An acquisition of this Set's, whose answer may have been lost:
-		// its writes keep its ID.
+		// An acquisition of this Set's, whose answer may have been lost
+		// (or whose fencing was not read back): its writes keep its ID,
+		// and its holder's writes the token the rows carry, which a
+		// renewal does not change.
 		s.acquisitionID = rec.AcquisitionID
+		if !rec.NeedsFence() {
+			s.generation, s.transitions = rec.FenceGeneration, rec.Acquisitions
+		}
 	}
 	return Item{Key: s.key, Record: rec, Queue: first.Queue}, true
 }

@@ -64,8 +64,12 @@
 //     refresh periods by default; a negative Stint has none).
 //   - Within it, a release that finds others queued marks the row
 //     released and leaves their entries in the queue: a row kept for the
-//     stint. The client's next Acquire of the key takes it back in one
-//     write, conditioned on the released RVN, without reading.
+//     stint. The client's next Acquire (or TryAcquire) of the key within
+//     the stint takes it back in one write, conditioned on the released
+//     RVN, without reading; once the stint has passed it queues instead.
+//     Each taking back is a new acquisition (a new fencing token), and a
+//     queued waiter's wait budget starts again at it, as at a change of
+//     holder.
 //   - A row kept for the stint is not free (resourcelock.Item.Free): Create
 //     refuses it, a newcomer joins its queue, and a waiter behind the head
 //     sees it as held and takes it over only after its RVN has stayed

@@ -73,7 +73,11 @@ func TestDynamoDBUnfixableErrorsEndRunWithTheirCause(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			err := e.Run(ctx)
-			if err == nil || errors.Is(err, context.DeadlineExceeded) || !tc.want(err) {
+			// Before ctx ended: a request that timed out on a busy
+			// machine may be part of the error (its read-back found the
+			// cause), so the test asks ctx, not the error, whether the
+			// wait ran out.
+			if err == nil || ctx.Err() != nil || !tc.want(err) {
 				t.Fatalf("Run = %v, want the cause at once", err)
 			}
 			if last, since := e.LastError(); !tc.want(last) || since.IsZero() {

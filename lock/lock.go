@@ -44,12 +44,12 @@ type Lock struct {
 	valid rvnlease.Validity
 	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
 	x     *extras // what most locks never need, made on first use
-	// stint is when this client's stint on the key began
-	// (rvnlease.Won.Stint), as a time since c.born: a Duration, not a
+	// stintStart is when this client's stint on the key began
+	// (rvnlease.Won.StintStart), as a time since c.born: a Duration, not a
 	// Time, to keep the lock in a smaller allocation.
-	stint time.Duration
-	holds int32 // the holds of a reentrant lock; 0 once its Release began
-	marks marks
+	stintStart time.Duration
+	holds      int32 // the holds of a reentrant lock; 0 once its Release began
+	marks      marks
 
 	// Set when the lock is made, never changed.
 	kind      kind
@@ -108,14 +108,14 @@ var closed = func() chan struct{} {
 func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	it, sent := won.Item, won.Sent
 	l := &Lock{
-		c:         c,
-		stint:     won.Stint.Sub(c.born),
-		lease:     c.base.At(t.key),
-		claim:     t.claim,
-		kind:      t.kind(),
-		reentrant: a.reentrant,
-		delete:    a.deleteOnRelease,
-		holds:     1,
+		c:          c,
+		stintStart: won.StintStart.Sub(c.born),
+		lease:      c.base.At(t.key),
+		claim:      t.claim,
+		kind:       t.kind(),
+		reentrant:  a.reentrant,
+		delete:     a.deleteOnRelease,
+		holds:      1,
 	}
 	// A Holder kept by value, over a lease kept in the lock: no
 	// allocation of their own.

@@ -150,7 +150,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			prev, _, _ := l.c.seen.Get(l.lease.Key())
 			obs := rvnlease.Observation{Pace: prev.Pace}
 			obs.Observe(w.Item, false, l.c.clk.Now())
-			obs.Stint = l.c.born.Add(l.stint)
+			obs.StintStart = l.c.born.Add(l.stintStart)
 			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
 		}
 		if w.Landed && w.Item.HandedTo != "" {
@@ -177,7 +177,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 // on one key, fair, acquired less than Config.Stint ago counting from the
 // acquisition that began the stint.
 func (l *Lock) stintOn() bool {
-	return l.kind == kindLock && l.c.cfg.stint > 0 && l.c.clk.Since(l.c.born)-l.stint < l.c.cfg.stint
+	return l.kind == kindLock && l.c.cfg.stint > 0 && l.c.clk.Since(l.c.born)-l.stintStart < l.c.cfg.stint
 }
 
 // afterRelease classifies what a release over cur found (see

@@ -34,10 +34,10 @@ type Result struct {
 	// Sent is the local time just before the confirmed write was sent
 	// (Ours): the lease's validity counts from it.
 	Sent time.Time
-	// Stint is when the winner's stint began (Ours): Sent, or for a row
+	// StintStart is when the winner's stint began (Ours): Sent, or for a row
 	// of its own release within its stint taken back, that stint's
 	// start (see Holder.ReleaseQueued).
-	Stint time.Time
+	StintStart time.Time
 	// Err is the failure of the round, one that waiting may fix: always
 	// set for Unknown (nothing was learned), and set for Others when a
 	// write of the round failed for a reason other than its condition
@@ -129,7 +129,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			a.late = resourcelock.Item{}
 			stint := ans.sent
 			if a.ownRelease() && a.tried == a.Obs.RVN {
-				stint = a.Obs.Stint // its own release, taken back
+				stint = a.Obs.StintStart // its own release, taken back
 			}
 			a.Obs = Observation{Pace: a.Obs.Pace}
 			it := ans.item
@@ -142,7 +142,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				// reads).
 				it.Queue = a.leave(ctx, it).Queue
 			}
-			return Result{Outcome: Ours, Item: it, Sent: ans.sent, Stint: stint}, nil
+			return Result{Outcome: Ours, Item: it, Sent: ans.sent, StintStart: stint}, nil
 		}
 		if ans.missing && a.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)

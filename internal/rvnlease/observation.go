@@ -32,11 +32,11 @@ type Observation struct {
 	// Acquisitions is the record's count of acquisitions (the fencing
 	// counter): it changes with a new acquisition, not with a renewal.
 	Acquisitions int64
-	// Stint is when this identity's stint on the lease began, kept with
+	// StintStart is when this identity's stint on the lease began, kept with
 	// the row of its own release within that stint (see
 	// Holder.ReleaseQueued); zero otherwise. An acquisition that takes
 	// that row back continues the stint. It is cleared with the RVN.
-	Stint time.Time
+	StintStart time.Time
 	// Pace is how long one place of the row's queue took when a fair
 	// waiter of this identity last measured it; zero when unknown. It
 	// outlives RVN changes and acquisitions: a client that waits again

@@ -127,7 +127,7 @@ func (a *Acquirer) Handed() bool {
 // Offered reports whether the watched row is this acquirer's to take now,
 // by a write conditioned on its RVN: a hand-over to it (Handed), a row
 // released with waiters queued (Observation.Queued) whose queue it heads,
-// or the row of its own release within its stint (Observation.Stint),
+// or the row of its own release within its stint (Observation.StintStart),
 // which it takes back. Like a hand-over, an offer gives nothing until the
 // write lands; the head and the releaser may both try, and at most one
 // write conditioned on the RVN lands.
@@ -156,10 +156,10 @@ func (a *Acquirer) heads() bool {
 // head's to take; its releaser waits.
 func (a *Acquirer) ownRelease() bool {
 	o := a.Obs
-	if !o.Known || !o.Queued || o.Holder != a.w.cfg.Identity || o.Stint.IsZero() {
+	if !o.Known || !o.Queued || o.Holder != a.w.cfg.Identity || o.StintStart.IsZero() {
 		return false
 	}
-	return a.Stint > 0 && a.w.cfg.Clock.Since(o.Stint) < a.Stint
+	return a.Stint > 0 && a.w.cfg.Clock.Since(o.StintStart) < a.Stint
 }
 
 // wantsToJoin reports whether the acquirer should join the queue now: it

@@ -114,9 +114,9 @@ type Won struct {
 	// hold's validity counts.
 	Item resourcelock.Item
 	Sent time.Time
-	// Stint is when the winner's stint on the place began (see
-	// Result.Stint), for Holder.ReleaseQueued.
-	Stint time.Time
+	// StintStart is when the winner's stint on the place began (see
+	// Result.StintStart), for Holder.ReleaseQueued.
+	StintStart time.Time
 }
 
 // HeldError is the end of a wait that found its places held: Try or
@@ -208,7 +208,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		if i >= 0 {
 			won = i
 			s.note(nil)
-			return Won{Place: i, Item: res.Item, Sent: res.Sent, Stint: res.Stint}, nil
+			return Won{Place: i, Item: res.Item, Sent: res.Sent, StintStart: res.StintStart}, nil
 		}
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {

@@ -72,7 +72,6 @@ const (
 type heldRow struct {
 	rvn           string
 	acquisitionID string
-	data          []byte
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
 	token         int64 // the row's fencing token (Record.FencingToken)
 }
@@ -80,6 +79,7 @@ type heldRow struct {
 // extras is the part of a lock's state that most held locks never need,
 // made on first use; guarded by the lock's mu.
 type extras struct {
+	data       []byte                // the row's data, when it has any
 	attributes map[string]any        // the row's, when it has any
 	queue      []resourcelock.Waiter // the row's waiters, when it has any
 	lastErr    error                 // the last failure of a heartbeat, for dynalease.Expired
@@ -142,11 +142,12 @@ func (l *Lock) extrasLocked() *extras {
 // keepLocked keeps what the lock needs of the row it, as last confirmed.
 func (l *Lock) keepLocked(it resourcelock.Item) {
 	r := heldRow{
-		// A copy: the decoded RVN shares its memory with the rest of the
-		// answer it came in, which keeping it would keep alive.
-		rvn:           strings.Clone(it.RVN),
+		// Not a copy: the DynamoDB store answers a write with the
+		// strings it wrote, not ones that share memory with the rest of
+		// the answer (dynamodbstore's shareStrings). A row settled by a
+		// read keeps that read's answer alive until the next renewal.
+		rvn:           it.RVN,
 		acquisitionID: it.AcquisitionID,
-		data:          it.Data,
 		token:         it.FencingToken(),
 	}
 	switch {
@@ -164,11 +165,11 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		r.acquired = it.AcquireTime.UnixMilli()
 	}
 	l.row = r
-	if len(it.Attributes) > 0 || len(it.Queue) > 0 {
+	if len(it.Data) > 0 || len(it.Attributes) > 0 || len(it.Queue) > 0 {
 		x := l.extrasLocked()
-		x.attributes, x.queue = it.Attributes, it.Queue
+		x.data, x.attributes, x.queue = it.Data, it.Attributes, it.Queue
 	} else if l.x != nil {
-		l.x.attributes, l.x.queue = nil, nil
+		l.x.data, l.x.attributes, l.x.queue = nil, nil, nil
 	}
 }
 
@@ -182,7 +183,6 @@ func (l *Lock) itemLocked() resourcelock.Item {
 			RVN:            l.row.rvn,
 			LeaseDuration:  l.c.cfg.lease,
 			AcquisitionID:  l.row.acquisitionID,
-			Data:           l.row.data,
 		},
 	}
 	if l.row.acquired != 0 {
@@ -190,7 +190,7 @@ func (l *Lock) itemLocked() resourcelock.Item {
 		it.AcquireTime = time.UnixMilli(l.row.acquired).UTC()
 	}
 	if l.x != nil {
-		it.Attributes, it.Queue = l.x.attributes, l.x.queue
+		it.Data, it.Attributes, it.Queue = l.x.data, l.x.attributes, l.x.queue
 	}
 	return it
 }
@@ -252,7 +252,10 @@ func (l *Lock) SortKey() string { return l.lease.Key().Sort }
 func (l *Lock) Data() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return bytes.Clone(l.row.data)
+	if l.x == nil {
+		return nil
+	}
+	return bytes.Clone(l.x.data)
 }
 
 // Attributes returns the row's additional attributes as last written.

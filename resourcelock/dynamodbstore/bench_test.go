@@ -2,8 +2,10 @@ package dynamodbstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -122,7 +124,13 @@ func (a benchAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb
 }
 
 func benchStore(b *testing.B) *Store {
-	s, err := New(Config{Client: benchAPI{item: benchItem("customer-42")}, Table: "locks", SkipTableCheck: true})
+	answer := benchItem("customer-42")
+	for name, v := range answer { // fresh copies, as a decoded answer has
+		if sv, ok := v.(*types.AttributeValueMemberS); ok {
+			answer[name] = &types.AttributeValueMemberS{Value: strings.Clone(sv.Value)}
+		}
+	}
+	s, err := New(Config{Client: benchAPI{item: answer}, Table: "locks", SkipTableCheck: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,4 +188,37 @@ func BenchmarkMemoryStoreUpdate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestWriteAnswersShareTheWrittenStrings checks that a write's answer
+// refers to the strings of the record written, not to copies decoded from
+// the answer (whose memory the SDK shares with the rest of the answer):
+// a held lock keeps them for as long as it is held.
+func TestWriteAnswersShareTheWrittenStrings(t *testing.T) {
+	answer := benchItem("customer-42")
+	for name, v := range answer { // fresh copies, as a decoded answer has
+		if sv, ok := v.(*types.AttributeValueMemberS); ok {
+			answer[name] = &types.AttributeValueMemberS{Value: strings.Clone(sv.Value)}
+		}
+	}
+	s, err := New(Config{Client: benchAPI{item: answer}, Table: "locks", SkipTableCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := resourcelock.Key{Partition: "customer-42"}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	check := func(op string, it resourcelock.Item, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if !same(it.RVN, benchRec.RVN) || !same(it.HolderIdentity, benchRec.HolderIdentity) ||
+			!same(it.AcquisitionID, benchRec.AcquisitionID) || !same(it.Key.Partition, key.Partition) {
+			t.Errorf("%s: the answer's strings are copies, not the record's and key's", op)
+		}
+	}
+	it, err := s.Update(context.Background(), key, resourcelock.Precondition{RVN: "old", HolderIdentity: benchRec.HolderIdentity}, benchRec, resourcelock.WriteOptions{})
+	check("update", it, err)
+	it, err = s.Create(context.Background(), key, benchRec, resourcelock.WriteOptions{})
+	check("create", it, err)
 }

@@ -41,33 +41,86 @@ var reservedAttributes = []string{
 
 // expression collects an update or condition expression with its attribute
 // name and value placeholders, so that only placeholders actually used are
-// sent (DynamoDB rejects unused ones).
+// sent (DynamoDB rejects unused ones). The item's own attributes (the
+// attr… constants, none of them a DynamoDB reserved word) are written as
+// they are; every other name (the table's key attributes, the TTL
+// attribute, an application's attributes) gets a placeholder. Fewer
+// placeholders make smaller requests, which the SDK encodes and signs
+// faster.
 type expression struct {
 	names  map[string]string
 	values map[string]types.AttributeValue
+	attrs  []string // attrs[i] is the attribute that placeholder i names
 }
 
 func newExpression() *expression {
-	return &expression{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+	return &expression{names: make(map[string]string, 4), values: make(map[string]types.AttributeValue, 12)}
 }
 
-// name returns the placeholder for attribute attr.
+// literalAttributes are the attribute names an expression may use as they
+// are: plain identifiers that are not DynamoDB reserved words.
+var literalAttributes = map[string]bool{
+	attrOwner: true, attrLease: true, attrRVN: true, attrReleased: true,
+	attrTransitions: true, attrAcquireTime: true, attrRenewTime: true, attrGeneration: true,
+	attrAcquisition: true, attrQueue: true, attrHandedTo: true,
+}
+
+// Placeholders for the first names and values of an expression, made once.
+var namePlaceholders, valuePlaceholders = placeholders("#n"), placeholders(":v")
+
+func placeholders(prefix string) [16]string {
+	var p [16]string
+	for i := range p {
+		p[i] = prefix + strconv.Itoa(i)
+	}
+	return p
+}
+
+func placeholder(table *[16]string, prefix string, i int) string {
+	if i < len(table) {
+		return table[i]
+	}
+	return prefix + strconv.Itoa(i)
+}
+
+// name returns how the expression refers to attribute attr: attr itself
+// when it is one of literalAttributes, else its placeholder.
 func (e *expression) name(attr string) string {
-	for p, a := range e.names {
+	if literalAttributes[attr] {
+		return attr
+	}
+	for i, a := range e.attrs {
 		if a == attr {
-			return p
+			return placeholder(&namePlaceholders, "#n", i)
 		}
 	}
-	p := "#n" + strconv.Itoa(len(e.names))
+	p := placeholder(&namePlaceholders, "#n", len(e.attrs))
+	e.attrs = append(e.attrs, attr)
 	e.names[p] = attr
 	return p
 }
 
 // value returns a new placeholder bound to v.
 func (e *expression) value(v types.AttributeValue) string {
-	p := ":v" + strconv.Itoa(len(e.values))
+	p := placeholder(&valuePlaceholders, ":v", len(e.values))
 	e.values[p] = v
 	return p
+}
+
+// nameMap and valueMap are the placeholders to send: nil when there are
+// none, since DynamoDB refuses an empty map.
+func (e *expression) nameMap() map[string]string {
+	if len(e.names) == 0 {
+		return nil
+	}
+	return e.names
+}
+
+func (e *expression) valueMap() map[string]types.AttributeValue {
+	if len(e.values) == 0 {
+		return nil
+	}
+	return e.values
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -85,6 +138,9 @@ func writeUpdate(e *expression, rec resourcelock.Record, acquiring bool) string 
 // that a TTL left by an earlier writer can never delete a live lease).
 func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquiring bool, o resourcelock.WriteOptions) string {
 	var u updateClauses
+	if acquiring {
+		u.set(e, attrAcquisition, s(rec.RVN))
+	}
 	u.set(e, attrOwner, s(rec.HolderIdentity))
 	u.set(e, attrLease, s(strconv.FormatInt(rec.LeaseDuration.Milliseconds(), 10)))
 	u.set(e, attrRVN, s(rec.RVN))
@@ -118,30 +174,58 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 	}
 	u.time(e, attrAcquireTime, rec.AcquireTime)
 	u.time(e, attrRenewTime, rec.RenewTime)
-	u.removes = append(u.removes, dequeueRemoves(e, o.Dequeue)...)
-	expr := "SET " + strings.Join(u.sets, ", ")
-	if len(u.removes) > 0 {
-		expr += " REMOVE " + strings.Join(u.removes, ", ")
-	}
+	dequeueRemoves(&u, e, o.Dequeue)
 	if acquiring {
-		expr = strings.Replace(expr, "SET ", "SET "+e.name(attrAcquisition)+" = "+e.value(s(rec.RVN))+", ", 1)
-		expr += " ADD " + e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})
+		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"}))
 	}
-	return expr
+	return u.expression("")
 }
 
 // updateClauses collects the SET and REMOVE clauses of an update
-// expression, in order.
+// expression, in order, each in one buffer.
 type updateClauses struct {
-	sets, removes []string
+	sets, removes strings.Builder
 }
 
 func (u *updateClauses) set(e *expression, attr string, v types.AttributeValue) {
-	u.sets = append(u.sets, e.name(attr)+" = "+e.value(v))
+	if u.sets.Len() == 0 {
+		u.sets.Grow(256)
+	} else {
+		u.sets.WriteString(", ")
+	}
+	u.sets.WriteString(e.name(attr))
+	u.sets.WriteString(" = ")
+	u.sets.WriteString(e.value(v))
 }
 
-func (u *updateClauses) remove(e *expression, attr string) {
-	u.removes = append(u.removes, e.name(attr))
+func (u *updateClauses) remove(e *expression, attr string) { u.removePath(e.name(attr)) }
+
+// removePath adds a REMOVE clause for a document path.
+func (u *updateClauses) removePath(path string) {
+	if u.removes.Len() == 0 {
+		u.removes.Grow(128)
+	} else {
+		u.removes.WriteString(", ")
+	}
+	u.removes.WriteString(path)
+}
+
+// expression returns the update expression: the SET clauses, the REMOVE
+// clauses if any, and add (an ADD clause's body) unless empty.
+func (u *updateClauses) expression(add string) string {
+	var b strings.Builder
+	b.Grow(len("SET  REMOVE  ADD ") + u.sets.Len() + u.removes.Len() + len(add))
+	b.WriteString("SET ")
+	b.WriteString(u.sets.String())
+	if u.removes.Len() > 0 {
+		b.WriteString(" REMOVE ")
+		b.WriteString(u.removes.String())
+	}
+	if add != "" {
+		b.WriteString(" ADD ")
+		b.WriteString(add)
+	}
+	return b.String()
 }
 
 // optional sets attr to the string v, or removes it when v is empty.

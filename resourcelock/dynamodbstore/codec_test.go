@@ -227,8 +227,8 @@ func parseUpdate(t *testing.T, expr string) []update {
 			u.value = toks[i]
 			i++
 		}
-		if !strings.HasPrefix(u.name, "#") || (u.value != "" && !strings.HasPrefix(u.value, ":")) {
-			t.Fatalf("%q: %+v does not use placeholders", expr, u)
+		if (!strings.HasPrefix(u.name, "#") && !literalAttributes[u.name]) || (u.value != "" && !strings.HasPrefix(u.value, ":")) {
+			t.Fatalf("%q: %+v does not use placeholders where it must", expr, u)
 		}
 		out = append(out, u)
 		if i < len(toks) && toks[i] == "," {
@@ -239,6 +239,16 @@ func parseUpdate(t *testing.T, expr string) []update {
 		}
 	}
 	return out
+}
+
+// resolveName returns the attribute an expression's name token stands
+// for: a placeholder's, or one of literalAttributes written as it is.
+func resolveName(e *expression, tok string) (string, bool) {
+	if literalAttributes[tok] {
+		return tok, true
+	}
+	attr, ok := e.names[tok]
+	return attr, ok
 }
 
 var placeholderRE = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
@@ -293,7 +303,7 @@ func applyUpdate(t *testing.T, item map[string]types.AttributeValue, e *expressi
 	}
 	touched := map[string]bool{}
 	for _, u := range parseUpdate(t, expr) {
-		attr, ok := e.names[u.name]
+		attr, ok := resolveName(e, u.name)
 		if !ok {
 			t.Fatalf("%q: name %s undefined", expr, u.name)
 		}
@@ -457,7 +467,7 @@ func (c *condEval) token() string {
 // name reads a #name placeholder and returns the attribute it stands for.
 func (c *condEval) name() string {
 	tok := c.token()
-	attr, ok := c.e.names[tok]
+	attr, ok := resolveName(c.e, tok)
 	if !ok {
 		c.t.Fatalf("condition %q: cannot evaluate the term %q", c.cond, tok)
 	}

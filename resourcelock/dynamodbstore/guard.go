@@ -95,8 +95,8 @@ func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h resour
 			TableName:                 aws.String(d.table),
 			Key:                       d.keys.itemKey(k.Partition, k.Sort),
 			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			ExpressionAttributeNames:  e.nameMap(),
+			ExpressionAttributeValues: e.valueMap(),
 		}})
 	}
 	all = append(all, items...)

@@ -138,7 +138,7 @@ func (d *Store) transactItem(w resourcelock.Write) (types.TransactWriteItem, err
 		cond := d.keys.removeCondition(e, w.Expect)
 		return types.TransactWriteItem{Delete: &types.Delete{
 			TableName: aws.String(d.table), Key: key, ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
 		}}, nil
 	}
 	if err := d.keys.checkOptions(w.Options); err != nil {
@@ -155,7 +155,7 @@ func (d *Store) transactItem(w resourcelock.Write) (types.TransactWriteItem, err
 	cond = withDequeue(e, cond, w.Options.Dequeue)
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(d.table), Key: key, UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
 	}}, nil
 }
 
@@ -249,7 +249,7 @@ func (d *Store) fenceItems(keys []resourcelock.Key, gen int64, holder, acquisiti
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(d.table), Key: d.keys.itemKey(k.Partition, k.Sort),
 			UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
 		}})
 	}
 	return items
@@ -322,5 +322,5 @@ func (s keySchema) recordProjection(withQueue bool) (string, map[string]string) 
 	for i, a := range attrs {
 		parts[i] = e.name(a)
 	}
-	return strings.Join(parts, ", "), e.names
+	return strings.Join(parts, ", "), e.nameMap()
 }

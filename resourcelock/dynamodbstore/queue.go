@@ -88,17 +88,15 @@ func withDequeue(e *expression, cond string, d *resourcelock.Dequeue) string {
 	return strings.Join(conds, " AND ")
 }
 
-// dequeueRemoves returns the REMOVE clauses that take d's tickets out of
-// the queue.
-func dequeueRemoves(e *expression, d *resourcelock.Dequeue) []string {
+// dequeueRemoves adds the REMOVE clauses that take d's tickets out of
+// the queue to u.
+func dequeueRemoves(u *updateClauses, e *expression, d *resourcelock.Dequeue) {
 	if d == nil {
-		return nil
+		return
 	}
-	remove := make([]string, len(d.Tickets))
 	for i := range d.Tickets {
-		remove[i] = e.name(attrQueue) + "[" + strconv.Itoa(i) + "]"
+		u.removePath(e.name(attrQueue) + "[" + strconv.Itoa(i) + "]")
 	}
-	return remove
 }
 
 // Join appends w to the row's queue with one UpdateItem.

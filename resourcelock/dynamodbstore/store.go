@@ -250,7 +250,9 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 	} else {
 		cond = d.keys.createCondition(e)
 	}
-	return d.update(ctx, key, "create", e, update, withDequeue(e, cond, opts.Dequeue))
+	it, err := d.update(ctx, key, "create", e, update, withDequeue(e, cond, opts.Dequeue))
+	shareStrings(&it, key, rec)
+	return it, err
 }
 
 // Update writes rec at key with one UpdateItem conditioned on expect.
@@ -267,7 +269,33 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
-	return d.update(ctx, key, "update", e, update, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue))
+	it, err := d.update(ctx, key, "update", e, update, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue))
+	shareStrings(&it, key, rec)
+	return it, err
+}
+
+// shareStrings makes it, the row a write of rec at key answered with,
+// refer to rec's and key's strings wherever it carries the same values,
+// so that a held lock keeps one copy of each (its identity, RVN,
+// acquisition ID and key) and the answer's decoded copies are garbage at
+// once. A zero it (a failed write) is left as it is.
+func shareStrings(it *resourcelock.Item, key resourcelock.Key, rec resourcelock.Record) {
+	r := &it.Record
+	if it.Key == key {
+		it.Key = key
+	}
+	if r.HolderIdentity == rec.HolderIdentity {
+		r.HolderIdentity = rec.HolderIdentity
+	}
+	if r.RVN == rec.RVN {
+		r.RVN = rec.RVN
+	}
+	switch r.AcquisitionID {
+	case rec.AcquisitionID:
+		r.AcquisitionID = rec.AcquisitionID
+	case rec.RVN: // an acquiring write's acquisition is its RVN
+		r.AcquisitionID = rec.RVN
+	}
 }
 
 // Remove deletes the row at key with one DeleteItem conditioned on expect.
@@ -289,8 +317,8 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 		TableName:                 aws.String(d.table),
 		Key:                       d.keys.itemKey(key.Partition, key.Sort),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
 		// As for UpdateItem: a failed condition answers with the row.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -356,8 +384,8 @@ func (d *Store) page(ctx context.Context, partition string, start map[string]typ
 		TableName:                 aws.String(d.table),
 		ConsistentRead:            aws.Bool(true),
 		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
 		ExclusiveStartKey:         start,
 	})
 	if err != nil {
@@ -402,8 +430,8 @@ func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *
 		Key:                       d.keys.itemKey(key.Partition, key.Sort),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(condition),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
 		ReturnValues:              types.ReturnValueAllNew,
 		// A failed condition answers with the row it found, which settles
 		// the write without a second request (see resourcelock.Conflict).

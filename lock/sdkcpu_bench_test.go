@@ -180,3 +180,48 @@ func BenchmarkSDKCycleEcho(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSDKCycleLockRequests sends the lock cycle's two requests, as
+// the DynamoDB store builds them (an acquiring UpdateItem and a releasing
+// one, both answered with the row), through the SDK alone: the SDK's
+// share of BenchmarkSDKCycleLock, echo included.
+func BenchmarkSDKCycleLockRequests(b *testing.B) {
+	c := echoClient()
+	ctx := context.Background()
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	num := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	const owner, now = "vm-965f1867-78aa-4684-a6b3-bdda29d659dc", "2026-11-26T18:54:51.969Z"
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		key := map[string]types.AttributeValue{"key": str(fmt.Sprintf("lk-%d", i))}
+		rvn, next := uuid.NewString(), uuid.NewString()
+		if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                aws.String("locks"),
+			Key:                      key,
+			UpdateExpression:         aws.String("SET acquisitionId = :v0, ownerName = :v1, leaseDuration = :v2, recordVersionNumber = :v3, acquireTime = :v4, renewTime = :v5 REMOVE #n0, dynaleaseHandoff, isReleased ADD leaderTransitions :v6"),
+			ConditionExpression:      aws.String("attribute_not_exists(#n1) OR (isReleased = :v7 AND (attribute_not_exists(dynaleaseQueue) OR size(dynaleaseQueue) = :v8))"),
+			ExpressionAttributeNames: map[string]string{"#n0": "data", "#n1": "key"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v0": str(rvn), ":v1": str(owner), ":v2": str("20000"), ":v3": str(rvn),
+				":v4": str(now), ":v5": str(now), ":v6": num("1"), ":v7": str("1"), ":v8": num("0")},
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                aws.String("locks"),
+			Key:                      key,
+			UpdateExpression:         aws.String("SET ownerName = :v0, leaseDuration = :v1, recordVersionNumber = :v2, isReleased = :v3, acquireTime = :v4, renewTime = :v5 REMOVE #n0, dynaleaseHandoff"),
+			ConditionExpression:      aws.String("(attribute_exists(#n1) AND recordVersionNumber = :v6 AND ownerName = :v7 AND NOT isReleased = :v8) AND (attribute_not_exists(dynaleaseQueue) OR size(dynaleaseQueue) = :v9)"),
+			ExpressionAttributeNames: map[string]string{"#n0": "data", "#n1": "key"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v0": str(owner), ":v1": str("20000"), ":v2": str(next), ":v3": str("1"),
+				":v4": str(now), ":v5": str(now), ":v6": str(rvn), ":v7": str(owner), ":v8": str("1"), ":v9": num("0")},
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -121,6 +121,9 @@ func PrepareWrites(writes []Write, max int) ([]Write, error) {
 		if w.Options.OnlyIfExists {
 			return nil, fmt.Errorf("%w: a write of many rows cannot require an existing row", dynalease.ErrInvalid)
 		}
+		if len(w.Options.Below) > 0 {
+			return nil, fmt.Errorf("%w: a write of many rows cannot require integer attributes (Below)", dynalease.ErrInvalid)
+		}
 		if w.Options.Dequeue != nil && w.Kind == WriteRemove {
 			return nil, fmt.Errorf("%w: a removal cannot dequeue", dynalease.ErrInvalid)
 		}

@@ -184,6 +184,24 @@ func removeAdmits(cur Item, ok bool, expect Precondition) bool {
 	return ok && cur.RVN == expect.RVN && (expect.HolderIdentity == "" || cur.HolderIdentity == expect.HolderIdentity)
 }
 
+// belowHolds reports whether WriteOptions.Below holds on the row cur (ok
+// when there is one): each named attribute missing, or an integer below
+// its bound.
+func belowHolds(cur Item, ok bool, below map[string]int64) bool {
+	if !ok {
+		return true
+	}
+	for name, bound := range below {
+		if _, other := cur.Attributes[name]; other {
+			return false
+		}
+		if n, has := cur.Numbers[name]; has && n >= bound {
+			return false
+		}
+	}
+	return true
+}
+
 func matches(cur Record, expect Precondition) bool {
 	return cur.RVN == expect.RVN && (expect.HolderIdentity == "" || (cur.HolderIdentity == expect.HolderIdentity && !cur.Released))
 }
@@ -199,7 +217,7 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !admit(cur, ok) || !queueMatches(cur.Queue, opts.Dequeue) {
+	if !admit(cur, ok) || !queueMatches(cur.Queue, opts.Dequeue) || !belowHolds(cur, ok, opts.Below) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
 	return cloneItem(s.applyLocked(key, cur, rec, opts, acquiring)), nil
@@ -208,7 +226,7 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 // applyLocked stores rec at key over the row cur, as a write whose
 // condition held, and returns the row stored. s.mu is held.
 func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptions, acquiring bool) Item {
-	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Expires: opts.Expires, Queue: cur.Queue}
+	next := Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Numbers: maps.Clone(cur.Numbers), Expires: opts.Expires, Queue: cur.Queue}
 	if opts.KeepTTL {
 		next.Expires = cur.Expires
 	}
@@ -233,6 +251,14 @@ func (s *memoryStore) applyLocked(key Key, cur Item, rec Record, opts WriteOptio
 			next.Attributes = map[string]any{}
 		}
 		next.Attributes[name] = v
+		delete(next.Numbers, name)
+	}
+	for name, n := range opts.Numbers {
+		if next.Numbers == nil {
+			next.Numbers = map[string]int64{}
+		}
+		next.Numbers[name] = n
+		delete(next.Attributes, name)
 	}
 	s.items[key] = next
 	return next

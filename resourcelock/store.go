@@ -34,6 +34,11 @@ type Item struct {
 	// store's rows carry besides its key, record and TTL. Their values are
 	// the store's own (dynamodbstore: types.AttributeValue).
 	Attributes map[string]any
+	// Numbers are the row's integer attributes: those written with
+	// WriteOptions.Numbers, and any other attribute a store keeps as an
+	// integer besides its key, record and TTL (dynamodbstore: every N
+	// attribute whose value fits an int64, which Attributes holds too).
+	Numbers map[string]int64
 	// Expires is the row's TTL (whole seconds), zero when it has none.
 	Expires time.Time
 	// Queue is the row's waiters, oldest first (see Store.Join); nil when
@@ -69,6 +74,21 @@ type WriteOptions struct {
 	// Dequeue, when not nil, conditions the write on the row's queue
 	// and removes the entries it names (see Dequeue).
 	Dequeue *Dequeue
+	// Numbers are integer attributes set on the row along with the
+	// record, under the names Attributes may use; a name may not be in
+	// both. Numbers the row already has and this write does not name are
+	// left as they are.
+	Numbers map[string]int64
+	// Below conditions the write on the row's integer attributes: each
+	// named attribute must be missing, or an integer below its bound. A
+	// row where one holds anything else refuses the write. A missing row
+	// (a Create) has none, so Below always holds on it. Writes of many
+	// rows refuse Below.
+	//
+	// With Numbers in the same write it makes a monotonic ledger on the
+	// lease's own row, advanced only by the write that takes the lease
+	// (the scheduled jobs of package schedule keep their slots so).
+	Below map[string]int64
 }
 
 // Store is a table of many leases, each named by a Key. Interface is one
@@ -133,6 +153,14 @@ func (o WriteOptions) check() error {
 		if name == "" || v == nil {
 			return fmt.Errorf("%w: attribute %q has an empty name or no value", dynalease.ErrInvalid, name)
 		}
+		if _, twice := o.Numbers[name]; twice {
+			return fmt.Errorf("%w: attribute %q is both in Attributes and in Numbers", dynalease.ErrInvalid, name)
+		}
+	}
+	for _, m := range []map[string]int64{o.Numbers, o.Below} {
+		if _, ok := m[""]; ok {
+			return fmt.Errorf("%w: an integer attribute has an empty name", dynalease.ErrInvalid)
+		}
 	}
 	if err := checkDequeue(o.Dequeue); err != nil {
 		return err
@@ -150,6 +178,9 @@ func cloneItem(it Item) Item {
 	it.Record = normalized(it.Record)
 	if it.Attributes != nil {
 		it.Attributes = maps.Clone(it.Attributes)
+	}
+	if it.Numbers != nil {
+		it.Numbers = maps.Clone(it.Numbers)
 	}
 	if it.Queue != nil {
 		it.Queue = slices.Clone(it.Queue)

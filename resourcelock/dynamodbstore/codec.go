@@ -154,6 +154,9 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 	for _, name := range sortedNames(o.Attributes) {
 		u.set(e, name, o.Attributes[name].(types.AttributeValue)) // checkOptions checked the type
 	}
+	for _, name := range sortedNames(o.Numbers) {
+		u.set(e, name, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Numbers[name], 10)})
+	}
 	switch {
 	case k.ttl == "" || o.KeepTTL:
 	case o.Expires.IsZero():
@@ -179,6 +182,25 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"}))
 	}
 	return u.expression("")
+}
+
+// withBelow adds WriteOptions.Below's conditions to cond: each named
+// attribute missing, or below its bound (a value of another type compares
+// as false, so it refuses the write).
+func withBelow(e *expression, cond string, below map[string]int64) string {
+	if len(below) == 0 {
+		return cond
+	}
+	var b strings.Builder
+	b.WriteString("(")
+	b.WriteString(cond)
+	b.WriteString(")")
+	for _, name := range sortedNames(below) {
+		n := e.name(name)
+		b.WriteString(" AND (attribute_not_exists(" + n + ") OR " + n + " < " +
+			e.value(&types.AttributeValueMemberN{Value: strconv.FormatInt(below[name], 10)}) + ")")
+	}
+	return b.String()
 }
 
 // updateClauses collects the SET and REMOVE clauses of an update

@@ -96,6 +96,14 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 			it.Attributes = map[string]any{}
 		}
 		it.Attributes[name] = v
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				if it.Numbers == nil {
+					it.Numbers = map[string]int64{}
+				}
+				it.Numbers[name] = i
+			}
+		}
 	}
 	if v, ok := item[k.ttl]; ok && k.ttl != "" {
 		n, ok := v.(*types.AttributeValueMemberN)

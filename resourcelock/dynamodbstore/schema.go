@@ -80,6 +80,13 @@ func (s keySchema) checkOptions(o resourcelock.WriteOptions) error {
 			return fmt.Errorf("%w: attribute %q is a %T, not a types.AttributeValue", dynalease.ErrInvalid, name, v)
 		}
 	}
+	for _, m := range []map[string]int64{o.Numbers, o.Below} {
+		for name := range m {
+			if s.reserved(name) {
+				return fmt.Errorf("%w: attribute name %q is reserved", dynalease.ErrInvalid, name)
+			}
+		}
+	}
 	if !o.Expires.IsZero() && s.ttl == "" {
 		return fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", dynalease.ErrInvalid)
 	}

@@ -250,7 +250,7 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 	} else {
 		cond = d.keys.createCondition(e)
 	}
-	it, err := d.update(ctx, key, "create", e, update, withDequeue(e, cond, opts.Dequeue))
+	it, err := d.update(ctx, key, "create", e, update, withBelow(e, withDequeue(e, cond, opts.Dequeue), opts.Below))
 	shareStrings(&it, key, rec)
 	return it, err
 }
@@ -269,7 +269,7 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
-	it, err := d.update(ctx, key, "update", e, update, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue))
+	it, err := d.update(ctx, key, "update", e, update, withBelow(e, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue), opts.Below))
 	shareStrings(&it, key, rec)
 	return it, err
 }
@@ -454,7 +454,9 @@ func (d *Store) update(ctx context.Context, key resourcelock.Key, op string, e *
 // timeout; the store never shortens or stacks another on it.
 func (d *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
+		// ctx as it is: a derived context would cost an allocation and a
+		// registration with ctx's own per request, for nothing.
+		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, d.timeout)
 }

@@ -78,6 +78,8 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"ScanStopsOnError", func(t *testing.T, s resourcelock.Store) { testStoreScanStops(t, s, vals) }},
 		{"Attributes", func(t *testing.T, s resourcelock.Store) { testStoreAttributes(t, s, vals) }},
 		{"ReservedAttributes", func(t *testing.T, s resourcelock.Store) { testStoreReservedAttributes(t, s, suite.Reserved, vals) }},
+		{"Numbers", func(t *testing.T, s resourcelock.Store) { testStoreNumbers(t, s, vals) }},
+		{"ReservedNumbers", func(t *testing.T, s resourcelock.Store) { testStoreReservedNumbers(t, s, suite.Reserved) }},
 		{"KeepData", testStoreKeepData},
 		{"OnlyIfExists", testStoreOnlyIfExists},
 		{"Expires", testStoreExpires},

@@ -125,6 +125,9 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	if t.set == nil {
 		place.Stint = c.cfg.stint // sets have none
 	}
+	if len(a.below) > 0 {
+		place.Admit = belowAdmits(a.below)
+	}
 	w := c.wait(a, try, t.key.String())
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)

@@ -23,6 +23,7 @@ type acquireConfig struct {
 	monitor         *sessionMonitor
 	refresh         time.Duration
 	additionalWait  time.Duration
+	numbers, below  map[string]int64
 }
 
 type sessionMonitor struct {
@@ -60,6 +61,25 @@ func WithAcquireOnlyIfExists() AcquireOption { return func(a *acquireConfig) { a
 // holder that this acquisition does not name stay in the row.
 func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
 	return func(a *acquireConfig) { a.attributes = attrs }
+}
+
+// WithNumbers sets integer attributes on the row with the write that takes
+// it (resourcelock.WriteOptions.Numbers), under the names WithAttributes
+// may use. Later writes of the lock leave them as they are.
+func WithNumbers(numbers map[string]int64) AcquireOption {
+	return func(a *acquireConfig) { a.numbers = numbers }
+}
+
+// WithBelow admits only a write that takes the row while each named
+// integer attribute is missing or below its bound
+// (resourcelock.WriteOptions.Below). Acquire gives up with an error
+// matching ErrNotBelow once it finds the row's integer at or above its
+// bound, or holding something else, since waiting cannot lower it. With
+// WithNumbers on the same names it keeps a ledger on the row that only
+// the write taking the lock advances (package schedule keeps its slots
+// so). Not for sets of keys.
+func WithBelow(bounds map[string]int64) AcquireOption {
+	return func(a *acquireConfig) { a.below = bounds }
 }
 
 // WithFailIfLocked makes Acquire return ErrLocked at once when another holder
@@ -114,6 +134,11 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	for name, v := range a.attributes {
 		if name == "" || v == nil {
 			return a, k, invalid("WithAttributes", "attribute %q has an empty name or no value (names the store keeps are refused when written)", name)
+		}
+	}
+	for opt, m := range map[string]map[string]int64{"WithNumbers": a.numbers, "WithBelow": a.below} {
+		if _, ok := m[""]; ok {
+			return a, k, invalid(opt, "an integer attribute has an empty name")
 		}
 	}
 	if m := a.monitor; m != nil {

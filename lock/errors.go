@@ -21,6 +21,11 @@ var (
 
 	// ErrClosed is returned by the methods of a closed Client.
 	ErrClosed = errors.New("lock: client closed")
+
+	// ErrNotBelow is returned by an Acquire with WithBelow that found the
+	// row's integer attribute at or above its bound (or holding something
+	// else): waiting cannot lower it.
+	ErrNotBelow = errors.New("lock: the row's integer attribute is not below the bound")
 )
 
 // invalid returns the error of a bad option, field or argument: a

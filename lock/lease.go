@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -55,11 +56,12 @@ func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourceloc
 func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface {
 	o := c.writeOptions(a.attributes)
 	o.KeepData = !a.replaceData
+	o.Numbers, o.Below = a.numbers, a.below
 	if t.set != nil {
 		return t.set.rows.With(o)
 	}
 	base := c.base // the hold options are an acquisition's without options
-	if a.attributes != nil || !a.replaceData || a.onlyIfExists {
+	if a.attributes != nil || !a.replaceData || a.onlyIfExists || a.numbers != nil || a.below != nil {
 		o.OnlyIfExists = a.onlyIfExists
 		base = c.base.With(o).(*resourcelock.Lease)
 	}
@@ -74,4 +76,26 @@ func (l *Lock) holdLease() resourcelock.Interface {
 		return set.hold
 	}
 	return &l.lease
+}
+
+// belowAdmits returns the rule of an acquisition WithBelow: a row whose
+// integer attribute is not below its bound cannot be taken, and waiting
+// will not change that.
+func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
+	return func(it resourcelock.Item, missing bool) error {
+		if missing {
+			return nil
+		}
+		for name, bound := range bounds {
+			if n, ok := it.Numbers[name]; ok && n >= bound {
+				return fmt.Errorf("%w: %s is %d, the bound %d", ErrNotBelow, name, n, bound)
+			}
+			if _, ok := it.Numbers[name]; !ok {
+				if _, other := it.Attributes[name]; other {
+					return fmt.Errorf("%w: %s is not an integer", ErrNotBelow, name)
+				}
+			}
+		}
+		return nil
+	}
 }

@@ -36,6 +36,9 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	if err := checkData(r.data); err != nil {
 		return err
 	}
+	if len(r.numbers) > 0 && (l.kind != kindLock || r.deletes(l.delete)) {
+		return invalid("ReleaseWithNumbers", "only the kept row of a lock on one key takes numbers as it is released")
+	}
 	l.mu.Lock()
 	if l.holds > 1 {
 		l.holds--
@@ -121,14 +124,15 @@ func (l *Lock) expiredUnreleasedLocked(err error) bool {
 // writeRelease marks the row of cur released, or deletes it, by a write
 // conditioned on this identity and cur's RVN.
 func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r releaseConfig) error {
-	del := l.delete
-	if r.delete != nil {
-		del = *r.delete
-	}
-	if del {
+	if r.deletes(l.delete) {
 		// A later heartbeat that landed unseen is deleted in turn.
 		w := l.hold.RemoveOwn(rctx, cur)
 		return l.afterRelease(w, cur)
+	}
+	if len(r.numbers) > 0 {
+		o := l.c.writeOptions(nil)
+		o.Numbers = r.numbers
+		defer l.hold.Through(l.lease.With(o))()
 	}
 	next := func(cur resourcelock.Item) resourcelock.Record {
 		rec := l.c.record(cur, true)
@@ -211,6 +215,24 @@ type releaseConfig struct {
 	data    []byte
 	setData bool
 	delete  *bool
+	numbers map[string]int64
+}
+
+// deletes reports whether the release deletes the row, given the
+// acquisition's WithDeleteOnRelease.
+func (r releaseConfig) deletes(onRelease bool) bool {
+	if r.delete != nil {
+		return *r.delete
+	}
+	return onRelease
+}
+
+// ReleaseWithNumbers sets integer attributes on the row in the write that
+// releases it (resourcelock.WriteOptions.Numbers; kept rows of one key
+// only): a holder records what it finished, as package schedule records a
+// slot done.
+func ReleaseWithNumbers(numbers map[string]int64) ReleaseOption {
+	return func(r *releaseConfig) { r.numbers = numbers }
 }
 
 // ReleaseWithData stores data in the row as it is released (kept rows

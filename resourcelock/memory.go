@@ -217,7 +217,7 @@ func (s *memoryStore) write(ctx context.Context, key Key, op string, rec Record,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.items[key]
-	if !admit(cur, ok) || !queueMatches(cur.Queue, opts.Dequeue) || !belowHolds(cur, ok, opts.Below) {
+	if !admit(cur, ok) || !queueMatches(cur.Queue, opts.Dequeue) || (acquiring && !belowHolds(cur, ok, opts.Below)) {
 		return Item{}, conflict(key, op, cur, ok)
 	}
 	return cloneItem(s.applyLocked(key, cur, rec, opts, acquiring)), nil

@@ -79,11 +79,13 @@ type WriteOptions struct {
 	// both. Numbers the row already has and this write does not name are
 	// left as they are.
 	Numbers map[string]int64
-	// Below conditions the write on the row's integer attributes: each
-	// named attribute must be missing, or an integer below its bound. A
-	// row where one holds anything else refuses the write. A missing row
-	// (a Create) has none, so Below always holds on it. Writes of many
-	// rows refuse Below.
+	// Below conditions a write that takes the row (a Create, or an
+	// Update whose Precondition names no HolderIdentity) on the row's
+	// integer attributes: each named attribute must be missing, or an
+	// integer below its bound. A row where one holds anything else
+	// refuses the write. A missing row has none, so Below always holds on
+	// it. A holder's own Update ignores Below (it held when the holder
+	// took the row). Writes of many rows refuse Below.
 	//
 	// With Numbers in the same write it makes a monotonic ledger on the
 	// lease's own row, advanced only by the write that takes the lease

@@ -86,6 +86,11 @@ type Acquirer struct {
 	// release within it, and, heading a queue, reads faster when the
 	// hand-over is due. Zero for none.
 	Stint time.Duration
+	// Admit, when set, is asked about each row a round finds held by
+	// others or refusing its write (none when missing); an error ends the
+	// round with it: the kind's own rule that waiting cannot satisfy (see
+	// Place.Admit).
+	Admit func(it resourcelock.Item, missing bool) error
 }
 
 // NewAcquirer returns an acquirer of lease. newRecord
@@ -146,6 +151,11 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 		}
 		if ans.missing && a.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
+		}
+		if a.Admit != nil && ans.err == nil {
+			if err := a.Admit(ans.item, ans.missing); err != nil {
+				return Result{}, err
+			}
 		}
 		return Result{Outcome: Others, Err: ans.failure()}, nil
 	}

@@ -25,6 +25,15 @@ func NewHolder(cfg *Config, lease resourcelock.Interface) *Holder {
 	return &Holder{w: writer{cfg: cfg, port: lease}}
 }
 
+// Through makes h's writes go through lease (the same row, written with
+// other options) until restore is called. The caller holds the hold's
+// write turn for as long: no other write of h may run meanwhile.
+func (h *Holder) Through(lease resourcelock.Interface) (restore func()) {
+	prev := h.w.port
+	h.w.port = lease
+	return func() { h.w.port = prev }
+}
+
 // Written is what a holder's write found.
 type Written struct {
 	// Landed: a write of this holder is in the row (this one, or an

@@ -80,6 +80,11 @@ type Place struct {
 	Stint time.Duration
 	// NewRecord returns the record of each write (see NewAcquirer).
 	NewRecord func(cur resourcelock.Item) resourcelock.Record
+	// Admit, when set, is the kind's rule on the rows it may take (see
+	// Acquirer.Admit): a row it refuses ends the wait with its error, as
+	// a failure that waiting cannot fix. A row a write of this wait's
+	// took is never asked about.
+	Admit func(it resourcelock.Item, missing bool) error
 	// Claim, when set, is called before a write on the place; false
 	// passes the place over in this poll. Unclaim is called after a
 	// round that did not win it.
@@ -184,7 +189,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
-		a.OnlyIfExists, a.Stint = w.OnlyIfExists, p.Stint
+		a.OnlyIfExists, a.Stint, a.Admit = w.OnlyIfExists, p.Stint, p.Admit
 		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
 		}

@@ -269,7 +269,11 @@ func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 	}
 	e := newExpression()
 	update := writeItemUpdate(e, d.keys, rec, expect.HolderIdentity == "", opts)
-	it, err := d.update(ctx, key, "update", e, update, withBelow(e, withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue), opts.Below))
+	cond := withDequeue(e, d.keys.updateCondition(e, expect), opts.Dequeue)
+	if expect.HolderIdentity == "" {
+		cond = withBelow(e, cond, opts.Below) // a takeover; a holder's own write passed it when it took the row
+	}
+	it, err := d.update(ctx, key, "update", e, update, cond)
 	shareStrings(&it, key, rec)
 	return it, err
 }

@@ -45,9 +45,12 @@ func testStoreNumbers(t *testing.T, s resourcelock.Store, vals attrValues) {
 	cur = mustUpdate(t, s, k, asTakeover(cur), heldBy("b", time.Second, ""), ledger(6))
 	wantRun("takeover above the row's integer", cur, 6)
 
-	// Writes that do not name it keep it: a renewal, a release.
+	// Writes that do not name it keep it: a renewal, a release. A
+	// holder's own write ignores Below: it held when the row was taken.
 	cur = mustUpdate(t, s, k, asHolder(cur), heldBy("b", time.Second, ""), resourcelock.WriteOptions{})
 	wantRun("renewal", cur, 6)
+	cur = mustUpdate(t, s, k, asHolder(cur), heldBy("b", time.Second, ""), ledger(6))
+	wantRun("renewal with the acquisition's ledger", cur, 6)
 	cur = mustUpdate(t, s, k, asHolder(cur), releasedBy("b"), resourcelock.WriteOptions{Numbers: map[string]int64{"done": 6}})
 	wantRun("release", cur, 6)
 	if cur.Numbers["done"] != 6 {

@@ -103,6 +103,13 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 // Identity returns the identity this client writes into its locks.
 func (c *Client) Identity() string { return c.cfg.identity }
 
+// LeaseDuration returns the lease this client writes in its rows.
+func (c *Client) LeaseDuration() time.Duration { return c.cfg.lease }
+
+// RefreshPeriod returns how often this client's Acquire polls a held lock
+// by default (Config.RefreshPeriod).
+func (c *Client) RefreshPeriod() time.Duration { return c.cfg.refresh }
+
 // claim takes this client's claim on key, waiting while another Acquire of
 // this client works on it or holds it. It returns the held lock instead
 // when reentrant and the lock allows it.

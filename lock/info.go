@@ -24,6 +24,9 @@ type Info struct {
 	Data          []byte
 	// Attributes are the row's additional attributes.
 	Attributes map[string]types.AttributeValue
+	// Numbers are the row's integer attributes (see WithNumbers); the
+	// DynamoDB store shows them in Attributes too.
+	Numbers map[string]int64
 	// Acquisitions counts the acquisitions recorded in the row.
 	Acquisitions int64
 	// Token is the row's fencing token, 0 when it has none (never fenced).
@@ -46,6 +49,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		Released:       it.Released,
 		Data:           it.Data,
 		Attributes:     attributeValues(it.Attributes),
+		Numbers:        it.Numbers,
 		Acquisitions:   it.Acquisitions,
 		Token:          it.FencingToken(),
 		RenewTime:      it.RenewTime,

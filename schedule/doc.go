@@ -1,0 +1,77 @@
+// Package schedule runs scheduled jobs across a fleet: every instance runs
+// a Scheduler with the same jobs, and each slot of each job (an instant its
+// schedule names) runs once, on one instance, through crashes, failovers
+// and skewed clocks.
+//
+// # The ledger
+//
+// Each job has a lock (lock.Client, key Config.KeyPrefix + the job's name).
+// Its row keeps a ledger of integers beside the lock's attributes: the last
+// run started (jobRun: the slot in Unix milliseconds × 1000 + the
+// attempt), the last slot finished (jobDone) and its outcome. A run of slot
+// S, attempt a, starts only by the write that takes the job's lock, and
+// that write is conditioned on the ledger and advances it, in the same
+// request (lock.WithBelow, lock.WithNumbers):
+//
+//	admit only if jobRun < S×1000+a and jobDone < S; set jobRun = S×1000+a
+//
+// A run that ends releases the lock with jobDone = S and its outcome
+// (lock.ReleaseWithNumbers).
+//
+// # Guarantees, and why they hold
+//
+//   - Each attempt of a slot starts at most once across the fleet, ever,
+//     and a slot that finished never starts again. Two starts of the same
+//     attempt would need two taking writes that both found jobRun below
+//     S×1000+a; the store applies conditional writes to one row one at a
+//     time, and the first sets it there. A new attempt is admitted only
+//     while jobDone < S.
+//   - A slot never starts after a later slot of the job started: that start
+//     set jobRun to at least S'×1000+1, above every S×1000+a for S < S'.
+//   - A slot runs only while its run holds the lock: Run's context is the
+//     lock's (lock.Lock.Context), which ends when the lock is lost, before
+//     any other instance can take it over (the lock's validity rule).
+//   - Every slot starts within its starting deadline while one instance
+//     lives and the store answers. Each instance tries each due slot from
+//     its own clock; a free lock is taken at once, and a lock held by a run
+//     that died is taken over after the lease. The default deadline, the
+//     lock client's lease plus its refresh period, leaves room for that
+//     takeover. A slot nobody started in time is reported missed, not run
+//     late (but see the missed-slot policies).
+//   - A run that dies (its lock lost, its slot unfinished) is settled by the
+//     next instance to take the lock: a new attempt of the same slot within
+//     its deadline when Job.Retries allows, or else the slot is recorded
+//     failed. A later slot that falls due first supersedes it.
+//   - Slots missed while every instance was down follow Job.Missed: the
+//     latest runs once (RunLatest), none run (SkipMissed), or each runs,
+//     oldest first, up to Job.CatchUp (RunEach). Each start is the same
+//     conditional write, so a fleet that comes back at once starts each
+//     chosen slot once.
+//   - Runs of one job never overlap (each holds the job's lock); a slot due
+//     while an earlier run goes on waits for it within its deadline
+//     (OverlapWait) or is skipped (OverlapSkip).
+//
+// What is not guaranteed: that a slot runs to completion (a run whose lock
+// is lost is cancelled; with Retries it is tried again); that a run's side
+// effects outside the store stop the instant its lock is lost (pass
+// Run.Token to a store that checks it, or write through Run.Lock.Guard);
+// that the instance that runs a slot is any particular one.
+//
+// # Clocks
+//
+// An instance's wall clock decides only which slot is due and when to try
+// it, never whether a start is safe: the ledger compares slot numbers, not
+// clocks, and the lock counts its lease on monotonic time. An instance
+// whose clock is behind tries a slot late, and finds it started (its write
+// is refused); it can never start a slot again, nor an earlier one after a
+// later one. An instance whose clock is ahead by d tries a slot d early by
+// real time: a slot starts at most d early, where d is the largest skew
+// ahead among the fleet's clocks, and no earlier.
+//
+// # Spread
+//
+// An instance tries only the jobs it was given, so it never takes a job it
+// cannot run. An instance with runs under way delays its attempts at other
+// slots a little for each (Config.SpreadStep), so that idle instances tend
+// to win and the jobs spread over the fleet; safety never depends on it.
+package schedule

@@ -1,0 +1,88 @@
+package schedule
+
+import (
+	"time"
+)
+
+// The ledger: integers on the job's lock row (see the package doc).
+const (
+	// runAttribute is the last run started: its slot in Unix
+	// milliseconds × attemptsPerSlot + its attempt.
+	runAttribute = "jobRun"
+	// doneAttribute is the last slot finished, in Unix milliseconds.
+	doneAttribute = "jobDone"
+	// outcomeAttribute is how the run of doneAttribute's slot ended.
+	outcomeAttribute = "jobOutcome"
+
+	attemptsPerSlot = 1000
+	// lastAttempt is the attempt number that closes a slot without a run:
+	// no attempt can follow it.
+	lastAttempt = attemptsPerSlot - 1
+)
+
+// Outcome is how a slot ended, as the ledger keeps it.
+type Outcome int64
+
+// The outcomes of a slot.
+const (
+	// Unfinished: no run of the slot has finished (it runs, or died).
+	Unfinished Outcome = 0
+	// Succeeded: a run returned nil.
+	Succeeded Outcome = 1
+	// Failed: a run returned an error, or the last attempt allowed died.
+	Failed Outcome = 2
+	// Skipped: the slot was passed over by policy, never run.
+	Skipped Outcome = 3
+)
+
+// String names the outcome.
+func (o Outcome) String() string {
+	switch o {
+	case Succeeded:
+		return "succeeded"
+	case Failed:
+		return "failed"
+	case Skipped:
+		return "skipped"
+	}
+	return "unfinished"
+}
+
+// ledger is a job row's ledger as read.
+type ledger struct {
+	slot    time.Time // the last slot started; zero when none
+	attempt int
+	done    time.Time // the last slot finished; zero when none
+	outcome Outcome
+}
+
+func ledgerOf(numbers map[string]int64) ledger {
+	var l ledger
+	if run, ok := numbers[runAttribute]; ok {
+		l.slot = time.UnixMilli(run / attemptsPerSlot).UTC()
+		l.attempt = int(run % attemptsPerSlot)
+	}
+	if done, ok := numbers[doneAttribute]; ok {
+		l.done = time.UnixMilli(done).UTC()
+		l.outcome = Outcome(numbers[outcomeAttribute])
+	}
+	return l
+}
+
+// finished reports whether slot s finished.
+func (l ledger) finished(s time.Time) bool { return !l.done.IsZero() && !l.done.Before(s) }
+
+// run encodes the start of slot s's attempt a.
+func run(s time.Time, a int) int64 { return s.UnixMilli()*attemptsPerSlot + int64(a) }
+
+// startWrites returns the numbers and bounds of the write that starts slot
+// s's attempt a: the ledger's last run below it, and slot s not finished.
+func startWrites(s time.Time, a int) (numbers, below map[string]int64) {
+	r := run(s, a)
+	return map[string]int64{runAttribute: r}, map[string]int64{runAttribute: r, doneAttribute: s.UnixMilli()}
+}
+
+// doneWrites returns the numbers of the release that finishes slot s.
+func doneWrites(s time.Time, o Outcome) map[string]int64 {
+	return map[string]int64{doneAttribute: s.UnixMilli(), outcomeAttribute: int64(o)}
+}

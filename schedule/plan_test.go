@@ -1,0 +1,94 @@
+package schedule
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+
+func minutely(t *testing.T) Schedule {
+	t.Helper()
+	s, err := Every(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testJob(t *testing.T, mod func(*Job)) *Job {
+	j := &Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }}
+	if mod != nil {
+		mod(j)
+	}
+	if err := j.check(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func started(slot time.Time, attempt int) ledger { return ledger{slot: slot, attempt: attempt} }
+
+func finished(slot time.Time) ledger {
+	return ledger{slot: slot, attempt: 1, done: slot, outcome: Succeeded}
+}
+
+func TestPlan(t *testing.T) {
+	m := time.Minute
+	for _, tc := range []struct {
+		name    string
+		job     func(*Job)
+		led     ledger
+		handled time.Time
+		now     time.Time
+		want    []step
+		skipTo  time.Time
+		missed  int
+		wake    time.Time
+	}{
+		{name: "a new job between slots waits for the next", now: t0.Add(30 * time.Second), wake: t0.Add(m)},
+		{name: "a new job at its slot starts it", now: t0.Add(time.Second), want: []step{{slot: t0, attempt: 1, until: t0.Add(20 * time.Second)}}},
+		{name: "a new job past the deadline does not start the old slot", now: t0.Add(21 * time.Second), wake: t0.Add(m)},
+		{name: "the next slot after a finished one", led: finished(t0), now: t0.Add(m), want: []step{{slot: t0.Add(m), attempt: 1, until: t0.Add(m + 20*time.Second)}}},
+		{name: "a slot started elsewhere is not due here", led: started(t0.Add(m), 1), handled: t0.Add(m), now: t0.Add(m + time.Second), wake: t0.Add(2 * m)},
+		{name: "a clock behind never goes back", led: finished(t0.Add(m)), now: t0.Add(m - 2*time.Second), wake: t0.Add(2 * m)},
+		{name: "an unfinished run that may have died is closed as failed", led: started(t0, 1), now: t0.Add(5 * time.Second),
+			want: []step{{slot: t0, attempt: lastAttempt, close: Failed, until: t0.Add(25 * time.Second)}}},
+		{name: "with retries, it gets a new attempt within its deadline", job: func(j *Job) { j.Retries = 2 }, led: started(t0, 2), now: t0.Add(5 * time.Second),
+			want: []step{{slot: t0, attempt: 3, until: t0.Add(20 * time.Second)}}},
+		{name: "retries used up: closed as failed", job: func(j *Job) { j.Retries = 2 }, led: started(t0, 3), now: t0.Add(5 * time.Second),
+			want: []step{{slot: t0, attempt: lastAttempt, close: Failed, until: t0.Add(25 * time.Second)}}},
+		{name: "past its deadline a retry is a close", job: func(j *Job) { j.Retries = 2 }, led: started(t0, 1), now: t0.Add(21 * time.Second),
+			want: []step{{slot: t0, attempt: lastAttempt, close: Failed, until: t0.Add(41 * time.Second)}}},
+		{name: "a newer slot supersedes an unfinished one", led: started(t0, 1), now: t0.Add(m + time.Second),
+			want: []step{{slot: t0.Add(m), attempt: 1, until: t0.Add(m + 20*time.Second)}}},
+		{name: "missed slots: the latest runs once, late", led: finished(t0), now: t0.Add(5*m + 30*time.Second),
+			want: []step{{slot: t0.Add(5 * m), attempt: 1, late: true, until: t0.Add(5*m + 50*time.Second)}}, missed: 4},
+		{name: "missed slots, skipped, the latest still on time", job: func(j *Job) { j.Missed = SkipMissed }, led: finished(t0), now: t0.Add(5*m + 10*time.Second),
+			want: []step{{slot: t0.Add(5 * m), attempt: 1, until: t0.Add(5*m + 20*time.Second)}}, missed: 4},
+		{name: "missed slots, skipped, all late", job: func(j *Job) { j.Missed = SkipMissed }, led: finished(t0), now: t0.Add(5*m + 30*time.Second),
+			skipTo: t0.Add(5 * m), missed: 5, wake: t0.Add(6 * m)},
+		{name: "missed slots, each run, up to the catch-up bound", job: func(j *Job) { j.Missed = RunEach; j.CatchUp = 2 }, led: finished(t0), now: t0.Add(3*m + 10*time.Second),
+			want: []step{
+				{slot: t0.Add(2 * m), attempt: 1, late: true, until: t0.Add(3*m + 30*time.Second)},
+				{slot: t0.Add(3 * m), attempt: 1, until: t0.Add(3*m + 20*time.Second)},
+			}, missed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob(t, tc.job)
+			d := j.plan(tc.led, tc.handled, tc.now, DefaultHorizon)
+			if len(d.steps) != len(tc.want) {
+				t.Fatalf("steps %+v, want %+v", d.steps, tc.want)
+			}
+			for i := range d.steps {
+				if d.steps[i] != tc.want[i] {
+					t.Fatalf("step %d: %+v, want %+v", i, d.steps[i], tc.want[i])
+				}
+			}
+			if !d.skipTo.Equal(tc.skipTo) || d.missed != tc.missed || !d.wake.Equal(tc.wake) {
+				t.Fatalf("skipTo %v missed %d wake %v, want %v %d %v", d.skipTo, d.missed, d.wake, tc.skipTo, tc.missed, tc.wake)
+			}
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// DefaultKeyPrefix is the default Config.KeyPrefix.
+const DefaultKeyPrefix = "dynalease/job/"
+
+// DefaultHorizon is the default Config.Horizon.
+const DefaultHorizon = 24 * time.Hour
+
+// Config configures a Scheduler.
+type Config struct {
+	// Locks is the lock client the jobs' locks are taken with; its
+	// identity names the instance. Required.
+	Locks *lock.Client
+	// KeyPrefix is put before a job's name to make its lock's key.
+	// Default DefaultKeyPrefix.
+	KeyPrefix string
+	// Horizon is how far back an instance looks for missed slots.
+	// Default DefaultHorizon.
+	Horizon time.Duration
+	// SpreadStep delays an instance's attempt at a slot by this much for
+	// each run it has under way (at most a quarter of the slot's starting
+	// deadline), so that idle instances tend to win: jobs spread over the
+	// fleet. Zero: 100 ms; negative: no delay.
+	SpreadStep time.Duration
+	// Clock is the clock of the schedule: its wall time decides which slot
+	// is due, its timers when to look. It must be the lock client's.
+	// Default the real clock.
+	Clock clock.WithTickerAndDelayedExecution
+	// Log receives the scheduler's decisions (V(1)) and failures.
+	Log logr.Logger
+	// OnEvent, when set, is called for every slot event (started,
+	// finished, skipped, missed) on the job's goroutine; it must return
+	// quickly. Metrics and tests use it.
+	OnEvent func(Event)
+}
+
+// Event is one thing that happened to a slot on this instance.
+type Event struct {
+	Job     string
+	Kind    EventKind
+	Slot    time.Time
+	Attempt int
+	// Outcome is a finished slot's (EventFinished); Err the run's error,
+	// or why a start failed.
+	Outcome Outcome
+	Err     error
+	// Lateness is how long after its slot a run started (EventStarted);
+	// Duration how long it ran (EventFinished).
+	Lateness, Duration time.Duration
+	// Count is how many slots an EventMissed or EventSkipped stands for.
+	Count int
+}
+
+// EventKind is the kind of an Event.
+type EventKind int
+
+// The kinds of events.
+const (
+	EventStarted  EventKind = iota // this instance started a run
+	EventFinished                  // a run of this instance finished (or was lost: Err)
+	EventSkipped                   // slots passed over by policy (SkipMissed, OverlapSkip)
+	EventMissed                    // slots no instance started in time, as this one found them
+)
+
+// Scheduler runs a fleet's jobs: every instance runs one with the same
+// jobs, and each slot runs on one instance (see the package doc).
+type Scheduler struct {
+	cfg     Config
+	clk     clockutil.Clock
+	jobs    []*Job
+	running atomic.Int32
+}
+
+// New returns a scheduler of jobs on cfg.Locks. It validates cfg and the
+// jobs (an error matching dynalease.ErrInvalid names the field) and sends
+// no request.
+func New(cfg Config, jobs ...Job) (*Scheduler, error) {
+	if cfg.Locks == nil {
+		return nil, &dynalease.InvalidError{Field: "Locks", Reason: "is nil"}
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	if cfg.Horizon <= 0 {
+		cfg.Horizon = DefaultHorizon
+	}
+	if cfg.SpreadStep == 0 {
+		cfg.SpreadStep = 100 * time.Millisecond
+	}
+	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock)}
+	deadline := cfg.Locks.LeaseDuration() + cfg.Locks.RefreshPeriod()
+	names := map[string]bool{}
+	for _, j := range jobs {
+		if err := j.check(deadline); err != nil {
+			return nil, err
+		}
+		if names[j.Name] {
+			return nil, &dynalease.InvalidError{Field: "Job.Name", Reason: fmt.Sprintf("job %q is given twice", j.Name)}
+		}
+		names[j.Name] = true
+		s.jobs = append(s.jobs, &j)
+	}
+	return s, nil
+}
+
+// Run runs the jobs until ctx ends, and returns ctx's error after every
+// run under way has returned and released its lock.
+func (s *Scheduler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, j := range s.jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.loop(ctx, j)
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// loop is one job's loop: read the ledger, do what the plan says, wait for
+// the next slot.
+func (s *Scheduler) loop(ctx context.Context, j *Job) {
+	key := s.cfg.KeyPrefix + j.Name
+	log := s.cfg.Log.WithValues("job", j.Name)
+	var handled time.Time
+	for ctx.Err() == nil {
+		led, err := s.read(ctx, key)
+		if err != nil {
+			log.Error(err, "reading the job's ledger")
+			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+			continue
+		}
+		now := s.clk.Now()
+		d := j.plan(led, handled, now, s.cfg.Horizon)
+		switch {
+		case !d.skipTo.IsZero():
+			handled = d.skipTo
+			s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: d.skipTo, Count: d.missed})
+		case d.missed > 0:
+			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
+		}
+		for _, st := range d.steps {
+			if s.take(ctx, j, key, st) {
+				handled = later(handled, st.slot)
+			}
+		}
+		if len(d.steps) == 0 {
+			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.clk.Now()), "schedule")
+		}
+	}
+}
+
+// read returns the ledger of the job's row; a missing row has none.
+func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
+	info, err := s.cfg.Locks.Get(ctx, key)
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		return ledger{}, nil
+	}
+	if err != nil {
+		return ledger{}, err
+	}
+	return ledgerOf(info.Numbers), nil
+}
+
+// take tries st: takes the job's lock with the ledger's condition, then
+// runs the slot (or only closes it) and releases the lock with the slot
+// finished. It reports whether the step is settled: done here, refused by
+// the ledger (another instance started or finished it), or given up at
+// its deadline; false asks the loop to look again.
+func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) bool {
+	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
+	actx, cancel := clockutil.WithTimeout(ctx, s.clk, st.until.Sub(s.clk.Now()))
+	defer cancel()
+	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
+		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
+		if err := clockutil.Sleep(actx, s.clk, delay, "schedule"); err != nil {
+			return ctx.Err() == nil
+		}
+	}
+	numbers, below := startWrites(st.slot, st.attempt)
+	opts := []lock.AcquireOption{lock.WithNumbers(numbers), lock.WithBelow(below)}
+	acquire := s.cfg.Locks.Acquire
+	if j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished {
+		acquire = s.cfg.Locks.TryAcquire
+	}
+	l, err := acquire(actx, key, opts...)
+	switch {
+	case errors.Is(err, lock.ErrNotBelow):
+		log.V(1).Info("started or finished elsewhere")
+		return true
+	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip:
+		s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: st.slot, Count: 1, Err: err})
+		return true
+	case err != nil && ctx.Err() == nil && actx.Err() != nil:
+		s.event(Event{Job: j.Name, Kind: EventMissed, Slot: st.slot, Count: 1, Err: err})
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Error(err, "taking the job's lock")
+			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+		}
+		return false
+	}
+	if st.close != Unfinished {
+		log.Info("closing a slot whose run died", "outcome", st.close)
+		s.release(l, st.slot, st.close, log)
+		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Outcome: st.close})
+		return true
+	}
+	s.runSlot(ctx, j, l, st, log)
+	return true
+}
+
+// runSlot runs st's slot under l, and releases l with the slot finished
+// unless l was lost meanwhile.
+func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, log logr.Logger) {
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	start := s.clk.Now()
+	s.event(Event{Job: j.Name, Kind: EventStarted, Slot: st.slot, Attempt: st.attempt, Lateness: start.Sub(st.slot)})
+	rctx, cancel := l.Context(ctx)
+	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: run(st.slot, st.attempt), Lock: l})
+	cancel()
+	ev := Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Duration: s.clk.Since(start), Err: err}
+	if lost := l.Err(); lost != nil {
+		// The row may already be another instance's: nothing is written.
+		ev.Err = lost
+		log.Info("the run's lock was lost; the slot stays unfinished", "error", lost.Error())
+		s.event(ev)
+		return
+	}
+	ev.Outcome = Succeeded
+	if err != nil {
+		ev.Outcome = Failed
+		log.Error(err, "run failed")
+	}
+	s.release(l, st.slot, ev.Outcome, log)
+	s.event(ev)
+}
+
+// release releases l with slot finished as o, even once ctx has ended.
+func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Outcome, log logr.Logger) {
+	if err := l.Release(context.Background(), lock.ReleaseWithNumbers(doneWrites(slot, o))); err != nil {
+		log.Error(err, "releasing the job's lock; the slot stays unfinished until its lease runs out")
+	}
+}
+
+func (s *Scheduler) event(e Event) {
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(e)
+	}
+}

@@ -100,13 +100,47 @@ type ElectionWork interface {
 	Working(running bool)
 }
 
-// Nop is an Election and a Locks that records nothing: the default.
+// The slot events of Jobs.Slots.
+const (
+	SlotStarted   = "started"
+	SlotSucceeded = "succeeded"
+	SlotFailed    = "failed"
+	SlotSkipped   = "skipped"
+	SlotMissed    = "missed"
+)
+
+// Jobs receives a scheduler's reports (package schedule), by job name: a
+// bounded label, the jobs a fleet runs.
+type Jobs interface {
+	// Slots counts n slots of job by event: SlotStarted on this
+	// instance, SlotSucceeded or SlotFailed as its run ended, SlotSkipped
+	// by policy, SlotMissed (nobody started them within their deadline, as
+	// this instance found them).
+	Slots(job, event string, n int)
+	// Lateness reports how long after its slot a run started.
+	Lateness(job string, d time.Duration)
+	// RunDuration reports how long a run ran.
+	RunDuration(job string, d time.Duration)
+	// Succeeded reports a run that succeeded, at the time it ended, and
+	// the job's interval between slots (for the alert on a job that has
+	// not succeeded for two slots).
+	Succeeded(job string, at time.Time, interval time.Duration)
+}
+
+// Nop is an Election, a Locks and a Jobs that records nothing: the
+// default.
 type Nop struct{}
 
 var (
 	_ Election = Nop{}
 	_ Locks    = Nop{}
+	_ Jobs     = Nop{}
 )
+
+func (Nop) Slots(string, string, int)                  {}
+func (Nop) Lateness(string, time.Duration)             {}
+func (Nop) RunDuration(string, time.Duration)          {}
+func (Nop) Succeeded(string, time.Time, time.Duration) {}
 
 func (Nop) Request(string, Outcome, time.Duration) {}
 func (Nop) GuardedWrite(string)                    {}

@@ -14,6 +14,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	Clock clock.WithTickerAndDelayedExecution
 	// Log receives the scheduler's decisions (V(1)) and failures.
 	Log logr.Logger
+	// Metrics receives the jobs' figures (prommetrics' Metrics.Jobs);
+	// none when nil.
+	Metrics metrics.Jobs
 	// OnEvent, when set, is called for every slot event (started,
 	// finished, skipped, missed) on the job's goroutine; it must return
 	// quickly. Metrics and tests use it.
@@ -104,6 +108,9 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.SpreadStep == 0 {
 		cfg.SpreadStep = 100 * time.Millisecond
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Nop{}
+	}
 	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock)}
 	deadline := cfg.Locks.LeaseDuration() + cfg.Locks.RefreshPeriod()
 	names := map[string]bool{}
@@ -116,6 +123,9 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		}
 		names[j.Name] = true
 		s.jobs = append(s.jobs, &j)
+		for _, e := range []string{metrics.SlotStarted, metrics.SlotSucceeded, metrics.SlotFailed, metrics.SlotSkipped, metrics.SlotMissed} {
+			cfg.Metrics.Slots(j.Name, e, 0) // every series from 0, for alerts on increase()
+		}
 	}
 	return s, nil
 }
@@ -263,8 +273,42 @@ func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Outcome, log logr.Lo
 	}
 }
 
+// event reports e to the metrics and to Config.OnEvent.
 func (s *Scheduler) event(e Event) {
+	m := s.cfg.Metrics
+	switch e.Kind {
+	case EventStarted:
+		m.Slots(e.Job, metrics.SlotStarted, 1)
+		m.Lateness(e.Job, e.Lateness)
+	case EventFinished:
+		switch e.Outcome {
+		case Succeeded:
+			m.Slots(e.Job, metrics.SlotSucceeded, 1)
+			m.Succeeded(e.Job, s.clk.Now(), s.interval(e.Job, e.Slot))
+		case Failed:
+			m.Slots(e.Job, metrics.SlotFailed, 1)
+		}
+		if e.Duration > 0 {
+			m.RunDuration(e.Job, e.Duration)
+		}
+	case EventSkipped:
+		m.Slots(e.Job, metrics.SlotSkipped, e.Count)
+	case EventMissed:
+		m.Slots(e.Job, metrics.SlotMissed, e.Count)
+	}
 	if s.cfg.OnEvent != nil {
 		s.cfg.OnEvent(e)
 	}
+}
+
+// interval returns the time between the two slots after slot of the job
+// named name.
+func (s *Scheduler) interval(name string, slot time.Time) time.Duration {
+	for _, j := range s.jobs {
+		if j.Name == name {
+			next := j.Schedule.Next(slot)
+			return j.Schedule.Next(next).Sub(next)
+		}
+	}
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/clocktest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/metrics"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -18,7 +19,7 @@ import (
 // clock that moves to the next whole minute (plus a second) each time the
 // schedule's loop waits, and stops after the run function has been called
 // for the wanted slots. It returns the events seen.
-func oneInstance(t *testing.T, until func([]Event) bool, jobs ...Job) []Event {
+func oneInstance(t *testing.T, m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
 	t.Helper()
 	mem := rlt.NewMemoryStore()
 	fc := clocktesting.NewFakeClock(t0.Add(-30 * time.Second))
@@ -51,7 +52,7 @@ func oneInstance(t *testing.T, until func([]Event) bool, jobs ...Job) []Event {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	s, err := New(Config{Locks: c, Clock: clk, OnEvent: func(e Event) {
+	s, err := New(Config{Locks: c, Clock: clk, Metrics: m, OnEvent: func(e Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
@@ -96,7 +97,8 @@ func TestASchedulerRunsEachSlotInTurn(t *testing.T) {
 		}
 		return nil
 	}}
-	events := oneInstance(t, func(ev []Event) bool { return count(ev, EventFinished) >= 3 }, job)
+	m := &jobCounts{n: map[string]int{}}
+	events := oneInstance(t, m, func(ev []Event) bool { return count(ev, EventFinished) >= 3 }, job)
 	want := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
 	if len(slots) < 3 {
 		t.Fatalf("slots run %v, want %v", slots, want)
@@ -118,4 +120,31 @@ func TestASchedulerRunsEachSlotInTurn(t *testing.T) {
 	if outcomes[0] != Succeeded || outcomes[1] != Failed || outcomes[2] != Succeeded {
 		t.Fatalf("outcomes %v", outcomes)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n[metrics.SlotStarted] < 3 || m.n[metrics.SlotSucceeded] < 2 || m.n[metrics.SlotFailed] != 1 || m.successes < 2 || m.interval != time.Minute {
+		t.Fatalf("metrics %+v", m)
+	}
+}
+
+// jobCounts is a metrics.Jobs that counts.
+type jobCounts struct {
+	metrics.Nop
+	mu        sync.Mutex
+	n         map[string]int
+	successes int
+	interval  time.Duration
+}
+
+func (c *jobCounts) Slots(_, event string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[event] += n
+}
+
+func (c *jobCounts) Succeeded(_ string, _ time.Time, interval time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.successes++
+	c.interval = interval
 }

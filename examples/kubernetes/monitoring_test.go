@@ -44,6 +44,11 @@ func catalogue(t *testing.T) map[string][]string {
 	l.Released(metrics.KindLock)
 	l.LockLost(metrics.KindLock, "stolen")
 	l.Heartbeat(metrics.OK, time.Millisecond)
+	j := m.Jobs()
+	j.Slots("j", metrics.SlotStarted, 1)
+	j.Lateness("j", time.Millisecond)
+	j.RunDuration("j", time.Millisecond)
+	j.Succeeded("j", time.Now(), time.Minute)
 	for _, r := range []metrics.Requests{e, l} {
 		r.Request("get", metrics.OK, time.Millisecond)
 		r.GuardedWrite("committed")

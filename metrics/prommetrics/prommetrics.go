@@ -29,6 +29,11 @@
 //	dynalease_guarded_writes_total{scope,name,outcome}         committed, lock_lost, condition_failed, conflict, error; conflict_retried per retry
 //	dynalease_failing{scope,name}                              1 while the library keeps retrying a failure
 //	dynalease_failing_since_timestamp_seconds{scope,name}      when that failure began (Unix time), 0 when none
+//	dynalease_job_slots_total{job,event}                       started, succeeded, failed, skipped, missed
+//	dynalease_job_lateness_seconds{job}                        from a slot to its run's start
+//	dynalease_job_run_duration_seconds{job}
+//	dynalease_job_last_success_timestamp_seconds{job}          when a run of the job last succeeded here (Unix time)
+//	dynalease_job_interval_seconds{job}                        the job's interval between slots
 //
 // scope is "election" or "lock", name the election's or the client's name.
 // A useful alert: dynalease_failing == 1 and time() -
@@ -72,6 +77,12 @@ type Metrics struct {
 	guarded      *prometheus.CounterVec
 	failing      *prometheus.GaugeVec
 	failingSince *prometheus.GaugeVec
+
+	jobSlots       *prometheus.CounterVec
+	jobLateness    *prometheus.HistogramVec
+	jobDuration    *prometheus.HistogramVec
+	jobLastSuccess *prometheus.GaugeVec
+	jobInterval    *prometheus.GaugeVec
 
 	mu        sync.Mutex
 	elections map[string]*election
@@ -126,6 +137,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		failing:      gauge("dynalease_failing", "1 while the library keeps retrying a failing request, else 0.", "scope", "name"),
 		failingSince: gauge("dynalease_failing_since_timestamp_seconds", "When the failure being retried began (Unix time); 0 when none.", "scope", "name"),
 
+		jobSlots:       counter("dynalease_job_slots_total", "Slots of scheduled jobs by event (started, succeeded, failed, skipped, missed).", "job", "event"),
+		jobLateness:    histogram("dynalease_job_lateness_seconds", "Time from a slot to the start of its run.", waitBuckets, "job"),
+		jobDuration:    histogram("dynalease_job_run_duration_seconds", "Duration of scheduled runs.", waitBuckets, "job"),
+		jobLastSuccess: gauge("dynalease_job_last_success_timestamp_seconds", "When a run of the job last succeeded on this instance (Unix time).", "job"),
+		jobInterval:    gauge("dynalease_job_interval_seconds", "The job's interval between slots.", "job"),
+
 		elections: map[string]*election{},
 	}
 	for _, c := range []prometheus.Collector{
@@ -133,6 +150,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
 		m.held, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
 		m.requests, m.requestDur, m.guarded, m.failing, m.failingSince,
+		m.jobSlots, m.jobLateness, m.jobDuration, m.jobLastSuccess, m.jobInterval,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -302,4 +320,27 @@ func (l *locks) LockLost(kind, reason string) {
 func (l *locks) Heartbeat(outcome metrics.Outcome, d time.Duration) {
 	l.m.heartbeats.WithLabelValues(l.name, string(outcome)).Inc()
 	l.m.heartbeatDur.WithLabelValues(l.name).Observe(d.Seconds())
+}
+
+// Jobs returns the recorder of scheduled jobs, for schedule.Config.Metrics.
+func (m *Metrics) Jobs() metrics.Jobs { return jobs{m} }
+
+// jobs implements metrics.Jobs.
+type jobs struct{ m *Metrics }
+
+func (j jobs) Slots(job, event string, n int) {
+	j.m.jobSlots.WithLabelValues(job, event).Add(float64(n))
+}
+
+func (j jobs) Lateness(job string, d time.Duration) {
+	j.m.jobLateness.WithLabelValues(job).Observe(d.Seconds())
+}
+
+func (j jobs) RunDuration(job string, d time.Duration) {
+	j.m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
+}
+
+func (j jobs) Succeeded(job string, at time.Time, interval time.Duration) {
+	j.m.jobLastSuccess.WithLabelValues(job).Set(float64(at.UnixNano()) / 1e9)
+	j.m.jobInterval.WithLabelValues(job).Set(interval.Seconds())
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -43,11 +44,22 @@ func (e every) Next(t time.Time) time.Time {
 }
 
 // Cron returns the schedule of a cron expression in loc (UTC when nil):
-// the standard five fields, or a descriptor (@hourly, @daily, @every 5m,
-// …), parsed by github.com/robfig/cron/v3's standard parser. Slots are
+// the standard five fields, or a descriptor (@hourly, @daily, …), parsed by
+// github.com/robfig/cron/v3's standard parser; "@every D" is Every(D), at
+// the multiples of D since the epoch (robfig counts it from when it is
+// asked, which would give each instance slots of its own). Slots are
 // instants: on a daylight-saving change a local time that does not exist
 // names no slot, and one that happens twice names one slot, the first.
 func Cron(spec string, loc *time.Location) (Schedule, error) {
+	if rest, ok := strings.CutPrefix(spec, "@every "); ok {
+		// robfig counts @every from the time it is asked, which differs
+		// between instances: the fleet's slots must be one set.
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, &dynalease.InvalidError{Field: "Cron", Reason: fmt.Sprintf("spec %q", spec), Err: err}
+		}
+		return Every(d)
+	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
 		return nil, &dynalease.InvalidError{Field: "Cron", Reason: fmt.Sprintf("spec %q", spec), Err: err}

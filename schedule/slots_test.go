@@ -73,6 +73,13 @@ func TestCronSlotsAcrossDaylightSavingChanges(t *testing.T) {
 			t.Fatalf("slots %v, want UTC %v", got, wantUTC)
 		}
 	}
+	a, err := Cron("@every 90s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := a.Next(time.Date(2026, 11, 26, 9, 0, 1, 0, time.UTC)); next.UnixMilli()%90_000 != 0 {
+		t.Fatalf("@every 90s names %v, not a multiple of 90 s since the epoch", next)
+	}
 	if _, err := Cron("not a spec", nil); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("a bad spec: %v, want ErrInvalid", err)
 	}

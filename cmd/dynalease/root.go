@@ -82,7 +82,7 @@ write; 74 lock lost while the command ran.`,
 	f.DurationVar(&c.requestTimeout, "request-timeout", envDuration("DYNALEASE_REQUEST_TIMEOUT", 2*time.Second), "bound on each request (DYNALEASE_REQUEST_TIMEOUT)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", envOr("DYNALEASE_METRICS_ADDR", ""), "for run and elect: serve /metrics, /healthz and /readyz here, e.g. :9090 (DYNALEASE_METRICS_ADDR)")
 	f.StringVar(&c.logLevel, "log-level", envOr("DYNALEASE_LOG_LEVEL", "error"), "error, info or debug (DYNALEASE_LOG_LEVEL)")
-	root.AddCommand(newRun(c), newElect(c), newGet(c), newList(c), newObserve(c), newRelease(c), newCreateTable(c), newCheckTable(c))
+	root.AddCommand(newRun(c), newCron(c), newJobs(c), newElect(c), newGet(c), newList(c), newObserve(c), newRelease(c), newCreateTable(c), newCheckTable(c))
 	return root
 }
 

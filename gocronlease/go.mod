@@ -1,0 +1,20 @@
+module github.com/dynalease/dynalease/gocronlease
+
+go 1.26.0
+
+require (
+	github.com/dynalease/dynalease v0.0.0
+	github.com/go-co-op/gocron/v2 v2.21.2
+)
+
+require (
+	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1 // indirect
+	github.com/aws/smithy-go v1.28.8 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
+)
+
+replace github.com/dynalease/dynalease => ../

@@ -12,8 +12,8 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// skewedClock is the real clock read off by an offset: what an instance
-// whose wall clock is wrong sees. Its timers run at the real rate.
+// skewedClock is the real clock read off by an offset: the wall clock of
+// an instance whose clock is wrong (its leases run on the monotonic clock).
 type skewedClock struct {
 	clockutil.Clock
 	offset time.Duration
@@ -51,8 +51,8 @@ func TestAFleetWithSkewedClocksStartsEachSlotOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, offset := range []time.Duration{-skew, 0, skew} {
 		id := []string{"behind", "right", "ahead"}[i]
-		clk := skewedClock{Clock: clockutil.Real(), offset: offset}
-		c, err := lock.New(lock.Config{Store: store, Identity: id, Clock: clk, LeaseDuration: 2 * time.Second,
+		wall := skewedClock{Clock: clockutil.Real(), offset: offset}
+		c, err := lock.New(lock.Config{Store: store, Identity: id, LeaseDuration: 2 * time.Second,
 			HeartbeatPeriod: 400 * time.Millisecond, RefreshPeriod: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func TestAFleetWithSkewedClocksStartsEachSlotOnce(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			return nil
 		}}
-		s, err := New(Config{Locks: c, Clock: clk}, job)
+		s, err := New(Config{Locks: c, WallClock: wall}, job)
 		if err != nil {
 			t.Fatal(err)
 		}

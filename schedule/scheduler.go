@@ -40,10 +40,17 @@ type Config struct {
 	// deadline), so that idle instances tend to win: jobs spread over the
 	// fleet. Zero: 100 ms; negative: no delay.
 	SpreadStep time.Duration
-	// Clock is the clock of the schedule: its wall time decides which slot
-	// is due, its timers when to look. It must be the lock client's.
+	// Clock is the clock of the schedule's waits: its timers say when to
+	// look again and when a start gives up. It must be the lock client's.
 	// Default the real clock.
 	Clock clock.WithTickerAndDelayedExecution
+	// WallClock, when set, is the wall clock that decides which slot is
+	// due; Clock's time when nil. It is the only place a wall clock enters
+	// (the package doc, Clocks): a clock that jumps or runs off makes
+	// slots start late or early, never twice. Set it when the lock
+	// client's Clock is not the host's wall clock (tests, and hosts whose
+	// wall clock is deliberately skewed).
+	WallClock clock.PassiveClock
 	// Log receives the scheduler's decisions (V(1)) and failures.
 	Log logr.Logger
 	// Metrics receives the jobs' figures (prommetrics' Metrics.Jobs);
@@ -88,6 +95,7 @@ const (
 type Scheduler struct {
 	cfg     Config
 	clk     clockutil.Clock
+	wall    clock.PassiveClock // decides which slot is due
 	jobs    []*Job
 	running atomic.Int32
 }
@@ -112,6 +120,10 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		cfg.Metrics = metrics.Nop{}
 	}
 	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock)}
+	s.wall = s.clk
+	if cfg.WallClock != nil {
+		s.wall = cfg.WallClock
+	}
 	deadline := cfg.Locks.LeaseDuration() + cfg.Locks.RefreshPeriod()
 	names := map[string]bool{}
 	for _, j := range jobs {
@@ -158,7 +170,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) {
 			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
 			continue
 		}
-		now := s.clk.Now()
+		now := s.wall.Now()
 		d := j.plan(led, handled, now, s.cfg.Horizon)
 		switch {
 		case !d.skipTo.IsZero():
@@ -173,7 +185,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) {
 			}
 		}
 		if len(d.steps) == 0 {
-			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.clk.Now()), "schedule")
+			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
 	}
 }
@@ -197,7 +209,7 @@ func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
 // its deadline; false asks the loop to look again.
 func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) bool {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
-	actx, cancel := clockutil.WithTimeout(ctx, s.clk, st.until.Sub(s.clk.Now()))
+	actx, cancel := clockutil.WithTimeout(ctx, s.clk, st.until.Sub(s.wall.Now()))
 	defer cancel()
 	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
 		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
@@ -245,7 +257,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	start := s.clk.Now()
-	s.event(Event{Job: j.Name, Kind: EventStarted, Slot: st.slot, Attempt: st.attempt, Lateness: start.Sub(st.slot)})
+	s.event(Event{Job: j.Name, Kind: EventStarted, Slot: st.slot, Attempt: st.attempt, Lateness: s.wall.Now().Sub(st.slot)})
 	rctx, cancel := l.Context(ctx)
 	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: run(st.slot, st.attempt), Lock: l})
 	cancel()
@@ -284,7 +296,7 @@ func (s *Scheduler) event(e Event) {
 		switch e.Outcome {
 		case Succeeded:
 			m.Slots(e.Job, metrics.SlotSucceeded, 1)
-			m.Succeeded(e.Job, s.clk.Now(), s.interval(e.Job, e.Slot))
+			m.Succeeded(e.Job, s.wall.Now(), s.interval(e.Job, e.Slot))
 		case Failed:
 			m.Slots(e.Job, metrics.SlotFailed, 1)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease/internal/clocktest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics"
+	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -21,8 +22,18 @@ import (
 // for the wanted slots. It returns the events seen.
 func oneInstance(t *testing.T, m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
 	t.Helper()
+	return oneInstanceFrom(t, t0.Add(-30*time.Second), nil, m, until, jobs...)
+}
+
+// oneInstanceFrom is oneInstance with the clock starting at start and the
+// store's rows set by setup first.
+func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore), m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
+	t.Helper()
 	mem := rlt.NewMemoryStore()
-	fc := clocktesting.NewFakeClock(t0.Add(-30 * time.Second))
+	if setup != nil {
+		setup(mem)
+	}
+	fc := clocktesting.NewFakeClock(start)
 	var (
 		mu     sync.Mutex
 		events []Event
@@ -147,4 +158,65 @@ func (c *jobCounts) Succeeded(_ string, _ time.Time, interval time.Duration) {
 	defer c.mu.Unlock()
 	c.successes++
 	c.interval = interval
+}
+
+func eventsOf(events []Event, kind EventKind) []Event {
+	var out []Event
+	for _, e := range events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A run that died mid-slot (its holder gone, the row still held) is tried
+// again as attempt 2 of the same slot once its lease has run out, within
+// the slot's deadline.
+func TestARunThatDiedIsTriedAgain(t *testing.T) {
+	dead := func(mem *rlt.MemoryStore) {
+		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+			Record:  resourcelock.Record{HolderIdentity: "dead", RVN: "r1", LeaseDuration: testLease},
+			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
+	}
+	job := Job{Name: "j", Schedule: minutely(t), StartingDeadline: time.Minute, Retries: 1,
+		Run: func(ctx context.Context, r Run) error { return nil }}
+	events := oneInstanceFrom(t, t0.Add(time.Second), dead, nil, func(ev []Event) bool { return count(ev, EventFinished) >= 1 }, job)
+	started := eventsOf(events, EventStarted)
+	if len(started) == 0 || !started[0].Slot.Equal(t0) || started[0].Attempt != 2 {
+		t.Fatalf("started %+v, want slot %v attempt 2 first", started, t0)
+	}
+	if started[0].Lateness < testLease {
+		t.Fatalf("the retry started %v after its slot, before the dead run's lease %v ran out", started[0].Lateness, testLease)
+	}
+	if f := eventsOf(events, EventFinished); f[0].Outcome != Succeeded {
+		t.Fatalf("finished %+v", f)
+	}
+}
+
+// Slots missed while every instance was down: the latest runs once, late,
+// the others are counted missed, and the next slot runs on time.
+func TestSlotsMissedWhileAllWereDown(t *testing.T) {
+	finishedAt := func(mem *rlt.MemoryStore) {
+		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+			Record:  resourcelock.Record{HolderIdentity: "gone", RVN: "r1", LeaseDuration: testLease, Released: true},
+			Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(), outcomeAttribute: int64(Succeeded)}})
+	}
+	var slots []time.Time
+	job := Job{Name: "j", Schedule: minutely(t), Run: func(ctx context.Context, r Run) error {
+		slots = append(slots, r.Slot)
+		return nil
+	}}
+	back := t0.Add(5*time.Minute + 30*time.Second) // past the 5th slot's deadline
+	events := oneInstanceFrom(t, back, finishedAt, nil, func(ev []Event) bool { return count(ev, EventFinished) >= 2 }, job)
+	if len(slots) < 2 || !slots[0].Equal(t0.Add(5*time.Minute)) || !slots[1].Equal(t0.Add(6*time.Minute)) {
+		t.Fatalf("slots run %v, want the 5th (late) then the 6th", slots)
+	}
+	missed := eventsOf(events, EventMissed)
+	if len(missed) != 1 || missed[0].Count != 4 {
+		t.Fatalf("missed %+v, want one event of 4 slots", missed)
+	}
+	if late := eventsOf(events, EventStarted)[0].Lateness; late < 30*time.Second {
+		t.Fatalf("the latest missed slot started %v late, want about 30 s", late)
+	}
 }

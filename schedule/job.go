@@ -37,7 +37,10 @@ type Job struct {
 	CatchUp int
 	// Retries is how many new attempts a slot gets when a run of it died
 	// (its lock lost without finishing) within its starting deadline. Zero:
-	// a run that died marks its slot failed.
+	// a run that died marks its slot failed. Another instance takes a dead
+	// run's lock over a lease after its last renewal, so a retry needs a
+	// StartingDeadline longer than the lease plus the run's time so far;
+	// after the deadline the slot is recorded failed instead.
 	Retries int
 	// Overlap says what a slot does when it falls due while the run of an
 	// earlier slot still holds the job's lock: wait for it, within its

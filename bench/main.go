@@ -13,7 +13,11 @@
 //  5. one client holding many locks;
 //  6. contention: 50 clients on one key, fair and unfair;
 //     6b. a queued waiter killed: the delay it causes;
-//  7. Go microbenchmarks of the codec and the hot paths (go test -bench).
+//  7. Go microbenchmarks of the codec and the hot paths (go test -bench);
+//  8. a semaphore; 9. sets of keys;
+//  10. scheduled jobs on three instances: a slot's lateness when the
+//     instance running the job is cut off just before it, and requests
+//     per slot.
 //
 // It prints the environment, then one table section per row, and writes the
 // same figures to bench/results.json. BENCH_PROFILE=DIR writes CPU, mutex,
@@ -179,6 +183,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"6b queued waiter killed", b.rowKilledWaiter},
 		{"8 semaphore", b.rowSemaphore},
 		{"9 sets", b.rowSets},
+		{"10 jobs", b.rowJobs},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

@@ -25,6 +25,7 @@ type results struct {
 	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
 	Semaphore            *semaphoreResult    `json:"semaphore"`
 	Sets                 *setsResult         `json:"sets"`
+	Jobs                 *jobsResult         `json:"scheduled_jobs"`
 	Microbenchmarks      *microResult        `json:"microbenchmarks"`
 	Errors               []string            `json:"errors,omitempty"`
 }
@@ -176,6 +177,7 @@ func printTable(w io.Writer, r *results) {
 	printKilledWaiter(w, r)
 	printSemaphore(w, r)
 	printSets(w, r)
+	printJobs(w, r)
 	printMicro(w, r)
 	if len(r.Errors) > 0 {
 		section(w, "Errors")

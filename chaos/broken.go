@@ -9,8 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/schedule"
 )
 
 // The deliberately broken variants with which make test proves that the
@@ -34,6 +36,12 @@ const (
 	// brokenPermit asks the semaphore for one permit more than the run's
 	// bound: more holders than the bound then hold permits at once.
 	brokenPermit = "permit"
+	// brokenLedger runs the chaos job with a ledger that is not written
+	// with the lock: a worker reads the job's last started slot, takes the
+	// lock by an ordinary write, runs the slot, and records it only as it
+	// releases. Two workers that read before either records start a slot
+	// twice.
+	brokenLedger = "ledger"
 )
 
 // admitAnyLockCheck is a client option that rewrites the lock check of
@@ -95,8 +103,35 @@ func (w *worker) electionLease() (resourcelock.Interface, error) {
 // checkBroken refuses an unknown variant.
 func checkBroken(v string) error {
 	switch v {
-	case "", brokenGuard, brokenTerm, brokenSet, brokenPermit:
+	case "", brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger:
 		return nil
 	}
-	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit)
+	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger)
+}
+
+// brokenJobs is the chaos job under brokenLedger: see there.
+func (w *worker) brokenJobs(ctx context.Context, c *lock.Client, every schedule.Schedule, wall offsetClock) {
+	key := schedule.DefaultKeyPrefix + jobName
+	for ctx.Err() == nil {
+		slot := every.Next(wall.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clk.After(slot.Sub(wall.Now())):
+		}
+		run := slot.UnixMilli()*1000 + 1
+		if info, err := c.Get(ctx, key); err == nil && info.Numbers["jobRun"] >= run {
+			continue // started already, as far as this read shows
+		}
+		actx, cancel := context.WithTimeout(ctx, w.cfg.lockLease)
+		l, err := c.Acquire(actx, key)
+		cancel()
+		if err != nil {
+			continue
+		}
+		rctx, rcancel := l.Context(ctx)
+		w.runSlot(rctx, wall, slot, 1, run)
+		rcancel()
+		_ = l.Release(context.WithoutCancel(ctx), lock.ReleaseWithNumbers(map[string]int64{"jobRun": run}))
+	}
 }

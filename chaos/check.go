@@ -171,6 +171,7 @@ func (ch *checker) run() {
 	ch.deadWaiters()
 	ch.permits()
 	ch.sets()
+	ch.jobs()
 	ch.processes()
 	ch.r.Nemesis = map[string]int{}
 	for _, e := range ch.nemesis {

@@ -41,6 +41,7 @@ type runConfig struct {
 	actions    []string      // the nemesis's repertoire; all when empty
 	drift      float64       // ρ: the drift action runs a clock at 1+ρ or 1/(1+ρ)
 	broken     string        // a deliberately broken variant for every worker (broken.go), or ""
+	jobEvery   time.Duration // the chaos job's interval (0: no schedule workers)
 	quiet      bool          // no progress lines
 }
 
@@ -66,7 +67,8 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
 	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lock lease, when zero)")
 	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
-	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term, set, permit) to show the checker catches it")
+	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term, set, permit, ledger) to show the checker catches it")
+	fs.DurationVar(&c.jobEvery, "job-every", time.Second, "the scheduled chaos job's interval between slots (0: no schedule workers)")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
 			if !knownAction(a) {
@@ -87,18 +89,19 @@ const DocumentedDrift = 0.0049
 // instance is one worker process; a restarted worker is a new instance,
 // whether or not it keeps its identity.
 type instance struct {
-	name     string // identity#num
-	num      int    // among all the run's instances, from 1
-	id       string
-	slot     int
-	cmd      *exec.Cmd
-	events   string
-	stderr   string
-	rateFile string // the rate of its clock, for the drift action
-	done     chan struct{}
-	exit     error
-	killed   bool // the nemesis killed it: its exit is expected
-	unfair   bool // its lock client waits unfairly
+	name       string // identity#num
+	num        int    // among all the run's instances, from 1
+	id         string
+	slot       int
+	cmd        *exec.Cmd
+	events     string
+	stderr     string
+	rateFile   string // the rate of its clock, for the drift action
+	offsetFile string // its wall clock's offset, for the offset action
+	done       chan struct{}
+	exit       error
+	killed     bool // the nemesis killed it: its exit is expected
+	unfair     bool // its lock client waits unfairly
 }
 
 type controller struct {
@@ -117,6 +120,7 @@ type controller struct {
 	all       []*instance
 	instances int
 	drifts    int // drift actions so far: they alternate fast and slow
+	offsets   int // offset actions so far: they take the offsets in turn
 
 	background sync.WaitGroup // actions that go on behind the nemesis (drift)
 }
@@ -224,7 +228,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
 		"lock lease": cfg.lockLease.String(), "lock margin": cfg.lockMargin.String(), "round trip": rtt.String(),
-		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair), "permits": strconv.Itoa(cfg.permits),
+		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair), "permits": strconv.Itoa(cfg.permits), "job every": cfg.jobEvery.String(),
 	}
 	return r, nil
 }
@@ -237,9 +241,10 @@ func (c *controller) start(slot int, id string) error {
 	c.mu.Unlock()
 	name := fmt.Sprintf("%s#%d", id, n)
 	in := &instance{name: name, num: n, id: id, slot: slot, done: make(chan struct{}), unfair: c.unfairSlot(slot),
-		events:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
-		stderr:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id)),
-		rateFile: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.rate", n, id))}
+		events:     filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.jsonl", n, id)),
+		stderr:     filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.stderr", n, id)),
+		rateFile:   filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.rate", n, id)),
+		offsetFile: filepath.Join(c.cfg.dir, fmt.Sprintf("worker-%02d-%s.offset", n, id))}
 	errf, err := os.Create(in.stderr)
 	if err != nil {
 		return err
@@ -251,7 +256,7 @@ func (c *controller) start(slot int, id string) error {
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
 		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair),
-		"-permits", strconv.Itoa(c.cfg.permits))
+		"-permits", strconv.Itoa(c.cfg.permits), "-job-every", c.cfg.jobEvery.String(), "-offset-file", in.offsetFile)
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

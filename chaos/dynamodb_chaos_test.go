@@ -57,7 +57,7 @@ func runChaos(t *testing.T, bin string, cfg runConfig) *Report {
 // seed), and no safety check may fail. The full run is make chaos.
 func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	t.Parallel()
-	r := runChaos(t, buildChaos(t), runConfig{duration: 60 * time.Second, seed: 20261125, permits: 2})
+	r := runChaos(t, buildChaos(t), runConfig{duration: 60 * time.Second, seed: 20261125, permits: 2, jobEvery: time.Second})
 	if !r.Safe() {
 		t.Errorf("%d safety violations (the table above lists them)", len(r.Violations))
 	}
@@ -72,6 +72,9 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	// A check that saw nothing proves nothing.
 	if r.Terms < 5 || r.Holds < 20 || r.Acked < 200 || r.Samples < 1000 {
 		t.Errorf("too little happened: %d terms, %d lock holds, %d acknowledged writes, %d samples", r.Terms, r.Holds, r.Acked, r.Samples)
+	}
+	if r.JobStarts < 10 {
+		t.Errorf("too little happened: %d runs of the scheduled job", r.JobStarts)
 	}
 	if r.SetHolds < 5 || r.PermitHolds < 20 || r.MaxPermitHolders != 2 {
 		t.Errorf("too little happened: %d set holds, %d permit holds, at most %d permit holders at once (want the bound, 2, reached)", r.SetHolds, r.PermitHolds, r.MaxPermitHolders)
@@ -173,5 +176,18 @@ func TestDynamoDBChaosCatchesATermLongerThanTheLeaseOthersWait(t *testing.T) {
 		runConfig{duration: 25 * time.Second, seed: 3, broken: brokenTerm, actions: []string{"stop-leader"}})
 	if r.count("overlap") == 0 {
 		t.Error("the checker found no overlapping leadership in a build whose terms outlive RenewDeadline")
+	}
+}
+
+// TestDynamoDBChaosCatchesALedgerNotWrittenWithTheLock runs the variant
+// whose scheduled job reads its ledger, takes the lock by an ordinary
+// write and records the slot only as it releases: workers that read
+// before any records start a slot twice, and the checker must say so.
+func TestDynamoDBChaosCatchesALedgerNotWrittenWithTheLock(t *testing.T) {
+	t.Parallel()
+	r := runChaos(t, buildChaos(t),
+		runConfig{duration: 25 * time.Second, seed: 8, broken: brokenLedger, actions: []string{"quiet"}, jobEvery: time.Second})
+	if r.count("job") == 0 {
+		t.Errorf("the checker found no slot started twice in a build whose ledger is not written with the lock (%d runs)", r.JobStarts)
 	}
 }

@@ -33,6 +33,7 @@ var allActions = []string{
 	"latency",     // delay every request by 90% of the request timeout, for 2 leases
 	"drift",       // run a worker's clock (the leader's, or any) fast or slow by the drift ρ for 3 leases, while the next actions go on
 	"slow-cut",    // run the leader's clock slow by the drift ρ and black-hole its proxy, for 1.5 leases: the margin's worst case
+	"offset",      // set a worker's wall clock (the schedule's only) seconds ahead or behind, or back to right; it stays so
 	"quiet",       // nothing, for a lease
 }
 
@@ -136,10 +137,31 @@ func (c *controller) act(ctx context.Context, a string) {
 			c.netFault(in, a, fault{Kind: faultBlackhole}, c.stopFor())
 			c.setRate(in, 1, a+"-heal")
 		}
+	case "offset":
+		c.offset(c.random())
 	case "quiet":
 		c.event(a, nil, "")
 		time.Sleep(c.cfg.lease)
 	}
+}
+
+// offsets are the wall-clock offsets the offset action sets, in turn.
+var offsets = []time.Duration{3 * time.Second, -3 * time.Second, 1500 * time.Millisecond, -1500 * time.Millisecond, 0}
+
+// offset sets in's wall clock (the one its scheduled job reads to pick
+// slots) the next of offsets away from the shared clock: the offset file,
+// then SIGUSR2. It stays so until the next offset action on in.
+func (c *controller) offset(in *instance) {
+	c.mu.Lock()
+	c.offsets++
+	d := offsets[c.offsets%len(offsets)]
+	c.mu.Unlock()
+	if err := os.WriteFile(in.offsetFile, []byte(d.String()), 0o644); err != nil {
+		c.logf("writing %s: %v", in.offsetFile, err)
+		return
+	}
+	c.event("offset", in, "wall clock "+d.String())
+	c.signal(in, syscall.SIGUSR2)
 }
 
 // drift runs in's clock at a rate off by the drift ρ (fast, 1+ρ, or slow,

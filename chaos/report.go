@@ -40,6 +40,14 @@ type Report struct {
 	PermitHolds      int `json:"permitHolds"`
 	MaxPermitHolders int `json:"maxPermitHolders"`
 
+	// JobStarts: runs of the scheduled chaos job; JobEarliest: how long
+	// before its slot (by the shared clock) the earliest began, in seconds
+	// (the offset action sets wall clocks up to 3 s ahead);
+	// JobSlotsNeverStarted: slots within the run that no worker started.
+	JobStarts            int     `json:"jobStarts"`
+	JobEarliest          float64 `json:"jobEarliest"`
+	JobSlotsNeverStarted int     `json:"jobSlotsNeverStarted"`
+
 	Crashes int           `json:"crashes"`
 	Panics  int           `json:"panics"`
 	Workers []WorkerStats `json:"workers"`
@@ -85,7 +93,7 @@ func (r *Report) count(check string) int {
 	return n
 }
 
-// Safe reports whether no safety check (1–4, 7) failed.
+// Safe reports whether no safety check (1–4, 7, 8) failed.
 func (r *Report) Safe() bool { return len(r.Violations) == 0 }
 
 // print writes the table, then the first violations with what happened
@@ -106,6 +114,8 @@ func (r *Report) print(w io.Writer) {
 	row("   holds of sets of two keys", r.SetHolds)
 	row("7. more permit holders at once than permits", r.count("permits"))
 	row("   permit holds / the most holders at once", fmt.Sprintf("%d / %d (permits: %s)", r.PermitHolds, r.MaxPermitHolders, r.Config["permits"]))
+	row("8. scheduled job: slots started twice, or after a later slot", r.count("job"))
+	row("   job runs / the earliest before its slot (wall clocks up to 3 s ahead) / slots no worker started", fmt.Sprintf("%d / %.3f s / %d", r.JobStarts, r.JobEarliest, r.JobSlotsNeverStarted))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)
 	row("   a lock waiter killed in its queue: once its turn came, the others' wait, and the lock handed to the dead, to the next hold", r.DeadWaiters)

@@ -44,6 +44,8 @@ type workerConfig struct {
 	broken                         string // a deliberately broken variant (broken.go), or ""
 	unfair                         bool   // the lock client waits unfairly (lock.Config.Unfair)
 	permits                        int    // the semaphore's permits (0: no permit loop)
+	jobEvery                       time.Duration
+	offsetFile                     string // this worker's wall-clock offset, read on SIGUSR2
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -66,6 +68,8 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.broken, "broken", "", "a deliberately broken variant: guard or term (make test proves the checker catches each)")
 	fs.BoolVar(&c.unfair, "unfair", false, "the lock client waits unfairly (lock.Config.Unfair); fair waiting is the default")
 	fs.IntVar(&c.permits, "permits", 2, "permits of the semaphore the workers also contend for (0: none)")
+	fs.DurationVar(&c.jobEvery, "job-every", time.Second, "the chaos job's interval between slots (0: no schedule worker)")
+	fs.StringVar(&c.offsetFile, "offset-file", "", "file holding this worker's wall-clock offset, read on SIGUSR2")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -83,7 +87,8 @@ type worker struct {
 	rnd     *rand.Rand
 	rndMu   sync.Mutex
 	seq     atomic.Int64
-	pausing atomic.Bool // the next guarded write waits cfg.pauseFor before it leaves
+	pausing atomic.Bool  // the next guarded write waits cfg.pauseFor before it leaves
+	offset  atomic.Int64 // the schedule's wall-clock offset, in nanoseconds
 
 	mu   sync.Mutex
 	held map[string]*lock.Lock // role → lock held when the worker stops
@@ -134,6 +139,7 @@ func runWorker(args []string) error {
 			}
 			if s == syscall.SIGUSR2 {
 				w.drift()
+				w.readOffset()
 				continue
 			}
 			w.log.log(Event{Ev: "terminating", Worker: cfg.id})
@@ -147,9 +153,10 @@ func runWorker(args []string) error {
 	w.log.log(Event{Ev: "start", Worker: cfg.id, Pid: os.Getpid(), Detail: mode})
 
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	wg.Go(func() { errs <- w.elect(ctx) })
 	wg.Go(func() { errs <- w.lockLoop(ctx) })
+	wg.Go(func() { errs <- w.jobLoop(ctx) })
 	wg.Go(func() { w.stats(ctx) })
 	wg.Wait()
 	close(errs)
@@ -166,6 +173,9 @@ func runWorker(args []string) error {
 // (the nemesis's "drift" action writes it, then sends SIGUSR2).
 func (w *worker) drift() {
 	b, err := os.ReadFile(w.cfg.rateFile)
+	if os.IsNotExist(err) {
+		return // no rate set yet (an offset action sent the signal)
+	}
 	rate, perr := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 	if err != nil || perr != nil || rate <= 0 {
 		w.log.log(Event{Ev: "drift-refused", Worker: w.cfg.id, Detail: fmt.Sprint(err, perr)})

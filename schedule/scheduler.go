@@ -133,6 +133,9 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		if names[j.Name] {
 			return nil, &dynalease.InvalidError{Field: "Job.Name", Reason: fmt.Sprintf("job %q is given twice", j.Name)}
 		}
+		if j.Schedule.Next(s.clk.Now()).IsZero() {
+			return nil, &dynalease.InvalidError{Field: "Job.Schedule", Reason: fmt.Sprintf("job %q: the schedule names no slot after now", j.Name)}
+		}
 		names[j.Name] = true
 		s.jobs = append(s.jobs, &j)
 		for _, e := range []string{metrics.SlotStarted, metrics.SlotSucceeded, metrics.SlotFailed, metrics.SlotSkipped, metrics.SlotMissed} {
@@ -185,6 +188,10 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) {
 			}
 		}
 		if len(d.steps) == 0 {
+			if d.wake.IsZero() {
+				log.Info("the schedule names no more slots; the job's loop ends")
+				return
+			}
 			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
 	}

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -82,5 +83,17 @@ func TestCronSlotsAcrossDaylightSavingChanges(t *testing.T) {
 	}
 	if _, err := Cron("not a spec", nil); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("a bad spec: %v, want ErrInvalid", err)
+	}
+}
+
+func TestASchedulerRefusesAScheduleWithoutSlots(t *testing.T) {
+	never, err := Cron("0 0 30 2 *", nil) // 30 February
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, cs := instances(t, "a")
+	_, err = New(Config{Locks: cs[0]}, Job{Name: "never", Schedule: never, Run: func(context.Context, Run) error { return nil }})
+	if !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("New with a schedule that never fires = %v, want ErrInvalid", err)
 	}
 }

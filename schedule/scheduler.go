@@ -146,28 +146,47 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 }
 
 // Run runs the jobs until ctx ends, and returns ctx's error after every
-// run under way has returned and released its lock.
+// run under way has returned and released its lock. An error that waiting
+// cannot fix (resourcelock.Permanent: a missing table, access denied, an
+// invalid setting) ends every job and Run returns it, wrapped with the
+// job's name.
 func (s *Scheduler) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	for _, j := range s.jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.loop(ctx, j)
+			if err := s.loop(ctx, j); err != nil {
+				cancel(fmt.Errorf("schedule: job %q: %w", j.Name, err))
+			}
 		}()
 	}
 	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
+		return cause
+	}
 	return ctx.Err()
 }
 
+// unfixable reports whether err is a failure that waiting cannot fix.
+func unfixable(err error) bool {
+	return resourcelock.Permanent(err) || errors.Is(err, dynalease.ErrInvalid)
+}
+
 // loop is one job's loop: read the ledger, do what the plan says, wait for
-// the next slot.
-func (s *Scheduler) loop(ctx context.Context, j *Job) {
+// the next slot. It returns only an error that waiting cannot fix, or nil
+// once ctx has ended or the schedule has no more slots.
+func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	key := s.cfg.KeyPrefix + j.Name
 	log := s.cfg.Log.WithValues("job", j.Name)
 	var handled time.Time
 	for ctx.Err() == nil {
 		led, err := s.read(ctx, key)
+		if unfixable(err) {
+			return err
+		}
 		if err != nil {
 			log.Error(err, "reading the job's ledger")
 			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
@@ -183,18 +202,23 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) {
 			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
 		}
 		for _, st := range d.steps {
-			if s.take(ctx, j, key, st) {
+			settled, err := s.take(ctx, j, key, st)
+			if err != nil {
+				return err
+			}
+			if settled {
 				handled = later(handled, st.slot)
 			}
 		}
 		if len(d.steps) == 0 {
 			if d.wake.IsZero() {
 				log.Info("the schedule names no more slots; the job's loop ends")
-				return
+				return nil
 			}
 			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
 	}
+	return nil
 }
 
 // read returns the ledger of the job's row; a missing row has none.
@@ -213,15 +237,16 @@ func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
 // runs the slot (or only closes it) and releases the lock with the slot
 // finished. It reports whether the step is settled: done here, refused by
 // the ledger (another instance started or finished it), or given up at
-// its deadline; false asks the loop to look again.
-func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) bool {
+// its deadline; false asks the loop to look again. Its error is one that
+// waiting cannot fix.
+func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (bool, error) {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
 	actx, cancel := clockutil.WithTimeout(ctx, s.clk, st.until.Sub(s.wall.Now()))
 	defer cancel()
 	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
 		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
 		if err := clockutil.Sleep(actx, s.clk, delay, "schedule"); err != nil {
-			return ctx.Err() == nil
+			return ctx.Err() == nil, nil
 		}
 	}
 	numbers, below := startWrites(st.slot, st.attempt)
@@ -234,28 +259,30 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) bool 
 	switch {
 	case errors.Is(err, lock.ErrNotBelow):
 		log.V(1).Info("started or finished elsewhere")
-		return true
+		return true, nil
 	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip:
 		s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: st.slot, Count: 1, Err: err})
-		return true
+		return true, nil
 	case err != nil && ctx.Err() == nil && actx.Err() != nil:
 		s.event(Event{Job: j.Name, Kind: EventMissed, Slot: st.slot, Count: 1, Err: err})
-		return true
+		return true, nil
+	case unfixable(err):
+		return false, err
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Error(err, "taking the job's lock")
 			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
 		}
-		return false
+		return false, nil
 	}
 	if st.close != Unfinished {
 		log.Info("closing a slot whose run died", "outcome", st.close)
 		s.release(l, st.slot, st.close, log)
 		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Outcome: st.close})
-		return true
+		return true, nil
 	}
 	s.runSlot(ctx, j, l, st, log)
-	return true
+	return true, nil
 }
 
 // runSlot runs st's slot under l, and releases l with the slot finished

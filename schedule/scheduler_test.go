@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -218,5 +219,27 @@ func TestSlotsMissedWhileAllWereDown(t *testing.T) {
 	}
 	if late := eventsOf(events, EventStarted)[0].Lateness; late < 30*time.Second {
 		t.Fatalf("the latest missed slot started %v late, want about 30 s", late)
+	}
+}
+
+// An error that waiting cannot fix (here a table gone) ends Run with it
+// rather than being retried forever.
+func TestAnUnfixableErrorEndsRun(t *testing.T) {
+	store := rlt.NewFaultyStore(rlt.NewMemoryStore())
+	gone := fmt.Errorf("%w: table gone", resourcelock.ErrPermanent)
+	store.Inject(rlt.OpGet, 1, rlt.Fault{Err: gone})
+	c, err := lock.New(lock.Config{Store: store, Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	s, err := New(Config{Locks: c}, Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Run(ctx); !errors.Is(err, resourcelock.ErrPermanent) || ctx.Err() != nil {
+		t.Fatalf("Run = %v (ctx %v), want the permanent error", err, ctx.Err())
 	}
 }

@@ -133,7 +133,9 @@ func (c *common) cronCommand(ctx context.Context, name string, argv []string, f 
 	m.health(up, up)
 	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	_ = s.Run(sctx)
+	if err := s.Run(sctx); err != nil && sctx.Err() == nil {
+		return classify(err)
+	}
 	return nil
 }
 

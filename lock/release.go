@@ -129,10 +129,11 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		w := l.hold.RemoveOwn(rctx, cur)
 		return l.afterRelease(w, cur)
 	}
+	hold := &l.hold
 	if len(r.numbers) > 0 {
 		o := l.c.writeOptions(nil)
 		o.Numbers = r.numbers
-		defer l.hold.Through(l.lease.With(o))()
+		hold = l.hold.Via(l.lease.With(o))
 	}
 	next := func(cur resourcelock.Item) resourcelock.Record {
 		rec := l.c.record(cur, true)
@@ -147,7 +148,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// key: see resourcelock.Set), unless the stint is on; an earlier
 		// heartbeat that landed unseen is written over again.
 		keep := l.stintOn()
-		w = l.hold.ReleaseQueued(rctx, cur, next, keep)
+		w = hold.ReleaseQueued(rctx, cur, next, keep)
 		if keep && w.Landed && w.Item.Released && len(w.Item.Queue) > 0 {
 			// Kept for the stint: an Acquire of the key by this client
 			// takes it back at once, by a write conditioned on its RVN.
@@ -172,7 +173,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	} else {
 		// Unfair: an earlier heartbeat that landed unseen is written
 		// over again.
-		w = l.hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
+		w = hold.WriteOwn(rctx, cur, next, func(rvnlease.Written) bool { return true })
 	}
 	return l.afterRelease(w, cur)
 }

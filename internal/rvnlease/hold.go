@@ -25,13 +25,16 @@ func NewHolder(cfg *Config, lease resourcelock.Interface) *Holder {
 	return &Holder{w: writer{cfg: cfg, port: lease}}
 }
 
-// Through makes h's writes go through lease (the same row, written with
-// other options) until restore is called. The caller holds the hold's
-// write turn for as long: no other write of h may run meanwhile.
-func (h *Holder) Through(lease resourcelock.Interface) (restore func()) {
-	prev := h.w.port
-	h.w.port = lease
-	return func() { h.w.port = prev }
+// Via returns a holder of the same row that writes through lease (the
+// row written with other options), for one write: h itself is left as it
+// is, so its other users (a loss being confirmed by a read) never see its
+// lease change. The copy's writes in doubt are not h's: forgetting one can
+// only make a row of ours look like a stranger's (see Attempts).
+func (h *Holder) Via(lease resourcelock.Interface) *Holder {
+	c := *h
+	c.w.port = lease
+	c.w.attempts = Attempts{list: append([]attempt(nil), h.w.attempts.list...)}
+	return &c
 }
 
 // Written is what a holder's write found.

@@ -128,6 +128,11 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	if len(a.below) > 0 {
 		place.Admit = belowAdmits(a.below)
 	}
+	if a.numbers != nil || a.below != nil {
+		plain := a
+		plain.numbers, plain.below = nil, nil
+		place.Plain = c.acquireLease(t, &plain)
+	}
 	w := c.wait(a, try, t.key.String())
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)

@@ -136,6 +136,9 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 			return a, k, invalid("WithAttributes", "attribute %q has an empty name or no value (names the store keeps are refused when written)", name)
 		}
 	}
+	if a.reentrant && a.below != nil {
+		return a, k, invalid("WithBelow", "a reentrant acquisition may return a lock held already, whatever its row's integers")
+	}
 	for opt, m := range map[string]map[string]int64{"WithNumbers": a.numbers, "WithBelow": a.below} {
 		if _, ok := m[""]; ok {
 			return a, k, invalid(opt, "an integer attribute has an empty name")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
+	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // ledger returns the options of an acquisition that advances the row's
@@ -79,5 +80,66 @@ func TestReleaseWithNumbersNeedsAKeptRow(t *testing.T) {
 	}
 	if _, err := f.c.Acquire(ctx, "other", WithBelow(map[string]int64{"": 1})); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("WithBelow with an empty name = %v, want ErrInvalid", err)
+	}
+}
+
+// A create left in doubt by an earlier, cancelled Acquire with its own
+// numbers landed, and its release failed. A later acquisition of the same
+// client with a lower bound finds that row its own: it must not write its
+// numbers over the earlier call's (the ledger would go back), but release
+// the row and win it under its own bound, which refuses it.
+func TestARowAnEarlierCallLeftIsNotTakenPastTheBound(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
+	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
+	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})            // the orphan's release fails
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.c.Acquire(ctx, "job", ledger(5)...)
+		errs <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", err)
+	}
+	f.store.OnCall(nil)
+	if it := f.item("job"); it.Released || it.Numbers["run"] != 5 {
+		t.Fatalf("the cancelled call's row: %+v", it)
+	}
+	if _, err := f.c.TryAcquire(context.Background(), "job", ledger(3)...); !errors.Is(err, ErrNotBelow) {
+		t.Fatalf("TryAcquire(run 3) over a row left with run 5 = %v, want ErrNotBelow", err)
+	}
+	if it := f.item("job"); !it.Released || it.Numbers["run"] != 5 {
+		t.Fatalf("row after the refused acquisition: released %v, numbers %v; want released with run 5", it.Released, it.Numbers)
+	}
+	// A higher bound takes it.
+	l, err := f.c.TryAcquire(context.Background(), "job", ledger(6)...)
+	if err != nil {
+		t.Fatalf("TryAcquire(run 6) = %v", err)
+	}
+	if got := f.item("job").Numbers["run"]; got != 6 || !l.IsHeld() {
+		t.Fatalf("run = %d after taking it with 6", got)
+	}
+}
+
+func TestLedgerOptionsAreRefusedWhereTheyCannotHold(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"permit": func() error { _, err := f.c.TryAcquirePermit(ctx, "sem", 2, ledger(1)...); return err },
+		"set": func() error {
+			_, err := f.c.TryAcquireSet(ctx, []string{"a", "b"}, WithNumbers(map[string]int64{"run": 1}))
+			return err
+		},
+		"reentrant": func() error { _, err := f.c.TryAcquire(ctx, "job", append(ledger(1), WithReentrant())...); return err },
+		"get":       func() error { _, err := f.c.Get(ctx, "job", WithBelow(map[string]int64{"run": 1})); return err },
+	} {
+		if err := call(); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("%s with the ledger's options = %v, want ErrInvalid", name, err)
+		}
 	}
 }

@@ -89,6 +89,8 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 	switch {
 	case a.reentrant:
 		return nil, nil, a, invalid("WithReentrant", "a permit is not reentrant")
+	case a.numbers != nil || a.below != nil:
+		return nil, nil, a, invalid("WithNumbers", "a permit carries no integer attributes (nor WithBelow)")
 	case a.failIfLocked:
 		return nil, nil, a, invalid("WithFailIfLocked", "use TryAcquirePermit")
 	case a.onlyIfExists:

@@ -81,6 +81,8 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 		return a, nil, invalid("WithAttributes", "a set of keys carries no attributes")
 	case a.reentrant:
 		return a, nil, invalid("WithReentrant", "a set of keys is not reentrant")
+	case a.numbers != nil || a.below != nil:
+		return a, nil, invalid("WithNumbers", "a set of keys carries no integer attributes (nor WithBelow)")
 	case a.onlyIfExists:
 		return a, nil, invalid("WithAcquireOnlyIfExists", "a set of keys takes missing rows too")
 	}

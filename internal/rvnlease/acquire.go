@@ -91,6 +91,13 @@ type Acquirer struct {
 	// round with it: the kind's own rule that waiting cannot satisfy (see
 	// Place.Admit).
 	Admit func(it resourcelock.Item, missing bool) error
+	// Plain, when set, is the lease without what a win writes besides its
+	// record (resourcelock.WriteOptions.Numbers and Below): the releases
+	// of rows this acquirer never hands out (a fence that failed, a row an
+	// earlier acquirer left, Abandon) write through it, so that they leave
+	// the row's numbers as the write that took it set them. The lease
+	// itself when nil.
+	Plain resourcelock.Interface
 }
 
 // NewAcquirer returns an acquirer of lease. newRecord
@@ -122,6 +129,16 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				// rather than hand out a lease that is already over. (An
 				// answer that slow took a whole validity: no busy loop.)
 				a.late = ans.item
+				continue
+			}
+			if ans.earlier && a.Admit != nil {
+				// A write of an earlier acquirer holds the row, with
+				// that acquirer's numbers: release it, and win the row
+				// under this one's rule (Admit, Below) in a later round.
+				if err := a.releaseOwn(ctx, ans.item); err != nil {
+					return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, nil
+				}
+				a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
 				continue
 			}
 			if ans.earlier {
@@ -342,14 +359,9 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 		res.Item = fenced
 		return res, nil
 	}
-	rec := a.newRecord(res.Item)
-	rec.Released = true
-	expect := resourcelock.Precondition{RVN: res.Item.RVN, HolderIdentity: cfg.Identity}
 	rctx, cancel = clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
-	start = cfg.Clock.Now()
-	_, rerr := a.w.port.Update(rctx, expect, rec)
+	rerr := a.releaseOwn(rctx, res.Item)
 	cancel()
-	cfg.observe("update", start, rerr)
 	if rerr != nil {
 		// It may still be ours: a later round that finds the acquiring
 		// write's RVN takes it as ours (and fences it), and an acquirer
@@ -409,13 +421,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 	released := 0
 	if a.late.RVN != "" {
 		// A row of ours confirmed after its validity, not renewed yet.
-		rec := a.newRecord(a.late)
-		rec.Released = true
-		expect := resourcelock.Precondition{RVN: a.late.RVN, HolderIdentity: cfg.Identity}
-		start := cfg.Clock.Now()
-		_, err := a.w.port.Update(ctx, expect, rec)
-		cfg.observe("update", start, err)
-		if err == nil {
+		if a.releaseOwn(ctx, a.late) == nil {
 			a.late = resourcelock.Item{}
 			return 1
 		}
@@ -424,17 +430,32 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		if at.released {
 			continue
 		}
-		rec := a.newRecord(resourcelock.Item{})
-		rec.Released = true
-		expect := resourcelock.Precondition{RVN: at.rvn, HolderIdentity: cfg.Identity}
-		start := cfg.Clock.Now()
-		_, err := a.w.port.Update(ctx, expect, rec)
-		cfg.observe("update", start, err)
-		if err == nil {
+		if a.releaseOwn(ctx, resourcelock.Item{Record: resourcelock.Record{RVN: at.rvn}}) == nil {
 			cfg.Log.V(1).Info("released a row whose acquiring write had landed unseen", "rvn", at.rvn)
 			released++
 			break // at most one of them can be in the row
 		}
 	}
 	return released
+}
+
+// releaseOwn marks the row cur released, with a write conditioned on this
+// identity and cur's RVN, through Plain: a row this acquirer will not hand
+// out (cur carries the row's record when known, its RVN alone otherwise).
+func (a *Acquirer) releaseOwn(ctx context.Context, cur resourcelock.Item) error {
+	cfg := a.w.cfg
+	port := a.Plain
+	if port == nil {
+		port = a.w.port
+	}
+	rec := a.newRecord(cur)
+	if cur.HolderIdentity == "" {
+		rec = a.newRecord(resourcelock.Item{})
+	}
+	rec.Released = true
+	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
+	start := cfg.Clock.Now()
+	_, err := port.Update(ctx, expect, rec)
+	cfg.observe("update", start, err)
+	return err
 }

@@ -85,6 +85,10 @@ type Place struct {
 	// a failure that waiting cannot fix. A row a write of this wait's
 	// took is never asked about.
 	Admit func(it resourcelock.Item, missing bool) error
+	// Plain, when set, is Lease without what a win writes besides its
+	// record: the port of the releases of rows the wait never hands out
+	// (see Acquirer.Plain).
+	Plain resourcelock.Interface
 	// Claim, when set, is called before a write on the place; false
 	// passes the place over in this poll. Unclaim is called after a
 	// round that did not win it.
@@ -189,7 +193,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
-		a.OnlyIfExists, a.Stint, a.Admit = w.OnlyIfExists, p.Stint, p.Admit
+		a.OnlyIfExists, a.Stint, a.Admit, a.Plain = w.OnlyIfExists, p.Stint, p.Admit, p.Plain
 		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
 		}

@@ -31,8 +31,6 @@ const (
 	Succeeded Outcome = 1
 	// Failed: a run returned an error, or the last attempt allowed died.
 	Failed Outcome = 2
-	// Skipped: the slot was passed over by policy, never run.
-	Skipped Outcome = 3
 )
 
 // String names the outcome.
@@ -42,8 +40,6 @@ func (o Outcome) String() string {
 		return "succeeded"
 	case Failed:
 		return "failed"
-	case Skipped:
-		return "skipped"
 	}
 	return "unfinished"
 }

@@ -33,7 +33,9 @@ func (j *Job) plan(led ledger, handled, now time.Time, horizon time.Duration) de
 	}
 	due, n := latest(j.Schedule, from, now, horizon, j.catchUp())
 	if len(due) == 0 {
-		if led.slot.After(handled) && !led.finished(led.slot) && led.attempt < lastAttempt {
+		if !led.slot.IsZero() && !led.finished(led.slot) && led.attempt < lastAttempt {
+			// Whoever started it, this instance among them: a run that
+			// died is settled by any instance that lives.
 			return decision{steps: []step{j.afterDeath(led, now)}}
 		}
 		return decision{wake: j.Schedule.Next(later(now, last))}
@@ -69,12 +71,38 @@ func (j *Job) plan(led ledger, handled, now time.Time, horizon time.Duration) de
 // afterDeath returns the step for led's slot, started and unfinished: a
 // new attempt when its run may have died and retries are left within its
 // deadline, or else closing it as failed. Either waits for the lock: a
-// live run finishing first refuses it (the slot is done).
+// live run finishing first refuses it (the slot is done). The wait ends
+// by the next slot at the latest, which the loop then plans afresh.
 func (j *Job) afterDeath(led ledger, now time.Time) step {
+	st := step{slot: led.slot, attempt: lastAttempt, close: Failed, until: now.Add(j.StartingDeadline)}
 	if led.attempt <= j.Retries && !now.After(led.slot.Add(j.StartingDeadline)) {
-		return step{slot: led.slot, attempt: led.attempt + 1, until: led.slot.Add(j.StartingDeadline)}
+		st = step{slot: led.slot, attempt: led.attempt + 1, until: led.slot.Add(j.StartingDeadline)}
 	}
-	return step{slot: led.slot, attempt: lastAttempt, close: Failed, until: now.Add(j.StartingDeadline)}
+	if next := j.Schedule.Next(now); !next.IsZero() && next.Before(st.until) {
+		st.until = next
+	}
+	return st
+}
+
+// overlapped returns the slots of j after slot, due by now, that fell due
+// while this instance ran slot and that the overlap policy settles: with
+// OverlapSkip all of them (skipped), with OverlapWait those whose starting
+// deadline has passed (missed; a slot still within its deadline has
+// waited, and starts now). It returns the last of them (slot when none),
+// how many there are, and the event they make.
+func (j *Job) overlapped(slot, now time.Time, horizon time.Duration) (time.Time, int, EventKind) {
+	kind := EventSkipped
+	if j.Overlap == OverlapWait {
+		kind = EventMissed
+	}
+	last, n := slot, 0
+	for t := j.Schedule.Next(later(slot, now.Add(-horizon))); !t.IsZero() && !t.After(now); t = j.Schedule.Next(t) {
+		if j.Overlap == OverlapWait && !now.After(t.Add(j.StartingDeadline)) {
+			break
+		}
+		last, n = t, n+1
+	}
+	return last, n, kind
 }
 
 func (j *Job) catchUp() int {

@@ -51,7 +51,11 @@ func TestPlan(t *testing.T) {
 		{name: "a new job at its slot starts it", now: t0.Add(time.Second), want: []step{{slot: t0, attempt: 1, until: t0.Add(20 * time.Second)}}},
 		{name: "a new job past the deadline does not start the old slot", now: t0.Add(21 * time.Second), wake: t0.Add(m)},
 		{name: "the next slot after a finished one", led: finished(t0), now: t0.Add(m), want: []step{{slot: t0.Add(m), attempt: 1, until: t0.Add(m + 20*time.Second)}}},
-		{name: "a slot started elsewhere is not due here", led: started(t0.Add(m), 1), handled: t0.Add(m), now: t0.Add(m + time.Second), wake: t0.Add(2 * m)},
+		{name: "a slot started elsewhere, or here, is watched until it is settled", led: started(t0.Add(m), 1), handled: t0.Add(m), now: t0.Add(m + time.Second),
+			want: []step{{slot: t0.Add(m), attempt: lastAttempt, close: Failed, until: t0.Add(m + 21*time.Second)}}},
+		{name: "a slot finished elsewhere is not due here", led: finished(t0.Add(m)), handled: t0.Add(m), now: t0.Add(m + time.Second), wake: t0.Add(2 * m)},
+		{name: "watching an unfinished slot ends at the next slot", led: started(t0, 1), now: t0.Add(50 * time.Second),
+			want: []step{{slot: t0, attempt: lastAttempt, close: Failed, until: t0.Add(m)}}},
 		{name: "a clock behind never goes back", led: finished(t0.Add(m)), now: t0.Add(m - 2*time.Second), wake: t0.Add(2 * m)},
 		{name: "an unfinished run that may have died is closed as failed", led: started(t0, 1), now: t0.Add(5 * time.Second),
 			want: []step{{slot: t0, attempt: lastAttempt, close: Failed, until: t0.Add(25 * time.Second)}}},
@@ -88,6 +92,31 @@ func TestPlan(t *testing.T) {
 			}
 			if !d.skipTo.Equal(tc.skipTo) || d.missed != tc.missed || !d.wake.Equal(tc.wake) {
 				t.Fatalf("skipTo %v missed %d wake %v, want %v %d %v", d.skipTo, d.missed, d.wake, tc.skipTo, tc.missed, tc.wake)
+			}
+		})
+	}
+}
+
+func TestOverlapped(t *testing.T) {
+	m := time.Minute
+	for _, tc := range []struct {
+		name    string
+		overlap OverlapPolicy
+		now     time.Time
+		last    time.Time
+		n       int
+		kind    EventKind
+	}{
+		{name: "a run within its minute settles nothing", now: t0.Add(50 * time.Second), last: t0, kind: EventMissed},
+		{name: "waiting: a slot still within its deadline starts now", now: t0.Add(m + 10*time.Second), last: t0, kind: EventMissed},
+		{name: "waiting: slots past their deadline are missed", now: t0.Add(3*m + 10*time.Second), last: t0.Add(2 * m), n: 2, kind: EventMissed},
+		{name: "skipping: every slot due during the run is skipped", overlap: OverlapSkip, now: t0.Add(3*m + 10*time.Second), last: t0.Add(3 * m), n: 3, kind: EventSkipped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob(t, func(j *Job) { j.Overlap = tc.overlap })
+			last, n, kind := j.overlapped(t0, tc.now, DefaultHorizon)
+			if !last.Equal(tc.last) || n != tc.n || kind != tc.kind {
+				t.Fatalf("overlapped = %v, %d, %v; want %v, %d, %v", last, n, kind, tc.last, tc.n, tc.kind)
 			}
 		})
 	}

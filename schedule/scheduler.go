@@ -146,7 +146,10 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 }
 
 // Run runs the jobs until ctx ends, and returns ctx's error after every
-// run under way has returned and released its lock. An error that waiting
+// run under way has returned and released its lock. A run that returns an
+// error once ctx has ended was cut short, not failed: its slot stays
+// unfinished, and another instance settles it by the job's policy (a new
+// attempt within its deadline when Retries allow, or failed). An error that waiting
 // cannot fix (resourcelock.Permanent: a missing table, access denied, an
 // invalid setting) ends every job and Run returns it, wrapped with the
 // job's name.
@@ -206,9 +209,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 			if err != nil {
 				return err
 			}
-			if settled {
-				handled = later(handled, st.slot)
-			}
+			handled = later(handled, settled)
 		}
 		if len(d.steps) == 0 {
 			if d.wake.IsZero() {
@@ -235,18 +236,20 @@ func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
 
 // take tries st: takes the job's lock with the ledger's condition, then
 // runs the slot (or only closes it) and releases the lock with the slot
-// finished. It reports whether the step is settled: done here, refused by
-// the ledger (another instance started or finished it), or given up at
-// its deadline; false asks the loop to look again. Its error is one that
-// waiting cannot fix.
-func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (bool, error) {
+// finished. It returns the latest slot the step settled: st's when done
+// here, refused by the ledger (another instance started or finished it),
+// or given up at its deadline, and after a run here also the slots the
+// overlap policy settled; zero asks the loop to look again. Its error is
+// one that waiting cannot fix.
+func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time.Time, error) {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
-	actx, cancel := clockutil.WithTimeout(ctx, s.clk, st.until.Sub(s.wall.Now()))
+	wait := st.until.Sub(s.wall.Now())
+	actx, cancel := clockutil.WithTimeout(ctx, s.clk, wait)
 	defer cancel()
 	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
 		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
 		if err := clockutil.Sleep(actx, s.clk, delay, "schedule"); err != nil {
-			return ctx.Err() == nil, nil
+			return s.gaveUp(ctx, j, st, err), nil
 		}
 	}
 	numbers, below := startWrites(st.slot, st.attempt)
@@ -254,35 +257,59 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (bool
 	acquire := s.cfg.Locks.Acquire
 	if j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished {
 		acquire = s.cfg.Locks.TryAcquire
+	} else if wait > 0 {
+		// Wait for a live holder (an earlier slot's run) until the
+		// step's deadline, not only for its lease.
+		opts = append(opts, lock.WithAdditionalWait(wait))
 	}
 	l, err := acquire(actx, key, opts...)
 	switch {
 	case errors.Is(err, lock.ErrNotBelow):
 		log.V(1).Info("started or finished elsewhere")
-		return true, nil
-	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip:
+		return st.slot, nil
+	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished:
 		s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: st.slot, Count: 1, Err: err})
-		return true, nil
-	case err != nil && ctx.Err() == nil && actx.Err() != nil:
-		s.event(Event{Job: j.Name, Kind: EventMissed, Slot: st.slot, Count: 1, Err: err})
-		return true, nil
+		return st.slot, nil
+	case err != nil && ctx.Err() == nil && (actx.Err() != nil || errors.Is(err, lock.ErrLocked)):
+		return s.gaveUp(ctx, j, st, err), nil
 	case unfixable(err):
-		return false, err
+		return time.Time{}, err
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Error(err, "taking the job's lock")
 			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
 		}
-		return false, nil
+		return time.Time{}, nil
 	}
 	if st.close != Unfinished {
 		log.Info("closing a slot whose run died", "outcome", st.close)
 		s.release(l, st.slot, st.close, log)
 		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Outcome: st.close})
-		return true, nil
+		return st.slot, nil
+	}
+	if st.late {
+		log.Info("starting a slot after its starting deadline, by the missed-slot policy")
 	}
 	s.runSlot(ctx, j, l, st, log)
-	return true, nil
+	last, n, kind := j.overlapped(st.slot, s.wall.Now(), s.cfg.Horizon)
+	if n > 0 {
+		s.event(Event{Job: j.Name, Kind: kind, Slot: last, Count: n})
+	}
+	return last, nil
+}
+
+// gaveUp settles st, which could not take the job's lock by its deadline
+// (err): a slot's first attempt is missed; a retry or a close found the
+// slot's run alive, and the loop looks at the slot again. It returns zero
+// once ctx has ended.
+func (s *Scheduler) gaveUp(ctx context.Context, j *Job, st step, err error) time.Time {
+	if ctx.Err() != nil {
+		return time.Time{}
+	}
+	if st.attempt == 1 {
+		s.event(Event{Job: j.Name, Kind: EventMissed, Slot: st.slot, Count: 1, Err: err})
+	}
+	return st.slot
 }
 
 // runSlot runs st's slot under l, and releases l with the slot finished
@@ -300,6 +327,18 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 		// The row may already be another instance's: nothing is written.
 		ev.Err = lost
 		log.Info("the run's lock was lost; the slot stays unfinished", "error", lost.Error())
+		s.event(ev)
+		return
+	}
+	if err != nil && ctx.Err() != nil {
+		// The scheduler stops: the run was cut short, not failed. The
+		// slot stays unfinished, for another instance to settle by
+		// policy (a retry within its deadline, or failed).
+		ev.Err = err
+		log.Info("the scheduler stopped during the run; the slot stays unfinished", "error", err.Error())
+		if rerr := l.Release(context.Background()); rerr != nil {
+			log.Error(rerr, "releasing the job's lock; another instance takes it after its lease")
+		}
 		s.event(ev)
 		return
 	}

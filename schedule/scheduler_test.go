@@ -26,6 +26,13 @@ func oneInstance(t *testing.T, m metrics.Jobs, until func([]Event) bool, jobs ..
 	return oneInstanceFrom(t, t0.Add(-30*time.Second), nil, m, until, jobs...)
 }
 
+// soloClock is the fake clock of the oneInstance test under way, for run
+// functions that let time pass; soloLease its lease (testLease when zero).
+var (
+	soloClock *clocktesting.FakeClock
+	soloLease time.Duration
+)
+
 // oneInstanceFrom is oneInstance with the clock starting at start and the
 // store's rows set by setup first.
 func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore), m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
@@ -35,6 +42,11 @@ func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore)
 		setup(mem)
 	}
 	fc := clocktesting.NewFakeClock(start)
+	soloClock = fc
+	lease := testLease
+	if soloLease > 0 {
+		lease = soloLease
+	}
 	var (
 		mu     sync.Mutex
 		events []Event
@@ -58,7 +70,7 @@ func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore)
 			go fc.Step(2 * time.Second)
 		}
 	}}
-	c, err := lock.New(lock.Config{Store: mem, Identity: "solo", Clock: clk, LeaseDuration: testLease,
+	c, err := lock.New(lock.Config{Store: mem, Identity: "solo", Clock: clk, LeaseDuration: lease,
 		HeartbeatPeriod: 5 * time.Second, RefreshPeriod: testRefresh})
 	if err != nil {
 		t.Fatal(err)
@@ -241,5 +253,37 @@ func TestAnUnfixableErrorEndsRun(t *testing.T) {
 	defer cancel()
 	if err := s.Run(ctx); !errors.Is(err, resourcelock.ErrPermanent) || ctx.Err() != nil {
 		t.Fatalf("Run = %v (ctx %v), want the permanent error", err, ctx.Err())
+	}
+}
+
+// A run that lasts three and a half minutes of a minutely job: the slots
+// due meanwhile wait (OverlapWait) and, their deadlines passed, are
+// missed; the instance that ran does not start the latest of them late
+// as if every instance had been down (the missed-slot policy), and the
+// next slot runs on time.
+func TestSlotsDueDuringALongRunFollowTheOverlapPolicy(t *testing.T) {
+	for _, overlap := range []OverlapPolicy{OverlapWait, OverlapSkip} {
+		t.Run(fmt.Sprint(overlap), func(t *testing.T) {
+			soloLease = 10 * time.Minute
+			defer func() { soloLease = 0 }()
+			var slots []time.Time
+			job := Job{Name: "j", Schedule: minutely(t), StartingDeadline: 20 * time.Second, Overlap: overlap,
+				Run: func(ctx context.Context, r Run) error {
+					slots = append(slots, r.Slot)
+					if len(slots) == 1 {
+						soloClock.Step(3*time.Minute + 30*time.Second)
+					}
+					return nil
+				}}
+			events := oneInstance(t, nil, func(ev []Event) bool { return count(ev, EventFinished) >= 2 }, job)
+			if len(slots) != 2 || !slots[0].Equal(t0) || !slots[1].Equal(t0.Add(4*time.Minute)) {
+				t.Fatalf("slots run %v, want %v and %v", slots, t0, t0.Add(4*time.Minute))
+			}
+			kind := map[OverlapPolicy]EventKind{OverlapWait: EventMissed, OverlapSkip: EventSkipped}[overlap]
+			settled := eventsOf(events, kind)
+			if len(settled) != 1 || settled[0].Count != 3 || !settled[0].Slot.Equal(t0.Add(3*time.Minute)) {
+				t.Fatalf("events of kind %v: %+v, want one of 3 slots up to %v", kind, settled, t0.Add(3*time.Minute))
+			}
+		})
 	}
 }

@@ -65,7 +65,9 @@ func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
 
 // WithNumbers sets integer attributes on the row with the write that takes
 // it (resourcelock.WriteOptions.Numbers), under the names WithAttributes
-// may use. Later writes of the lock leave them as they are.
+// may use. Later writes of the lock leave them as they are. A client with
+// Config.TTL refuses it (dynalease.ErrInvalid): DynamoDB would delete the
+// numbers with the row. Only a lock on one key takes it.
 func WithNumbers(numbers map[string]int64) AcquireOption {
 	return func(a *acquireConfig) { a.numbers = numbers }
 }
@@ -135,6 +137,9 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		if name == "" || v == nil {
 			return a, k, invalid("WithAttributes", "attribute %q has an empty name or no value (names the store keeps are refused when written)", name)
 		}
+	}
+	if a.numbers != nil && c.cfg.ttlSlack > 0 {
+		return a, k, invalid("WithNumbers", "this client sets a TTL on its rows (Config.TTL): DynamoDB would delete the row's integer attributes with it")
 	}
 	if a.reentrant && a.below != nil {
 		return a, k, invalid("WithBelow", "a reentrant acquisition may return a lock held already, whatever its row's integers")

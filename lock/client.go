@@ -110,6 +110,10 @@ func (c *Client) LeaseDuration() time.Duration { return c.cfg.lease }
 // by default (Config.RefreshPeriod).
 func (c *Client) RefreshPeriod() time.Duration { return c.cfg.refresh }
 
+// TTL returns the slack of the TTL this client's writes set (Config.TTL);
+// zero when they set none.
+func (c *Client) TTL() time.Duration { return c.cfg.ttlSlack }
+
 // claim takes this client's claim on key, waiting while another Acquire of
 // this client works on it or holds it. It returns the held lock instead
 // when reentrant and the lock allows it.

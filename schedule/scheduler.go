@@ -107,6 +107,9 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.Locks == nil {
 		return nil, &dynalease.InvalidError{Field: "Locks", Reason: "is nil"}
 	}
+	if cfg.Locks.TTL() > 0 {
+		return nil, &dynalease.InvalidError{Field: "Locks", Reason: "its client sets a TTL on its rows (lock.Config.TTL): DynamoDB would delete a job's ledger with its row; use a client without one"}
+	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}

@@ -8,6 +8,8 @@ import (
 	_ "time/tzdata" // the zones below, on any machine
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 func TestEveryNamesTheSameSlotsOnEveryInstance(t *testing.T) {
@@ -95,5 +97,19 @@ func TestASchedulerRefusesAScheduleWithoutSlots(t *testing.T) {
 	_, err = New(Config{Locks: cs[0]}, Job{Name: "never", Schedule: never, Run: func(context.Context, Run) error { return nil }})
 	if !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("New with a schedule that never fires = %v, want ErrInvalid", err)
+	}
+}
+
+// A lock client that sets a TTL would let DynamoDB delete a job's ledger
+// with its row, after which a slot could start again: refused.
+func TestASchedulerRefusesALockClientWithATTL(t *testing.T) {
+	c, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Identity: "a", TTL: lock.MinTTLSlack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	_, err = New(Config{Locks: c}, Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }})
+	if !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("New with a client that sets a TTL = %v, want ErrInvalid", err)
 	}
 }

@@ -121,10 +121,14 @@ type Jobs interface {
 	Lateness(job string, d time.Duration)
 	// RunDuration reports how long a run ran.
 	RunDuration(job string, d time.Duration)
-	// Succeeded reports a run that succeeded, at the time it ended, and
-	// the job's interval between slots (for the alert on a job that has
-	// not succeeded for two slots).
-	Succeeded(job string, at time.Time, interval time.Duration)
+	// Succeeded reports a run that succeeded, at the time it ended.
+	Succeeded(job string, at time.Time)
+	// Due reports by when the job must succeed again lest two of its
+	// slots pass without a success: the second slot after the one that
+	// succeeded (after the start, when first reported), plus the slot's
+	// starting deadline. It follows the schedule, so an irregular one (a
+	// weekday cron) does not raise the alert over a weekend.
+	Due(job string, by time.Time)
 }
 
 // Nop is an Election, a Locks and a Jobs that records nothing: the
@@ -140,7 +144,10 @@ var (
 func (Nop) Slots(string, string, int)                  {}
 func (Nop) Lateness(string, time.Duration)             {}
 func (Nop) RunDuration(string, time.Duration)          {}
-func (Nop) Succeeded(string, time.Time, time.Duration) {}
+func (Nop) Succeeded(string, time.Time) {}
+
+// Due implements Jobs.
+func (Nop) Due(string, time.Time) {}
 
 func (Nop) Request(string, Outcome, time.Duration) {}
 func (Nop) GuardedWrite(string)                    {}

@@ -144,6 +144,9 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		for _, e := range []string{metrics.SlotStarted, metrics.SlotSucceeded, metrics.SlotFailed, metrics.SlotSkipped, metrics.SlotMissed} {
 			cfg.Metrics.Slots(j.Name, e, 0) // every series from 0, for alerts on increase()
 		}
+		if due := s.due(j.Name, s.wall.Now()); !due.IsZero() {
+			cfg.Metrics.Due(j.Name, due) // a job that never succeeds raises the alert too
+		}
 	}
 	return s, nil
 }
@@ -372,7 +375,8 @@ func (s *Scheduler) event(e Event) {
 		switch e.Outcome {
 		case Succeeded:
 			m.Slots(e.Job, metrics.SlotSucceeded, 1)
-			m.Succeeded(e.Job, s.wall.Now(), s.interval(e.Job, e.Slot))
+			m.Succeeded(e.Job, s.wall.Now())
+			m.Due(e.Job, s.due(e.Job, e.Slot))
 		case Failed:
 			m.Slots(e.Job, metrics.SlotFailed, 1)
 		}
@@ -389,14 +393,16 @@ func (s *Scheduler) event(e Event) {
 	}
 }
 
-// interval returns the time between the two slots after slot of the job
-// named name.
-func (s *Scheduler) interval(name string, slot time.Time) time.Duration {
+// due returns by when the job named name must succeed again, after a
+// success of slot (or from the start): the second slot after it plus the
+// starting deadline; zero when the schedule names no such slot.
+func (s *Scheduler) due(name string, slot time.Time) time.Time {
 	for _, j := range s.jobs {
 		if j.Name == name {
-			next := j.Schedule.Next(slot)
-			return j.Schedule.Next(next).Sub(next)
+			if second := j.Schedule.Next(j.Schedule.Next(slot)); !second.IsZero() {
+				return second.Add(j.StartingDeadline)
+			}
 		}
 	}
-	return 0
+	return time.Time{}
 }

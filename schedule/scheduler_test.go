@@ -146,7 +146,7 @@ func TestASchedulerRunsEachSlotInTurn(t *testing.T) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.n[metrics.SlotStarted] < 3 || m.n[metrics.SlotSucceeded] < 2 || m.n[metrics.SlotFailed] != 1 || m.successes < 2 || m.interval != time.Minute {
+	if m.n[metrics.SlotStarted] < 3 || m.n[metrics.SlotSucceeded] < 2 || m.n[metrics.SlotFailed] != 1 || m.successes < 2 || !m.due.Equal(t0.Add(4*time.Minute+testLease+testRefresh)) {
 		t.Fatalf("metrics %+v", m)
 	}
 }
@@ -157,7 +157,7 @@ type jobCounts struct {
 	mu        sync.Mutex
 	n         map[string]int
 	successes int
-	interval  time.Duration
+	due       time.Time
 }
 
 func (c *jobCounts) Slots(_, event string, n int) {
@@ -166,11 +166,16 @@ func (c *jobCounts) Slots(_, event string, n int) {
 	c.n[event] += n
 }
 
-func (c *jobCounts) Succeeded(_ string, _ time.Time, interval time.Duration) {
+func (c *jobCounts) Succeeded(string, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.successes++
-	c.interval = interval
+}
+
+func (c *jobCounts) Due(_ string, by time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.due = by
 }
 
 func eventsOf(events []Event, kind EventKind) []Event {

@@ -33,7 +33,7 @@
 //	dynalease_job_lateness_seconds{job}                        from a slot to its run's start
 //	dynalease_job_run_duration_seconds{job}
 //	dynalease_job_last_success_timestamp_seconds{job}          when a run of the job last succeeded here (Unix time)
-//	dynalease_job_interval_seconds{job}                        the job's interval between slots
+//	dynalease_job_success_due_timestamp_seconds{job}           by when the job must succeed again (two slots)
 //
 // scope is "election" or "lock", name the election's or the client's name.
 // A useful alert: dynalease_failing == 1 and time() -
@@ -82,7 +82,7 @@ type Metrics struct {
 	jobLateness    *prometheus.HistogramVec
 	jobDuration    *prometheus.HistogramVec
 	jobLastSuccess *prometheus.GaugeVec
-	jobInterval    *prometheus.GaugeVec
+	jobDue         *prometheus.GaugeVec
 
 	mu        sync.Mutex
 	elections map[string]*election
@@ -141,7 +141,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		jobLateness:    histogram("dynalease_job_lateness_seconds", "Time from a slot to the start of its run.", waitBuckets, "job"),
 		jobDuration:    histogram("dynalease_job_run_duration_seconds", "Duration of scheduled runs.", waitBuckets, "job"),
 		jobLastSuccess: gauge("dynalease_job_last_success_timestamp_seconds", "When a run of the job last succeeded on this instance (Unix time).", "job"),
-		jobInterval:    gauge("dynalease_job_interval_seconds", "The job's interval between slots.", "job"),
+		jobDue:         gauge("dynalease_job_success_due_timestamp_seconds", "By when the job must succeed again lest two slots pass without a success.", "job"),
 
 		elections: map[string]*election{},
 	}
@@ -150,7 +150,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
 		m.held, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
 		m.requests, m.requestDur, m.guarded, m.failing, m.failingSince,
-		m.jobSlots, m.jobLateness, m.jobDuration, m.jobLastSuccess, m.jobInterval,
+		m.jobSlots, m.jobLateness, m.jobDuration, m.jobLastSuccess, m.jobDue,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -340,7 +340,10 @@ func (j jobs) RunDuration(job string, d time.Duration) {
 	j.m.jobDuration.WithLabelValues(job).Observe(d.Seconds())
 }
 
-func (j jobs) Succeeded(job string, at time.Time, interval time.Duration) {
+func (j jobs) Succeeded(job string, at time.Time) {
 	j.m.jobLastSuccess.WithLabelValues(job).Set(float64(at.UnixNano()) / 1e9)
-	j.m.jobInterval.WithLabelValues(job).Set(interval.Seconds())
+}
+
+func (j jobs) Due(job string, by time.Time) {
+	j.m.jobDue.WithLabelValues(job).Set(float64(by.UnixNano()) / 1e9)
 }

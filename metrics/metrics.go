@@ -141,10 +141,10 @@ var (
 	_ Jobs     = Nop{}
 )
 
-func (Nop) Slots(string, string, int)                  {}
-func (Nop) Lateness(string, time.Duration)             {}
-func (Nop) RunDuration(string, time.Duration)          {}
-func (Nop) Succeeded(string, time.Time) {}
+func (Nop) Slots(string, string, int)         {}
+func (Nop) Lateness(string, time.Duration)    {}
+func (Nop) RunDuration(string, time.Duration) {}
+func (Nop) Succeeded(string, time.Time)       {}
 
 // Due implements Jobs.
 func (Nop) Due(string, time.Time) {}

@@ -41,7 +41,13 @@
 //   - A run that dies (its lock lost, its slot unfinished) is settled by the
 //     next instance to take the lock: a new attempt of the same slot within
 //     its deadline when Job.Retries allows, or else the slot is recorded
-//     failed. A later slot that falls due first supersedes it.
+//     failed. Every instance watches an unfinished slot, whether or not it
+//     tried the slot itself, by waiting for the job's lock until the next
+//     slot: a live run's renewals keep it waiting, and its release with the
+//     slot finished refuses the settling write. A run cut short by its
+//     instance stopping (Run's context ending) and an attempt whose lock
+//     could not be given a fencing token are settled the same way. A later
+//     slot that falls due first supersedes it.
 //   - Slots missed while every instance was down follow Job.Missed: the
 //     latest runs once (RunLatest), none run (SkipMissed), or each runs,
 //     oldest first, up to Job.CatchUp (RunEach). Each start is the same
@@ -49,13 +55,20 @@
 //     chosen slot once.
 //   - Runs of one job never overlap (each holds the job's lock); a slot due
 //     while an earlier run goes on waits for it within its deadline
-//     (OverlapWait) or is skipped (OverlapSkip).
+//     (OverlapWait) or is skipped (OverlapSkip). The instance whose run it
+//     was applies the same policy once its run ends, not the missed-slot
+//     policy: those slots were not missed by a fleet that was down.
+//   - The ledger lives as long as the row: a lock client that sets a TTL
+//     on its rows is refused (DynamoDB would delete the ledger with the
+//     row, and a slot could start again).
 //
 // What is not guaranteed: that a slot runs to completion (a run whose lock
 // is lost is cancelled; with Retries it is tried again); that a run's side
 // effects outside the store stop the instant its lock is lost (pass
 // Run.Token to a store that checks it, or write through Run.Lock.Guard);
-// that the instance that runs a slot is any particular one.
+// that the instance that runs a slot is any particular one. Events and
+// metrics are each instance's view: a slot skipped or missed is reported
+// by every instance that found it so.
 //
 // # Clocks
 //

@@ -121,7 +121,7 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair, LeaseDuration: c.cfg.lease}
+		Fair: c.cfg.fair && a.below == nil, LeaseDuration: c.cfg.lease}
 	if t.set == nil {
 		place.Stint = c.cfg.stint // sets have none
 	}

@@ -79,7 +79,10 @@ func WithNumbers(numbers map[string]int64) AcquireOption {
 // bound, or holding something else, since waiting cannot lower it. With
 // WithNumbers on the same names it keeps a ledger on the row that only
 // the write taking the lock advances (package schedule keeps its slots
-// so). Not for sets of keys.
+// so). Such an acquisition does not join the row's queue, even on a fair
+// client: it polls as an Unfair client's does, since a hand-over to it
+// could only be refused by its bound and would hold up the others. Not
+// for sets of keys, permits, reentrant acquisitions or Get.
 func WithBelow(bounds map[string]int64) AcquireOption {
 	return func(a *acquireConfig) { a.below = bounds }
 }

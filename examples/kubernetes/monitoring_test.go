@@ -48,7 +48,8 @@ func catalogue(t *testing.T) map[string][]string {
 	j.Slots("j", metrics.SlotStarted, 1)
 	j.Lateness("j", time.Millisecond)
 	j.RunDuration("j", time.Millisecond)
-	j.Succeeded("j", time.Now(), time.Minute)
+	j.Succeeded("j", time.Now())
+	j.Due("j", time.Now().Add(time.Minute))
 	for _, r := range []metrics.Requests{e, l} {
 		r.Request("get", metrics.OK, time.Millisecond)
 		r.GuardedWrite("committed")

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -115,6 +116,12 @@ type Config struct {
 	// Metrics receives the Elector's reports (see package metrics and
 	// prommetrics); none when nil.
 	Metrics metrics.Election
+	// TracerProvider receives a span per leadership term
+	// (dynalease.election.term, under Run's context; OnStartedLeading's
+	// context carries it, and the term's renewals run under it). Nil: the
+	// global provider (otel.GetTracerProvider), which records nothing
+	// until the application sets one, and then costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Floors for a network store: New refuses a RetryPeriod or a

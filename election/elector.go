@@ -13,6 +13,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -26,6 +27,7 @@ type Elector struct {
 	log      logr.Logger
 	identity string
 	notify   *notifier
+	tracer   tracing.Tracer
 
 	// mu guards the state shared between Run and the accessors.
 	mu      sync.Mutex
@@ -63,6 +65,7 @@ func New(cfg Config) (*Elector, error) {
 		log:      log,
 		identity: cfg.Lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
+		tracer:   tracing.New(cfg.TracerProvider),
 		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
 		watches:  rvnlease.NewWatches(1),
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -11,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -35,8 +37,18 @@ import (
 //  5. When the term is lost, OnStoppedLeading runs at once (from the
 //     term's own timer when its validity ran out, so a stuck loop cannot
 //     delay it); Run returns once OnStartedLeading has returned as well.
-func (r *run) lead(ctx context.Context, validUntil time.Time) error {
+func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
+	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
 	t := r.startTerm(ctx, validUntil)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Election.String(r.e.cfg.Lease.Describe()), tracing.Owner.String(r.e.identity))
+		if t.token != 0 {
+			span.SetAttributes(tracing.Token.Int64(t.token))
+		}
+		defer func() { endTerm(span, t, err) }()
+	} else {
+		defer span.End()
+	}
 	// Requests of the term outlive a cancelled ctx, so the leader can keep
 	// renewing while its work winds down, but never the term itself.
 	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
@@ -217,4 +229,20 @@ func (r *run) release(ctx context.Context) {
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())
 	}
+}
+
+// endTerm ends the span of term t with Run's error: the outcome says how
+// the term ended ("ended", or "lost" with the loss's reason).
+func endTerm(span trace.Span, t *term, err error) {
+	outcome := "ended"
+	var lost *dynalease.LostError
+	if errors.As(t.endCause(), &lost) {
+		outcome = "lost"
+		span.SetAttributes(tracing.Reason.String(lost.Reason.String()))
+	}
+	span.SetAttributes(tracing.Outcome.String(outcome), tracing.Renewals.Int64(t.renewals.Load()))
+	if errors.Is(err, context.Canceled) {
+		err = nil // the caller's own end
+	}
+	tracing.End(span, err)
 }

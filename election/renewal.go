@@ -4,6 +4,10 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dynalease/dynalease/internal/tracing"
 )
 
 // renewal is a term as the engine's scheduler (rvnlease.Scheduler) renews
@@ -87,6 +91,11 @@ func (rn *renewal) Renew() {
 	started := e.clk.Now()
 	w := r.hold.Write(rn.ctx, r.cur, r.newRecord(false))
 	e.cfg.Metrics.Renewal(w.Outcome(), e.clk.Since(started))
+	if w.Landed {
+		t.renewals.Add(1)
+	} else if span := trace.SpanFromContext(rn.ctx); span.IsRecording() {
+		span.AddEvent("dynalease.renewal_failed", trace.WithAttributes(tracing.Outcome.String(string(w.Outcome()))))
+	}
 	switch {
 	case w.Landed:
 		r.confirm(w.Item, w.Sent)

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynalease/dynalease"
@@ -42,6 +43,7 @@ type term struct {
 	done       chan struct{} // closed when the term ends
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
+	renewals atomic.Int64  // renewals that landed, for the term's span
 
 	onStopped   func() // OnStoppedLeading
 	stoppedOnce sync.Once

@@ -100,8 +100,15 @@ func (t target) kind() kind {
 }
 
 // acquireTarget takes t: its claims in this client, then the lease, through
-// the engine's one wait loop.
+// the engine's one wait loop, in the acquisition's span.
 func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, try bool) (*Lock, error) {
+	ctx, sp := c.startAcquire(ctx, t.kind(), t.key.String(), try)
+	l, err := c.takeTarget(ctx, t, a, try, sp)
+	sp.end(c, l, err)
+	return l, err
+}
+
+func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
 	if try {
 		a.failIfLocked = true
 	}
@@ -134,6 +141,7 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 		place.Plain = c.acquireLease(t, &plain)
 	}
 	w := c.wait(a, try, t.key.String())
+	sp.watch(w)
 	w.Places = []rvnlease.Place{place}
 	won, err := w.Run(ctx)
 	c.failing.Forget(t.key.String()) // nothing retries for this call any more

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"math"
 	"os"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -132,6 +134,11 @@ type Config struct {
 	// Metrics receives the client's reports (see package metrics and
 	// prommetrics); none when nil.
 	Metrics metrics.Locks
+	// TracerProvider receives the spans of the client's calls (Acquire and
+	// its variants, Release, Guard; see the package doc, Traces). Nil: the
+	// global provider (otel.GetTracerProvider), which records nothing
+	// until the application sets one, and then costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // config is a Config with its defaults filled in, as the client uses it.
@@ -146,6 +153,7 @@ type config struct {
 	clock          clockutil.Clock
 	log            logr.Logger
 	metrics        metrics.Locks
+	tracer         tracing.Tracer
 	concurrency    int
 	cacheSize      int
 	stint          time.Duration // 0: none
@@ -159,7 +167,7 @@ func (cfg Config) resolve() (config, error) {
 		identity: cfg.Identity, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
 		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, ttlSlack: cfg.TTL, clock: cfg.Clock,
 		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
-		fencing: cfg.Fencing, fair: !cfg.Unfair,
+		fencing: cfg.Fencing, fair: !cfg.Unfair, tracer: tracing.New(cfg.TracerProvider),
 	}
 	if c.lease == 0 {
 		c.lease = DefaultLeaseDuration

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -75,10 +76,16 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	if set := l.claim.set; set != nil {
 		keys = set.keys
 	}
+	ctx, span := l.startCall(ctx, "dynalease.lock.guard")
 	started := l.c.clk.Now()
 	err := g.GuardKeys(ctx, keys, h, items)
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
-	l.c.cfg.metrics.GuardedWrite(rvnlease.GuardOutcome(err))
+	outcome := rvnlease.GuardOutcome(err)
+	l.c.cfg.metrics.GuardedWrite(outcome)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ItemsWritten.Int(len(items)))
+	}
+	defer endCall(span, outcome, err)
 	switch {
 	case err == nil:
 		return nil

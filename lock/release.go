@@ -49,7 +49,14 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	// released.
 	l.holds = 0
 	l.mu.Unlock()
-	return l.release(ctx, r)
+	ctx, span := l.startCall(ctx, "dynalease.lock.release")
+	err := l.release(ctx, r)
+	outcome := "released"
+	if err != nil {
+		outcome = "error"
+	}
+	endCall(span, outcome, err)
+	return err
 }
 
 func (l *Lock) release(ctx context.Context, r releaseConfig) error {

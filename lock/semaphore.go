@@ -9,6 +9,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -119,10 +120,21 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	if err != nil {
 		return nil, err
 	}
+	ctx, sp := c.startAcquire(ctx, kindPermit, name, try)
+	if sp != nil {
+		sp.span.SetAttributes(tracing.Permits.Int(permits))
+	}
+	l, err := c.takePermit(ctx, name, permits, store, keys, a, try, sp)
+	sp.end(c, l, err)
+	return l, err
+}
+
+func (c *Client) takePermit(ctx context.Context, name string, permits int, store resourcelock.ManyStore, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()
 	w := c.wait(a, try, "semaphore "+name)
+	sp.watch(w)
 	w.Budget.Restart = true
 	w.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
 		return store.GetMany(ctx, keys)

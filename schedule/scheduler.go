@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -56,6 +58,10 @@ type Config struct {
 	// Metrics receives the jobs' figures (prommetrics' Metrics.Jobs);
 	// none when nil.
 	Metrics metrics.Jobs
+	// TracerProvider receives a span per run (dynalease.job.run, its
+	// context the run's). Nil: the global provider, which records nothing
+	// until the application sets one.
+	TracerProvider trace.TracerProvider
 	// OnEvent, when set, is called for every slot event (started,
 	// finished, skipped, missed) on the job's goroutine; it must return
 	// quickly. Metrics and tests use it.
@@ -98,6 +104,7 @@ type Scheduler struct {
 	wall    clock.PassiveClock // decides which slot is due
 	jobs    []*Job
 	running atomic.Int32
+	tracer  tracing.Tracer
 }
 
 // New returns a scheduler of jobs on cfg.Locks. It validates cfg and the
@@ -122,7 +129,7 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Nop{}
 	}
-	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock)}
+	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock), tracer: tracing.New(cfg.TracerProvider)}
 	s.wall = s.clk
 	if cfg.WallClock != nil {
 		s.wall = cfg.WallClock
@@ -326,8 +333,27 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	start := s.clk.Now()
 	s.event(Event{Job: j.Name, Kind: EventStarted, Slot: st.slot, Attempt: st.attempt, Lateness: s.wall.Now().Sub(st.slot)})
 	rctx, cancel := l.Context(ctx)
-	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: run(st.slot, st.attempt), Lock: l})
+	rctx, span := s.tracer.Start(rctx, "dynalease.job.run")
+	token := run(st.slot, st.attempt)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Job.String(j.Name), tracing.Slot.String(st.slot.Format(time.RFC3339Nano)),
+			tracing.Attempt.Int(st.attempt), tracing.Token.Int64(token), tracing.Owner.String(s.cfg.Locks.Identity()))
+	}
+	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: token, Lock: l})
 	cancel()
+	if span.IsRecording() {
+		outcome := "succeeded"
+		switch {
+		case l.Err() != nil:
+			outcome = "lost"
+		case err != nil && ctx.Err() != nil:
+			outcome = "stopped"
+		case err != nil:
+			outcome = "failed"
+		}
+		span.SetAttributes(tracing.Outcome.String(outcome))
+	}
+	tracing.End(span, err)
 	ev := Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Duration: s.clk.Since(start), Err: err}
 	if lost := l.Err(); lost != nil {
 		// The row may already be another instance's: nothing is written.

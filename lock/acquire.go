@@ -37,7 +37,11 @@ import (
 // fail while nothing is learned give up after the same budget. With
 // fencing tokens, a row that was written but could not be fenced is
 // released at once and tried again a poll later, within the same budget
-// (TryAcquire returns the failure).
+// (TryAcquire returns the failure). The released row keeps the numbers
+// the write set (WithNumbers): with WithBelow on the same names the retry
+// is refused with ErrNotBelow, as is one after a write in doubt that
+// landed unseen and was abandoned; the caller's ledger then shows an
+// acquisition that never ran, which package schedule settles by policy.
 //
 // An Acquire of a key this client already holds waits in process for that
 // lock's release (or, with WithReentrant, returns it with its hold count
@@ -132,7 +136,7 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 	if t.set == nil {
 		place.Stint = c.cfg.stint // sets have none
 	}
-	if len(a.below) > 0 {
+	if a.below != nil {
 		place.Admit = belowAdmits(a.below)
 	}
 	if a.numbers != nil || a.below != nil {

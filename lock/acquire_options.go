@@ -67,7 +67,8 @@ func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
 // it (resourcelock.WriteOptions.Numbers), under the names WithAttributes
 // may use. Later writes of the lock leave them as they are. A client with
 // Config.TTL refuses it (dynalease.ErrInvalid): DynamoDB would delete the
-// numbers with the row. Only a lock on one key takes it.
+// numbers with the row. Only a lock on one key takes it, and not with
+// WithReentrant.
 func WithNumbers(numbers map[string]int64) AcquireOption {
 	return func(a *acquireConfig) { a.numbers = numbers }
 }
@@ -85,6 +86,14 @@ func WithNumbers(numbers map[string]int64) AcquireOption {
 // for sets of keys, permits, reentrant acquisitions or Get.
 func WithBelow(bounds map[string]int64) AcquireOption {
 	return func(a *acquireConfig) { a.below = bounds }
+}
+
+// ledgerOption names the ledger's option a sets, for a refusal.
+func (a *acquireConfig) ledgerOption() string {
+	if a.numbers != nil {
+		return "WithNumbers"
+	}
+	return "WithBelow"
 }
 
 // WithFailIfLocked makes Acquire return ErrLocked at once when another holder
@@ -144,8 +153,8 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	if a.numbers != nil && c.cfg.ttlSlack > 0 {
 		return a, k, invalid("WithNumbers", "this client sets a TTL on its rows (Config.TTL): DynamoDB would delete the row's integer attributes with it")
 	}
-	if a.reentrant && a.below != nil {
-		return a, k, invalid("WithBelow", "a reentrant acquisition may return a lock held already, whatever its row's integers")
+	if a.reentrant && (a.numbers != nil || a.below != nil) {
+		return a, k, invalid(a.ledgerOption(), "a reentrant acquisition may return a lock held already, without writing or checking its row's integers")
 	}
 	for opt, m := range map[string]map[string]int64{"WithNumbers": a.numbers, "WithBelow": a.below} {
 		if _, ok := m[""]; ok {

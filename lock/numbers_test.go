@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/dynalease/dynalease"
@@ -89,6 +90,12 @@ func TestReleaseWithNumbersNeedsAKeptRow(t *testing.T) {
 // numbers over the earlier call's (the ledger would go back), but release
 // the row and win it under its own bound, which refuses it.
 func TestARowAnEarlierCallLeftIsNotTakenPastTheBound(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("found late %v", late), func(t *testing.T) { earlierCallsRow(t, late) })
+	}
+}
+
+func earlierCallsRow(t *testing.T, late bool) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
 	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
@@ -109,6 +116,11 @@ func TestARowAnEarlierCallLeftIsNotTakenPastTheBound(t *testing.T) {
 	f.store.OnCall(nil)
 	if it := f.item("job"); it.Released || it.Numbers["run"] != 5 {
 		t.Fatalf("the cancelled call's row: %+v", it)
+	}
+	if late {
+		// Found only after its validity: it must still not be renewed
+		// with this call's numbers.
+		f.fc.Step(2 * lease)
 	}
 	if _, err := f.c.TryAcquire(context.Background(), "job", ledger(3)...); !errors.Is(err, ErrNotBelow) {
 		t.Fatalf("TryAcquire(run 3) over a row left with run 5 = %v, want ErrNotBelow", err)
@@ -136,7 +148,11 @@ func TestLedgerOptionsAreRefusedWhereTheyCannotHold(t *testing.T) {
 			return err
 		},
 		"reentrant": func() error { _, err := f.c.TryAcquire(ctx, "job", append(ledger(1), WithReentrant())...); return err },
-		"get":       func() error { _, err := f.c.Get(ctx, "job", WithBelow(map[string]int64{"run": 1})); return err },
+		"reentrant, numbers only": func() error {
+			_, err := f.c.TryAcquire(ctx, "job", WithNumbers(map[string]int64{"run": 1}), WithReentrant())
+			return err
+		},
+		"get": func() error { _, err := f.c.Get(ctx, "job", WithBelow(map[string]int64{"run": 1})); return err },
 	} {
 		if err := call(); !errors.Is(err, dynalease.ErrInvalid) {
 			t.Errorf("%s with the ledger's options = %v, want ErrInvalid", name, err)

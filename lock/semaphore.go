@@ -91,7 +91,7 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 	case a.reentrant:
 		return nil, nil, a, invalid("WithReentrant", "a permit is not reentrant")
 	case a.numbers != nil || a.below != nil:
-		return nil, nil, a, invalid("WithNumbers", "a permit carries no integer attributes (nor WithBelow)")
+		return nil, nil, a, invalid(a.ledgerOption(), "a permit carries no integer attributes")
 	case a.failIfLocked:
 		return nil, nil, a, invalid("WithFailIfLocked", "use TryAcquirePermit")
 	case a.onlyIfExists:

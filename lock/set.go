@@ -82,7 +82,7 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	case a.reentrant:
 		return a, nil, invalid("WithReentrant", "a set of keys is not reentrant")
 	case a.numbers != nil || a.below != nil:
-		return a, nil, invalid("WithNumbers", "a set of keys carries no integer attributes (nor WithBelow)")
+		return a, nil, invalid(a.ledgerOption(), "a set of keys carries no integer attributes")
 	case a.onlyIfExists:
 		return a, nil, invalid("WithAcquireOnlyIfExists", "a set of keys takes missing rows too")
 	}

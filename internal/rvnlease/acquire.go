@@ -53,7 +53,9 @@ type Result struct {
 //  1. A row of ours confirmed only after its validity had passed (a write
 //     whose answer was lost), or written by an earlier acquirer that this
 //     one resumed: renew it with this acquirer's record, conditioned on
-//     identity and RVN.
+//     identity and RVN. With Admit set, a row an earlier acquirer wrote is
+//     released instead (through Plain) and won in a later round under
+//     this acquirer's rule, since its numbers are that acquirer's.
 //  2. No row seen yet, or the row missing or free: create it.
 //  3. The row is offered to this acquirer (Offered: a hand-over to it, a
 //     kept row whose queue it heads, its own release within its stint),
@@ -124,21 +126,26 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			return Result{Outcome: Unknown, Err: ans.err}, nil
 		}
 		if ans.landed {
+			if ans.earlier && a.Admit != nil {
+				// A write of an earlier acquirer holds the row, with
+				// that acquirer's numbers (however long ago it was
+				// sent): release it, and win the row under this one's
+				// rule (Admit, Below) in a later round. Never renew it
+				// with this one's numbers, which its rule did not admit.
+				if err := a.releaseOwn(ctx, ans.item); err != nil {
+					// Still the earlier acquirer's: found again, it is
+					// released again, not waited out as a stranger's.
+					a.w.attempts.addInherited(ans.item.RVN, ans.sent)
+					return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, nil
+				}
+				a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
+				continue
+			}
 			if !a.w.cfg.Clock.Now().Before(ans.sent.Add(a.w.cfg.Validity)) {
 				// Confirmed after its validity passed: renew at once
 				// rather than hand out a lease that is already over. (An
 				// answer that slow took a whole validity: no busy loop.)
 				a.late = ans.item
-				continue
-			}
-			if ans.earlier && a.Admit != nil {
-				// A write of an earlier acquirer holds the row, with
-				// that acquirer's numbers: release it, and win the row
-				// under this one's rule (Admit, Below) in a later round.
-				if err := a.releaseOwn(ctx, ans.item); err != nil {
-					return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, nil
-				}
-				a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
 				continue
 			}
 			if ans.earlier {
@@ -400,7 +407,8 @@ func (a *Acquirer) InDoubt() Attempts { return a.w.attempts.clone() }
 // Resume continues the watch and the writes in doubt of an earlier
 // acquirer of the same lease and identity. A row found carrying one of those
 // writes is this identity.s, and is written over with this acquirer's record
-// before a Round reports it Ours.
+// before a Round reports it Ours (released and won again, with Admit set:
+// see Round).
 func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
 	a.Obs = obs
 	a.w.attempts = inDoubt.clone()
@@ -448,10 +456,11 @@ func (a *Acquirer) releaseOwn(ctx context.Context, cur resourcelock.Item) error 
 	if port == nil {
 		port = a.w.port
 	}
-	rec := a.newRecord(cur)
+	base := cur // the row's record, when known, carries its data over
 	if cur.HolderIdentity == "" {
-		rec = a.newRecord(resourcelock.Item{})
+		base = resourcelock.Item{}
 	}
+	rec := a.newRecord(base)
 	rec.Released = true
 	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
 	start := cfg.Clock.Now()

@@ -75,6 +75,13 @@ func (a *Attempts) Inherited(rvn string) bool {
 	return false
 }
 
+// addInherited remembers the write of rvn, sent at sent by an earlier
+// acquirer, as landed in the row and in doubt again.
+func (a *Attempts) addInherited(rvn string, sent time.Time) {
+	a.Add(rvn, "", false, sent)
+	a.list[len(a.list)-1].inherited = true
+}
+
 // inherit marks every write remembered so far as an earlier acquirer's.
 func (a *Attempts) inherit() {
 	for i := range a.list {

@@ -124,10 +124,12 @@ type Jobs interface {
 	// Succeeded reports a run that succeeded, at the time it ended.
 	Succeeded(job string, at time.Time)
 	// Due reports by when the job must succeed again lest two of its
-	// slots pass without a success: the second slot after the one that
-	// succeeded (after the start, when first reported), plus the slot's
-	// starting deadline. It follows the schedule, so an irregular one (a
-	// weekday cron) does not raise the alert over a weekend.
+	// slots pass without a success: the second slot after the last one
+	// that succeeded, as the job's ledger keeps it, plus the slot's
+	// starting deadline (from when the instance started, for a job that
+	// never succeeded). Every instance reports the same time, and an
+	// irregular schedule (a weekday cron) does not raise the alert over a
+	// weekend.
 	Due(job string, by time.Time)
 }
 

@@ -13,6 +13,9 @@ const (
 	doneAttribute = "jobDone"
 	// outcomeAttribute is how the run of doneAttribute's slot ended.
 	outcomeAttribute = "jobOutcome"
+	// succeededAttribute is the last slot that succeeded, in Unix
+	// milliseconds: the metrics' due time counts from it.
+	succeededAttribute = "jobSucceeded"
 
 	attemptsPerSlot = 1000
 	// lastAttempt is the attempt number that closes a slot without a run:
@@ -50,6 +53,8 @@ type ledger struct {
 	attempt int
 	done    time.Time // the last slot finished; zero when none
 	outcome Outcome
+	// succeeded is the last slot that succeeded; zero when none.
+	succeeded time.Time
 }
 
 func ledgerOf(numbers map[string]int64) ledger {
@@ -61,6 +66,9 @@ func ledgerOf(numbers map[string]int64) ledger {
 	if done, ok := numbers[doneAttribute]; ok {
 		l.done = time.UnixMilli(done).UTC()
 		l.outcome = Outcome(numbers[outcomeAttribute])
+	}
+	if ok, found := numbers[succeededAttribute]; found {
+		l.succeeded = time.UnixMilli(ok).UTC()
 	}
 	return l
 }
@@ -80,5 +88,9 @@ func startWrites(s time.Time, a int) (numbers, below map[string]int64) {
 
 // doneWrites returns the numbers of the release that finishes slot s.
 func doneWrites(s time.Time, o Outcome) map[string]int64 {
-	return map[string]int64{doneAttribute: s.UnixMilli(), outcomeAttribute: int64(o)}
+	n := map[string]int64{doneAttribute: s.UnixMilli(), outcomeAttribute: int64(o)}
+	if o == Succeeded {
+		n[succeededAttribute] = s.UnixMilli()
+	}
+	return n
 }

@@ -84,19 +84,20 @@ func (j *Job) afterDeath(led ledger, now time.Time) step {
 	return st
 }
 
-// overlapped returns the slots of j after slot, due by now, that fell due
-// while this instance ran slot and that the overlap policy settles: with
+// overlapped returns the slots of j that fell due while this instance ran
+// slot, from began to now, and that the overlap policy settles: with
 // OverlapSkip all of them (skipped), with OverlapWait those whose starting
 // deadline has passed (missed; a slot still within its deadline has
-// waited, and starts now). It returns the last of them (slot when none),
-// how many there are, and the event they make.
-func (j *Job) overlapped(slot, now time.Time, horizon time.Duration) (time.Time, int, EventKind) {
+// waited, and starts now). Slots due before the run began are the plan's
+// (RunEach's catch-up), not these. It returns the last of them (slot when
+// none), how many there are, and the event they make.
+func (j *Job) overlapped(slot, began, now time.Time, horizon time.Duration) (time.Time, int, EventKind) {
 	kind := EventSkipped
 	if j.Overlap == OverlapWait {
 		kind = EventMissed
 	}
 	last, n := slot, 0
-	for t := j.Schedule.Next(later(slot, now.Add(-horizon))); !t.IsZero() && !t.After(now); t = j.Schedule.Next(t) {
+	for t := j.Schedule.Next(later(later(slot, began), now.Add(-horizon))); !t.IsZero() && !t.After(now); t = j.Schedule.Next(t) {
 		if j.Overlap == OverlapWait && !now.After(t.Add(j.StartingDeadline)) {
 			break
 		}

@@ -114,10 +114,21 @@ func TestOverlapped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := testJob(t, func(j *Job) { j.Overlap = tc.overlap })
-			last, n, kind := j.overlapped(t0, tc.now, DefaultHorizon)
+			last, n, kind := j.overlapped(t0, t0.Add(time.Second), tc.now, DefaultHorizon)
 			if !last.Equal(tc.last) || n != tc.n || kind != tc.kind {
 				t.Fatalf("overlapped = %v, %d, %v; want %v, %d, %v", last, n, kind, tc.last, tc.n, tc.kind)
 			}
 		})
+	}
+}
+
+// A catch-up run (RunEach) of an old slot: the slots due before it began
+// are the plan's next steps, not slots it overlapped.
+func TestOverlappedCountsOnlySlotsDueDuringTheRun(t *testing.T) {
+	j := testJob(t, func(j *Job) { j.Overlap = OverlapSkip })
+	m := time.Minute
+	last, n, _ := j.overlapped(t0, t0.Add(3*m+time.Second), t0.Add(4*m+10*time.Second), DefaultHorizon)
+	if n != 1 || !last.Equal(t0.Add(4*m)) {
+		t.Fatalf("overlapped = %v, %d; want only %v", last, n, t0.Add(4*m))
 	}
 }

@@ -151,9 +151,6 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		for _, e := range []string{metrics.SlotStarted, metrics.SlotSucceeded, metrics.SlotFailed, metrics.SlotSkipped, metrics.SlotMissed} {
 			cfg.Metrics.Slots(j.Name, e, 0) // every series from 0, for alerts on increase()
 		}
-		if due := s.due(j.Name, s.wall.Now()); !due.IsZero() {
-			cfg.Metrics.Due(j.Name, due) // a job that never succeeds raises the alert too
-		}
 	}
 	return s, nil
 }
@@ -197,7 +194,7 @@ func unfixable(err error) bool {
 func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	key := s.cfg.KeyPrefix + j.Name
 	log := s.cfg.Log.WithValues("job", j.Name)
-	var handled time.Time
+	var handled, started time.Time
 	for ctx.Err() == nil {
 		led, err := s.read(ctx, key)
 		if unfixable(err) {
@@ -209,6 +206,10 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 			continue
 		}
 		now := s.wall.Now()
+		if started.IsZero() {
+			started = now
+		}
+		s.reportDue(j, led, started)
 		d := j.plan(led, handled, now, s.cfg.Horizon)
 		switch {
 		case !d.skipTo.IsZero():
@@ -303,8 +304,9 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	if st.late {
 		log.Info("starting a slot after its starting deadline, by the missed-slot policy")
 	}
+	began := s.wall.Now()
 	s.runSlot(ctx, j, l, st, log)
-	last, n, kind := j.overlapped(st.slot, s.wall.Now(), s.cfg.Horizon)
+	last, n, kind := j.overlapped(st.slot, began, s.wall.Now(), s.cfg.Horizon)
 	if n > 0 {
 		s.event(Event{Job: j.Name, Kind: kind, Slot: last, Count: n})
 	}
@@ -402,7 +404,6 @@ func (s *Scheduler) event(e Event) {
 		case Succeeded:
 			m.Slots(e.Job, metrics.SlotSucceeded, 1)
 			m.Succeeded(e.Job, s.wall.Now())
-			m.Due(e.Job, s.due(e.Job, e.Slot))
 		case Failed:
 			m.Slots(e.Job, metrics.SlotFailed, 1)
 		}
@@ -419,16 +420,18 @@ func (s *Scheduler) event(e Event) {
 	}
 }
 
-// due returns by when the job named name must succeed again, after a
-// success of slot (or from the start): the second slot after it plus the
-// starting deadline; zero when the schedule names no such slot.
-func (s *Scheduler) due(name string, slot time.Time) time.Time {
-	for _, j := range s.jobs {
-		if j.Name == name {
-			if second := j.Schedule.Next(j.Schedule.Next(slot)); !second.IsZero() {
-				return second.Add(j.StartingDeadline)
-			}
-		}
+// reportDue reports by when j must succeed again: two slots after the
+// ledger's last success, plus the starting deadline. Every instance
+// reports the same time, from the ledger, however often it restarts. A job
+// that never succeeded counts from when this instance first read its
+// ledger (started): a fleet that keeps restarting before any success
+// keeps moving that time, which the alert cannot tell from a new job.
+func (s *Scheduler) reportDue(j *Job, led ledger, started time.Time) {
+	from := led.succeeded
+	if from.IsZero() {
+		from = started
 	}
-	return time.Time{}
+	if second := j.Schedule.Next(j.Schedule.Next(from)); !second.IsZero() {
+		s.cfg.Metrics.Due(j.Name, second.Add(j.StartingDeadline))
+	}
 }

@@ -28,6 +28,8 @@ func oneInstance(t *testing.T, m metrics.Jobs, until func([]Event) bool, jobs ..
 
 // soloClock is the fake clock of the oneInstance test under way, for run
 // functions that let time pass; soloLease its lease (testLease when zero).
+// They are safe only while this package's tests do not run in parallel
+// (none calls t.Parallel).
 var (
 	soloClock *clocktesting.FakeClock
 	soloLease time.Duration

@@ -16,7 +16,8 @@
 //	admit only if jobRun < S×1000+a and jobDone < S; set jobRun = S×1000+a
 //
 // A run that ends releases the lock with jobDone = S and its outcome
-// (lock.ReleaseWithNumbers).
+// (lock.ReleaseWithNumbers), and, when it succeeded, jobSucceeded = S (the
+// metrics' due time counts from it).
 //
 // # Guarantees, and why they hold
 //
@@ -45,8 +46,10 @@
 //     tried the slot itself, by waiting for the job's lock until the next
 //     slot: a live run's renewals keep it waiting, and its release with the
 //     slot finished refuses the settling write. A run cut short by its
-//     instance stopping (Run's context ending) and an attempt whose lock
-//     could not be given a fencing token are settled the same way. A later
+//     instance stopping (Run's context ending), an attempt whose lock
+//     could not be given a fencing token, and one whose taking write was
+//     in doubt, landed unseen and was abandoned, are settled the same way
+//     (each advanced jobRun without a run). A later
 //     slot that falls due first supersedes it.
 //   - Slots missed while every instance was down follow Job.Missed: the
 //     latest runs once (RunLatest), none run (SkipMissed), or each runs,

@@ -20,11 +20,12 @@ dynamodb-local:
 # make test runs make lint first (go vet and staticcheck, no server needed);
 # sh -c makes a test failure the command's exit status, which the script
 # passes on after stopping the server. The k8s module (client-go and
-# controller-runtime adapters) and the gocronlease module (gocron's Elector
-# and Locker), each with a go.mod of its own, are tested after the core,
-# against the same server.
+# controller-runtime adapters), the gocronlease module (gocron's Elector
+# and Locker) and the otel module (OpenTelemetry's SDK: the span tests),
+# each with a go.mod of its own, are tested after the core, against the
+# same server.
 test: lint
-	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./... && cd k8s && $(GO) test -race -count=1 -timeout 10m ./... && cd ../gocronlease && $(GO) test -race -count=1 -timeout 5m ./...'
+	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./... && cd k8s && $(GO) test -race -count=1 -timeout 10m ./... && cd ../gocronlease && $(GO) test -race -count=1 -timeout 5m ./... && cd ../otel && $(GO) test -race -count=1 -timeout 5m ./...'
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test
@@ -64,6 +65,7 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	cd k8s && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 	cd gocronlease && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd otel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:
 	$(GO) fmt ./...

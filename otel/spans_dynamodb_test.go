@@ -1,0 +1,100 @@
+package dynaotel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/schedule"
+)
+
+// A write guarded by the lock, on DynamoDB Local: its span is under the
+// caller's, committed, with the lock's key and the items written.
+func TestTheSpanOfAGuardedWrite(t *testing.T) {
+	rec := newRecorder(t)
+	c := ddbtest.Client(t)
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: ddbtest.NewTable(t, c, ddbtest.TableSpec{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ddbtest.NewTable(t, c, ddbtest.TableSpec{PartitionKey: "id"})
+	locks := client(t, store, "me", rec)
+	ctx, request := rec.Tracer("test").Start(context.Background(), "POST /balance")
+	l, err := locks.Acquire(ctx, "customer-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
+		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}})
+	if err != nil {
+		t.Fatalf("Guard = %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+	s := rec.one(t, "dynalease.lock.guard")
+	under(t, s, request)
+	wantAttr(t, s, "dynalease.outcome", "committed")
+	wantAttr(t, s, "dynalease.lock.key", "customer-42")
+	wantAttr(t, s, "dynalease.guard.items", int64(1))
+	under(t, rec.one(t, "dynalease.lock.acquire"), request)
+}
+
+// soon names one slot, a moment from now, and none after it.
+type soon struct{ at time.Time }
+
+func (s soon) Next(t time.Time) time.Time {
+	if t.Before(s.at) {
+		return s.at
+	}
+	return time.Time{}
+}
+
+// A job's run: one span per run, the run's context carrying it, with the
+// job, slot, attempt and token, and the outcome.
+func TestTheSpanOfAJobsRun(t *testing.T) {
+	rec := newRecorder(t)
+	locks := client(t, resourcelock.NewMemoryStore(), "me", nil)
+	slot := soon{at: time.Now().Add(100 * time.Millisecond).Truncate(time.Millisecond)}
+	// A generous deadline: the one slot runs however busy the machine is.
+	ran := make(chan struct{})
+	var token int64
+	s, err := schedule.New(schedule.Config{Locks: locks, TracerProvider: rec}, schedule.Job{Name: "report", Schedule: slot, StartingDeadline: time.Minute,
+		Run: func(ctx context.Context, r schedule.Run) error {
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				t.Error("the run's context carries no span")
+			}
+			token = r.Token
+			close(ran)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	// The schedule names no more slots: Run returns once the run is done.
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	cancel()
+	select {
+	case <-ran:
+	default:
+		t.Fatal("the slot did not run (missed: the machine stalled past its starting deadline?)")
+	}
+	sp := rec.one(t, "dynalease.job.run")
+	wantAttr(t, sp, "dynalease.job", "report")
+	wantAttr(t, sp, "dynalease.job.attempt", int64(1))
+	wantAttr(t, sp, "dynalease.fencing.token", token)
+	wantAttr(t, sp, "dynalease.outcome", "succeeded")
+}

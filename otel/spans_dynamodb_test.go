@@ -2,11 +2,14 @@ package dynaotel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
@@ -16,10 +19,13 @@ import (
 )
 
 // A write guarded by the lock, on DynamoDB Local: its span is under the
-// caller's, committed, with the lock's key and the items written.
+// caller's, committed, with the lock's key and the items written. The SDK's
+// own spans (the contrib otelaws middleware) sit under the library's.
 func TestTheSpanOfAGuardedWrite(t *testing.T) {
 	rec := newRecorder(t)
-	c := ddbtest.Client(t)
+	c := ddbtest.Client(t, func(o *dynamodb.Options) {
+		otelaws.AppendMiddlewares(&o.APIOptions, otelaws.WithTracerProvider(rec))
+	})
 	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: ddbtest.NewTable(t, c, ddbtest.TableSpec{})})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,17 @@ func TestTheSpanOfAGuardedWrite(t *testing.T) {
 	wantAttr(t, s, "dynalease.outcome", "committed")
 	wantAttr(t, s, "dynalease.lock.key", "customer-42")
 	wantAttr(t, s, "dynalease.guard.items", int64(1))
-	under(t, rec.one(t, "dynalease.lock.acquire"), request)
+	acquire := rec.one(t, "dynalease.lock.acquire")
+	under(t, acquire, request)
+	var sdkSpans int
+	for _, sp := range rec.exp.GetSpans() {
+		if sp.Parent.SpanID() == acquire.SpanContext.SpanID() && strings.HasPrefix(sp.Name, "DynamoDB") {
+			sdkSpans++
+		}
+	}
+	if sdkSpans == 0 {
+		t.Fatal("no span of the SDK's DynamoDB requests under the acquire's span")
+	}
 }
 
 // soon names one slot, a moment from now, and none after it.

@@ -103,7 +103,9 @@ func series(t *testing.T, reg *prometheus.Registry) []string {
 	return out
 }
 
-func fmtFloat(v float64) string { return strings.TrimRight(strings.TrimRight(strconvFloat(v), "0"), ".") }
+func fmtFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(strconvFloat(v), "0"), ".")
+}
 
 // The same scenario through prommetrics and through otelmetrics exported
 // by OpenTelemetry's Prometheus exporter gives the same series, labels and

@@ -9,7 +9,7 @@ DDB_LOCAL := scripts/dynamodb-local.sh
 # the module cache (go.mod does not change).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all dynamodb-local test lint test-loaded demo bench chaos fuzz fmt vet clean
+.PHONY: all dynamodb-local test lint test-loaded demo bench chaos fuzz release-check fmt vet clean
 
 all: test
 
@@ -52,6 +52,14 @@ chaos:
 	mkdir -p .cache/chaos
 	$(GO) build -o $(CHAOS_BIN) ./chaos
 	$(DDB_LOCAL) run -- sh -c '$(CHAOS_BIN) run -lease 2s -renew 1.5s -retry 200ms && $(CHAOS_BIN) run -lease 3s -renew 2s -retry 500ms && $(CHAOS_BIN) run -lease 2s -renew 1.98s -retry 200ms -lock-margin 20ms'
+
+# make release-check VERSION=vX.Y.Z: before tagging, the CHANGELOG's section,
+# the siblings' requirement of the core at VERSION without replace, the
+# API against the last tag (apidiff), and each sibling tidied, built and
+# tested outside the workspace against the core at VERSION from a local
+# module proxy (scripts/release-check.sh; RELEASING.md).
+release-check:
+	$(DDB_LOCAL) run -- env VERSION=$(VERSION) GO=$(GO) scripts/release-check.sh
 
 # make fuzz: every Go fuzz target for FUZZTIME each (default 1m); their
 # seed corpora (testdata/fuzz) run in make test as ordinary tests.

@@ -3,7 +3,7 @@ module github.com/dynalease/dynalease/gocronlease
 go 1.26.0
 
 require (
-	github.com/dynalease/dynalease v0.0.0
+	github.com/dynalease/dynalease v0.1.0
 	github.com/go-co-op/gocron/v2 v2.21.2
 )
 
@@ -23,4 +23,3 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 )
 
-replace github.com/dynalease/dynalease => ../

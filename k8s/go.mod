@@ -7,7 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
-	github.com/dynalease/dynalease v0.0.0
+	github.com/dynalease/dynalease v0.1.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/uuid v1.6.0
 	k8s.io/apimachinery v0.37.2
@@ -90,4 +90,3 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/dynalease/dynalease => ../

@@ -17,15 +17,16 @@ all: test
 dynamodb-local:
 	$(DDB_LOCAL) install
 
-# make test runs make lint first (go vet and staticcheck, no server needed);
-# sh -c makes a test failure the command's exit status, which the script
-# passes on after stopping the server. The k8s module (client-go and
-# controller-runtime adapters), the gocronlease module (gocron's Elector
-# and Locker) and the otel module (OpenTelemetry's SDK: the span tests),
-# each with a go.mod of its own, are tested after the core, against the
-# same server.
+# make test runs make lint first (go vet and staticcheck, no server needed),
+# then every module's tests in one go test over the workspace (go.work):
+# the core, k8s (client-go and controller-runtime adapters), gocronlease
+# (gocron's Elector and Locker) and otel (the span tests, otelmetrics), so
+# that one module's packages build and run while another's wait, against
+# one DynamoDB Local. sh -c is not needed: the script passes go test's
+# exit status on after stopping the server.
+MODULES := ./... ./k8s/... ./gocronlease/... ./otel/...
 test: lint
-	$(DDB_LOCAL) run -- sh -c '$(GO) test -race -count=1 -timeout 20m ./... && cd k8s && $(GO) test -race -count=1 -timeout 10m ./... && cd ../gocronlease && $(GO) test -race -count=1 -timeout 5m ./... && cd ../otel && $(GO) test -race -count=1 -timeout 5m ./...'
+	$(DDB_LOCAL) run -- $(GO) test -race -count=1 -timeout 20m $(MODULES)
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test
@@ -69,11 +70,8 @@ fuzz:
 # make lint: gofmt, go vet and staticcheck (staticcheck.conf), all clean.
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
-	cd k8s && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
-	cd gocronlease && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
-	cd otel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	$(GO) vet $(MODULES)
+	$(GO) run $(STATICCHECK) $(MODULES)
 
 fmt:
 	$(GO) fmt ./...

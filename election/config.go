@@ -119,8 +119,8 @@ type Config struct {
 	// TracerProvider receives a span per leadership term
 	// (dynalease.election.term, under Run's context; OnStartedLeading's
 	// context carries it, and the term's renewals run under it). Nil: the
-	// global provider (otel.GetTracerProvider), which records nothing
-	// until the application sets one, and then costs nothing.
+	// global provider (otel.GetTracerProvider), which records nothing,
+	// and costs nothing, until the application sets one.
 	TracerProvider trace.TracerProvider
 }
 

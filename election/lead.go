@@ -40,6 +40,7 @@ import (
 func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
 	t := r.startTerm(ctx, validUntil)
+	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.Election.String(r.e.cfg.Lease.Describe()), tracing.Owner.String(r.e.identity))
 		if t.token != 0 {

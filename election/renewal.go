@@ -93,7 +93,7 @@ func (rn *renewal) Renew() {
 	e.cfg.Metrics.Renewal(w.Outcome(), e.clk.Since(started))
 	if w.Landed {
 		t.renewals.Add(1)
-	} else if span := trace.SpanFromContext(rn.ctx); span.IsRecording() {
+	} else if span := t.span; span != nil && span.IsRecording() {
 		span.AddEvent("dynalease.renewal_failed", trace.WithAttributes(tracing.Outcome.String(string(w.Outcome()))))
 	}
 	switch {

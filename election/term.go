@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/clockutil"
 	"github.com/dynalease/dynalease/internal/rvnlease"
@@ -44,6 +46,7 @@ type term struct {
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 	renewals atomic.Int64  // renewals that landed, for the term's span
+	span     trace.Span    // the term's span; set before its renewals start
 
 	onStopped   func() // OnStoppedLeading
 	stoppedOnce sync.Once

@@ -135,9 +135,12 @@ type Config struct {
 	// prommetrics); none when nil.
 	Metrics metrics.Locks
 	// TracerProvider receives the spans of the client's calls (Acquire and
-	// its variants, Release, Guard; see the package doc, Traces). Nil: the
-	// global provider (otel.GetTracerProvider), which records nothing
-	// until the application sets one, and then costs nothing.
+	// its variants, Release, Guard; their attributes are listed in
+	// docs/design/tracing.md). Nil: the global provider
+	// (otel.GetTracerProvider), which records nothing, and costs nothing,
+	// until the application sets one. A provider set globally in an init
+	// function that runs before this package's is taken for the default,
+	// and records nothing: set it in main, or pass it here.
 	TracerProvider trace.TracerProvider
 }
 

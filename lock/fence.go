@@ -59,7 +59,7 @@ func (l *Lock) Token() int64 {
 // dynamodbstore.Config.MaxTransactItems). A lock on a set of keys (AcquireSet) checks
 // every key's row in the same transaction, and takes that many fewer
 // items; losing any key fails the write as losing the lock does.
-func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
+func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) (err error) {
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
 		l.mu.Unlock()
@@ -78,14 +78,14 @@ func (l *Lock) Guard(ctx context.Context, items ...types.TransactWriteItem) erro
 	}
 	ctx, span := l.startCall(ctx, "dynalease.lock.guard")
 	started := l.c.clk.Now()
-	err := g.GuardKeys(ctx, keys, h, items)
+	err = g.GuardKeys(ctx, keys, h, items)
 	l.c.observeRequest("guard", err, l.c.clk.Since(started))
 	outcome := rvnlease.GuardOutcome(err)
 	l.c.cfg.metrics.GuardedWrite(outcome)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ItemsWritten.Int(len(items)))
 	}
-	defer endCall(span, outcome, err)
+	defer func() { endCall(span, outcome, err) }() // the error Guard returns: a loss as LostError
 	switch {
 	case err == nil:
 		return nil

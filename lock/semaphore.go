@@ -120,7 +120,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	if err != nil {
 		return nil, err
 	}
-	ctx, sp := c.startAcquire(ctx, kindPermit, name, try)
+	ctx, sp := c.startAcquire(ctx, kindPermit, semName(name), try)
 	if sp != nil {
 		sp.span.SetAttributes(tracing.Permits.Int(permits))
 	}

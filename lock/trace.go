@@ -3,10 +3,10 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
@@ -32,16 +32,17 @@ var acquireSpanNames = [...]string{
 }
 
 // startAcquire starts the span of an acquisition of kind k of what (a key,
-// a set's keys, a semaphore), and returns the context the acquisition's
-// requests run under.
-func (c *Client) startAcquire(ctx context.Context, k kind, what string, try bool) (context.Context, *acquireSpan) {
+// a set's keys, a semaphore's name), and returns the context the
+// acquisition's requests run under. what is a Stringer, made a string
+// only for a span that records.
+func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, try bool) (context.Context, *acquireSpan) {
 	ctx, span := c.cfg.tracer.Start(ctx, acquireSpanNames[k])
 	if !span.IsRecording() {
 		span.End()
 		return ctx, nil
 	}
-	span.SetAttributes(tracing.Key.String(what), tracing.Kind.String(k.String()), tracing.Owner.String(c.cfg.identity),
-		attribute.Bool("dynalease.try", try))
+	span.SetAttributes(tracing.Key.String(what.String()), tracing.Kind.String(k.String()), tracing.Owner.String(c.cfg.identity),
+		tracing.Try.Bool(try))
 	return ctx, &acquireSpan{span: span, start: c.clk.Now()}
 }
 
@@ -62,7 +63,7 @@ func (s *acquireSpan) watch(w *rvnlease.Wait) {
 	onPoll := w.OnPoll
 	w.OnPoll = func(res rvnlease.Result, obs rvnlease.Observation, err error, took time.Duration) {
 		if s.polls.Add(1) == 1 && obs.Known && !obs.Free() {
-			s.span.AddEvent("held", trace.WithAttributes(attribute.String("dynalease.holder", obs.Holder)))
+			s.span.AddEvent("held", trace.WithAttributes(tracing.Holder.String(obs.Holder)))
 		}
 		if onPoll != nil {
 			onPoll(res, obs, err, took)
@@ -135,3 +136,8 @@ func endCall(span trace.Span, outcome string, err error) {
 	span.SetAttributes(tracing.Outcome.String(outcome))
 	tracing.End(span, err)
 }
+
+// semName is a semaphore's name as a fmt.Stringer, for startAcquire.
+type semName string
+
+func (n semName) String() string { return string(n) }

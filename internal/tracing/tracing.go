@@ -31,11 +31,11 @@ const (
 	WaitMs       = attribute.Key("dynalease.wait_ms")
 	Polls        = attribute.Key("dynalease.polls")
 	Requests     = attribute.Key("dynalease.requests")
-	QueuePlace   = attribute.Key("dynalease.queue.place")
+	Try          = attribute.Key("dynalease.try")
+	Holder       = attribute.Key("dynalease.holder")
 	Token        = attribute.Key("dynalease.fencing.token")
 	Election     = attribute.Key("dynalease.election")
 	Renewals     = attribute.Key("dynalease.renewals")
-	Heartbeats   = attribute.Key("dynalease.heartbeats")
 	Job          = attribute.Key("dynalease.job")
 	Slot         = attribute.Key("dynalease.job.slot")
 	Attempt      = attribute.Key("dynalease.job.attempt")
@@ -63,9 +63,6 @@ func New(tp trace.TracerProvider) Tracer {
 	}
 	return Tracer{configured: tp.Tracer(Scope)}
 }
-
-// On reports whether a span started now could record.
-func (t Tracer) On() bool { return t.configured != nil || otel.GetTracerProvider() != initial }
 
 // Start starts the span name under ctx, and returns the context that
 // carries it. With tracing off it returns ctx itself and a span that

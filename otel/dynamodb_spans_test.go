@@ -2,6 +2,7 @@ package dynaotel_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 	"github.com/dynalease/dynalease/schedule"
@@ -113,4 +116,47 @@ func TestTheSpanOfAJobsRun(t *testing.T) {
 	wantAttr(t, sp, "dynalease.job.attempt", int64(1))
 	wantAttr(t, sp, "dynalease.fencing.token", token)
 	wantAttr(t, sp, "dynalease.outcome", "succeeded")
+}
+
+// A guarded write that finds its lock taken (the row overwritten by
+// another owner, and no heartbeat of this client to notice first): the
+// guard's span ends lost, with the reason as an event.
+func TestTheSpanOfAGuardedWriteThatFindsTheLockLost(t *testing.T) {
+	rec := newRecorder(t)
+	c := ddbtest.Client(t)
+	table := ddbtest.NewTable(t, c, ddbtest.TableSpec{})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ddbtest.NewTable(t, c, ddbtest.TableSpec{PartitionKey: "id"})
+	locks, err := lock.New(lock.Config{Store: store, Identity: "me", LeaseDuration: time.Minute, ManualHeartbeats: true, TracerProvider: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locks.Close(context.Background())
+	ctx := context.Background()
+	l, err := locks.Acquire(ctx, "customer-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		ddbtest.DefaultPartitionKey: &types.AttributeValueMemberS{Value: "customer-42"},
+		"ownerName":                 &types.AttributeValueMemberS{Value: "thief"},
+		"recordVersionNumber":       &types.AttributeValueMemberS{Value: "stolen"},
+		"leaseDuration":             &types.AttributeValueMemberS{Value: "60000"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
+		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}})
+	if !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Guard on a stolen lock = %v, want ErrLost", err)
+	}
+	s := rec.one(t, "dynalease.lock.guard")
+	wantAttr(t, s, "dynalease.outcome", "lost")
+	if len(s.Events) == 0 || s.Events[0].Name != "dynalease.lock.lost" {
+		t.Fatalf("events %v, want dynalease.lock.lost", s.Events)
+	}
 }

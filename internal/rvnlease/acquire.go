@@ -126,52 +126,10 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			return Result{Outcome: Unknown, Err: ans.err}, nil
 		}
 		if ans.landed {
-			if ans.earlier && a.Admit != nil {
-				// A write of an earlier acquirer holds the row, with
-				// that acquirer's numbers (however long ago it was
-				// sent): release it, and win the row under this one's
-				// rule (Admit, Below) in a later round. Never renew it
-				// with this one's numbers, which its rule did not admit.
-				if err := a.releaseOwn(ctx, ans.item); err != nil {
-					// Still the earlier acquirer's: found again, it is
-					// released again, not waited out as a stranger's.
-					a.w.attempts.addInherited(ans.item.RVN, ans.sent)
-					return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, nil
-				}
-				a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
-				continue
+			if res, settled := a.landed(ctx, ans); settled {
+				return res, nil
 			}
-			if !a.w.cfg.Clock.Now().Before(ans.sent.Add(a.w.cfg.Validity)) {
-				// Confirmed after its validity passed: renew at once
-				// rather than hand out a lease that is already over. (An
-				// answer that slow took a whole validity: no busy loop.)
-				a.late = ans.item
-				continue
-			}
-			if ans.earlier {
-				// A write of an earlier, abandoned acquirer (its answer
-				// lost) holds the row: ours, but with that call's record.
-				// Write this one's over it before handing it out.
-				a.late = ans.item
-				continue
-			}
-			a.late = resourcelock.Item{}
-			stint := ans.sent
-			if a.ownRelease() && a.tried == a.Obs.RVN {
-				stint = a.Obs.StintStart // its own release, taken back
-			}
-			a.Obs = Observation{Pace: a.Obs.Pace}
-			it := ans.item
-			if a.q != nil {
-				// Acquired other than by a hand-over (a free row, a
-				// takeover): the entry left behind would be handed the
-				// lease later, and cost the others a lease of delay.
-				// The hold is the write's: only the queue is taken from
-				// the row as left (a set's is a fold, partly of older
-				// reads).
-				it.Queue = a.leave(ctx, it).Queue
-			}
-			return Result{Outcome: Ours, Item: it, Sent: ans.sent, StintStart: stint}, nil
+			continue
 		}
 		if ans.missing && a.OnlyIfExists {
 			return Result{}, fmt.Errorf("%w: the row does not exist and only an existing one may be taken", resourcelock.ErrNotFound)
@@ -183,6 +141,60 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 		}
 		return Result{Outcome: Others, Err: ans.failure()}, nil
 	}
+}
+
+// landed settles a round whose write (or an earlier one of this identity)
+// is found in the row: the round's Result, and true; or false when the
+// row must be written again first (a row confirmed after its validity, or
+// left by an earlier acquirer), which the next attempt of the round does.
+// An Ours result counts its validity from the confirmed write's send.
+func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
+	if ans.earlier && a.Admit != nil {
+		// A write of an earlier acquirer holds the row, with
+		// that acquirer's numbers (however long ago it was
+		// sent): release it, and win the row under this one's
+		// rule (Admit, Below) in a later round. Never renew it
+		// with this one's numbers, which its rule did not admit.
+		if err := a.releaseOwn(ctx, ans.item); err != nil {
+			// Still the earlier acquirer's: found again, it is
+			// released again, not waited out as a stranger's.
+			a.w.attempts.addInherited(ans.item.RVN, ans.sent)
+			return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, true
+		}
+		a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
+		return Result{}, false
+	}
+	if !a.w.cfg.Clock.Now().Before(ans.sent.Add(a.w.cfg.Validity)) {
+		// Confirmed after its validity passed: renew at once
+		// rather than hand out a lease that is already over. (An
+		// answer that slow took a whole validity: no busy loop.)
+		a.late = ans.item
+		return Result{}, false
+	}
+	if ans.earlier {
+		// A write of an earlier, abandoned acquirer (its answer
+		// lost) holds the row: ours, but with that call's record.
+		// Write this one's over it before handing it out.
+		a.late = ans.item
+		return Result{}, false
+	}
+	a.late = resourcelock.Item{}
+	stint := ans.sent
+	if a.ownRelease() && a.tried == a.Obs.RVN {
+		stint = a.Obs.StintStart // its own release, taken back
+	}
+	a.Obs = Observation{Pace: a.Obs.Pace}
+	it := ans.item
+	if a.q != nil {
+		// Acquired other than by a hand-over (a free row, a
+		// takeover): the entry left behind would be handed the
+		// lease later, and cost the others a lease of delay.
+		// The hold is the write's: only the queue is taken from
+		// the row as left (a set's is a fold, partly of older
+		// reads).
+		it.Queue = a.leave(ctx, it).Queue
+	}
+	return Result{Outcome: Ours, Item: it, Sent: ans.sent, StintStart: stint}, true
 }
 
 func (a *Acquirer) attempt(ctx context.Context) answer {

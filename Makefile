@@ -9,7 +9,7 @@ DDB_LOCAL := scripts/dynamodb-local.sh
 # the module cache (go.mod does not change).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all dynamodb-local test lint test-loaded demo bench chaos fuzz release-check fmt vet clean
+.PHONY: all dynamodb-local test lint fmt-check test-loaded demo bench chaos fuzz release-check fmt vet clean
 
 all: test
 
@@ -17,16 +17,30 @@ all: test
 dynamodb-local:
 	$(DDB_LOCAL) install
 
-# make test runs make lint first (go vet and staticcheck, no server needed),
-# then every module's tests in one go test over the workspace (go.work):
-# the core, k8s (client-go and controller-runtime adapters), gocronlease
-# (gocron's Elector and Locker) and otel (the span tests, otelmetrics), so
-# that one module's packages build and run while another's wait, against
-# one DynamoDB Local. sh -c is not needed: the script passes go test's
-# exit status on after stopping the server.
-MODULES := ./... ./k8s/... ./gocronlease/... ./otel/...
-test: lint
-	$(DDB_LOCAL) run -- $(GO) test -race -count=1 -timeout 20m $(MODULES)
+# The workspace's modules, read from go.work's use block (the one list of
+# them): ./... ./cmd/dynalease/... ./gocronlease/... ./k8s/... ./otel/...
+MODULES := $(shell awk '/^use \(/ { u = 1; next } u && /^\)/ { u = 0; next } u && $$1 !~ /^\/\// { print ($$1 == "." ? "./..." : $$1 "/...") } /^use [.]/ { print ($$2 == "." ? "./..." : $$2 "/...") }' go.work)
+
+# make test: gofmt, then every module's tests in one go test over the
+# workspace, against one DynamoDB Local, with the whole of go vet
+# (-vet=all: every analyzer, on every package, those without tests too).
+# Every package is compiled once, with -race: vet and the programs the
+# tests build (internal/testbin) share those compiled packages. -p 4 lets the
+# compiler go on while the long, mostly waiting tests (chaos, the
+# command's) run. staticcheck is make lint's: on an empty cache it analyses
+# every dependency (client-go, controller-runtime) from source, longer than
+# all of make test; run make lint before a commit.
+#
+# What keeps a cold make test short on two CPUs, where compiling and the
+# emulator take the time: GOGC=800 (the compiler and the tests collect
+# garbage less often; they have the memory), no DWARF (-gcflags=all=-dwarf=false
+# -ldflags=-w: nothing here reads it; a panic's or a race report's stack
+# comes from the symbol table), and a JVM for DynamoDB Local that compiles
+# less (C1 only) and collects garbage on one thread.
+TEST_ENV := GOGC=800 GOFLAGS="$$($(GO) env GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-w" \
+	DYNAMODB_LOCAL_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+test: fmt-check
+	$(TEST_ENV) $(DDB_LOCAL) run -- $(GO) test -race -vet=all -p 4 -count=1 -timeout 20m $(MODULES)
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test
@@ -38,10 +52,11 @@ demo:
 	$(DDB_LOCAL) run -- sh -c '$(GO) run ./examples/leader/demo && GO=$(GO) scripts/demo-cli.sh'
 
 # The core's rows, then the k8s module's (client-go's elector against
-# dynalease's when renewals hang); each prints its table and writes its
-# results.json (bench/, k8s/bench/).
+# dynalease's when renewals hang), then the otel module's (what tracing
+# costs an acquire+release, off and on); each prints its table and writes
+# its results.json (bench/, k8s/bench/, otel/bench/).
 bench:
-	$(DDB_LOCAL) run -- sh -c '$(GO) run ./bench && cd k8s && $(GO) run ./bench'
+	$(DDB_LOCAL) run -- sh -c '$(GO) run ./bench && cd k8s && $(GO) run ./bench && cd ../otel && $(GO) run ./bench'
 
 # make chaos: the Jepsen-style check of the guarantees (see chaos/main.go and
 # the README), CHAOS_MINUTES (default 10) with each of the three duration
@@ -68,16 +83,20 @@ fuzz:
 	GO=$(GO) scripts/fuzz.sh
 
 # make lint: gofmt, go vet and staticcheck (staticcheck.conf), all clean.
-lint:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet $(MODULES)
+# go vet loads the packages compiled with -race, as make test's; staticcheck
+# analyses from source.
+lint: fmt-check
+	$(GO) vet -race $(MODULES)
 	$(GO) run $(STATICCHECK) $(MODULES)
+
+fmt-check:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 fmt:
 	$(GO) fmt ./...
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -race $(MODULES)
 
 clean:
 	rm -rf .cache

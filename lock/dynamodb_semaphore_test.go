@@ -13,25 +13,29 @@ import (
 )
 
 // Twenty clients on a semaphore of three permits, each acquiring, holding
-// briefly, releasing and pausing, again and again: never more than three
-// hold at once, and every client acquires.
+// briefly, releasing and pausing, four times over: never more than three
+// hold at once, and every client gets its four. The test counts
+// acquisitions, not time: a busy machine makes it slower, never wrong; only
+// a client still short of its four after two minutes (starved) fails it.
 func TestDynamoDBSemaphoreNeverAdmitsMoreThanItsPermits(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
-	const clients, permits = 20, 3
+	const clients, permits, rounds = 20, 3, 4
 	var holding, most atomic.Int32
 	acquired := make([]atomic.Int32, clients)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range clients {
 		c := e.newClient() // heartbeats every 250 ms: slot writes under way while others read
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for range rounds {
 				l, err := c.AcquirePermit(ctx, "pay", permits, lock.WithAdditionalWait(time.Minute))
 				if err != nil {
 					if ctx.Err() == nil && !errors.Is(err, lock.ErrLocked) {
 						t.Errorf("client %d: AcquirePermit: %v", i, err)
+					} else {
+						t.Logf("client %d gave up: %v", i, err)
 					}
 					return
 				}
@@ -57,8 +61,8 @@ func TestDynamoDBSemaphoreNeverAdmitsMoreThanItsPermits(t *testing.T) {
 	for i := range acquired {
 		n := int(acquired[i].Load())
 		total += n
-		if n == 0 {
-			t.Errorf("client %d never acquired a permit", i)
+		if n < rounds {
+			t.Errorf("client %d acquired %d permits of its %d in two minutes", i, n, rounds)
 		}
 	}
 	t.Logf("%d acquisitions by %d clients, at most %d at once", total, clients, most.Load())

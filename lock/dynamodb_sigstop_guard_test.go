@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testbin"
 )
 
 // The holder process of these tests is internal/stoptest/holder, built
@@ -30,14 +31,9 @@ const fgDDBTestAccessKey = "ddbtest"
 // fgBuildHolder builds the holder program into a temporary directory.
 func fgBuildHolder(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go") // go test puts its own first on PATH
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(t.TempDir(), "holder")
-	cmd := exec.Command(goBin, "build", "-o", out, fgHolderPkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", fgHolderPkg, err, b)
+	if err := testbin.Build(out, fgHolderPkg, nil); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

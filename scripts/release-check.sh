@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # release-check.sh checks, before a tag, that version VERSION of the core
-# (and of the sibling modules, tagged k8s/VERSION, gocronlease/VERSION,
-# otel/VERSION) can be released:
+# and of its sibling modules (go.work's other modules, each tagged
+# DIR/VERSION: cmd/dynalease/VERSION, k8s/VERSION, ...) can be released:
 #
 #   1. CHANGELOG.md has a section "## VERSION".
-#   2. Every sibling's go.mod requires the core at VERSION, with no replace;
-#      go.work's replace names VERSION.
+#   2. Every sibling's go.mod requires the core, and any sibling it needs,
+#      at VERSION, with no replace; go.work replaces those at VERSION.
 #   3. The core's API against the last tag (apidiff): an incompatible change
 #      fails unless the major version moves (for v0, the minor).
 #   4. Outside the workspace, each sibling tidies, builds, vets and runs its
-#      tests against the core at VERSION, fetched from a local module proxy
-#      made from this tree, as a user's `go get` would fetch the tag.
+#      tests against the core (and siblings) at VERSION, fetched from a
+#      local module proxy made from this tree, as a user's `go get` would
+#      fetch the tags.
 #
 # It changes nothing in the tree. Environment: VERSION (required), GO.
 # Step 4 runs the siblings' tests; those that need DynamoDB find it in
@@ -21,7 +22,14 @@ root="$PWD"
 
 go_cmd="${GO:-go}"
 core="github.com/dynalease/dynalease"
-siblings=(k8s gocronlease otel)
+# The siblings: go.work's use block, less the core (the one list of the
+# modules; the Makefile reads it too).
+# (A while loop, not mapfile, for bash 3.2.)
+siblings=()
+while read -r m; do
+	siblings+=("$m")
+done < <(awk '/^use \(/ { u = 1; next } u && /^\)/ { u = 0; next } /^use [^(]/ { $1 = ""; u1 = 1 } (u || u1) && $1 !~ /^\/\// { d = u1 ? $2 : $1; u1 = 0; if (d != "." && d != "") { sub(/^\.\//, "", d); print d } }' go.work)
+[[ ${#siblings[@]} -gt 0 ]] || { echo "release-check: FAIL: no sibling modules in go.work" >&2; exit 1; }
 apidiff="golang.org/x/exp/cmd/apidiff@v0.0.0-20261113113407-e3970619a1a4"
 
 fail() { printf 'release-check: FAIL: %s\n' "$*" >&2; exit 1; }
@@ -39,18 +47,25 @@ trap 'rm -rf "$work"' EXIT
 grep -q "^## ${version}\b" CHANGELOG.md || fail "CHANGELOG.md has no section '## ${version}' (rename '## Unreleased')"
 say "CHANGELOG.md has its section for ${version}"
 
-# 2. The siblings require the core at VERSION, without replace.
+# 2. The siblings require the core, and the siblings they need, at VERSION,
+# without replace; the workspace replaces each of those with its directory.
 for m in "${siblings[@]}"; do
 	grep -q "^replace" "$m/go.mod" && fail "$m/go.mod has a replace directive: the workspace (go.work) replaces, go.mod must not"
-	req="$(cd "$m" && GOWORK=off "$go_cmd" mod edit -print | awk -v m="$core" '
+	reqs="$(cd "$m" && GOWORK=off "$go_cmd" mod edit -print | awk -v m="$core" '
 		/^require \(/ { block = 1; next }
 		/^\)/ { block = 0; next }
-		block && $1 == m { print $2 }
-		$1 == "require" && $2 == m { print $3 }')"
-	[[ "$req" == "$version" ]] || fail "$m/go.mod requires ${core} ${req:-(none)}, not ${version}"
+		block && ($1 == m || index($1, m "/") == 1) { print $1, $2 }
+		$1 == "require" && ($2 == m || index($2, m "/") == 1) { print $2, $3 }')"
+	grep -q "^${core} " <<<"$reqs" || fail "$m/go.mod does not require ${core}"
+	while read -r path req; do
+		[[ "$req" == "$version" ]] || fail "$m/go.mod requires ${path} ${req}, not ${version}"
+		dir="./${path#"$core"/}"
+		[[ "$path" == "$core" ]] && dir="./"
+		sed -e 's/^[[:space:]]*//' -e 's/^replace[[:space:]]*//' go.work | grep -qxF "${path} ${version} => ${dir}" ||
+			fail "go.work does not replace ${path} ${version} with ${dir}"
+	done <<<"$reqs"
 done
-grep -q "^replace ${core} ${version} => ./" go.work || fail "go.work does not replace ${core} ${version} with this tree"
-say "the siblings require ${core} ${version}, with no replace"
+say "the siblings require the modules of ${core} at ${version}, with no replace"
 
 # 3. The API against the last tag.
 last="$(git tag -l 'v*' --sort=-v:refname | head -n1)"
@@ -77,20 +92,32 @@ else
 	fi
 fi
 
-# 4. Each sibling outside the workspace, against the core at VERSION from a
-# local proxy. The module's zip is the tree's tracked files at HEAD, less
-# the siblings' directories (modules of their own), as the Go module proxy
-# makes it from the tag.
-proxy="$work/proxy/${core}/@v"
-mkdir -p "$proxy" "$work/zip"
-git archive --format=tar HEAD -- . $(printf ":(exclude)%s " "${siblings[@]}") | tar -x -C "$work/zip"
-[[ -z "$(cd "$work/zip" && find . -mindepth 2 -name go.mod)" ]] || fail "a directory with a go.mod of its own is not in the siblings list: add it"
-git show HEAD:go.mod >"$proxy/${version}.mod"
-printf '%s\n' "$version" >"$proxy/list"
-printf '{"Version":"%s","Time":"%s"}\n' "$version" "$(git log -1 --format=%cI HEAD)" >"$proxy/${version}.info"
-(cd "$work/zip" && GOWORK=off "$go_cmd" run "$root/scripts/modzip.go" "$core@$version" "$proxy/${version}.zip")
+# 4. Each sibling outside the workspace, against the core and the siblings
+# at VERSION from a local proxy. A module's zip is the tree's tracked files
+# at HEAD under its directory, less the directories of the modules nested
+# in it, as the Go module proxy makes it from the tag.
+# serve DIR MODULE: put MODULE at VERSION, from DIR, in the local proxy.
+serve() {
+	local dir="$1" mod="$2" out="$work/proxy/$2/@v" src="$work/src/${2//\//_}" m
+	mkdir -p "$out" "$src"
+	local excl=()
+	for m in "${siblings[@]}"; do
+		if [[ "$dir" == "." ]]; then excl+=(":(exclude)$m"); elif [[ "$m" == "$dir"/* ]]; then excl+=(":(exclude)$m"); fi
+	done
+	git archive --format=tar HEAD -- "$dir" ${excl[@]+"${excl[@]}"} | tar -x -C "$src"
+	[[ -z "$(cd "$src/$dir" && find . -mindepth 2 -name go.mod)" ]] || fail "a directory under $dir with a go.mod of its own is not in go.work"
+	git show "HEAD:$dir/go.mod" >"$out/${version}.mod"
+	printf '%s\n' "$version" >"$out/list"
+	printf '{"Version":"%s","Time":"%s"}\n' "$version" "$(git log -1 --format=%cI HEAD)" >"$out/${version}.info"
+	(cd "$src/$dir" && "$work/modzip" "$mod@$version" "$out/${version}.zip")
+}
+GOWORK=off "$go_cmd" build -o "$work/modzip" scripts/modzip.go
+serve . "$core"
 for m in "${siblings[@]}"; do
-	git archive --format=tar HEAD -- "$m" | tar -x -C "$work"
+	serve "$m" "$core/$m"
+done
+for m in "${siblings[@]}"; do
+	mkdir -p "$work/$m" && git archive --format=tar HEAD -- "$m" | tar -x -C "$work"
 	say "$m: tidy, build, vet and test outside the workspace, against ${core} ${version}"
 	# A module cache of its own: the core at VERSION built here must not
 	# linger where a later check, or the real tag, would find it.

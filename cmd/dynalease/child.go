@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -99,20 +100,27 @@ func killGroup(pgid int) bool {
 var exitNow = os.Exit
 
 // childEnv is the command's environment: ours, with the lock's name, the
-// owner it is held under and (with fencing) the token. DYNALEASE_OWNER is
+// owner it is held under, (with fencing) the token and, when ctx carries a
+// span, its trace context (TRACEPARENT, TRACESTATE). DYNALEASE_OWNER is
 // left out, so that a dynalease the command runs makes an owner name of
 // its own (two clients must never share one); no lock variables are
 // inherited from a parent dynalease.
-func childEnv(name, owner string, token int64) []string {
+func childEnv(ctx context.Context, name, owner string, token int64) []string {
+	trace := traceEnv(ctx)
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "DYNALEASE_TOKEN", "DYNALEASE_LOCK", "DYNALEASE_LOCK_OWNER", "DYNALEASE_OWNER":
 			continue
+		case "TRACEPARENT", "TRACESTATE":
+			if trace != nil {
+				continue
+			}
 		}
 		env = append(env, kv)
 	}
+	env = append(env, trace...)
 	env = append(env, "DYNALEASE_LOCK="+name, "DYNALEASE_LOCK_OWNER="+owner)
 	if token != 0 {
 		env = append(env, "DYNALEASE_TOKEN="+strconv.FormatInt(token, 10))

@@ -26,8 +26,9 @@ type cronFlags struct {
 func newCron(c *common) *cobra.Command {
 	var f cronFlags
 	cmd := &cobra.Command{
-		Use:   "cron NAME --schedule SPEC [--tz ZONE] -- COMMAND [ARGS...]",
-		Short: "Run COMMAND once per slot of SPEC, on one instance of the fleet",
+		Use:         "cron NAME --schedule SPEC [--tz ZONE] -- COMMAND [ARGS...]",
+		Annotations: map[string]string{servesMetrics: "yes"},
+		Short:       "Run COMMAND once per slot of SPEC, on one instance of the fleet",
 		Long: `cron runs the job NAME: every instance of a fleet runs the same dynalease
 cron, and COMMAND runs once for each slot of SPEC, on one of them (see
 package schedule). SPEC is a cron expression (five fields, or @hourly,
@@ -110,27 +111,20 @@ func (c *common) cronCommand(ctx context.Context, name string, argv []string, f 
 	if err != nil {
 		return exit(exitUsage, err)
 	}
-	m, err := serve(c.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer m.close()
-	lc, err := c.lockClient(ctx, log, f.grace, m, "cron")
+	lc, err := c.lockClient(ctx, log, f.grace, "cron")
 	if err != nil {
 		return err
 	}
 	defer lc.Close(context.WithoutCancel(ctx))
 	owner = lc.Identity()
 	cfg := schedule.Config{Locks: lc, Log: log}
-	if m != nil {
-		cfg.Metrics = m.metrics.Jobs()
-	}
+	cfg.Metrics, cfg.TracerProvider = c.tel.jobs(), c.tel.tracerProvider()
 	s, err := schedule.New(cfg, job)
 	if err != nil {
 		return exit(exitUsage, err)
 	}
 	up := checker{name: "dynalease-cron", check: func() error { return nil }}
-	m.health(up, up)
+	c.tel.health(up, up)
 	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := s.Run(sctx); err != nil && sctx.Err() == nil {
@@ -144,7 +138,7 @@ func (c *common) cronCommand(ctx context.Context, name string, argv []string, f 
 // lost, or cron stopping. A group that cannot be confirmed gone ends this
 // process at once, without releasing the lock: it runs out by itself.
 func runSlot(ctx context.Context, log logr.Logger, argv []string, owner string, r schedule.Run, grace time.Duration) error {
-	env := append(childEnv(r.Lock.Key(), owner, r.Token),
+	env := append(childEnv(ctx, r.Lock.Key(), owner, r.Token),
 		"DYNALEASE_SLOT="+r.Slot.UTC().Format(time.RFC3339),
 		"DYNALEASE_ATTEMPT="+strconv.Itoa(r.Attempt))
 	ch, err := startChild(log, argv, env)

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testbin"
 )
 
 const patience = time.Minute
@@ -57,16 +58,8 @@ func buildBinaries(t *testing.T) {
 		}
 		bin = filepath.Join(buildDir, "dynalease")
 		hookBin = filepath.Join(buildDir, "dynalease-testhook")
-		goBin, err := exec.LookPath("go") // go test puts its own first on PATH
-		if err != nil {
-			buildErr = err
-			return
-		}
-		for _, build := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "dynalease_testhook", "-o", hookBin, "."}} {
-			if out, err := exec.Command(goBin, build...).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go %v: %v\n%s", build, err, out)
-				return
-			}
+		if buildErr = testbin.Build(bin, ".", nil); buildErr == nil {
+			buildErr = testbin.Build(hookBin, ".", nil, "-tags", "dynalease_testhook")
 		}
 	})
 	if buildErr != nil {

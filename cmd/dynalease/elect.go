@@ -16,7 +16,6 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
-	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -26,8 +25,9 @@ func newElect(c *common) *cobra.Command {
 		once         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "elect NAME -- COMMAND [ARGS...]",
-		Short: "Stand for election NAME; run COMMAND while leader",
+		Use:         "elect NAME -- COMMAND [ARGS...]",
+		Annotations: map[string]string{servesMetrics: "yes"},
+		Short:       "Stand for election NAME; run COMMAND while leader",
 		Long: `elect stands as a candidate for the election NAME and runs COMMAND (in a
 process group of its own, with DYNALEASE_LOCK, DYNALEASE_LOCK_OWNER and, unless
 --no-fencing, DYNALEASE_TOKEN) while it leads. When the term ends the group
@@ -79,15 +79,6 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if err != nil {
 		return exit(exitUsage, err)
 	}
-	m, err := serve(c.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer m.close()
-	var recorder metrics.Election
-	if m != nil {
-		recorder = m.metrics.Election(name)
-	}
 	sctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	var childErr error // the command's end in the last term
@@ -101,7 +92,8 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		ReleaseOnCancel: true,
 		Fencing:         !c.noFencing,
 		Logger:          log,
-		Metrics:         recorder,
+		Metrics:         c.tel.election(name),
+		TracerProvider:  c.tel.tracerProvider(),
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(tctx context.Context) { childErr = superviseTerm(tctx, log, name, owner, argv, grace) },
 			OnStoppedLeading: func() {},
@@ -110,7 +102,7 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	if err != nil {
 		return exit(exitUsage, err)
 	}
-	m.health(health.Liveness(e, t.renew), health.Readiness(e, 3*t.retry))
+	c.tel.health(health.Liveness(e, t.renew), health.Readiness(e, 3*t.retry))
 	for {
 		childErr = nil
 		err := e.Run(sctx)
@@ -154,7 +146,7 @@ func superviseTerm(ctx context.Context, log logr.Logger, name, owner string, arg
 		return nil
 	}
 	tok, _ := election.TokenFromContext(ctx)
-	ch, err := startChild(log, argv, childEnv(name, owner, tok))
+	ch, err := startChild(log, argv, childEnv(ctx, name, owner, tok))
 	if err != nil {
 		return exit(exitUsage, err)
 	}

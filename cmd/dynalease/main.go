@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -43,9 +44,11 @@ func main() {
 // execute runs the command line args and returns the exit code, printing
 // one line on stderr for an error (never a stack trace).
 func execute(args []string) int {
-	root := newRoot()
+	c := &common{}
+	root := c.root()
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(contextFromEnv(context.Background()))
+	c.tel.close() // before the exit; a command that must exit at once (exitNow) sends nothing more
 	if err == nil {
 		return 0
 	}

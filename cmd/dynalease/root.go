@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/lock"
@@ -23,6 +24,8 @@ import (
 type common struct {
 	table, fenceTable, endpoint, region, owner, logLevel string
 	metricsAddr                                          string
+	otel                                                 string     // --otel: "", otelFromEnv or a URL
+	tel                                                  *telemetry // made before the command runs; nil: none
 	lease, heartbeat, requestTimeout                     time.Duration
 	noFencing                                            bool
 	unfair                                               bool // run: lock.Config.Unfair
@@ -46,8 +49,10 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-func newRoot() *cobra.Command {
-	c := &common{}
+func newRoot() *cobra.Command { return (&common{}).root() }
+
+// root is the command line, its flags bound to c.
+func (c *common) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dynalease",
 		Short: "Run a command only while holding a DynamoDB lock; inspect and manage locks",
@@ -67,6 +72,11 @@ schema, or refused (check-table: a global table with eventual consistency); 73 l
 write; 74 lock lost while the command ran.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			c.tel, err = c.telemetry(cmd.Context(), cmd.Annotations[servesMetrics] != "")
+			return err
+		},
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&c.table, "table", envOr("DYNALEASE_TABLE", "dynalease-locks"), "lock table (DYNALEASE_TABLE)")
@@ -80,7 +90,9 @@ write; 74 lock lost while the command ran.`,
 	f.DurationVar(&c.lease, "lease", envDuration("DYNALEASE_LEASE", lock.DefaultLeaseDuration), "lease duration (DYNALEASE_LEASE)")
 	f.DurationVar(&c.heartbeat, "heartbeat", envDuration("DYNALEASE_HEARTBEAT", 0), "heartbeat period of run; lease/4 when 0 (elect renews every --retry) (DYNALEASE_HEARTBEAT)")
 	f.DurationVar(&c.requestTimeout, "request-timeout", envDuration("DYNALEASE_REQUEST_TIMEOUT", 2*time.Second), "bound on each request (DYNALEASE_REQUEST_TIMEOUT)")
-	f.StringVar(&c.metricsAddr, "metrics-addr", envOr("DYNALEASE_METRICS_ADDR", ""), "for run and elect: serve /metrics, /healthz and /readyz here, e.g. :9090 (DYNALEASE_METRICS_ADDR)")
+	f.StringVar(&c.metricsAddr, "metrics-addr", envOr("DYNALEASE_METRICS_ADDR", ""), "for run, elect and cron: serve /metrics, /healthz and /readyz here, e.g. :9090 (DYNALEASE_METRICS_ADDR)")
+	f.StringVar(&c.otel, "otel", "", "--otel=URL: send traces and metrics by OTLP over HTTP to the collector at URL, e.g. http://localhost:4318; --otel alone, or OTEL_EXPORTER_OTLP_ENDPOINT set, takes the endpoint from the standard OTEL_* environment, which sets the rest (headers, service name, sampler)")
+	f.Lookup("otel").NoOptDefVal = otelFromEnv
 	f.StringVar(&c.logLevel, "log-level", envOr("DYNALEASE_LOG_LEVEL", "error"), "error, info or debug (DYNALEASE_LOG_LEVEL)")
 	root.AddCommand(newRun(c), newCron(c), newJobs(c), newElect(c), newGet(c), newList(c), newObserve(c), newRelease(c), newCreateTable(c), newCheckTable(c))
 	return root
@@ -101,6 +113,10 @@ func (c *common) client(ctx context.Context) (*dynamodb.Client, error) {
 		if c.endpoint == "" {
 			return nil, exit(exitUsage, errors.New("no AWS region: set --region, DYNALEASE_REGION or AWS_REGION"))
 		}
+	}
+	if tp := c.tel.tracerProvider(); tp != nil {
+		// The SDK's own spans, one per request, under the library's.
+		otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithTracerProvider(tp))
 	}
 	hook := describeTableHook()
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {

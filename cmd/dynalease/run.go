@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -25,8 +26,9 @@ func newRun(c *common) *cobra.Command {
 		permits     int
 	)
 	cmd := &cobra.Command{
-		Use:   "run {NAME | --keys K1,K2,... | --permits N NAME} -- COMMAND [ARGS...]",
-		Short: "Run COMMAND while holding the lock NAME; stop it if the lock is lost",
+		Use:         "run {NAME | --keys K1,K2,... | --permits N NAME} -- COMMAND [ARGS...]",
+		Annotations: map[string]string{servesMetrics: "yes"},
+		Short:       "Run COMMAND while holding the lock NAME; stop it if the lock is lost",
 		Long: `run acquires the lock NAME (waiting while another owner holds it, up to
 --wait, or failing at once with --no-wait), starts COMMAND in a process group
 of its own (the terminal's foreground group when dynalease has the
@@ -64,10 +66,16 @@ refused.`,
 			return nameThenCommand("usage: dynalease run NAME -- COMMAND [ARGS...]")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(keys) > 0 {
-				return c.runCommand(cmd.Context(), target{keys: keys}, args, wait, noWait, grace)
+			t := target{keys: keys}
+			if len(keys) == 0 {
+				t, args = target{name: args[0], permits: permits}, args[1:]
 			}
-			return c.runCommand(cmd.Context(), target{name: args[0], permits: permits}, args[1:], wait, noWait, grace)
+			// One span for the whole run: the acquire, the command (whose
+			// TRACEPARENT names it) and the release.
+			ctx, span := c.tel.span(cmd.Context(), "dynalease.run", tracing.Key.String(t.String()))
+			err := c.runCommand(ctx, t, args, wait, noWait, grace)
+			c.tel.end(span, err)
+			return err
 		},
 	}
 	cmd.Flags().IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: take one of them")
@@ -81,7 +89,7 @@ refused.`,
 
 // lockClient builds the lock client for commands that take locks: the
 // safety margin covers the child's stop.
-func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Duration, m *server, name string) (*lock.Client, error) {
+func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Duration, name string) (*lock.Client, error) {
 	t, err := c.runTimes(grace)
 	if err != nil {
 		return nil, exit(exitUsage, err)
@@ -95,9 +103,7 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 		LeaseDuration: t.lease, SafetyMargin: t.margin, HeartbeatPeriod: t.heartbeat,
 		RequestTimeout: t.requestTimeout, Logger: log, Unfair: c.unfair,
 	}
-	if m != nil {
-		cfg.Metrics = m.metrics.Locks(name)
-	}
+	cfg.Metrics, cfg.TracerProvider = c.tel.locks(name), c.tel.tracerProvider()
 	lc, err := lock.New(cfg)
 	if err != nil {
 		return nil, exit(exitUsage, err)
@@ -142,16 +148,11 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	m, err := serve(c.metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer m.close()
 	log, err := c.logger()
 	if err != nil {
 		return err
 	}
-	lc, err := c.lockClient(ctx, log, grace, m, name)
+	lc, err := c.lockClient(ctx, log, grace, name)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 		}
 	}()
 	// /healthz: this supervisor runs; /readyz: it holds the lock.
-	m.health(checker{name: "dynalease-run", check: func() error { return nil }},
+	c.tel.health(checker{name: "dynalease-run", check: func() error { return nil }},
 		checker{name: "lock-held", check: func() error {
 			if !l.IsHeld() {
 				return fmt.Errorf("lock %q not held: %v", name, l.Err())
@@ -204,7 +205,7 @@ func (c *common) runCommand(ctx context.Context, t target, argv []string, wait t
 	if !l.IsHeld() { // a pause since Acquire may have cost the lock
 		return exit(exitLost, fmt.Errorf("lock %q lost before the command started: %v", name, l.Err()))
 	}
-	ch, err := startChild(log, argv, childEnv(l.Key(), lc.Identity(), l.Token()))
+	ch, err := startChild(log, argv, childEnv(ctx, l.Key(), lc.Identity(), l.Token()))
 	if err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return exit(exitUsage, err)

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testbin"
 )
 
 const patience = time.Minute
@@ -106,12 +107,8 @@ func TestDynamoDBSingletonWorker(t *testing.T) {
 	// each access key apart, and the program has its own.
 	table := fmt.Sprintf("k8s-example-%d", time.Now().UnixNano())
 	bin := filepath.Join(t.TempDir(), "worker")
-	goBin, err := exec.LookPath("go") // go test puts its own first on PATH
-	if err != nil {
+	if err := testbin.Build(bin, ".", nil); err != nil {
 		t.Fatal(err)
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	a := startReplica(t, bin, endpoint, table, "worker-a")
 	eventually(t, "worker-a leads", func() bool { return leads(t, a) })

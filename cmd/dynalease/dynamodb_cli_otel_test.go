@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -318,5 +319,26 @@ func TestDynamoDBOTLPMetricsOnly(t *testing.T) {
 	defer rcv.mu.Unlock()
 	if len(rcv.metrics["dynalease.lock.acquisitions"]) == 0 {
 		t.Errorf("no dynalease.lock.acquisitions (metrics: %v)", rcv.metrics)
+	}
+}
+
+// With --metrics-addr too, /metrics is made by OpenTelemetry's Prometheus
+// exporter from the instruments that OTLP sends, with prommetrics' series;
+// the spans still go out when the command is stopped.
+func TestDynamoDBRunServesMetricsAndSendsOTLP(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	rcv := newReceiver(t)
+	cmd, get := startServing(t, c, "--otel="+rcv.URL, "run", "served", "--", "sh", "-c", `while true; do sleep 0.02; done`)
+	eventually(t, "ready once the lock is held", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	if _, body := get("/metrics"); !strings.Contains(body, `dynalease_lock_held{client="served",kind="lock"} 1`) {
+		t.Fatalf("metrics without the held lock:\n%s", body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // the command's code is SIGTERM's; the spans are the point
+	if run := rcv.one(t, "dynalease.run"); run.attrs["dynalease.lock.key"] != "served" {
+		t.Errorf("dynalease.run attributes %v, want the key served", run.attrs)
 	}
 }

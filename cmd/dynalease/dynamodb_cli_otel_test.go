@@ -287,6 +287,7 @@ func TestDynamoDBOTLPMisconfigured(t *testing.T) {
 		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces", "OTEL_TRACES_EXPORTER=zipkin"}, nil, "OTLP only"},
 		{nil, []string{"--otel=localhost:4318"}, "base URL"},
 		{nil, []string{"--otel=http://localhost:4318/v1/traces"}, "base URL"},
+		{nil, []string{"--otel", "http://localhost:4318"}, "write --otel=http://localhost:4318"},
 	} {
 		cmd := c.command(append(append([]string{"run"}, tc.args...), "bad-otel", "--", "true")...)
 		cmd.Env = append(cmd.Env, tc.env...)

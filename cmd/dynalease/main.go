@@ -44,6 +44,10 @@ func main() {
 // execute runs the command line args and returns the exit code, printing
 // one line on stderr for an error (never a stack trace).
 func execute(args []string) int {
+	if err := otelURLApart(args); err != nil {
+		fmt.Fprintln(os.Stderr, "dynalease:", err)
+		return exitUsage
+	}
 	c := &common{}
 	root := c.root()
 	root.SetArgs(args)

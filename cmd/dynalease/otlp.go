@@ -98,6 +98,24 @@ func otlpFromEnv(flag string) (otlpSettings, error) {
 	return s, nil
 }
 
+// otelURLApart refuses "--otel URL": --otel takes its value only after
+// "=" (alone it means the environment's endpoint), so the URL would be
+// taken for the lock's name or the command. Only the arguments before
+// "--" are dynalease's.
+func otelURLApart(args []string) error {
+	for i, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if a == "--otel" && i+1 < len(args) {
+			if next := args[i+1]; strings.HasPrefix(next, "http://") || strings.HasPrefix(next, "https://") {
+				return fmt.Errorf("--otel %s: write --otel=%s (--otel alone takes the endpoint from OTEL_EXPORTER_OTLP_ENDPOINT)", next, next)
+			}
+		}
+	}
+	return nil
+}
+
 // otlpExport holds the providers that send by OTLP.
 type otlpExport struct {
 	traces *sdktrace.TracerProvider // nil when traces are off

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/dynalease/dynalease v0.1.0
 	github.com/go-co-op/gocron/v2 v2.21.2
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
 require (
@@ -20,6 +21,5 @@ require (
 	go.opentelemetry.io/otel v1.46.0 // indirect
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
-	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 )
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/gocronlease"
 	"github.com/dynalease/dynalease/lock"
@@ -48,6 +49,42 @@ func TestLockerHoldsTheJobsLockWhileARunGoesOn(t *testing.T) {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
 	_ = again.Unlock(ctx)
+}
+
+// After the instance that won a run finished it and is gone, the next run
+// is taken by a survivor, although that survivor last saw the lock held,
+// by the winner's run, more than a lease before.
+func TestLockerTakesTheNextRunAfterTheWinnerIsGone(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
+	store := resourcelock.NewMemoryStore()
+	var lockers []gocronlease.Locker
+	for _, id := range []string{"winner", "survivor"} {
+		c, err := lock.New(lock.Config{Store: store, Identity: id, Clock: fc, ManualHeartbeats: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		lockers = append(lockers, gocronlease.Locker{Locks: c, Prefix: "gocron/"})
+	}
+	winner, survivor := lockers[0], lockers[1]
+	ctx := context.Background()
+	run, err := winner.Lock(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survivor.Lock(ctx, "report"); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("Lock while the winner runs = %v, want lock.ErrLocked", err)
+	}
+	if err := run.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = winner.Locks.Close(ctx)
+	fc.Step(lock.DefaultLeaseDuration + time.Minute) // the next run
+	next, err := survivor.Lock(ctx, "report")
+	if err != nil {
+		t.Fatalf("Lock of the next run, the winner gone = %v", err)
+	}
+	_ = next.Unlock(ctx)
 }
 
 type leader struct{ on atomic.Bool }

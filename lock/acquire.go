@@ -188,7 +188,7 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 	}
 	c.mu.Unlock()
 	if closed {
-		_ = l.release(context.WithoutCancel(ctx), releaseConfig{})
+		_ = l.release(context.WithoutCancel(ctx), releaseConfig{ended: errClosedRelease})
 		return nil, ErrClosed
 	}
 	if c.sched != nil {

@@ -114,6 +114,13 @@ func (c *Client) RefreshPeriod() time.Duration { return c.cfg.refresh }
 // zero when they set none.
 func (c *Client) TTL() time.Duration { return c.cfg.ttlSlack }
 
+// isClosed reports whether Close has been called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // claim takes this client's claim on key, waiting while another Acquire of
 // this client works on it or holds it. It returns the held lock instead
 // when reentrant and the lock allows it.
@@ -178,11 +185,15 @@ func (c *Client) unclaim(k resourcelock.Key, s *claim) {
 // or heartbeat anybody's lock. Of the acquire options it takes only
 // WithSortKeyValue, and refuses the others (an error matching
 // dynalease.ErrInvalid). It returns an error matching resourcelock.ErrNotFound
-// when there is no row.
+// when there is no row, and ErrClosed, without a request, once the client
+// is closed.
 func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (Info, error) {
 	a, k, err := c.acquireConfig(key, opts)
 	if err != nil {
 		return Info{}, err
+	}
+	if c.isClosed() {
+		return Info{}, ErrClosed
 	}
 	for _, o := range []struct {
 		name string
@@ -212,12 +223,14 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 
 // List returns every lock row of the table, held or not, with one paginated
 // consistent scan. A row that cannot be decoded is returned with Err set.
+// Once the client is closed it returns ErrClosed without a request.
 func (c *Client) List(ctx context.Context) ([]Info, error) {
 	return c.list(ctx, "")
 }
 
 // ListByPartition returns the lock rows whose partition key is key, for
-// tables with a sort key.
+// tables with a sort key. Like List, it returns ErrClosed once the client
+// is closed.
 func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error) {
 	if key == "" {
 		return nil, invalid("key", "key is empty")
@@ -226,6 +239,9 @@ func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error
 }
 
 func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
 	var out []Info
 	started := c.clk.Now()
 	err := c.store.Scan(ctx, partition, func(it resourcelock.Item, err error) error {
@@ -275,7 +291,7 @@ func (c *Client) Close(ctx context.Context) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer cancel()
-			if err := l.release(rctx, releaseConfig{}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, dynalease.ErrLost) {
+			if err := l.release(rctx, releaseConfig{ended: errClosedRelease}); err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, dynalease.ErrLost) {
 				errs[i] = err
 			}
 		})

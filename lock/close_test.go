@@ -65,3 +65,54 @@ func TestReleaseOfAnExpiredLockStillReleasesTheRow(t *testing.T) {
 	}
 	f.wantOps()
 }
+
+// A lock that Close released ends with an error that says so: it matches
+// ErrClosed as well as ErrNotHeld, in Err and in its context's cause, so
+// work cut short by it can tell a closed client from a lost lock.
+func TestALockReleasedByCloseEndsWithErrClosed(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.freeRun()
+	l := f.acquire("k")
+	ctx, cancel := l.Context(context.Background())
+	defer cancel()
+	if err := f.c.Close(context.Background()); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	waitDone(t, l)
+	select {
+	case <-ctx.Done():
+	case <-time.After(patience):
+		t.Fatal("the lock's context did not end with it")
+	}
+	for what, err := range map[string]error{"Err": l.Err(), "the context's cause": context.Cause(ctx)} {
+		if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotHeld) || errors.Is(err, dynalease.ErrLost) {
+			t.Errorf("%s = %v, want an error matching ErrClosed and ErrNotHeld, not ErrLost", what, err)
+		}
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Release after Close = %v, want ErrNotHeld", err)
+	}
+}
+
+// The reads of a closed client fail with ErrClosed, without a request,
+// like its acquisitions.
+func TestAClosedClientReadsNothing(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("k", "other", "r1", lease)
+	if err := f.c.Close(context.Background()); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	f.store.ResetCalls()
+	ctx := context.Background()
+	_, getErr := f.c.Get(ctx, "k")
+	_, listErr := f.c.List(ctx)
+	_, partErr := f.c.ListByPartition(ctx, "k")
+	_, permErr := f.c.Permits(ctx, "p", 2)
+	_, acqErr := f.c.TryAcquire(ctx, "k")
+	for what, err := range map[string]error{"Get": getErr, "List": listErr, "ListByPartition": partErr, "Permits": permErr, "TryAcquire": acqErr} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s on a closed client = %v, want ErrClosed", what, err)
+		}
+	}
+	f.wantOps()
+}

@@ -19,7 +19,9 @@ var (
 	// lock lost to someone else returns its *dynalease.LostError instead.
 	ErrNotHeld = errors.New("lock: not held (released by its holder)")
 
-	// ErrClosed is returned by the methods of a closed Client.
+	// ErrClosed is returned by the methods of a closed Client. A lock that
+	// the client's Close released ends with an error matching both
+	// ErrClosed and ErrNotHeld.
 	ErrClosed = errors.New("lock: client closed")
 
 	// ErrNotBelow is returned by an Acquire with WithBelow that found the
@@ -27,6 +29,10 @@ var (
 	// else): waiting cannot lower it.
 	ErrNotBelow = errors.New("lock: the row's integer attribute is not below the bound")
 )
+
+// errClosedRelease is how a lock that the client's Close released ends:
+// released by its holder, which was closed.
+var errClosedRelease = fmt.Errorf("%w: %w", ErrNotHeld, ErrClosed)
 
 // invalid returns the error of a bad option, field or argument: a
 // *dynalease.InvalidError, matching dynalease.ErrInvalid.

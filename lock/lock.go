@@ -326,7 +326,9 @@ func (l *Lock) ctxLocked() context.Context {
 }
 
 // Err returns nil while the lock is held, ErrNotHeld after its Release,
-// and a *dynalease.LostError (matching dynalease.ErrLost) after it was lost.
+// an error matching both ErrNotHeld and ErrClosed after the client's Close
+// released it, and a *dynalease.LostError (matching dynalease.ErrLost)
+// after it was lost.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -66,13 +66,17 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	// A heartbeat under way finishes first (bounded by the request
 	// timeout), unless the deadline comes first: then the lock ends here
 	// and runs out on its own.
+	ended := r.ended
+	if ended == nil {
+		ended = ErrNotHeld
+	}
 	if err := l.startWrite(rctx); err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if herr := l.heldLocked(); herr != nil {
 			return herr
 		}
-		l.endLocked(ErrNotHeld)
+		l.endLocked(ended)
 		l.reportReleasedLocked()
 		return fmt.Errorf("lock %q: not released before the deadline, the lock will run out: %w", l.lease.Key(), err)
 	}
@@ -96,7 +100,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	}
 	// From here on the lock is not held, whatever the write's fate: the
 	// caller has stopped acting on it.
-	l.endLocked(ErrNotHeld)
+	l.endLocked(ended)
 	l.reportReleasedLocked()
 	cur := l.itemLocked()
 	l.mu.Unlock()
@@ -224,6 +228,9 @@ type releaseConfig struct {
 	setData bool
 	delete  *bool
 	numbers map[string]int64
+	// ended is what Err returns once the release has ended the lock:
+	// ErrNotHeld, or errClosedRelease for Close's.
+	ended error
 }
 
 // deletes reports whether the release deletes the row, given the

@@ -33,12 +33,13 @@
 //     lock's (lock.Lock.Context), which ends when the lock is lost, before
 //     any other instance can take it over (the lock's validity rule).
 //   - Every slot starts within its starting deadline while one instance
-//     lives and the store answers. Each instance tries each due slot from
-//     its own clock; a free lock is taken at once, and a lock held by a run
-//     that died is taken over after the lease. The default deadline, the
-//     lock client's lease plus its refresh period, leaves room for that
-//     takeover. A slot nobody started in time is reported missed, not run
-//     late (but see the missed-slot policies).
+//     lives and the store answers, except a slot that an OverlapSkip job
+//     skips (below). Each instance tries each due slot from its own clock;
+//     a free lock is taken at once, and a lock held by a run that died is
+//     taken over after the lease. The default deadline, the lock client's
+//     lease plus its refresh period, leaves room for that takeover. A slot
+//     nobody started in time is reported missed, not run late (but see the
+//     missed-slot policies).
 //   - A run that dies (its lock lost, its slot unfinished) is settled by the
 //     next instance to take the lock: a new attempt of the same slot within
 //     its deadline when Job.Retries allows, or else the slot is recorded
@@ -57,10 +58,16 @@
 //     conditional write, so a fleet that comes back at once starts each
 //     chosen slot once.
 //   - Runs of one job never overlap (each holds the job's lock); a slot due
-//     while an earlier run goes on waits for it within its deadline
+//     while an earlier run holds the lock waits for it within its deadline
 //     (OverlapWait) or is skipped (OverlapSkip). The instance whose run it
 //     was applies the same policy once its run ends, not the missed-slot
 //     policy: those slots were not missed by a fleet that was down.
+//     OverlapSkip decides at the slot's first try, and cannot yet tell a
+//     run that died from a live one: until the dead run's lease runs out
+//     its lock is held, so a slot that falls due within a lease of a run's
+//     death is skipped too (the dead run's own slot is settled as above,
+//     and the slot after starts). A run that finished released the lock:
+//     it never makes the next slot skipped.
 //   - The ledger lives as long as the row: a lock client that sets a TTL
 //     on its rows is refused (DynamoDB would delete the ledger with the
 //     row, and a slot could start again).

@@ -45,7 +45,8 @@ type Job struct {
 	// Overlap says what a slot does when it falls due while the run of an
 	// earlier slot still holds the job's lock: wait for it, within its
 	// starting deadline (OverlapWait, the default), or be skipped
-	// (OverlapSkip).
+	// (OverlapSkip). The lock of a run that died stays held until its
+	// lease runs out: OverlapSkip skips a slot that falls due before.
 	Overlap OverlapPolicy
 }
 
@@ -73,7 +74,8 @@ const (
 	// OverlapWait waits for the earlier run, within the slot's starting
 	// deadline.
 	OverlapWait OverlapPolicy = iota
-	// OverlapSkip skips the slot.
+	// OverlapSkip skips the slot when its first try finds the job's lock
+	// held: by a live run, or by one that died less than a lease before.
 	OverlapSkip
 )
 

@@ -159,10 +159,12 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 // run under way has returned and released its lock. A run that returns an
 // error once ctx has ended was cut short, not failed: its slot stays
 // unfinished, and another instance settles it by the job's policy (a new
-// attempt within its deadline when Retries allow, or failed). An error that waiting
-// cannot fix (resourcelock.Permanent: a missing table, access denied, an
-// invalid setting) ends every job and Run returns it, wrapped with the
-// job's name.
+// attempt within its deadline when Retries allow, or failed). An error
+// that waiting cannot fix (resourcelock.Permanent: a missing table, access
+// denied; an invalid setting; the lock client closed, lock.ErrClosed) ends
+// every job and Run returns it, wrapped with the job's name. A run under
+// way when the lock client is closed is cut short the same way: its lock
+// ends (lock.ErrClosed) and so does its context.
 func (s *Scheduler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -183,9 +185,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// unfixable reports whether err is a failure that waiting cannot fix.
+// unfixable reports whether err is a failure that waiting cannot fix: the
+// store's, an invalid setting, or the lock client closed.
 func unfixable(err error) bool {
-	return resourcelock.Permanent(err) || errors.Is(err, dynalease.ErrInvalid)
+	return resourcelock.Permanent(err) || errors.Is(err, dynalease.ErrInvalid) || errors.Is(err, lock.ErrClosed)
 }
 
 // loop is one job's loop: read the ledger, do what the plan says, wait for
@@ -346,6 +349,8 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	if span.IsRecording() {
 		outcome := "succeeded"
 		switch {
+		case errors.Is(l.Err(), lock.ErrClosed):
+			outcome = "closed"
 		case l.Err() != nil:
 			outcome = "lost"
 		case err != nil && ctx.Err() != nil:
@@ -357,10 +362,22 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	}
 	tracing.End(span, err)
 	ev := Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Duration: s.clk.Since(start), Err: err}
-	if lost := l.Err(); lost != nil {
-		// The row may already be another instance's: nothing is written.
-		ev.Err = lost
-		log.Info("the run's lock was lost; the slot stays unfinished", "error", lost.Error())
+	if ended := l.Err(); errors.Is(ended, lock.ErrClosed) {
+		// The lock client was closed: Close released the row (the slot
+		// unfinished, for another instance to settle), and the job's loop
+		// ends at its next request.
+		ev.Err = ended
+		log.Info("the lock client was closed during the run; the slot stays unfinished", "error", ended.Error())
+		s.event(ev)
+		return
+	} else if ended != nil {
+		// The row may already be another instance's: no ledger is
+		// written. A lock lost only because its validity passed is still
+		// released, conditioned on this run's RVN (it fails harmlessly if
+		// someone took the row), so the others need not wait a lease.
+		ev.Err = ended
+		log.Info("the run's lock was lost; the slot stays unfinished", "error", ended.Error())
+		_ = l.Release(context.Background()) // returns the loss; the client logs a failed write
 		s.event(ev)
 		return
 	}

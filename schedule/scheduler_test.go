@@ -33,6 +33,8 @@ func oneInstance(t *testing.T, m metrics.Jobs, until func([]Event) bool, jobs ..
 var (
 	soloClock *clocktesting.FakeClock
 	soloLease time.Duration
+	// soloStore, when set, wraps the memory store the lock client uses.
+	soloStore func(*rlt.MemoryStore) resourcelock.Store
 )
 
 // oneInstanceFrom is oneInstance with the clock starting at start and the
@@ -72,7 +74,11 @@ func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore)
 			go fc.Step(2 * time.Second)
 		}
 	}}
-	c, err := lock.New(lock.Config{Store: mem, Identity: "solo", Clock: clk, LeaseDuration: lease,
+	var store resourcelock.Store = mem
+	if soloStore != nil {
+		store = soloStore(mem)
+	}
+	c, err := lock.New(lock.Config{Store: store, Identity: "solo", Clock: clk, LeaseDuration: lease,
 		HeartbeatPeriod: 5 * time.Second, RefreshPeriod: testRefresh})
 	if err != nil {
 		t.Fatal(err)

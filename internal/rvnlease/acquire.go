@@ -61,10 +61,12 @@ type Result struct {
 //     kept row whose queue it heads, its own release within its stint),
 //     or the watched RVN has stayed unchanged for the holder's lease,
 //     counted from when an answer first returned it: take over with a
-//     write conditioned on that RVN (and, when the offer was stale and the
-//     row is found free, create it in the same round).
-//  4. Otherwise read the row; if it turns out missing or free, create it
-//     in the same round.
+//     write conditioned on that RVN.
+//  4. Otherwise read the row.
+//
+// A write of steps 3 or a read of step 4 that finds the row missing or
+// free (a stale offer, a holder that released or deleted the row since
+// it was watched) creates it in the same round.
 //
 // A row that names this acquirer.s identity but carries an RVN it did not
 // write is waited out like any other.
@@ -227,16 +229,15 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 	case a.Offered():
 		// Retried every round (a poll apart once tried: TakeoverDue).
 		a.w.cfg.Log.V(1).Info("the lease is offered to this waiter; taking it", "rvn", a.Obs.RVN, "released", a.Obs.Released)
-		ans := a.takeover(ctx)
-		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
-			// The offer was stale (a kept row seen before, since freed
-			// or deleted): take the free row in this round.
-			return a.queued(ctx, a.create(ctx))
-		}
-		return a.queued(ctx, ans)
+		// An offer that was stale (a kept row seen before, since freed or
+		// deleted) is refused, and the free row taken in this round.
+		return a.orCreate(ctx, a.takeover(ctx))
 	case a.expired(now) && !a.staleForTakeover(now):
 		a.w.cfg.Log.V(1).Info("lease unchanged for its duration; taking over", "rvn", a.Obs.RVN, "holder", a.Obs.Holder)
-		return a.queued(ctx, a.takeover(ctx))
+		// A holder that released (a new RVN) or deleted the row since it
+		// was watched makes the takeover fail: the free row is taken in
+		// this round, not reported as taken meanwhile.
+		return a.orCreate(ctx, a.takeover(ctx))
 	default:
 		var ans answer
 		if fed != nil {
@@ -245,13 +246,21 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 			ans = a.readOrJoin(ctx)
 		}
 		a.observe(ans)
-		if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
-			// Released or deleted since the last look: take it in this
-			// round rather than the next.
-			return a.queued(ctx, a.create(ctx))
-		}
-		return a.queued(ctx, ans)
+		// Released or deleted since the last look: taken in this round
+		// rather than the next.
+		return a.orCreate(ctx, ans)
 	}
+}
+
+// orCreate finishes a round whose write or read (ans, already observed)
+// did not land: a row it found free (missing, unless OnlyIfExists, or
+// released with nobody queued) is created at once; any other answer goes
+// on to queued.
+func (a *Acquirer) orCreate(ctx context.Context, ans answer) answer {
+	if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
+		return a.queued(ctx, a.create(ctx))
+	}
+	return a.queued(ctx, ans)
 }
 
 // Feed gives the acquirer the row it (none when missing) as a read of the

@@ -89,8 +89,11 @@ func TestALockReleasedByCloseEndsWithErrClosed(t *testing.T) {
 			t.Errorf("%s = %v, want an error matching ErrClosed and ErrNotHeld, not ErrLost", what, err)
 		}
 	}
-	if err := l.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Release after Close = %v, want ErrNotHeld", err)
+	if err := l.Release(context.Background()); !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("Release after Close = %v, want ErrNotHeld and ErrClosed", err)
+	}
+	if err := l.Heartbeat(context.Background()); !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("Heartbeat after Close = %v, want ErrNotHeld and ErrClosed", err)
 	}
 }
 

@@ -100,7 +100,7 @@ func (l *Lock) heldLocked() error {
 	case l.err == nil:
 		return nil
 	case errors.Is(l.err, ErrNotHeld):
-		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.lease.Key())
+		return fmt.Errorf("%q was released: %w", l.lease.Key(), l.err) // ErrNotHeld, and ErrClosed after Close
 	default:
 		return l.err
 	}

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -19,7 +20,8 @@ var freeing = []struct {
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r-released", LeaseDuration: lease, Released: true}})
 	}},
 	{"released with its RVN kept", func(f *fixture, key string) {
-		// The AWS Java client's release, and a forced one.
+		// The AWS Java client's release, and a forced one. (Coverage, not
+		// a regression case: the takeover conditioned on r1 lands.)
 		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: key},
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease, Released: true}})
 	}},
@@ -71,4 +73,42 @@ func TestTryAcquireSetTakesRowsFreedAfterAWatchOlderThanTheLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same refused takeover never takes a row that is not free: a deleted
+// row with WithAcquireOnlyIfExists is an error and stays missing; a row
+// released with a waiter in its queue is the queue's.
+func TestTryAcquireAfterAWatchOlderThanTheLeaseLeavesRowsThatAreNotFree(t *testing.T) {
+	t.Run("deleted, only if it exists", func(t *testing.T) {
+		f := newFixture(t)
+		f.putForeign("k", "other", "r1", lease)
+		if _, err := f.c.TryAcquire(context.Background(), "k", WithAcquireOnlyIfExists()); err == nil {
+			t.Fatal("TryAcquire took a held lock")
+		}
+		f.mem.Delete("k")
+		f.fc.Step(lease)
+		if _, err := f.c.TryAcquire(context.Background(), "k", WithAcquireOnlyIfExists()); !errors.Is(err, resourcelock.ErrNotFound) {
+			t.Fatalf("TryAcquire of a deleted row with WithAcquireOnlyIfExists = %v, want ErrNotFound", err)
+		}
+		if it, ok := f.mem.Item(resourcelock.Key{Partition: "k"}); ok {
+			t.Fatalf("the row was created: %+v", it.Record)
+		}
+	})
+	t.Run("released with a queue", func(t *testing.T) {
+		f := newFixture(t)
+		f.putForeign("k", "other", "r1", lease)
+		if _, err := f.c.TryAcquire(context.Background(), "k"); err == nil {
+			t.Fatal("TryAcquire took a held lock")
+		}
+		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r2", LeaseDuration: lease, Released: true},
+			Queue:  []resourcelock.Waiter{{Ticket: "t1", Identity: "waiter", Lease: lease}}})
+		f.fc.Step(lease)
+		if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+			t.Fatalf("TryAcquire of a row released to its queue = %v, want ErrLocked", err)
+		}
+		if it := f.item("k"); it.RVN != "r2" || !it.Released {
+			t.Fatalf("row %+v, want it left as released to its queue", it.Record)
+		}
+	})
 }

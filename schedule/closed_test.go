@@ -111,9 +111,12 @@ func TestAClientClosedDuringAWaitForTheLockEndsRun(t *testing.T) {
 	h.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease}})
 	done := h.run(Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }})
-	for loop := range h.blocks {
-		if loop == "acquire" {
-			break
+	for waiting := false; !waiting; {
+		select {
+		case loop := <-h.blocks:
+			waiting = loop == "acquire"
+		case <-time.After(30 * time.Second):
+			t.Fatal("the scheduler never waited for the held lock")
 		}
 	}
 	if err := h.c.Close(context.Background()); err != nil {

@@ -66,8 +66,9 @@
 //     run that died from a live one: until the dead run's lease runs out
 //     its lock is held, so a slot that falls due within a lease of a run's
 //     death is skipped too (the dead run's own slot is settled as above,
-//     and the slot after starts). A run that finished released the lock:
-//     it never makes the next slot skipped.
+//     and the slot after starts). A run that finished released the lock,
+//     so it does not make the next slot skipped, unless its release could
+//     not be confirmed (the row then stays held until its lease runs out).
 //   - The ledger lives as long as the row: a lock client that sets a TTL
 //     on its rows is refused (DynamoDB would delete the ledger with the
 //     row, and a slot could start again).

@@ -162,9 +162,11 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 // attempt within its deadline when Retries allow, or failed). An error
 // that waiting cannot fix (resourcelock.Permanent: a missing table, access
 // denied; an invalid setting; the lock client closed, lock.ErrClosed) ends
-// every job and Run returns it, wrapped with the job's name. A run under
-// way when the lock client is closed is cut short the same way: its lock
-// ends (lock.ErrClosed) and so does its context.
+// every job and Run returns it, wrapped with the job's name. A job notices
+// a closed lock client at its next request: at once when Run starts on
+// one, when a run under way is cut short by it (its lock ends with
+// lock.ErrClosed, and so does its context), and, for a job waiting for its
+// next slot, when that slot is due.
 func (s *Scheduler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -11,7 +11,9 @@ import (
 )
 
 // scriptedGets is a store whose reads (Get) are numbered from 1: script
-// runs before the nth is answered, and may answer it itself.
+// runs before the nth is answered, and may answer it itself. A test that
+// uses it depends on the order of the scheduler's and the lock client's
+// reads, and says which it expects.
 type scriptedGets struct {
 	resourcelock.Store
 	mu     sync.Mutex
@@ -62,7 +64,7 @@ func TestAnOverlapSkipJobStartsTheSlotAfterAHolderThatFinished(t *testing.T) {
 			return resourcelock.Item{}, nil, false
 		}}
 	}
-	defer func() { soloStore = nil }()
+	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	var slots []time.Time
 	job := Job{Name: "j", Schedule: minutely(t), Overlap: OverlapSkip, Run: func(ctx context.Context, r Run) error {
 		slots = append(slots, r.Slot)

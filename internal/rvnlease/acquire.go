@@ -64,7 +64,7 @@ type Result struct {
 //     write conditioned on that RVN.
 //  4. Otherwise read the row.
 //
-// A write of steps 3 or a read of step 4 that finds the row missing or
+// A write of step 3 or a read of step 4 that finds the row missing or
 // free (a stale offer, a holder that released or deleted the row since
 // it was watched) creates it in the same round.
 //
@@ -252,10 +252,11 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 	}
 }
 
-// orCreate finishes a round whose write or read (ans, already observed)
-// did not land: a row it found free (missing, unless OnlyIfExists, or
-// released with nobody queued) is created at once; any other answer goes
-// on to queued.
+// orCreate finishes a round with its write's or read's answer (ans,
+// already observed): one that did not land and found the row free
+// (missing, unless OnlyIfExists, or released with nobody queued) is
+// followed by a create in the same round; any other answer goes on to
+// queued.
 func (a *Acquirer) orCreate(ctx context.Context, ans answer) answer {
 	if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
 		return a.queued(ctx, a.create(ctx))

@@ -89,7 +89,7 @@ func main() {
 	flag.DurationVar(&s.Lease, "lease", 5*time.Second, "lease of the item's lock")
 	flag.DurationVar(&s.Heartbeat, "heartbeat", time.Second, "heartbeat period of every lock client")
 	flag.DurationVar(&s.Refresh, "refresh", 25*time.Millisecond, "how often a waiting buyer polls the held lock")
-	flag.DurationVar(&s.PauseLease, "pause-lease", time.Second, "lease of every lock client in the paused-worker scenarios")
+	flag.DurationVar(&s.PauseLease, "pause-lease", time.Second, "lease of the paused buyer's lock client in the paused-worker scenarios (the others have -lease)")
 	flag.IntVar(&s.Others, "others", 3, "buyers that sell while the paused worker stalls")
 	flag.IntVar(&s.OtherPurchases, "other-purchases", 2, "purchases each of those buyers makes")
 	prefix := flag.String("prefix", "inventory", "prefix of the names of the tables this run creates")

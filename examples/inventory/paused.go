@@ -74,9 +74,10 @@ func (p pausedResult) Landed() bool { return p.WriteErr == nil }
 // sleeper takes the item's lock, reads the stock, and stalls; meanwhile
 // s.Others buyers, each with a lock client of its own, take the lock over
 // and make s.OtherPurchases purchases each; once they are done the sleeper
-// wakes and writes the stock it computed before the stall. Every lock
-// client has the lease s.PauseLease. name tells the owners of the scenario
-// apart from others'.
+// wakes and writes the stock it computed before the stall. The sleeper's
+// lock client has the lease s.PauseLease, the others' the shop's s.Lease
+// (zero: the lock client's default). name tells the owners of the
+// scenario apart from others'.
 func runPaused(ctx context.Context, sh *shop, t tables, s settings, mode writeMode, name string) (pausedResult, error) {
 	sh = sh.with(mode)
 	res := pausedResult{Mode: mode, Sleeper: fmt.Sprintf("%s-sleeper-%s", name, s.RunID)}
@@ -96,7 +97,12 @@ func runPaused(ctx context.Context, sh *shop, t tables, s settings, mode writeMo
 	defer sc.Close(context.WithoutCancel(ctx))
 	others := make([]buyFunc, s.Others)
 	for i := range others {
-		c, err := newLockClient(sh.db, t, fmt.Sprintf("%s-buyer-%d-%s", name, i+1, s.RunID), s.PauseLease, heartbeat, s.Refresh)
+		// The others' own leases are the shop's (s.Lease), not the
+		// sleeper's short one: a loaded machine must not make them lose
+		// their locks, nor time out their requests, which a lease of
+		// s.PauseLease bounds tightly. They wait out the sleeper's lock by
+		// the lease in its row.
+		c, err := newLockClient(sh.db, t, fmt.Sprintf("%s-buyer-%d-%s", name, i+1, s.RunID), s.Lease, s.Heartbeat, s.Refresh)
 		if err != nil {
 			return res, err
 		}

@@ -206,6 +206,9 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 		LeaseDuration: 20 * time.Second,
 		RenewDeadline: 15 * time.Second,
 		RetryPeriod:   100 * time.Millisecond,
+		// Room for a loaded machine: a renewal that timed out would be
+		// settled by a read and counted a timeout, not a refusal.
+		RequestTimeout: 5 * time.Second,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() },
 			OnStoppedLeading: func() { stopped <- struct{}{} },

@@ -25,7 +25,7 @@ MODULES := $(shell awk '/^use \(/ { u = 1; next } u && /^\)/ { u = 0; next } u &
 # workspace, against one DynamoDB Local, with the whole of go vet
 # (-vet=all: every analyzer, on every package, those without tests too).
 # Every package is compiled once, with -race: vet and the programs the
-# tests build (internal/testbin) share those compiled packages. -p 4 lets the
+# tests build (internal/testkit/testbin) share those compiled packages. -p 4 lets the
 # compiler go on while the long, mostly waiting tests (chaos, the
 # command's) run. staticcheck is make lint's: on an empty cache it analyses
 # every dependency (client-go, controller-runtime) from source, longer than

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/logtest"
+	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 )
 
 // failoverKind is row 4's result for one kind of leader exit.
@@ -182,7 +182,7 @@ func (b *bench) rowFailover(ctx context.Context) error {
 	res.RTTSamples = len(rtts)
 	p50, p99 := median(rtts), quantile(rtts, 0.99)
 	res.RTTP50Ms, res.RTTP99Ms = ms(p50), ms(p99)
-	poll := clockutil.MaxJittered(electRetry)
+	poll := timing.MaxJittered(electRetry)
 	bounds := func(k *failoverKind, base time.Duration, formula string) {
 		k.BoundFormula = formula
 		b50, b99 := base+poll+2*p50, base+poll+2*p99

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/schedule"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/testbin"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/testbin"
 )
 
 // The command built for the worker processes, once for all the tests

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -162,7 +162,7 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = min(c.RetryPeriod, c.RenewDeadline-c.RetryPeriod)
 	}
-	c.Clock = clockutil.OrReal(c.Clock)
+	c.Clock = timing.OrReal(c.Clock)
 	if c.Logger.GetSink() == nil {
 		c.Logger = logr.Discard()
 	}
@@ -187,9 +187,9 @@ func (c Config) validate() error {
 		return bad("RenewDeadline", "is %v, want > 0", c.RenewDeadline)
 	case c.RetryPeriod < MinRetryPeriod:
 		return bad("RetryPeriod", "is %v, want at least %v (MinRetryPeriod)", c.RetryPeriod, MinRetryPeriod)
-	case c.RenewDeadline <= clockutil.MaxJittered(c.RetryPeriod):
+	case c.RenewDeadline <= timing.MaxJittered(c.RetryPeriod):
 		return bad("RenewDeadline", "is %v, want > %v (RetryPeriod %v plus the largest jitter)",
-			c.RenewDeadline, clockutil.MaxJittered(c.RetryPeriod), c.RetryPeriod)
+			c.RenewDeadline, timing.MaxJittered(c.RetryPeriod), c.RetryPeriod)
 	case c.LeaseDuration-c.RenewDeadline < MinLeaseMargin(c.RenewDeadline):
 		return bad("LeaseDuration", "is %v, want at least RenewDeadline %v + %v (see MinLeaseMargin)",
 			c.LeaseDuration, c.RenewDeadline, MinLeaseMargin(c.RenewDeadline))

@@ -14,9 +14,9 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/clockutil"
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -42,7 +42,7 @@ type egCandidate struct {
 	result  chan error
 }
 
-func newEGCandidate(t *testing.T, locks, fences, id string, clk clockutil.Clock) *egCandidate {
+func newEGCandidate(t *testing.T, locks, fences, id string, clk timing.Clock) *egCandidate {
 	t.Helper()
 	c := &egCandidate{id: id, ft: faulthttp.New(nil), leading: make(chan context.Context, 4), result: make(chan error, 1)}
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = c.ft })

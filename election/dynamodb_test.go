@@ -13,9 +13,9 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/faulthttp"
-	"github.com/dynalease/dynalease/internal/logtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
@@ -23,7 +23,7 @@ import (
 // safe for concurrent use.
 type Elector struct {
 	cfg      Config
-	clk      clockutil.Clock
+	clk      timing.Clock
 	log      logr.Logger
 	identity string
 	notify   *notifier

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
@@ -117,7 +117,7 @@ func (r *run) watch(ctx context.Context, t *term, rn *renewal, stopRenewing func
 		}
 	}()
 	for {
-		clockutil.Blocking(e.clk, "election")
+		timing.Blocking(e.clk, "election")
 		select {
 		case <-t.done:
 			stopRenewing()
@@ -211,7 +211,7 @@ func (r *run) finish(ctx context.Context, t *term) error {
 // engine then confirms it and releases on top of it (WriteOwn).
 func (r *run) release(ctx context.Context) {
 	e := r.e
-	rctx, cancel := clockutil.KeepDeadline(ctx)
+	rctx, cancel := timing.KeepDeadline(ctx)
 	defer cancel()
 	cur := r.cur
 	w := r.hold.WriteOwn(rctx, cur, func(resourcelock.Item) resourcelock.Record { return r.newRecord(true) },

@@ -10,8 +10,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
-	"github.com/dynalease/dynalease/internal/logtest"
+	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -483,7 +483,7 @@ func TestNoRenewalOnceTheTermEndedWithItsDueTime(t *testing.T) {
 // its own timer; the loss names the lease all the same (the race detector
 // watches the timer read what newTerm set).
 func TestATermExpiredAtItsStartNamesItsLease(t *testing.T) {
-	tm := newTerm(context.Background(), clockutil.Real(), "memory/lease-x", time.Now().Add(-time.Second), func() {})
+	tm := newTerm(context.Background(), timing.Real(), "memory/lease-x", time.Now().Add(-time.Second), func() {})
 	select {
 	case <-tm.done:
 	case <-time.After(patience):

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -25,7 +25,7 @@ import (
 type term struct {
 	lease   string // what is held, for its LostError
 	hold    *rvnlease.Holder
-	clk     clockutil.Clock
+	clk     timing.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
 	holding resourcelock.Holding
@@ -55,7 +55,7 @@ type term struct {
 // newTerm starts a term of the lease named lease, valid until validUntil,
 // whose leader context is a child of parent. Everything the term's timer
 // reads is set before the timer is armed: it may fire at once.
-func newTerm(parent context.Context, clk clockutil.Clock, lease string, validUntil time.Time, onStopped func()) *term {
+func newTerm(parent context.Context, clk timing.Clock, lease string, validUntil time.Time, onStopped func()) *term {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &term{
 		lease:     lease,

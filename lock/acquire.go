@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -197,7 +197,7 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		l.mu.Unlock()
 		// The first heartbeat is due a random part of the period early, so
 		// that locks taken together spread out.
-		c.sched.Add(background{l}, sent.Add(clockutil.Spread(c.cfg.heartbeat)))
+		c.sched.Add(background{l}, sent.Add(timing.Spread(c.cfg.heartbeat)))
 	}
 	c.log.V(1).Info("acquired", "key", t.key.String(), "rvn", l.RVN())
 	return l, nil

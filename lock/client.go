@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -22,7 +22,7 @@ import (
 type Client struct {
 	store   resourcelock.Store
 	cfg     config
-	clk     clockutil.Clock
+	clk     timing.Clock
 	log     logr.Logger
 	base    *resourcelock.Lease // the client's leases: its store, identity and hold options (At a key)
 	seen    *rvnlease.Watches
@@ -280,7 +280,7 @@ func (c *Client) Close(ctx context.Context) error {
 	sem := make(chan struct{}, c.cfg.concurrency)
 	var wg sync.WaitGroup
 	for i, l := range held {
-		rctx, cancel := clockutil.KeepDeadline(ctx)
+		rctx, cancel := timing.KeepDeadline(ctx)
 		select {
 		case sem <- struct{}{}:
 		case <-rctx.Done():
@@ -306,7 +306,7 @@ func (c *Client) Close(ctx context.Context) error {
 			c.sched.Close()
 			close(stopped)
 		}()
-		wctx, cancel := clockutil.KeepDeadline(ctx)
+		wctx, cancel := timing.KeepDeadline(ctx)
 		defer cancel()
 		select {
 		case <-stopped:

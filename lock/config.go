@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
@@ -153,7 +153,7 @@ type config struct {
 	requestTimeout time.Duration
 	refresh        time.Duration
 	ttlSlack       time.Duration
-	clock          clockutil.Clock
+	clock          timing.Clock
 	log            logr.Logger
 	metrics        metrics.Locks
 	tracer         tracing.Tracer
@@ -206,7 +206,7 @@ func (cfg Config) resolve() (config, error) {
 	if c.margin == 0 {
 		c.margin = c.lease / 10
 	}
-	c.clock = clockutil.OrReal(c.clock)
+	c.clock = timing.OrReal(c.clock)
 	if c.log.GetSink() == nil {
 		c.log = logr.Discard()
 	}
@@ -237,7 +237,7 @@ func (c config) validate() error {
 	case c.requestTimeout > (c.lease-c.margin)/2:
 		return invalid("RequestTimeout", "request timeout %v must be at most (lease %v − margin %v) / 2 = %v, less the heartbeat period",
 			c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
-	case clockutil.Add(c.heartbeat, c.requestTimeout) > (c.lease-c.margin)/2:
+	case timing.Add(c.heartbeat, c.requestTimeout) > (c.lease-c.margin)/2:
 		return invalid("HeartbeatPeriod", "heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
 			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
 	case c.refresh < MinRefreshPeriod:

@@ -17,7 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"

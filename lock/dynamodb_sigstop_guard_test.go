@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/testbin"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/testbin"
 )
 
-// The holder process of these tests is internal/stoptest/holder, built
+// The holder process of these tests is internal/testkit/stoptest/holder, built
 // here; see its documentation for the line protocol.
-const fgHolderPkg = "github.com/dynalease/dynalease/internal/stoptest/holder"
+const fgHolderPkg = "github.com/dynalease/dynalease/internal/testkit/stoptest/holder"
 
 // fgDDBTestAccessKey is the access key ddbtest.Client signs with.
 const fgDDBTestAccessKey = "ddbtest"

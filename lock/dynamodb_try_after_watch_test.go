@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/lock"
 )
 

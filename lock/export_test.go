@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -50,7 +50,7 @@ func WithFencing(table string) Option {
 	return func(c *testConfig) { c.Fencing, c.table.FenceTable = true, table }
 }
 func WithMaxTransactItems(n int) Option    { return func(c *testConfig) { c.table.MaxTransactItems = n } }
-func WithClock(clk clockutil.Clock) Option { return func(c *testConfig) { c.Clock = clk } }
+func WithClock(clk timing.Clock) Option { return func(c *testConfig) { c.Clock = clk } }
 func WithLogger(l logr.Logger) Option      { return func(c *testConfig) { c.Logger = l } }
 func WithMetrics(m metrics.Locks) Option   { return func(c *testConfig) { c.Metrics = m } }
 func WithHeartbeatConcurrency(n int) Option {

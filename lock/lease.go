@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -46,7 +46,7 @@ func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourceloc
 		}
 	}
 	if c.cfg.ttlSlack > 0 {
-		o.TTL = clockutil.Add(c.cfg.lease, c.cfg.ttlSlack)
+		o.TTL = timing.Add(c.cfg.lease, c.cfg.ttlSlack)
 	}
 	return o
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -61,7 +61,7 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 
 func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 	defer l.c.unclaimLock(l)
-	rctx, cancel := clockutil.KeepDeadline(ctx)
+	rctx, cancel := timing.KeepDeadline(ctx)
 	defer cancel()
 	// A heartbeat under way finishes first (bounded by the request
 	// timeout), unless the deadline comes first: then the lock ends here

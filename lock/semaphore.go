@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -107,7 +107,7 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 // readSlots reads the slots in one request, bounded by the request
 // timeout.
 func (c *Client) readSlots(ctx context.Context, store resourcelock.ManyStore, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
-	rctx, cancel := clockutil.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
 	defer cancel()
 	started := c.clk.Now()
 	rows, err := store.GetMany(rctx, keys)

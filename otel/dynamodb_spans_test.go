@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -15,7 +15,7 @@ import (
 // skewedClock is the real clock read off by an offset: the wall clock of
 // an instance whose clock is wrong (its leases run on the monotonic clock).
 type skewedClock struct {
-	clockutil.Clock
+	timing.Clock
 	offset time.Duration
 }
 
@@ -51,7 +51,7 @@ func TestAFleetWithSkewedClocksStartsEachSlotOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, offset := range []time.Duration{-skew, 0, skew} {
 		id := []string{"behind", "right", "ahead"}[i]
-		wall := skewedClock{Clock: clockutil.Real(), offset: offset}
+		wall := skewedClock{Clock: timing.Real(), offset: offset}
 		c, err := lock.New(lock.Config{Store: store, Identity: id, LeaseDuration: 2 * time.Second,
 			HeartbeatPeriod: 400 * time.Millisecond, RefreshPeriod: 200 * time.Millisecond})
 		if err != nil {

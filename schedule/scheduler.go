@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics"
@@ -100,7 +100,7 @@ const (
 // jobs, and each slot runs on one instance (see the package doc).
 type Scheduler struct {
 	cfg     Config
-	clk     clockutil.Clock
+	clk     timing.Clock
 	wall    clock.PassiveClock // decides which slot is due
 	jobs    []*Job
 	running atomic.Int32
@@ -129,7 +129,7 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Nop{}
 	}
-	s := &Scheduler{cfg: cfg, clk: clockutil.OrReal(cfg.Clock), tracer: tracing.New(cfg.TracerProvider)}
+	s := &Scheduler{cfg: cfg, clk: timing.OrReal(cfg.Clock), tracer: tracing.New(cfg.TracerProvider)}
 	s.wall = s.clk
 	if cfg.WallClock != nil {
 		s.wall = cfg.WallClock
@@ -207,7 +207,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 		if err != nil {
 			log.Error(err, "reading the job's ledger")
-			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+			_ = timing.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
 			continue
 		}
 		now := s.wall.Now()
@@ -235,7 +235,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 				log.Info("the schedule names no more slots; the job's loop ends")
 				return nil
 			}
-			_ = clockutil.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
+			_ = timing.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
 	}
 	return nil
@@ -263,11 +263,11 @@ func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
 func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time.Time, error) {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
 	wait := st.until.Sub(s.wall.Now())
-	actx, cancel := clockutil.WithTimeout(ctx, s.clk, wait)
+	actx, cancel := timing.WithTimeout(ctx, s.clk, wait)
 	defer cancel()
 	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
 		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
-		if err := clockutil.Sleep(actx, s.clk, delay, "schedule"); err != nil {
+		if err := timing.Sleep(actx, s.clk, delay, "schedule"); err != nil {
 			return s.gaveUp(ctx, j, st, err), nil
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Error(err, "taking the job's lock")
-			_ = clockutil.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+			_ = timing.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
 		}
 		return time.Time{}, nil
 	}

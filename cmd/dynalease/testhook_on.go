@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 )
 
 // Test hooks, compiled only into the binary the command's tests build with

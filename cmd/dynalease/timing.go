@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/lock"
 )
 
@@ -30,7 +30,7 @@ func (c *common) runTimes(grace time.Duration) (runTiming, error) {
 	if err := c.checkCommon(grace); err != nil {
 		return runTiming{}, err
 	}
-	t := runTiming{lease: c.lease, margin: max(clockutil.Add(grace, noticeSlack), lock.MinSafetyMargin(c.lease)), heartbeat: c.heartbeat}
+	t := runTiming{lease: c.lease, margin: max(timing.Add(grace, noticeSlack), lock.MinSafetyMargin(c.lease)), heartbeat: c.heartbeat}
 	if t.margin >= c.lease/2 {
 		return runTiming{}, fmt.Errorf("--lease %v is too short for --grace %v: the safety margin (grace + %v) must stay under half the lease", c.lease, grace, noticeSlack)
 	}
@@ -67,12 +67,12 @@ func (c *common) electTimes(grace, retry time.Duration) (electTiming, error) {
 	if retry == 0 {
 		retry = max(c.lease/10, election.MinRetryPeriod)
 	}
-	stopping := clockutil.Add(grace, noticeSlack)
+	stopping := timing.Add(grace, noticeSlack)
 	// A long lease needs more room than that: election.MinLeaseMargin of
 	// the renew deadline (lease − renew ≥ renew/100 once lease − renew ≥
 	// lease/101), or election.New refuses it.
 	renew := c.lease - max(stopping, c.lease/101+time.Millisecond)
-	if renew < stopping || renew <= clockutil.Add(retry, retry) || retry < election.MinRetryPeriod {
+	if renew < stopping || renew <= timing.Add(retry, retry) || retry < election.MinRetryPeriod {
 		return electTiming{}, fmt.Errorf("--lease %v is too short for --grace %v and --retry %v: want lease ≥ 2 × (grace + %v), a renew deadline (lease − grace − %v) over two retries, and --retry at least %v",
 			c.lease, grace, retry, noticeSlack, noticeSlack, election.MinRetryPeriod)
 	}

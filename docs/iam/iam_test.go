@@ -25,7 +25,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )

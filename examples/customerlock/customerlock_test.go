@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 )
 
 // TestRun runs a small bank against DynamoDB and checks the invariant of

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 )
 
 // newTables makes the lock, fence and stock tables of a test.

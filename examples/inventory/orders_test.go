@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 )
 
 // TestOrders places orders of several items from several buyers, each

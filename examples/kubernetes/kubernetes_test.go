@@ -16,8 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/testbin"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/testbin"
 )
 
 const patience = time.Minute

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -379,7 +379,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %s cannot fence", dynalease.ErrInvalid, a.w.port.Describe())
 	}
-	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	fenced, err := fencer.Fence(rctx, res.Item.AcquisitionID)
 	cancel()
@@ -388,7 +388,7 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 		res.Item = fenced
 		return res, nil
 	}
-	rctx, cancel = clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	rctx, cancel = timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	rerr := a.releaseOwn(rctx, res.Item)
 	cancel()
 	if rerr != nil {
@@ -446,7 +446,7 @@ func (a *Acquirer) Resume(obs Observation, inDoubt Attempts) {
 // many rows it released.
 func (a *Acquirer) Abandon(ctx context.Context) int {
 	cfg := a.w.cfg
-	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	ctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	defer cancel()
 	released := 0
 	if a.late.RVN != "" {

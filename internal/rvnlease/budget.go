@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // settle keeps the failure of a poll that did not win (one that waiting
@@ -38,7 +38,7 @@ func (s *waiting) settle(failure error, now time.Time) error {
 	case s.deadline.IsZero() && s.lastErr != nil:
 		// No answer has named a holder yet: the budget a holder with
 		// the caller's own lease would get.
-		s.deadline = s.start.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+		s.deadline = s.start.Add(timing.Add(s.Budget.OwnLease, s.Budget.Extra))
 	}
 	return nil
 }
@@ -96,9 +96,9 @@ func (s *waiting) extendDeadline() {
 			}
 		}
 		s.at[i].holder = holder
-		longest = max(longest, clockutil.Add(a.Obs.Lease, a.Yield()))
+		longest = max(longest, timing.Add(a.Obs.Lease, a.Yield()))
 	}
-	if d := s.budgetFrom.Add(clockutil.Add(longest, s.Budget.Extra)); d.After(s.deadline) {
+	if d := s.budgetFrom.Add(timing.Add(longest, s.Budget.Extra)); d.After(s.deadline) {
 		s.deadline = d
 	}
 }
@@ -152,7 +152,7 @@ func (s *waiting) wake(now time.Time) time.Duration {
 	if s.due() {
 		return 0
 	}
-	wait := clockutil.Jittered(s.at[0].queueWait(s.Period))
+	wait := timing.Jittered(s.at[0].queueWait(s.Period))
 	for _, a := range s.at {
 		if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
 			if d := a.Obs.Expiry().Add(a.Yield()).Sub(now); d > 0 && d < wait {
@@ -175,11 +175,11 @@ func (s *waiting) graceEnd(now time.Time) time.Time {
 		return time.Time{}
 	}
 	if s.fenceFailed {
-		return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+		return s.failingSince.Add(timing.Add(s.Budget.OwnLease, s.Budget.Extra))
 	}
 	for _, a := range s.at {
 		if a.Obs.Expired(now) || a.Offered() {
-			return s.failingSince.Add(clockutil.Add(s.Budget.OwnLease, s.Budget.Extra))
+			return s.failingSince.Add(timing.Add(s.Budget.OwnLease, s.Budget.Extra))
 		}
 	}
 	return time.Time{}

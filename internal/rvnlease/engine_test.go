@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
@@ -224,7 +224,7 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	e := newEngine(t)
 	e.put("other", "r1", false)
 	e.round()
-	if w := e.wait(); w <= 0 || w > clockutil.MaxJittered(period) {
+	if w := e.wait(); w <= 0 || w > timing.MaxJittered(period) {
 		t.Fatalf("Wait while held = %v, want a jittered period", w)
 	}
 	e.fc.Step(lease - 300*time.Millisecond)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // Failing tracks the failures a caller keeps retrying (throttling, a
@@ -19,7 +19,7 @@ import (
 // changes and once when it clears, not on every retry. Each call costs
 // O(1), however many keys fail at once. It is safe for concurrent use.
 type Failing struct {
-	clk    clockutil.Clock
+	clk    timing.Clock
 	log    logr.Logger
 	report func(err error, since time.Time) // told of every change of Last, nil err once none fails
 
@@ -36,7 +36,7 @@ type failure struct {
 
 // NewFailing returns a tracker that reads clk, logs to log and tells report
 // (which must not block) of every change.
-func NewFailing(clk clockutil.Clock, log logr.Logger, report func(err error, since time.Time)) *Failing {
+func NewFailing(clk timing.Clock, log logr.Logger, report func(err error, since time.Time)) *Failing {
 	return &Failing{clk: clk, log: log, report: report, byKey: map[string]*list.Element{}}
 }
 

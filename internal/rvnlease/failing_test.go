@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/dynalease/dynalease/internal/logtest"
+	"github.com/dynalease/dynalease/internal/testkit/logtest"
 )
 
 func TestFailingKeepsTheStartOfAFailureUntilItClears(t *testing.T) {

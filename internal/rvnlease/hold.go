@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -154,7 +154,7 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 	}
 	for try := 1; ; try++ {
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
-		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+		rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 		start := cfg.Clock.Now()
 		err := remover.Remove(rctx, expect)
 		cancel()
@@ -181,7 +181,7 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 // doubt, so it may run beside a renewal.
 func (h *Holder) Lost(ctx context.Context, lease string, cause error) *dynalease.LostError {
 	cfg := h.w.cfg
-	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	it, err := h.w.port.Get(rctx)
 	cancel()

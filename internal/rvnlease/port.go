@@ -5,14 +5,14 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // Config holds what the engine needs to know of the lease and its caller.
 // The caller validates it against the lease.
 type Config struct {
 	// Clock times every request and validity.
-	Clock clockutil.Clock
+	Clock timing.Clock
 	// Identity is the holder identity written into the caller's records.
 	Identity string
 	// RequestTimeout bounds each request, the SDK's retries included. The

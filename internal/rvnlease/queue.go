@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -212,7 +212,7 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 		return answer{err: errNothingToJoin}
 	}
 	q.joins++
-	rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	it, err := q.lease.Join(rctx, q.me)
 	cancel()
@@ -289,7 +289,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 			}
 			break
 		}
-		rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+		rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 		start := cfg.Clock.Now()
 		got, err := q.lease.Leave(rctx, q.me.Ticket, i)
 		cancel()
@@ -312,7 +312,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 			// A store whose refusals carry no row: read it.
 			// (A plain read: it must not settle the writes in doubt,
 			// which Abandon may still have to release.)
-			rctx, cancel := clockutil.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
+			rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 			start := cfg.Clock.Now()
 			got, err := a.w.port.Get(rctx)
 			cancel()
@@ -358,7 +358,7 @@ func (a *Acquirer) LeaveQueue(ctx context.Context) {
 		return
 	}
 	cfg := a.w.cfg
-	ctx, cancel := clockutil.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+	ctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	defer cancel()
 	a.leave(ctx, a.q.last)
 }

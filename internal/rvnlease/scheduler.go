@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // Renewable is one held lease that a Scheduler renews in the background.
@@ -32,10 +32,10 @@ type Renewable interface {
 // means, is the Renewable's (see Holder).
 //
 // Each time the scheduler is about to wait with nothing under way and its
-// queue changed since it last said so, it tells a clockutil.Watcher clock,
+// queue changed since it last said so, it tells a timing.Watcher clock,
 // with the loop name given to NewScheduler.
 type Scheduler struct {
-	clk     clockutil.Clock
+	clk     timing.Clock
 	epoch   time.Time // due times are kept as durations since
 	period  time.Duration
 	workers int
@@ -62,7 +62,7 @@ type Scheduler struct {
 // NewScheduler returns a scheduler that renews every period with at most
 // workers renewals under way at once. Its goroutines start with the first
 // Add.
-func NewScheduler(clk clockutil.Clock, period time.Duration, workers int, loop string) *Scheduler {
+func NewScheduler(clk timing.Clock, period time.Duration, workers int, loop string) *Scheduler {
 	return &Scheduler{
 		clk:     clk,
 		epoch:   clk.Now(),
@@ -132,7 +132,7 @@ func (s *Scheduler) dispatch() {
 	idle := func(version int) {
 		if version != idleAt {
 			idleAt = version
-			clockutil.Blocking(s.clk, s.loop)
+			timing.Blocking(s.clk, s.loop)
 		}
 	}
 	for {
@@ -186,7 +186,7 @@ func (s *Scheduler) dispatch() {
 // waitUntil waits until the clock reaches due, or a wake-up comes, having
 // called idle when it blocks; it reports false once the scheduler stops.
 func (s *Scheduler) waitUntil(due time.Time, idle func()) bool {
-	t, passed := clockutil.TimerUntil(s.clk, due)
+	t, passed := timing.TimerUntil(s.clk, due)
 	if passed {
 		return true
 	}

@@ -7,7 +7,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/dynalease/dynalease/internal/clocktest"
+	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 )
 
 // countedHold is a Renewable that records when it was renewed and can be

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // Validities ends the validities of many holds of one holder (the locks of
@@ -32,7 +32,7 @@ import (
 // expire without its lock held, so expire may take the holder's mutex and
 // call the set.
 type Validities[H comparable] struct {
-	clk      clockutil.Clock
+	clk      timing.Clock
 	validity time.Duration
 	send     func(H) *time.Time
 	of       func(H) *Validity
@@ -51,7 +51,7 @@ type Validity struct {
 }
 
 // NewValidities returns an empty set of validities of validity each.
-func NewValidities[H comparable](clk clockutil.Clock, validity time.Duration, send func(H) *time.Time, of func(H) *Validity, expire func(H)) *Validities[H] {
+func NewValidities[H comparable](clk timing.Clock, validity time.Duration, send func(H) *time.Time, of func(H) *Validity, expire func(H)) *Validities[H] {
 	return &Validities[H]{clk: clk, validity: validity, send: send, of: of, expire: expire}
 }
 

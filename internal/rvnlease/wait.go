@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -233,7 +233,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		if err != nil {
 			return Won{}, err
 		}
-		if err := clockutil.Sleep(ctx, w.Engine.Clock, wait, w.Loop); err != nil {
+		if err := timing.Sleep(ctx, w.Engine.Clock, wait, w.Loop); err != nil {
 			return Won{}, err
 		}
 	}
@@ -303,7 +303,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 // readAll reads every place in one request, bounded by the request
 // timeout.
 func (s *waiting) readAll(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
-	rctx, cancel := clockutil.WithTimeout(ctx, s.Engine.Clock, s.Engine.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, s.Engine.Clock, s.Engine.RequestTimeout)
 	defer cancel()
 	start := s.Engine.Clock.Now()
 	rows, err := s.Read(rctx)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -51,7 +51,7 @@ func (a answer) failure() error {
 func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string, send func(context.Context) (resourcelock.Item, error)) answer {
 	sent := w.cfg.Clock.Now()
 	w.attempts.Add(rec.RVN, cond, rec.Released, sent)
-	rctx, cancel := clockutil.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
 	it, err := send(rctx)
 	cancel()
 	op := "update"
@@ -89,7 +89,7 @@ func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string
 // read gets the row and settles it against the attempts.
 func (w *writer) read(ctx context.Context) answer {
 	start := w.cfg.Clock.Now()
-	rctx, cancel := clockutil.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
+	rctx, cancel := timing.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
 	it, err := w.port.Get(rctx)
 	cancel()
 	if errors.Is(err, resourcelock.ErrNotFound) {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/k8s/clientgo"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"

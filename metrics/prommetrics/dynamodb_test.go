@@ -13,8 +13,8 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics/prommetrics"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"

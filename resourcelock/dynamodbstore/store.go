@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -127,7 +127,7 @@ type Store struct {
 	keys       keySchema
 	timeout    time.Duration
 	maxItems   int
-	clock      clockutil.Clock
+	clock      timing.Clock
 	onConflict func() // called before each retry of a guarded write after a conflict
 	// singleWriter: Config.SingleWriterRegion.
 	singleWriter bool
@@ -181,7 +181,7 @@ func New(cfg Config) (*Store, error) {
 	case maxItems > MaxTransactItemsLimit:
 		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
 	}
-	d := &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: clockutil.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}
+	d := &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: timing.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}
 	if cfg.SkipTableCheck {
 		d.lockCheck.skip()
 		d.fenceCheck.skip()

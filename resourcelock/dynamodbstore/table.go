@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // TableAPI is the part of the DynamoDB client that CreateTable uses.
@@ -77,7 +77,7 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 		return fmt.Errorf("%w: provisioned capacity of %d reads and %d writes must be positive", dynalease.ErrInvalid,
 			aws.ToInt64(p.ReadCapacityUnits), aws.ToInt64(p.WriteCapacityUnits))
 	}
-	clk := clockutil.OrReal(opts.Clock)
+	clk := timing.OrReal(opts.Clock)
 	poll := opts.PollInterval
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
@@ -105,7 +105,7 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts TableO
 			}
 			return enableTTL(ctx, client, table, ttl)
 		}
-		if err := clockutil.Sleep(ctx, clk, poll, "create-table"); err != nil {
+		if err := timing.Sleep(ctx, clk, poll, "create-table"); err != nil {
 			return fmt.Errorf("resourcelock: waiting for table %q to become active (status %s): %w", table, desc.TableStatus, err)
 		}
 		desc, err = describeTable(ctx, client, table)

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // transactWrite sends items in one TransactWriteItems, and sends them again
@@ -23,7 +23,7 @@ func (d *Store) transactWrite(ctx context.Context, api TransactAPI, items []type
 			if d.onConflict != nil {
 				d.onConflict()
 			}
-			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "transaction"); werr != nil {
+			if werr := timing.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "transaction"); werr != nil {
 				return werr
 			}
 		}
@@ -46,7 +46,7 @@ func (d *Store) transactGet(ctx context.Context, api TransactAPI, gets []types.T
 	var err error
 	for try := 0; try < guardRetries; try++ {
 		if try > 0 {
-			if werr := clockutil.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "transaction"); werr != nil {
+			if werr := timing.Sleep(ctx, d.clock, time.Duration(try)*20*time.Millisecond, "transaction"); werr != nil {
 				return nil, werr
 			}
 		}

@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -240,7 +240,7 @@ func (d *demo) run(ctx context.Context) error {
 		d.say("%s's last printed renewal was sent at %.3fs, %.3fs before the kill: by its own clock it led until %.3fs",
 			leader, s.Seconds(), (d.res.killAt - s).Seconds(), (s + renewDeadline).Seconds())
 	}
-	failoverBound := leaseDuration + clockutil.MaxJittered(retryPeriod)
+	failoverBound := leaseDuration + timing.MaxJittered(retryPeriod)
 	if d.res.failover, err = d.awaitLeader(ctx, failoverBound+slack, "no survivor took over", leader); err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.res.stopped = leader
 	d.say("SIGTERM to %s's process group: it lets its work return, then releases the lease", leader)
 	d.res.termAt = d.signal(d.child(leader), syscall.SIGTERM)
-	d.res.handover, err = d.awaitLeader(ctx, clockutil.MaxJittered(retryPeriod)+slack,
+	d.res.handover, err = d.awaitLeader(ctx, timing.MaxJittered(retryPeriod)+slack,
 		"no candidate took over after the release", d.res.crashed, leader)
 	if err != nil {
 		return err

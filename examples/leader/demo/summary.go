@@ -8,15 +8,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/clockutil"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // summary prints the measurements, the checks and the verdict.
 func (d *demo) summary(err error) {
 	r := &d.res
 	rtt2 := 2 * r.rttMax
-	failoverBound := leaseDuration + clockutil.MaxJittered(retryPeriod) + rtt2
-	handoverBound := clockutil.MaxJittered(retryPeriod) + rtt2
+	failoverBound := leaseDuration + timing.MaxJittered(retryPeriod) + rtt2
+	handoverBound := timing.MaxJittered(retryPeriod) + rtt2
 
 	fmt.Println()
 	if r.first == nil {
@@ -78,7 +78,7 @@ func (d *demo) summary(err error) {
 	fmt.Printf("  round trip: %d probes (consistent GetItem, conditional UpdateItem): median %s, largest %s; %d failed\n",
 		r.rttCount, ms(r.rttMedian), ms(r.rttMax), r.probeErrs)
 	fmt.Printf("  bounds: failover = lease %v + 1.2×retry %v + 2×largest round trip %s; handover = 1.2×retry + 2×largest round trip\n",
-		leaseDuration, clockutil.MaxJittered(retryPeriod), ms(r.rttMax))
+		leaseDuration, timing.MaxJittered(retryPeriod), ms(r.rttMax))
 	fmt.Println("  the one-leader check is best effort: it compares the arrival times of the candidates' own lines")
 	d.verdict(err)
 }

@@ -1,4 +1,4 @@
-package clockutil
+package timing
 
 import (
 	"context"

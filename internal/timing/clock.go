@@ -1,13 +1,13 @@
-package clockutil
+package timing
 
 import (
 	"k8s.io/utils/clock"
+
+	"github.com/dynalease/dynalease/clockutil"
 )
 
-// Clock is the clock every wait in dynalease uses: timers, tickers and
-// delayed functions. clock.RealClock and *testing.FakeClock from
-// k8s.io/utils/clock both satisfy it.
-type Clock = clock.WithTickerAndDelayedExecution
+// Clock is the clock every wait in dynalease uses (clockutil.Clock).
+type Clock = clockutil.Clock
 
 // Real returns the clock backed by the machine's monotonic clock.
 func Real() Clock { return clock.RealClock{} }

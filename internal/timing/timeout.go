@@ -1,4 +1,4 @@
-package clockutil
+package timing
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func WithTimeout(parent context.Context, c Clock, d time.Duration) (context.Cont
 // context.DeadlineExceeded.
 type timeoutError struct{}
 
-func (timeoutError) Error() string { return "clockutil: timeout" }
+func (timeoutError) Error() string { return "timing: timeout" }
 
 func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/internal/ddbtest"
-	"github.com/dynalease/dynalease/internal/faulthttp"
+	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
+	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 )
 
 // newClient builds a DynamoDB client for the emulator that sends its

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // failoverKind is row 4's result for one kind of leader exit.

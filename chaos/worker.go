@@ -90,6 +90,10 @@ type worker struct {
 	pausing atomic.Bool  // the next guarded write waits cfg.pauseFor before it leaves
 	offset  atomic.Int64 // the schedule's wall-clock offset, in nanoseconds
 
+	// guards makes the guarded writes of the worker's terms and locks
+	// (Store.Writes): the lock table's store, without fencing.
+	guards *dynamodbstore.Store
+
 	mu   sync.Mutex
 	held map[string]*lock.Lock // role → lock held when the worker stops
 }
@@ -127,6 +131,10 @@ func runWorker(args []string) error {
 			admitAnyLockCheck(cfg.locks)(o)
 		}
 	})
+
+	if w.guards, err = dynamodbstore.New(dynamodbstore.Config{Client: w.ddb, Table: cfg.locks}); err != nil {
+		return err
+	}
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -236,6 +244,7 @@ func (w *worker) elect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+
 	var e *election.Elector
 	e, err = election.New(election.Config{
 		Lease:           rl,
@@ -267,7 +276,9 @@ func (w *worker) lead(ctx context.Context, e *election.Elector) {
 	stopSampling := w.sample(ctx, "elect", tok, e.ValidUntil)
 	defer stopSampling()
 	for ctx.Err() == nil {
-		w.guardedWrite(ctx, "elect", tok, func(ctx context.Context, item types.TransactWriteItem) error { return e.Guard(ctx, item) })
+		w.guardedWrite(ctx, "elect", tok, func(ctx context.Context, item types.TransactWriteItem) error {
+			return e.Guard(ctx, w.guards.Writes(item))
+		})
 		sleepCtx(ctx, time.Duration(80+w.intn(40))*time.Millisecond)
 	}
 }
@@ -393,7 +404,9 @@ func (w *worker) hold(ctx context.Context, roles []string, validity time.Duratio
 	deadline := time.Now().Add(holdFor)
 	for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
 		role := roles[w.intn(len(roles))]
-		w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error { return l.Guard(ctx, item) })
+		w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error {
+			return l.Guard(ctx, w.guards.Writes(item))
+		})
 		sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
 	}
 	for _, stop := range stops {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -37,6 +37,7 @@ const (
 type egCandidate struct {
 	id      string
 	e       *election.Elector
+	lk      *dynamodbstore.Lease
 	ft      *faulthttp.Transport
 	leading chan context.Context
 	result  chan error
@@ -52,6 +53,7 @@ func newEGCandidate(t *testing.T, locks, fences, id string, clk timing.Clock) *e
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.lk = lk
 	c.e, err = election.New(election.Config{
 		Lease:         lk,
 		LeaseDuration: egLease,
@@ -197,7 +199,7 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 	if !ok || tokA <= 0 || a.e.Token() != tokA {
 		t.Fatalf("A's token: context %d (%v), Token() %d", tokA, ok, a.e.Token())
 	}
-	if err := a.e.Guard(ctx, d.put("ledger", "a", 1)); err != nil {
+	if err := a.guard(ctx, d.put("ledger", "a", 1)); err != nil {
 		t.Fatalf("A's guarded write while it leads: %v", err)
 	}
 	if err := d.fenced("ext", "a", tokA); err != nil {
@@ -214,7 +216,7 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 	if !ok || tokB <= tokA || b.e.Token() != tokB {
 		t.Fatalf("B's token %#x (%v, Token() %#x) is not above A's %#x", tokB, ok, b.e.Token(), tokA)
 	}
-	if err := b.e.Guard(ctx, d.bump("ledger", "b", 1, 2)); err != nil {
+	if err := b.guard(ctx, d.bump("ledger", "b", 1, 2)); err != nil {
 		t.Fatalf("B's guarded write: %v", err)
 	}
 	if err := d.fenced("ext", "b", tokB); err != nil {
@@ -233,7 +235,7 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 	gctx, cancel := context.WithTimeout(ctx, egPatience)
 	defer cancel()
 	// Unconditional writes: only the check of the lease record can stop them.
-	err := a.e.Guard(gctx, d.put("ledger", "a", 3), d.put("a-only", "a", 1))
+	err := a.guard(gctx, d.put("ledger", "a", 3), d.put("a-only", "a", 1))
 	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) {
 		t.Fatalf("A's guarded write after B took over = %v, want dynalease.ErrLost and ErrGuardLost", err)
 	}
@@ -260,11 +262,17 @@ func TestDynamoDBPausedLeaderCannotCommit(t *testing.T) {
 		t.Fatal("A's Run did not return after its term was lost")
 	}
 
-	if err := b.e.Guard(ctx, d.bump("ledger", "b", 2, 3)); err != nil {
+	if err := b.guard(ctx, d.bump("ledger", "b", 2, 3)); err != nil {
 		t.Fatalf("B's second guarded write: %v", err)
 	}
 	d.want("B's second write", "ledger", "b", 3)
 	if !b.e.IsLeader() {
 		t.Error("B stopped leading")
 	}
+}
+
+// guard commits items in one transaction with the check of the
+// candidate's term (Elector.Guard over the lease's Writes).
+func (c *egCandidate) guard(ctx context.Context, items ...types.TransactWriteItem) error {
+	return c.e.Guard(ctx, c.lk.Writes(items...))
 }

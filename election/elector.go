@@ -7,12 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -108,25 +107,25 @@ func (e *Elector) Token() int64 {
 	return t.token
 }
 
-// Guard commits items, the caller's own DynamoDB writes, in one transaction
-// with a check that the lease record still shows this term's acquisition,
-// so a leader that lost its term (paused, partitioned) cannot commit
-// anything. It needs a Lease that can guard writes, as the lease
-// dynamodbstore.NewLease returns can. It refuses at once, with an error
-// matching dynalease.ErrLost, when not leading; a refusal by the server
-// matches both dynalease.ErrLost and resourcelock.ErrGuardLost. See
-// dynamodbstore.Guarder for the other errors.
-func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) error {
-	g, ok := e.cfg.Lease.(guarder)
-	if !ok {
-		return fmt.Errorf("election: %s cannot run guarded writes", e.cfg.Lease.Describe())
+// Guard runs w, a guarded write of the caller's own (dynamodbstore's
+// Lease.Writes makes one of DynamoDB items), with this term's holding: the
+// store commits w's writes, all or nothing, together with a check that
+// the lease record still shows this term's acquisition, so a leader that
+// lost its term (paused, partitioned) cannot commit anything. It refuses
+// at once, with an error matching dynalease.ErrLost, when not leading; a
+// refusal by the server matches both dynalease.ErrLost and
+// resourcelock.ErrGuardLost, and ends the term. Its other errors are w's
+// (see dynamodbstore.Store.Guard).
+func (e *Elector) Guard(ctx context.Context, w resourcelock.Guarded) error {
+	if w == nil {
+		return &dynalease.InvalidError{Field: "Guard", Reason: "the guarded write is nil (dynamodbstore's Lease.Writes makes one)"}
 	}
 	t := e.term()
 	if t == nil || !t.valid() {
 		return lostLeadership(fmt.Errorf("%s: not leading", e.cfg.Lease.Describe()))
 	}
 	started := e.clk.Now()
-	err := g.Guard(ctx, t.holding, items...)
+	err := w(ctx, t.holding)
 	e.observeRequest("guard", err, e.clk.Since(started))
 	e.cfg.Metrics.GuardedWrite(rvnlease.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
@@ -136,12 +135,6 @@ func (e *Elector) Guard(ctx context.Context, items ...types.TransactWriteItem) e
 		return lostLeadership(lost)
 	}
 	return err
-}
-
-// guarder is a lease that can guard writes: the capability Guard looks
-// for (dynamodbstore.Lease has it).
-type guarder interface {
-	Guard(ctx context.Context, h resourcelock.Holding, items ...types.TransactWriteItem) error
 }
 
 // Leader returns the identity of the holder last observed, this candidate

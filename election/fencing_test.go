@@ -87,8 +87,10 @@ func TestGuardRefusedWhenNotLeading(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	if err := h.e.Guard(context.Background()); err == nil {
-		t.Fatal("Guard with a lock that cannot guard succeeded")
+	called := false
+	w := func(context.Context, resourcelock.Holding) error { called = true; return nil }
+	if err := h.e.Guard(context.Background(), w); !errors.Is(err, dynalease.ErrLost) || called {
+		t.Fatalf("Guard when not leading = %v (the write called: %t), want ErrLost without calling it", err, called)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -85,6 +85,9 @@ func (r *run) startTerm(ctx context.Context, validUntil time.Time) *term {
 	t.hold = r.hold
 	t.token = r.cur.FencingToken()
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
+	if k, ok := e.cfg.Lease.(interface{ Key() resourcelock.Key }); ok {
+		t.holding.Keys = []resourcelock.Key{k.Key()} // a lease of a store's: its row
+	}
 	e.mu.Lock()
 	e.current = t
 	e.mu.Unlock()

@@ -3,8 +3,6 @@ package lock
 import (
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -17,7 +15,7 @@ type acquireConfig struct {
 	replaceData     bool
 	deleteOnRelease bool
 	onlyIfExists    bool
-	attributes      map[string]types.AttributeValue
+	attributes      map[string]any
 	failIfLocked    bool
 	reentrant       bool
 	monitor         *sessionMonitor
@@ -56,10 +54,13 @@ func WithDeleteOnRelease() AcquireOption { return func(a *acquireConfig) { a.del
 // creating it.
 func WithAcquireOnlyIfExists() AcquireOption { return func(a *acquireConfig) { a.onlyIfExists = true } }
 
-// WithAttributes stores additional attributes in the row. Their names may
-// not be the table's key, TTL or lock attributes. Attributes of an earlier
-// holder that this acquisition does not name stay in the row.
-func WithAttributes(attrs map[string]types.AttributeValue) AcquireOption {
+// WithAttributes stores additional attributes in the row, their values of
+// the store's own kind (dynamodbstore: types.AttributeValue; the write is
+// refused, with an error matching dynalease.ErrInvalid, for a value of
+// another kind). Their names may not be the table's key, TTL or lock
+// attributes. Attributes of an earlier holder that this acquisition does
+// not name stay in the row.
+func WithAttributes(attrs map[string]any) AcquireOption {
 	return func(a *acquireConfig) { a.attributes = attrs }
 }
 

@@ -232,7 +232,7 @@ func TestAcquireOnlyIfExists(t *testing.T) {
 
 func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
 	f := newFixture(t)
-	attrs := map[string]types.AttributeValue{"region": &types.AttributeValueMemberS{Value: "eu"}}
+	attrs := map[string]any{"region": &types.AttributeValueMemberS{Value: "eu"}}
 	l := f.acquire("k", WithAttributes(attrs))
 	if v, ok := f.item("k").Attributes["region"].(*types.AttributeValueMemberS); !ok || v.Value != "eu" {
 		t.Fatalf("row attributes %v", f.item("k").Attributes)
@@ -243,7 +243,7 @@ func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
 	f.store.ResetCalls()
 	// An empty name is refused here; the names a store keeps are the
 	// store's to refuse (dynamodb_test.go).
-	_, err := f.c.Acquire(context.Background(), "x", WithAttributes(map[string]types.AttributeValue{"": &types.AttributeValueMemberS{Value: "v"}}))
+	_, err := f.c.Acquire(context.Background(), "x", WithAttributes(map[string]any{"": &types.AttributeValueMemberS{Value: "v"}}))
 	if !errors.Is(err, dynalease.ErrInvalid) {
 		t.Errorf("an empty attribute name: %v, want dynalease.ErrInvalid", err)
 	}
@@ -519,7 +519,7 @@ func TestGetRefusesAcquisitionOptions(t *testing.T) {
 		"WithReplaceData":         WithReplaceData(false),
 		"WithDeleteOnRelease":     WithDeleteOnRelease(),
 		"WithAcquireOnlyIfExists": WithAcquireOnlyIfExists(),
-		"WithAttributes":          WithAttributes(map[string]types.AttributeValue{}),
+		"WithAttributes":          WithAttributes(map[string]any{}),
 		"WithFailIfLocked":        WithFailIfLocked(),
 		"WithReentrant":           WithReentrant(),
 		"WithSessionMonitor":      WithSessionMonitor(time.Second, func() {}),

@@ -104,7 +104,7 @@ func TestDynamoDBStrongGlobalTable(t *testing.T) {
 	if err := l.Heartbeat(t.Context()); err != nil {
 		t.Fatalf("Heartbeat: %v", err)
 	}
-	err = l.Guard(t.Context(), types.TransactWriteItem{Put: &types.Put{TableName: aws.String(e.table),
+	err = l.GuardItems(t.Context(), types.TransactWriteItem{Put: &types.Put{TableName: aws.String(e.table),
 		Item: map[string]types.AttributeValue{e.pk: &types.AttributeValueMemberS{Value: "app"}}}})
 	if !errors.Is(err, dynalease.ErrInvalid) || !l.IsHeld() {
 		t.Fatalf("Guard on an MRSC table: %v (held %t), want the MRSC refusal and the lock kept", err, l.IsHeld())

@@ -91,7 +91,7 @@ func TestDynamoDBGuardCommitsPutUpdateDeleteAndConditionCheck(t *testing.T) {
 	rvn, tok := l.RVN(), l.Token()
 	a.ft.Reset()
 
-	err := l.Guard(t.Context(),
+	err := l.GuardItems(t.Context(),
 		e.put(fgItem("new", a.Identity(), 1)),
 		e.bump("upd", a.Identity(), 1, 2),
 		types.TransactWriteItem{Delete: &types.Delete{
@@ -180,7 +180,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			}
 			items[bad] = e.bump("acct", a.Identity(), seq+100, seq+1) // wrong expected seq
 			a.ft.Reset()
-			err := l.Guard(ctx, items...)
+			err := l.GuardItems(ctx, items...)
 			var ice *dynamodbstore.ItemConditionError
 			if !errors.As(err, &ice) || ice.Index != bad {
 				t.Fatalf("Guard with item %d's condition failing = %v, want an *ItemConditionError with Index %d", bad, err, bad)
@@ -223,7 +223,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			{"an item with no operation", []types.TransactWriteItem{{}}},
 		} {
 			a.ft.Reset()
-			err := l.Guard(ctx, c.items...)
+			err := l.GuardItems(ctx, c.items...)
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Errorf("Guard with %s = %v, want dynalease.ErrInvalid", c.what, err)
 			}
@@ -234,14 +234,14 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		e.wantItem("a refused guard", "many-0", "", 0)
 
 		a.ft.Reset()
-		if err := l.Guard(ctx, many[:9]...); err != nil {
+		if err := l.GuardItems(ctx, many[:9]...); err != nil {
 			t.Fatalf("Guard with 9 items: %v", err)
 		}
 		a.wantTransactions(t, "9 items", 1)
 		e.wantItem("9 items", "many-8", a.Identity(), 1)
 		// Other rows of the lock table are the caller's to check: a guard
 		// by two locks.
-		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1), types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		err := l.GuardItems(ctx, e.bump("acct", a.Identity(), seq, seq+1), types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 			TableName: lockTable, Key: map[string]types.AttributeValue{"key": fgS("other")},
 			ConditionExpression:       aws.String("ownerName = :b AND acquisitionId = :acq"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":b": fgS(b.Identity()), ":acq": fgS(fgStr(e.lockRow("other"), "acquisitionId"))},
@@ -261,7 +261,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("TransactionConflict", "None"))})
 		defer h.Remove()
 		a.ft.Reset()
-		if err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1)); err != nil {
+		if err := l.GuardItems(ctx, e.bump("acct", a.Identity(), seq, seq+1)); err != nil {
 			t.Fatalf("Guard after two conflicts: %v", err)
 		}
 		seq++
@@ -276,7 +276,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("None", "TransactionConflict"))})
 		defer h.Remove()
 		a.ft.Reset()
-		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1))
+		err := l.GuardItems(ctx, e.bump("acct", a.Identity(), seq, seq+1))
 		if !errors.Is(err, resourcelock.ErrContention) || errors.Is(err, dynalease.ErrLost) {
 			t.Fatalf("Guard that keeps conflicting = %v, want resourcelock.ErrContention", err)
 		}
@@ -296,7 +296,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled())})
 		defer h.Remove()
 		a.ft.Reset()
-		err := l.Guard(ctx, e.bump("acct", a.Identity(), seq, seq+1))
+		err := l.GuardItems(ctx, e.bump("acct", a.Identity(), seq, seq+1))
 		var ice *dynamodbstore.ItemConditionError
 		if !errors.As(err, &ice) || ice.Index != -1 || errors.Is(err, dynalease.ErrLost) {
 			t.Fatalf("Guard cancelled without reasons = %v, want an *ItemConditionError with Index -1", err)
@@ -313,7 +313,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.ft.Reset()
-		err := other.Guard(ctx, e.put(fgItem("after-release", b.Identity(), 1)))
+		err := other.GuardItems(ctx, e.put(fgItem("after-release", b.Identity(), 1)))
 		if !errors.Is(err, lock.ErrNotHeld) {
 			t.Fatalf("Guard after Release = %v, want ErrNotHeld", err)
 		}
@@ -339,7 +339,7 @@ func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 	}
 
 	a.ft.Reset()
-	if err := l.Guard(t.Context(), items(99)...); err != nil {
+	if err := l.GuardItems(t.Context(), items(99)...); err != nil {
 		t.Fatalf("Guard of 99 items: %v", err)
 	}
 	if sent := a.ft.Count("TransactWriteItems"); sent != 1 {
@@ -350,7 +350,7 @@ func TestDynamoDBGuardWithinTheDefaultItemLimit(t *testing.T) {
 	}
 
 	a.ft.Reset()
-	err := l.Guard(t.Context(), items(100)...)
+	err := l.GuardItems(t.Context(), items(100)...)
 	if !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Guard of 100 items = %v, want dynalease.ErrInvalid", err)
 	}
@@ -377,7 +377,7 @@ func TestDynamoDBGuardCancelledByThrottlingIsNotTheCallersCondition(t *testing.T
 	h := a.ft.Add(faulthttp.Rule{Op: "TransactWriteItems", Times: 1,
 		Fault: faulthttp.Status(http.StatusBadRequest, fgCanceled("None", "ThrottlingError"))})
 	defer h.Remove()
-	err := l.Guard(t.Context(), e.bump("acct", a.Identity(), 0, 1))
+	err := l.GuardItems(t.Context(), e.bump("acct", a.Identity(), 0, 1))
 	if err == nil {
 		t.Fatal("a cancelled transaction reported success")
 	}
@@ -416,7 +416,7 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for running() {
-				err := l.Guard(t.Context(), types.TransactWriteItem{Update: &types.Update{
+				err := l.GuardItems(t.Context(), types.TransactWriteItem{Update: &types.Update{
 					TableName:                 aws.String(e.data),
 					Key:                       fgKey("counter"),
 					UpdateExpression:          aws.String("ADD n :one"),
@@ -461,7 +461,7 @@ func TestDynamoDBGuardRidesOutConflictsWithItsOwnHeartbeats(t *testing.T) {
 // resource outside the lock's reach would be written.
 func fgFenced(t *testing.T, e *fgEnv, id, writer string, token int64) error {
 	t.Helper()
-	f, err := lock.FenceWith("fence", token)
+	f, err := dynamodbstore.FenceWith("fence", token)
 	if err != nil {
 		t.Fatalf("FenceWith(%d): %v", token, err)
 	}
@@ -525,7 +525,7 @@ func TestDynamoDBFenceWithAdmitsEqualAndHigherTokensOnly(t *testing.T) {
 	}
 
 	// A fenced Put through the fence's Item and Condition.
-	f, err := lock.FenceWith("fence", mid)
+	f, err := dynamodbstore.FenceWith("fence", mid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 
 	la := a.mustAcquire(t, "ledger-lock")
 	tokA := la.Token()
-	if err := la.Guard(ctx, e.put(fgItem("ledger", a.Identity(), 1))); err != nil {
+	if err := la.GuardItems(ctx, e.put(fgItem("ledger", a.Identity(), 1))); err != nil {
 		t.Fatalf("A's guarded write while it holds: %v", err)
 	}
 	if err := fgFenced(t, e, "ext", a.Identity(), tokA); err != nil {
@@ -585,7 +585,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	if la.RVN() != rvnA {
 		t.Fatal("A heartbeated on a clock that does not move")
 	}
-	if err := lb.Guard(ctx, e.bump("ledger", b.Identity(), 1, 2)); err != nil {
+	if err := lb.GuardItems(ctx, e.bump("ledger", b.Identity(), 1, 2)); err != nil {
 		t.Fatalf("B's guarded write: %v", err)
 	}
 	if err := fgFenced(t, e, "ext", b.Identity(), tokB); err != nil {
@@ -601,7 +601,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 	}
 	e.wantItem("the fenced resource", "ext", b.Identity(), 0)
 	a.ft.Reset()
-	err := la.Guard(ctx,
+	err := la.GuardItems(ctx,
 		e.put(fgItem("ledger", a.Identity(), 3)), // unconditional: only the lock check can stop it
 		e.put(fgItem("a-only", a.Identity(), 1)),
 		types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(e.data), Key: fgKey("ext")}},
@@ -621,7 +621,7 @@ func TestDynamoDBPausedHolderCannotCommit(t *testing.T) {
 		t.Errorf("after the refusal A's lock: held %v, ended %v, err %v; want lost", la.IsHeld(), fgEnded(la), la.Err())
 	}
 
-	if err := lb.Guard(ctx, e.bump("ledger", b.Identity(), 2, 3)); err != nil {
+	if err := lb.GuardItems(ctx, e.bump("ledger", b.Identity(), 2, 3)); err != nil {
 		t.Fatalf("B's second guarded write: %v", err)
 	}
 	e.wantItem("B's second write", "ledger", b.Identity(), 3)
@@ -654,7 +654,7 @@ func TestDynamoDBGuardRefusalOutlivesTheLocksEnd(t *testing.T) {
 			defer h.Remove()
 			done := make(chan error, 1)
 			began := time.Now()
-			go func() { done <- l.Guard(context.Background(), e.put(fgItem(item, a.Identity(), 1))) }()
+			go func() { done <- l.GuardItems(context.Background(), e.put(fgItem(item, a.Identity(), 1))) }()
 			for h.Hits() == 0 {
 				if time.Since(began) > fgPatient {
 					t.Fatal("the guarded write never reached the transport")

@@ -484,7 +484,7 @@ func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 		t.Helper()
 		checkJavaReadable(t, what, e.item("w"), c.Identity(), testLease, released)
 	}
-	l := mustAcquire(t, c, "w", lock.WithData([]byte("d")), lock.WithAttributes(map[string]types.AttributeValue{"app": sv("x")}))
+	l := mustAcquire(t, c, "w", lock.WithData([]byte("d")), lock.WithAttributes(map[string]any{"app": sv("x")}))
 	check("Acquire with data and attributes", false)
 	mustHeartbeat(t, l)
 	check("Heartbeat", false)

@@ -211,7 +211,7 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 		}}}
 	}
 	c.ft.Reset()
-	if err := l.Guard(t.Context(), put("data-1")); err != nil {
+	if err := l.GuardItems(t.Context(), put("data-1")); err != nil {
 		t.Fatalf("Guard over a whole set: %v", err)
 	}
 	c.wantCounts(t, "Guard", map[string]int{"TransactWriteItems": 1})
@@ -220,7 +220,7 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 	}
 
 	e.put(javaItem("g2", "thief", "stolen-rvn", testLease, nil, false))
-	err = l.Guard(t.Context(), put("data-2"))
+	err = l.GuardItems(t.Context(), put("data-2"))
 	var lost *dynalease.LostError
 	if !errors.Is(err, dynalease.ErrLost) || !errors.Is(err, resourcelock.ErrGuardLost) || !errors.As(err, &lost) ||
 		lost.Reason != dynalease.Stolen || lost.HolderIdentity != "thief" || !strings.Contains(lost.Lease, "key g2") {
@@ -242,11 +242,11 @@ func TestDynamoDBGuardOverASetChecksEveryKey(t *testing.T) {
 		t.Fatalf("AcquireSet of 99 keys: %v", err)
 	}
 	c.ft.Reset()
-	if err := big.Guard(t.Context(), put("data-3"), put("data-4")); !errors.Is(err, dynalease.ErrInvalid) {
+	if err := big.GuardItems(t.Context(), put("data-3"), put("data-4")); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Guard of 2 items over 99 keys: %v, want dynalease.ErrInvalid (101 actions)", err)
 	}
 	c.wantCounts(t, "a Guard refused before sending", map[string]int{})
-	if err := big.Guard(t.Context(), put("data-3")); err != nil {
+	if err := big.GuardItems(t.Context(), put("data-3")); err != nil {
 		t.Fatalf("Guard of 1 item over 99 keys: %v", err)
 	}
 	mustRelease(t, big)

@@ -196,7 +196,7 @@ func TestDynamoDBSIGSTOPPedHolderCannotCommit(t *testing.T) {
 			if lb.Token() <= tokChild {
 				t.Fatalf("the new holder's token %#x is not above the stopped holder's %#x", lb.Token(), tokChild)
 			}
-			if err := lb.Guard(t.Context(), e.put(fgItem(item, b.Identity(), 1))); err != nil {
+			if err := lb.GuardItems(t.Context(), e.put(fgItem(item, b.Identity(), 1))); err != nil {
 				t.Fatalf("the new holder's guarded write: %v", err)
 			}
 			child.signal(syscall.SIGCONT)

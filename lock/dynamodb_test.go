@@ -549,21 +549,28 @@ func TestDynamoDBAttributes(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
-	attrs := map[string]types.AttributeValue{
+	attrs := map[string]any{
 		"region":   &types.AttributeValueMemberS{Value: "eu-west-1"},
 		"priority": &types.AttributeValueMemberN{Value: "7"},
 	}
 	l := mustAcquire(t, c, "a", lock.WithAttributes(attrs))
-	check := func(what string, item map[string]types.AttributeValue, region string) {
+	check := func(what string, item map[string]any, region string) {
 		t.Helper()
-		if str(item, "region") != region {
+		if s, ok := item["region"].(*types.AttributeValueMemberS); !ok || s.Value != region {
 			t.Errorf("%s: region %#v, want %q", what, item["region"], region)
 		}
 		if n, ok := item["priority"].(*types.AttributeValueMemberN); !ok || n.Value != "7" {
 			t.Errorf("%s: priority %#v, want N 7", what, item["priority"])
 		}
 	}
-	check("raw row", e.item("a"), "eu-west-1")
+	raw := func(key string) map[string]any {
+		out := map[string]any{}
+		for name, v := range e.item(key) {
+			out[name] = v
+		}
+		return out
+	}
+	check("raw row", raw("a"), "eu-west-1")
 	check("Lock.Attributes", l.Attributes(), "eu-west-1")
 	info, err := c.Get(t.Context(), "a")
 	if err != nil {
@@ -573,15 +580,18 @@ func TestDynamoDBAttributes(t *testing.T) {
 
 	rvn := l.RVN()
 	eventually(t, patience, "a background heartbeat", func() bool { return str(e.item("a"), "recordVersionNumber") != rvn })
-	check("after heartbeats", e.item("a"), "eu-west-1")
+	check("after heartbeats", raw("a"), "eu-west-1")
 
 	mustRelease(t, l)
-	l = mustAcquire(t, c, "a", lock.WithAttributes(map[string]types.AttributeValue{"region": &types.AttributeValueMemberS{Value: "us-east-2"}}))
-	check("re-acquired naming one attribute", e.item("a"), "us-east-2")
+	l = mustAcquire(t, c, "a", lock.WithAttributes(map[string]any{"region": &types.AttributeValueMemberS{Value: "us-east-2"}}))
+	check("re-acquired naming one attribute", raw("a"), "us-east-2")
 	mustRelease(t, l)
 
-	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]types.AttributeValue{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, dynalease.ErrInvalid) {
+	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]any{"ownerName": &types.AttributeValueMemberS{Value: "x"}})); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Errorf("a reserved attribute name: %v, want it refused", err)
+	}
+	if _, err := c.Acquire(t.Context(), "b", lock.WithAttributes(map[string]any{"app": "not a DynamoDB value"})); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Errorf("an attribute value DynamoDB cannot store: %v, want it refused", err)
 	}
 }
 
@@ -833,7 +843,7 @@ func TestDynamoDBReservedAttributeNamesAreRefused(t *testing.T) {
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	c := e.newClient()
 	for _, name := range []string{"key", "ownerName", "recordVersionNumber", "leaseDuration", "data", "isReleased", "ttl", "acquisitionId", "fenceGeneration"} {
-		_, err := c.Acquire(t.Context(), "k", lock.WithAttributes(map[string]types.AttributeValue{name: &types.AttributeValueMemberS{Value: "x"}}))
+		_, err := c.Acquire(t.Context(), "k", lock.WithAttributes(map[string]any{name: &types.AttributeValueMemberS{Value: "x"}}))
 		if !errors.Is(err, dynalease.ErrInvalid) || !strings.Contains(err.Error(), name) {
 			t.Errorf("WithAttributes(%q) = %v, want refused naming it", name, err)
 		}

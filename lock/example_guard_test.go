@@ -48,12 +48,12 @@ func ExampleLock_Guard() {
 	}
 	defer l.Release(ctx)
 
-	err = l.Guard(ctx, types.TransactWriteItem{Update: &types.Update{
+	err = l.Guard(ctx, store.Writes(types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String("accounts"),
 		Key:                       map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}},
 		UpdateExpression:          aws.String("ADD balance :amount SET lastToken = :token"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":amount": &types.AttributeValueMemberN{Value: "100"}, ":token": &types.AttributeValueMemberN{Value: strconv.FormatInt(l.Token(), 10)}},
-	}})
+	}}))
 	switch {
 	case errors.Is(err, dynalease.ErrLost):
 		fmt.Println("lost the lock; nothing was applied")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/internal/timing"
@@ -49,10 +50,10 @@ func WithSingleWriterRegion() Option {
 func WithFencing(table string) Option {
 	return func(c *testConfig) { c.Fencing, c.table.FenceTable = true, table }
 }
-func WithMaxTransactItems(n int) Option    { return func(c *testConfig) { c.table.MaxTransactItems = n } }
-func WithClock(clk timing.Clock) Option { return func(c *testConfig) { c.Clock = clk } }
-func WithLogger(l logr.Logger) Option      { return func(c *testConfig) { c.Logger = l } }
-func WithMetrics(m metrics.Locks) Option   { return func(c *testConfig) { c.Metrics = m } }
+func WithMaxTransactItems(n int) Option  { return func(c *testConfig) { c.table.MaxTransactItems = n } }
+func WithClock(clk timing.Clock) Option  { return func(c *testConfig) { c.Clock = clk } }
+func WithLogger(l logr.Logger) Option    { return func(c *testConfig) { c.Logger = l } }
+func WithMetrics(m metrics.Locks) Option { return func(c *testConfig) { c.Metrics = m } }
 func WithHeartbeatConcurrency(n int) Option {
 	return func(c *testConfig) { c.HeartbeatConcurrency = n }
 }
@@ -104,4 +105,10 @@ func CheckTable(ctx context.Context, c *Client) error {
 		return err
 	}
 	return nil
+}
+
+// GuardItems is Guard of items through the client's DynamoDB store's
+// Writes.
+func (l *Lock) GuardItems(ctx context.Context, items ...types.TransactWriteItem) error {
+	return l.Guard(ctx, l.c.store.(*dynamodbstore.Store).Writes(items...))
 }

@@ -53,9 +53,6 @@ func TestWithoutFencingTheTokenIsZero(t *testing.T) {
 	if l := f.acquire("k"); l.Token() != 0 {
 		t.Fatalf("token %d without fencing", l.Token())
 	}
-	if _, err := FenceWith("fence", 0); !errors.Is(err, dynalease.ErrInvalid) {
-		t.Fatalf("FenceWith(0) = %v", err)
-	}
 	// Bug 10 of the engine issue: a row that a fencing client gave a
 	// generation still gives a client without fencing no token.
 	fencing, err := NewFromStore(f.store, WithClock(f.fc), WithOwnerName("fencer"), WithFencing("fences"), WithHeartbeatPeriod(0))
@@ -111,23 +108,13 @@ func TestGuardIsRefusedLocallyForALockNoLongerHeld(t *testing.T) {
 	l := f.acquire("k")
 	f.fc.Step(validity)
 	waitDone(t, l)
-	if err := l.Guard(context.Background()); !errors.Is(err, dynalease.ErrLost) {
-		t.Fatalf("Guard of an expired lock = %v, want dynalease.ErrLost", err)
+	called := false
+	w := func(context.Context, resourcelock.Holding) error { called = true; return nil }
+	if err := l.Guard(context.Background(), w); !errors.Is(err, dynalease.ErrLost) || called {
+		t.Fatalf("Guard of an expired lock = %v (the write called: %t), want dynalease.ErrLost without calling it", err, called)
 	}
-}
-
-func TestFenceExpression(t *testing.T) {
-	fence, err := FenceWith("fence", 0x100000002)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, values := fence.Merge(map[string]string{"#n": "name"}, nil)
-	if names["#dynaleaseFence"] != "fence" || names["#n"] != "name" || len(values) != 1 {
-		t.Fatalf("merged %v %v", names, values)
-	}
-	item := fence.Item(nil)
-	if n, ok := item["fence"]; !ok || n == nil {
-		t.Fatalf("fenced item %v", item)
+	if err := l.Guard(context.Background(), nil); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("Guard of a nil write = %v, want dynalease.ErrInvalid", err)
 	}
 }
 

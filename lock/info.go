@@ -1,9 +1,8 @@
 package lock
 
 import (
+	"maps"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -22,8 +21,9 @@ type Info struct {
 	LeaseDuration time.Duration
 	Released      bool
 	Data          []byte
-	// Attributes are the row's additional attributes.
-	Attributes map[string]types.AttributeValue
+	// Attributes are the row's additional attributes, their values of
+	// the store's own kind (dynamodbstore: types.AttributeValue).
+	Attributes map[string]any
 	// Numbers are the row's integer attributes (see WithNumbers); the
 	// DynamoDB store shows them in Attributes too.
 	Numbers map[string]int64
@@ -48,7 +48,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		LeaseDuration:  it.LeaseDuration,
 		Released:       it.Released,
 		Data:           it.Data,
-		Attributes:     attributeValues(it.Attributes),
+		Attributes:     cloneAttributes(it.Attributes),
 		Numbers:        it.Numbers,
 		Acquisitions:   it.Acquisitions,
 		Token:          it.FencingToken(),
@@ -57,18 +57,10 @@ func infoOf(it resourcelock.Item, err error) Info {
 	}
 }
 
-// attributeValues returns a row's application attributes as DynamoDB
-// values: the only kind this client writes (a store's other values are
-// left out).
-func attributeValues(attrs map[string]any) map[string]types.AttributeValue {
+// cloneAttributes returns a copy of a row's attributes, nil for none.
+func cloneAttributes(attrs map[string]any) map[string]any {
 	if len(attrs) == 0 {
 		return nil
 	}
-	out := make(map[string]types.AttributeValue, len(attrs))
-	for name, v := range attrs {
-		if av, ok := v.(types.AttributeValue); ok {
-			out[name] = av
-		}
-	}
-	return out
+	return maps.Clone(attrs)
 }

@@ -2,12 +2,11 @@ package lock
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -37,13 +36,10 @@ func (c *Client) observeRequest(op string, err error, d time.Duration) {
 
 // writeOptions returns the options of a write: the TTL when enabled (the
 // lease plus the slack, after the write's wall-clock time), and attrs.
-func (c *Client) writeOptions(attrs map[string]types.AttributeValue) resourcelock.WriteOptions {
+func (c *Client) writeOptions(attrs map[string]any) resourcelock.WriteOptions {
 	o := resourcelock.WriteOptions{}
 	if len(attrs) > 0 {
-		o.Attributes = make(map[string]any, len(attrs))
-		for name, v := range attrs {
-			o.Attributes[name] = v
-		}
+		o.Attributes = maps.Clone(attrs)
 	}
 	if c.cfg.ttlSlack > 0 {
 		o.TTL = timing.Add(c.cfg.lease, c.cfg.ttlSlack)

@@ -3,11 +3,11 @@ package lock
 import (
 	"bytes"
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
@@ -258,14 +258,15 @@ func (l *Lock) Data() []byte {
 	return bytes.Clone(l.x.data)
 }
 
-// Attributes returns the row's additional attributes as last written.
-func (l *Lock) Attributes() map[string]types.AttributeValue {
+// Attributes returns a copy of the row's additional attributes as last
+// written, their values of the store's own kind (see WithAttributes).
+func (l *Lock) Attributes() map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.x == nil {
+	if l.x == nil || len(l.x.attributes) == 0 {
 		return nil
 	}
-	return attributeValues(l.x.attributes)
+	return maps.Clone(l.x.attributes)
 }
 
 // RVN returns the record version number of the lock's last confirmed

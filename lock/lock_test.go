@@ -12,7 +12,7 @@ import (
 
 func TestHeartbeatsKeepTheRowsAcquireTimeDataAndAttributes(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
-	attrs := map[string]types.AttributeValue{"team": &types.AttributeValueMemberS{Value: "blue"}}
+	attrs := map[string]any{"team": &types.AttributeValueMemberS{Value: "blue"}}
 	l := f.acquire("k", WithData([]byte("v1")), WithAttributes(attrs))
 	first := f.item("k")
 	f.fc.Step(period)

@@ -66,7 +66,7 @@ func TestAcquireWritesItsOwnDataOverARowAnEarlierCallLeft(t *testing.T) {
 		t.Fatalf("Acquire = %v, want context.Canceled", err)
 	}
 	f.store.OnCall(nil)
-	attrs := map[string]types.AttributeValue{"tenant": &types.AttributeValueMemberS{Value: "t2"}}
+	attrs := map[string]any{"tenant": &types.AttributeValueMemberS{Value: "t2"}}
 	l, err := f.c.TryAcquire(context.Background(), "k", WithData([]byte("second")), WithAttributes(attrs))
 	if err != nil {
 		t.Fatalf("TryAcquire over the row the cancelled call left = %v", err)

@@ -396,7 +396,7 @@ func TestPassingOnAHandOverKeepsTheReleasersDataAttributesAndTTL(t *testing.T) {
 	errs := make(chan error, 1)
 	go func() {
 		_, err := f.c.Acquire(ctx, "k", WithData([]byte("waiter's")),
-			WithAttributes(map[string]types.AttributeValue{"app": &types.AttributeValueMemberS{Value: "waiter's"}}))
+			WithAttributes(map[string]any{"app": &types.AttributeValueMemberS{Value: "waiter's"}}))
 		errs <- err
 	}()
 	f.waitIdle("acquire")

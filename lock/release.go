@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 

@@ -40,8 +40,8 @@ func TestTheSpanOfAGuardedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
-		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}})
+	err = l.Guard(ctx, store.Writes(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
+		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}}))
 	if err != nil {
 		t.Fatalf("Guard = %v", err)
 	}
@@ -149,8 +149,8 @@ func TestTheSpanOfAGuardedWriteThatFindsTheLockLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
-		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}})
+	err = l.Guard(ctx, store.Writes(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(data),
+		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "42"}}}}))
 	if !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("Guard on a stolen lock = %v, want ErrLost", err)
 	}

@@ -91,11 +91,24 @@ type Optioner interface {
 	With(o WriteOptions) Interface
 }
 
-// Holding names one acquisition of a lease: the row must still name
-// HolderIdentity, carry AcquisitionID and not be released. A guarded write
-// (dynamodbstore's Guard) lands only while that acquisition holds the
-// lease.
+// Holding names one acquisition of a lease: each of its rows must still
+// name HolderIdentity, carry AcquisitionID and not be released. A guarded
+// write lands only while that acquisition holds the lease.
 type Holding struct {
+	// Keys are the lease's rows: its key, or a set's members. A lease
+	// whose guarded writes know its key (dynamodbstore.Lease.Writes) may
+	// be given none.
+	Keys           []Key
 	HolderIdentity string
 	AcquisitionID  string
 }
+
+// Guarded is a guarded write: writes of the caller's own that a store
+// commits, all or nothing, only while the holding h still holds. It
+// returns an error matching ErrGuardLost, with nothing applied, when h no
+// longer holds; the store's other errors otherwise. lock.Lock.Guard and
+// election.Elector.Guard call it with their holding; dynamodbstore's
+// Store.Writes and Lease.Writes make one of DynamoDB items. A guarded
+// write may also be composed by hand, as etcd's Mutex.IsOwner composes
+// with a transaction: h names the condition to check.
+type Guarded func(ctx context.Context, h Holding) error

@@ -352,17 +352,17 @@ func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "order-1"}}
-	if err := l.Guard(ctx,
+	if err := l.Guard(ctx, store.Writes(
 		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(app), Item: map[string]types.AttributeValue{
 			"id": &types.AttributeValueMemberS{Value: "order-1"}, "n": &types.AttributeValueMemberN{Value: "1"}}}},
-	); err != nil {
+	)); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Guard(ctx, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(app), Key: key,
-		UpdateExpression: aws.String("SET n = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "2"}}}}); err != nil {
+	if err := l.Guard(ctx, store.Writes(types.TransactWriteItem{Update: &types.Update{TableName: aws.String(app), Key: key,
+		UpdateExpression: aws.String("SET n = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "2"}}}})); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Guard(ctx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}}); err != nil {
+	if err := l.Guard(ctx, store.Writes(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -374,7 +374,7 @@ func TestDynamoDBFencingAndGuardedWritesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := set.Guard(ctx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}}); err != nil {
+	if err := set.Guard(ctx, store.Writes(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(app), Key: key}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := set.Release(ctx); err != nil {

@@ -159,8 +159,8 @@ func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 	if err := l.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(app), Item: map[string]types.AttributeValue{
-		"id": &types.AttributeValueMemberS{Value: "invoice-7"}}}}); err != nil {
+	if err := l.Guard(ctx, store.Writes(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(app), Item: map[string]types.AttributeValue{
+		"id": &types.AttributeValueMemberS{Value: "invoice-7"}}}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx, lock.ReleaseDelete(true)); err != nil {

@@ -112,6 +112,9 @@ func (r report) OK() bool {
 type bank struct {
 	db *dynamodb.Client
 	t  tables
+	// locks is the lock table's store, whose guarded writes (Writes)
+	// commit a deposit with a check of the customer's lock row.
+	locks *dynamodbstore.Store
 }
 
 // run opens the customers' records, lets the workers apply their changes
@@ -120,7 +123,11 @@ type bank struct {
 // error when the run could not be completed, and otherwise a report that
 // says whether the invariant held.
 func run(ctx context.Context, db *dynamodb.Client, t tables, s settings) (report, error) {
-	b := &bank{db: db, t: t}
+	locks, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: t.Locks})
+	if err != nil {
+		return report{}, err
+	}
+	b := &bank{db: db, t: t, locks: locks}
 	rep := report{Settings: s}
 	ids := make([]string, s.Customers)
 	for i := range ids {
@@ -287,7 +294,7 @@ func (b *bank) deposit(ctx context.Context, l *lock.Lock, id string, amount int6
 	if err := sleep(ctx, think); err != nil {
 		return err
 	}
-	err = l.Guard(ctx,
+	err = l.Guard(ctx, b.locks.Writes(
 		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(b.t.Accounts), Item: map[string]types.AttributeValue{
 			attrID:      str(id),
 			attrBalance: num(balance + amount),
@@ -297,7 +304,7 @@ func (b *bank) deposit(ctx context.Context, l *lock.Lock, id string, amount int6
 			attrChanges: num(changes + 1),
 			attrLastBy:  str(worker),
 		}}},
-	)
+	))
 	if err != nil {
 		return fmt.Errorf("changing customer %s: %w", id, err)
 	}

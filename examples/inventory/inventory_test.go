@@ -39,7 +39,10 @@ func TestRuns(t *testing.T) {
 		Refresh:   20 * time.Millisecond,
 		RunID:     runID(),
 	}
-	sh := &shop{db: db, table: tb.Stock, item: s.Item, think: s.Think}
+	sh, err := newShop(db, tb, s.Item, s.Think)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	unlocked, err := runUnlocked(t.Context(), sh, s)
 	if err != nil {
@@ -98,7 +101,10 @@ func TestPausedWorker(t *testing.T) {
 				OtherPurchases: 2,
 				RunID:          runID(),
 			}
-			sh := &shop{db: db, table: tb.Stock, item: s.Item, think: s.Think}
+			sh, err := newShop(db, tb, s.Item, s.Think)
+			if err != nil {
+				t.Fatal(err)
+			}
 			p, err := runPaused(t.Context(), sh, tb, s, mode, "test")
 			if err != nil {
 				t.Fatal(err)

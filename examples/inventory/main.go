@@ -34,7 +34,7 @@
 // third scenario shows fencing tokens as an alternative without
 // transactions: every purchase raises a "fence" attribute on the stock item
 // to its lock's token before it reads, and writes only while the fence
-// shows no newer token (lock.FenceWith); the sleeper's older token is
+// shows no newer token (dynamodbstore.FenceWith); the sleeper's older token is
 // refused by the item itself.
 //
 // Last, orders of several items: each order locks all its items at once
@@ -154,7 +154,10 @@ func demo(ctx context.Context, out io.Writer, s settings, prefix string, keep bo
 		s.Buyers, s.Purchases, s.MaxUnits, s.Item, s.Stock, s.Think)
 	fmt.Fprintf(out, "tables: %s, %s, %s\n", t.Locks, t.Fence, t.Stock)
 
-	sh := &shop{db: db, table: t.Stock, item: s.Item, think: s.Think}
+	sh, err := newShop(db, t, s.Item, s.Think)
+	if err != nil {
+		return false, err
+	}
 	unlocked, err := runUnlocked(ctx, sh, s)
 	if err != nil {
 		return false, fmt.Errorf("run 1: %w", err)

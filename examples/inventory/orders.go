@@ -102,7 +102,7 @@ func runOrders(ctx context.Context, db *dynamodb.Client, t tables, s orderSettin
 		wg.Go(func() {
 			for range s.Orders {
 				order := randomOrder(s)
-				placed, err := placeOrder(ctx, db, t, c, order, s.Think)
+				placed, err := placeOrder(ctx, db, t, store, c, order, s.Think)
 				if err != nil {
 					cancel(fmt.Errorf("buyer %d: %w", i+1, err))
 					return
@@ -149,7 +149,7 @@ func randomOrder(s orderSettings) map[string]int64 {
 // placeOrder locks every item of the order at once, reads their stock and,
 // when every item covers its units, writes all the new stock in one
 // guarded write. It reports whether the order was placed.
-func placeOrder(ctx context.Context, db *dynamodb.Client, t tables, c *lock.Client, order map[string]int64, think time.Duration) (bool, error) {
+func placeOrder(ctx context.Context, db *dynamodb.Client, t tables, store *dynamodbstore.Store, c *lock.Client, order map[string]int64, think time.Duration) (bool, error) {
 	keys := make([]string, 0, len(order))
 	for item := range order {
 		keys = append(keys, lockKey(item)) // in the map's random order
@@ -190,7 +190,7 @@ func placeOrder(ctx context.Context, db *dynamodb.Client, t tables, c *lock.Clie
 			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.FormatInt(stock[item], 10)}},
 		}})
 	}
-	if err := l.Guard(ctx, items...); err != nil {
+	if err := l.Guard(ctx, store.Writes(items...)); err != nil {
 		return false, fmt.Errorf("writing the stock of %v: %w", keys, err)
 	}
 	return true, nil

@@ -77,7 +77,7 @@ const (
 	// lock has passed to someone else.
 	guardedWrite
 	// fencedWrite is an UpdateItem conditioned on the lock's fencing
-	// token (lock.FenceWith): the stock item remembers the largest token
+	// token (dynamodbstore.FenceWith): the stock item remembers the largest token
 	// that wrote it and refuses a smaller one. No transaction and no read
 	// of the lock row; it needs every writer of the item to fence.
 	//
@@ -159,12 +159,26 @@ type shop struct {
 	table string
 	item  string
 	think time.Duration
+	// locks is the lock table's store, whose guarded writes (Writes)
+	// commit a purchase with a check of the item's lock row; nil for a
+	// shop that only reads the stock.
+	locks *dynamodbstore.Store
 	// mode is how a purchase under a lock writes the stock; a purchase
 	// without a lock always writes plainly.
 	mode writeMode
 	// pause, when set, is called between the read and the write of a
 	// purchase with the stock read: the paused worker stalls in it.
 	pause func(ctx context.Context, read int64) error
+}
+
+// newShop returns the shop of item in t's stock table, whose guarded
+// writes check the lock rows of t's lock table.
+func newShop(db *dynamodb.Client, t tables, item string, think time.Duration) (*shop, error) {
+	locks, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: t.Locks})
+	if err != nil {
+		return nil, err
+	}
+	return &shop{db: db, table: t.Stock, item: item, think: think, locks: locks}, nil
 }
 
 // with returns a copy of the shop that writes with mode.
@@ -291,18 +305,18 @@ func (s *shop) key() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: s.item}}
 }
 
-// guardedSetStock sets the item's stock under held with lock.Guard: one
+// guardedSetStock sets the item's stock under held with Lock.Guard: one
 // transaction of this Update and a check of the lock row. An error
 // matching dynalease.ErrLost means the lock had passed to someone else and
 // nothing was written.
 func (s *shop) guardedSetStock(ctx context.Context, held *lock.Lock, stock int64) error {
-	err := held.Guard(ctx, types.TransactWriteItem{Update: &types.Update{
+	err := held.Guard(ctx, s.locks.Writes(types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       s.key(),
 		UpdateExpression:          aws.String("SET #stock = :stock"),
 		ExpressionAttributeNames:  map[string]string{"#stock": attrStock},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":stock": number(stock)},
-	}})
+	}}))
 	if err != nil {
 		return fmt.Errorf("guarded write of the stock of %s: %w", s.item, err)
 	}
@@ -331,7 +345,7 @@ func (s *shop) fencedSetStock(ctx context.Context, held *lock.Lock, stock int64)
 // the item's fence is missing or not larger than the token. what names the
 // operation in errors.
 func (s *shop) fenced(ctx context.Context, held *lock.Lock, what, set string, names map[string]string, values map[string]types.AttributeValue) error {
-	f, err := lock.FenceWith(attrFence, held.Token())
+	f, err := dynamodbstore.FenceWith(attrFence, held.Token())
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, s.item, err)
 	}

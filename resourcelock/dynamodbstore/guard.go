@@ -11,7 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -37,24 +40,6 @@ func (e *ItemConditionError) Error() string {
 // Is makes an ItemConditionError match resourcelock.ErrConflict.
 func (e *ItemConditionError) Is(target error) bool { return target == resourcelock.ErrConflict }
 
-// Guarder is implemented by stores that can commit a caller's writes in
-// one transaction with a check that a lock is still held.
-type Guarder interface {
-	// Guard commits items, all or nothing, together with a check that the
-	// row at key still shows h. It returns resourcelock.ErrGuardLost when the check
-	// fails, an *ItemConditionError when one of the items' own conditions
-	// fails, resourcelock.ErrContention when concurrent writes kept cancelling
-	// it, an error wrapping dynalease.ErrInvalid for items it refuses before
-	// any request (too many, or one on the lock row itself), and otherwise
-	// the request's error, after which the outcome is unknown unless the
-	// caller reads its items back.
-	Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
-	// GuardKeys is Guard with a check of every row at keys (a lock on a
-	// set of keys), each of which must show h; the checks and the items
-	// together fit in one transaction.
-	GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error
-}
-
 // TransactAPI is the part of the DynamoDB client that guarded writes and
 // sets of rows use (TransactWriteItems, TransactGetItems).
 // *dynamodb.Client satisfies it.
@@ -63,20 +48,34 @@ type TransactAPI interface {
 	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
-var _ Guarder = (*Store)(nil)
-
-// Guard commits items with a ConditionCheck on the lock row in one
-// TransactWriteItems.
-func (d *Store) Guard(ctx context.Context, key resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
-	return d.GuardKeys(ctx, []resourcelock.Key{key}, h, items)
+// Writes returns the guarded write of items (see resourcelock.Guarded),
+// for lock.Lock.Guard and election.Elector.Guard: they call it with their
+// holding, and Guard commits items with it.
+func (d *Store) Writes(items ...types.TransactWriteItem) resourcelock.Guarded {
+	return func(ctx context.Context, h resourcelock.Holding) error { return d.Guard(ctx, h, items...) }
 }
 
-// GuardKeys commits items with a ConditionCheck on each lock row in one
-// TransactWriteItems.
-func (d *Store) GuardKeys(ctx context.Context, keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
+// Guard commits items, all or nothing, in one TransactWriteItems together
+// with a ConditionCheck on each of h's rows: each must still show h (its
+// holder identity and acquisition ID, not released). It returns an error
+// matching resourcelock.ErrGuardLost when a check fails; an
+// *ItemConditionError when one of the items' own conditions fails;
+// resourcelock.ErrContention when concurrent writes kept cancelling it
+// (conflicts with the lock's own heartbeats are retried first); an error
+// matching dynalease.ErrInvalid, before any request, for items it refuses
+// (too many for one transaction beside the checks, one on a lock row
+// itself, none at all), for a holding without keys, holder or acquisition
+// ID, and on an MRSC global table, which has no transactions. Nothing is
+// applied in any of those cases. Any other error leaves the outcome
+// unknown, as for any DynamoDB write whose answer was lost.
+func (d *Store) Guard(ctx context.Context, h resourcelock.Holding, items ...types.TransactWriteItem) error {
+	keys := h.Keys
 	api, ok := d.client.(TransactAPI)
 	if !ok {
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems and TransactGetItems (TransactAPI)", dynalease.ErrInvalid)
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.ItemsWritten.Int(len(items)))
 	}
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err
@@ -191,6 +190,9 @@ func (d *Store) classifyByReading(ctx context.Context, keys []resourcelock.Key, 
 // checkGuarded refuses, before any request, a guarded write that could
 // never be right.
 func (d *Store) checkGuarded(keys []resourcelock.Key, h resourcelock.Holding, items []types.TransactWriteItem) error {
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: guarded write of a holding that names no lock row", dynalease.ErrInvalid)
+	}
 	if err := resourcelock.CheckMany(keys, d.maxItems-1); err != nil {
 		return err
 	}

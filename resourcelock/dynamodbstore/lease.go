@@ -59,18 +59,24 @@ type LeaseConfig struct {
 }
 
 // Lease is the lease on one item of a DynamoDB lock table: a
-// resourcelock.Lease, with every capability of one, that can also commit
-// the caller's own writes in one transaction with a check that the lease
-// is still held (Guard).
+// resourcelock.Lease, with every capability of one, whose holder can also
+// commit its own writes in one transaction with a check that the lease is
+// still held (Writes, for election.Elector.Guard).
 type Lease struct {
 	*resourcelock.Lease
 	store *Store
 }
 
-// Guard commits items, all or nothing, together with a check that the
-// lease's row still shows h; see Guarder.Guard for what it returns.
-func (l *Lease) Guard(ctx context.Context, h resourcelock.Holding, items ...types.TransactWriteItem) error {
-	return l.store.Guard(ctx, l.Key(), h, items)
+// Writes returns the guarded write of items on this lease's row (see
+// Store.Writes): a holding that names no keys is checked on the lease's
+// own row.
+func (l *Lease) Writes(items ...types.TransactWriteItem) resourcelock.Guarded {
+	return func(ctx context.Context, h resourcelock.Holding) error {
+		if len(h.Keys) == 0 {
+			h.Keys = []resourcelock.Key{l.Key()}
+		}
+		return l.store.Guard(ctx, h, items...)
+	}
 }
 
 // NewLease returns the lease on the item cfg names, for election.New and

@@ -117,14 +117,14 @@ func main() {
 
 	next()
 	say("held %t", l.IsHeld())
-	err = l.Guard(ctx, types.TransactWriteItem{Put: &types.Put{
+	err = l.Guard(ctx, store.Writes(types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(*data),
 		Item: map[string]types.AttributeValue{
 			"id":     &types.AttributeValueMemberS{Value: *item},
 			"writer": &types.AttributeValueMemberS{Value: *owner},
 			"token":  &types.AttributeValueMemberN{Value: strconv.FormatInt(l.Token(), 10)},
 		},
-	}})
+	}}))
 	if err == nil {
 		say("committed")
 	} else {

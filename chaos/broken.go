@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -132,6 +133,6 @@ func (w *worker) brokenJobs(ctx context.Context, c *lock.Client, every schedule.
 		rctx, rcancel := l.Context(ctx)
 		w.runSlot(rctx, wall, slot, 1, run)
 		rcancel()
-		_ = l.Release(context.WithoutCancel(ctx), lock.ReleaseWithNumbers(map[string]int64{"jobRun": run}))
+		_ = l.Release(context.WithoutCancel(ctx), ledger.Lock[lock.AcquireOption, lock.ReleaseOption]().Close(map[string]int64{"jobRun": run}))
 	}
 }

@@ -37,11 +37,7 @@ import (
 // fail while nothing is learned give up after the same budget. With
 // fencing tokens, a row that was written but could not be fenced is
 // released at once and tried again a poll later, within the same budget
-// (TryAcquire returns the failure). The released row keeps the numbers
-// the write set (WithNumbers): with WithBelow on the same names the retry
-// is refused with ErrNotBelow, as is one after a write in doubt that
-// landed unseen and was abandoned; the caller's ledger then shows an
-// acquisition that never ran, which package schedule settles by policy.
+// (TryAcquire returns the failure).
 //
 // An Acquire of a key this client already holds waits in process for that
 // lock's release (or, with WithReentrant, returns it with its hold count

@@ -64,38 +64,8 @@ func WithAttributes(attrs map[string]any) AcquireOption {
 	return func(a *acquireConfig) { a.attributes = attrs }
 }
 
-// WithNumbers sets integer attributes on the row with the write that takes
-// it (resourcelock.WriteOptions.Numbers), under the names WithAttributes
-// may use. Later writes of the lock leave them as they are. A client with
-// Config.TTL refuses it (dynalease.ErrInvalid): DynamoDB would delete the
-// numbers with the row. Only a lock on one key takes it, and not with
-// WithReentrant.
-func WithNumbers(numbers map[string]int64) AcquireOption {
-	return func(a *acquireConfig) { a.numbers = numbers }
-}
-
-// WithBelow admits only a write that takes the row while each named
-// integer attribute is missing or below its bound
-// (resourcelock.WriteOptions.Below). Acquire gives up with an error
-// matching ErrNotBelow once it finds the row's integer at or above its
-// bound, or holding something else, since waiting cannot lower it. With
-// WithNumbers on the same names it keeps a ledger on the row that only
-// the write taking the lock advances (package schedule keeps its slots
-// so). Such an acquisition does not join the row's queue, even on a fair
-// client: it polls as an Unfair client's does, since a hand-over to it
-// could only be refused by its bound and would hold up the others. Not
-// for sets of keys, permits, reentrant acquisitions or Get.
-func WithBelow(bounds map[string]int64) AcquireOption {
-	return func(a *acquireConfig) { a.below = bounds }
-}
-
-// ledgerOption names the ledger's option a sets, for a refusal.
-func (a *acquireConfig) ledgerOption() string {
-	if a.numbers != nil {
-		return "WithNumbers"
-	}
-	return "WithBelow"
-}
+// ledgerOption names a ledger's option (internal/ledger), for a refusal.
+func (a *acquireConfig) ledgerOption() string { return "ledger" }
 
 // WithFailIfLocked makes Acquire return ErrLocked at once when another holder
 // holds the lock, instead of waiting.
@@ -152,14 +122,14 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		}
 	}
 	if a.numbers != nil && c.cfg.ttlSlack > 0 {
-		return a, k, invalid("WithNumbers", "this client sets a TTL on its rows (Config.TTL): DynamoDB would delete the row's integer attributes with it")
+		return a, k, invalid(a.ledgerOption(), "this client sets a TTL on its rows (Config.TTL): DynamoDB would delete the row's integer attributes with it")
 	}
 	if a.reentrant && (a.numbers != nil || a.below != nil) {
 		return a, k, invalid(a.ledgerOption(), "a reentrant acquisition may return a lock held already, without writing or checking its row's integers")
 	}
-	for opt, m := range map[string]map[string]int64{"WithNumbers": a.numbers, "WithBelow": a.below} {
+	for _, m := range []map[string]int64{a.numbers, a.below} {
 		if _, ok := m[""]; ok {
-			return a, k, invalid(opt, "an integer attribute has an empty name")
+			return a, k, invalid(a.ledgerOption(), "an integer attribute has an empty name")
 		}
 	}
 	if m := a.monitor; m != nil {

@@ -202,7 +202,7 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
 		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil}, {"WithFailIfLocked", a.failIfLocked},
 		{"WithReentrant", a.reentrant}, {"WithSessionMonitor", a.monitor != nil}, {"WithRefreshPeriodFor", a.refresh != c.cfg.refresh},
-		{"WithAdditionalWait", a.additionalWait != 0}, {"WithNumbers", a.numbers != nil}, {"WithBelow", a.below != nil},
+		{"WithAdditionalWait", a.additionalWait != 0}, {"ledger", a.numbers != nil || a.below != nil},
 	} {
 		if o.set {
 			return Info{}, invalid(o.name, "is an acquisition's option; Get takes WithSortKeyValue only")

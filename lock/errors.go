@@ -23,11 +23,6 @@ var (
 	// the client's Close released ends with an error matching both
 	// ErrClosed and ErrNotHeld.
 	ErrClosed = errors.New("lock: client closed")
-
-	// ErrNotBelow is returned by an Acquire with WithBelow that found the
-	// row's integer attribute at or above its bound (or holding something
-	// else): waiting cannot lower it.
-	ErrNotBelow = errors.New("lock: the row's integer attribute is not below the bound")
 )
 
 // errClosedRelease is how a lock that the client's Close released ends:

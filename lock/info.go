@@ -24,8 +24,8 @@ type Info struct {
 	// Attributes are the row's additional attributes, their values of
 	// the store's own kind (dynamodbstore: types.AttributeValue).
 	Attributes map[string]any
-	// Numbers are the row's integer attributes (see WithNumbers); the
-	// DynamoDB store shows them in Attributes too.
+	// Numbers are the row's integer attributes (a scheduled job's ledger,
+	// say); the DynamoDB store shows them in Attributes too.
 	Numbers map[string]int64
 	// Acquisitions counts the acquisitions recorded in the row.
 	Acquisitions int64

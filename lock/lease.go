@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -74,7 +75,7 @@ func (l *Lock) holdLease() resourcelock.Interface {
 	return &l.lease
 }
 
-// belowAdmits returns the rule of an acquisition WithBelow: a row whose
+// belowAdmits returns the rule of an acquisition with a ledger's bounds (takeLedger): a row whose
 // integer attribute is not below its bound cannot be taken, and waiting
 // will not change that.
 func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
@@ -84,11 +85,11 @@ func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
 		}
 		for name, bound := range bounds {
 			if n, ok := it.Numbers[name]; ok && n >= bound {
-				return fmt.Errorf("%w: %s is %d, the bound %d", ErrNotBelow, name, n, bound)
+				return fmt.Errorf("%w: %s is %d, the bound %d", ledger.ErrNotBelow, name, n, bound)
 			}
 			if _, ok := it.Numbers[name]; !ok {
 				if _, other := it.Attributes[name]; other {
-					return fmt.Errorf("%w: %s is not an integer", ErrNotBelow, name)
+					return fmt.Errorf("%w: %s is not an integer", ledger.ErrNotBelow, name)
 				}
 			}
 		}

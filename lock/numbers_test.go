@@ -7,24 +7,25 @@ import (
 	"testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/resourcelock"
 	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
-// ledger returns the options of an acquisition that advances the row's
+// withLedger returns the options of an acquisition that advances the row's
 // "run" to n, only from below n.
-func ledger(n int64) []AcquireOption {
-	return []AcquireOption{WithNumbers(map[string]int64{"run": n}), WithBelow(map[string]int64{"run": n})}
+func withLedger(n int64) []AcquireOption {
+	return []AcquireOption{takeLedger(map[string]int64{"run": n}, map[string]int64{"run": n})}
 }
 
 func TestAnAcquisitionAdvancesTheRowsLedger(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	l := f.acquire("job", ledger(1)...)
+	l := f.acquire("job", withLedger(1)...)
 	if got := f.item("job").Numbers["run"]; got != 1 {
 		t.Fatalf("run after the acquisition = %d, want 1", got)
 	}
-	if err := l.Release(ctx, ReleaseWithNumbers(map[string]int64{"done": 1})); err != nil {
+	if err := l.Release(ctx, closeLedger(map[string]int64{"done": 1})); err != nil {
 		t.Fatal(err)
 	}
 	it := f.item("job")
@@ -34,13 +35,13 @@ func TestAnAcquisitionAdvancesTheRowsLedger(t *testing.T) {
 
 	// The free row cannot be taken from below a bound it has reached:
 	// Acquire gives up at once instead of waiting.
-	if _, err := f.c.Acquire(ctx, "job", ledger(1)...); !errors.Is(err, ErrNotBelow) {
+	if _, err := f.c.Acquire(ctx, "job", withLedger(1)...); !errors.Is(err, ledger.ErrNotBelow) {
 		t.Fatalf("Acquire below a bound reached = %v, want ErrNotBelow", err)
 	}
 	if got := f.item("job"); !got.Released || got.Numbers["run"] != 1 {
 		t.Fatalf("a refused acquisition changed the row: %+v", got)
 	}
-	l = f.acquire("job", ledger(2)...)
+	l = f.acquire("job", withLedger(2)...)
 	if got := f.item("job").Numbers; got["run"] != 2 || got["done"] != 1 {
 		t.Fatalf("numbers after the second acquisition = %v", got)
 	}
@@ -60,10 +61,10 @@ func TestAHeldRowPastTheBoundEndsTheWaitAtOnce(t *testing.T) {
 		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease},
 		Numbers: map[string]int64{"run": 5}})
 	// No clock step: the wait must end on its first read.
-	if _, err := f.c.Acquire(ctx, "job", ledger(5)...); !errors.Is(err, ErrNotBelow) {
+	if _, err := f.c.Acquire(ctx, "job", withLedger(5)...); !errors.Is(err, ledger.ErrNotBelow) {
 		t.Fatalf("Acquire of a row held past the bound = %v, want ErrNotBelow", err)
 	}
-	if _, err := f.c.TryAcquire(ctx, "job", ledger(6)...); !errors.Is(err, ErrLocked) {
+	if _, err := f.c.TryAcquire(ctx, "job", withLedger(6)...); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryAcquire of a row held below the bound = %v, want ErrLocked", err)
 	}
 }
@@ -72,14 +73,14 @@ func TestReleaseWithNumbersNeedsAKeptRow(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	l := f.acquire("job", WithDeleteOnRelease())
-	err := l.Release(ctx, ReleaseWithNumbers(map[string]int64{"done": 1}))
+	err := l.Release(ctx, closeLedger(map[string]int64{"done": 1}))
 	if !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("ReleaseWithNumbers of a deleted row = %v, want ErrInvalid", err)
 	}
 	if !l.IsHeld() {
 		t.Fatal("a refused Release ended the lock")
 	}
-	if _, err := f.c.Acquire(ctx, "other", WithBelow(map[string]int64{"": 1})); !errors.Is(err, dynalease.ErrInvalid) {
+	if _, err := f.c.Acquire(ctx, "other", takeLedger(nil, map[string]int64{"": 1})); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("WithBelow with an empty name = %v, want ErrInvalid", err)
 	}
 }
@@ -105,7 +106,7 @@ func earlierCallsRow(t *testing.T, late bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {
-		_, err := f.c.Acquire(ctx, "job", ledger(5)...)
+		_, err := f.c.Acquire(ctx, "job", withLedger(5)...)
 		errs <- err
 	}()
 	<-entered
@@ -122,14 +123,14 @@ func earlierCallsRow(t *testing.T, late bool) {
 		// with this call's numbers.
 		f.fc.Step(2 * lease)
 	}
-	if _, err := f.c.TryAcquire(context.Background(), "job", ledger(3)...); !errors.Is(err, ErrNotBelow) {
+	if _, err := f.c.TryAcquire(context.Background(), "job", withLedger(3)...); !errors.Is(err, ledger.ErrNotBelow) {
 		t.Fatalf("TryAcquire(run 3) over a row left with run 5 = %v, want ErrNotBelow", err)
 	}
 	if it := f.item("job"); !it.Released || it.Numbers["run"] != 5 {
 		t.Fatalf("row after the refused acquisition: released %v, numbers %v; want released with run 5", it.Released, it.Numbers)
 	}
 	// A higher bound takes it.
-	l, err := f.c.TryAcquire(context.Background(), "job", ledger(6)...)
+	l, err := f.c.TryAcquire(context.Background(), "job", withLedger(6)...)
 	if err != nil {
 		t.Fatalf("TryAcquire(run 6) = %v", err)
 	}
@@ -142,17 +143,20 @@ func TestLedgerOptionsAreRefusedWhereTheyCannotHold(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"permit": func() error { _, err := f.c.TryAcquirePermit(ctx, "sem", 2, ledger(1)...); return err },
+		"permit": func() error { _, err := f.c.TryAcquirePermit(ctx, "sem", 2, withLedger(1)...); return err },
 		"set": func() error {
-			_, err := f.c.TryAcquireSet(ctx, []string{"a", "b"}, WithNumbers(map[string]int64{"run": 1}))
+			_, err := f.c.TryAcquireSet(ctx, []string{"a", "b"}, takeLedger(map[string]int64{"run": 1}, nil))
 			return err
 		},
-		"reentrant": func() error { _, err := f.c.TryAcquire(ctx, "job", append(ledger(1), WithReentrant())...); return err },
+		"reentrant": func() error {
+			_, err := f.c.TryAcquire(ctx, "job", append(withLedger(1), WithReentrant())...)
+			return err
+		},
 		"reentrant, numbers only": func() error {
-			_, err := f.c.TryAcquire(ctx, "job", WithNumbers(map[string]int64{"run": 1}), WithReentrant())
+			_, err := f.c.TryAcquire(ctx, "job", takeLedger(map[string]int64{"run": 1}, nil), WithReentrant())
 			return err
 		},
-		"get": func() error { _, err := f.c.Get(ctx, "job", WithBelow(map[string]int64{"run": 1})); return err },
+		"get": func() error { _, err := f.c.Get(ctx, "job", takeLedger(nil, map[string]int64{"run": 1})); return err },
 	} {
 		if err := call(); !errors.Is(err, dynalease.ErrInvalid) {
 			t.Errorf("%s with the ledger's options = %v, want ErrInvalid", name, err)
@@ -162,7 +166,7 @@ func TestLedgerOptionsAreRefusedWhereTheyCannotHold(t *testing.T) {
 
 func TestNumbersAreRefusedOnAClientWithATTL(t *testing.T) {
 	f := newFixture(t, WithTTL(2*MinTTLSlack))
-	if _, err := f.c.TryAcquire(context.Background(), "job", ledger(1)...); !errors.Is(err, dynalease.ErrInvalid) {
+	if _, err := f.c.TryAcquire(context.Background(), "job", withLedger(1)...); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("WithNumbers on a client with a TTL = %v, want ErrInvalid", err)
 	}
 	if f.c.TTL() != 2*MinTTLSlack {

@@ -37,7 +37,7 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 		return err
 	}
 	if len(r.numbers) > 0 && (l.kind != kindLock || r.deletes(l.delete)) {
-		return invalid("ReleaseWithNumbers", "only the kept row of a lock on one key takes numbers as it is released")
+		return invalid("ledger", "only the kept row of a lock on one key takes numbers as it is released")
 	}
 	l.mu.Lock()
 	if l.holds > 1 {
@@ -240,14 +240,6 @@ func (r releaseConfig) deletes(onRelease bool) bool {
 		return *r.delete
 	}
 	return onRelease
-}
-
-// ReleaseWithNumbers sets integer attributes on the row in the write that
-// releases it (resourcelock.WriteOptions.Numbers; kept rows of one key
-// only): a holder records what it finished, as package schedule records a
-// slot done.
-func ReleaseWithNumbers(numbers map[string]int64) ReleaseOption {
-	return func(r *releaseConfig) { r.numbers = numbers }
 }
 
 // ReleaseWithData stores data in the row as it is released (kept rows

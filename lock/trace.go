@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 )
@@ -83,7 +84,7 @@ func (s *acquireSpan) end(c *Client, l *Lock, err error) {
 	if l != nil && l.Token() != 0 {
 		s.span.SetAttributes(tracing.Token.Int64(l.Token()))
 	}
-	if errors.Is(err, ErrLocked) || errors.Is(err, ErrNotBelow) {
+	if errors.Is(err, ErrLocked) || errors.Is(err, ledger.ErrNotBelow) {
 		err = nil // an answer, not a failure
 	}
 	tracing.End(s.span, err)
@@ -96,7 +97,7 @@ func acquireOutcome(err error) string {
 		return "acquired"
 	case errors.Is(err, ErrLocked):
 		return "locked"
-	case errors.Is(err, ErrNotBelow):
+	case errors.Is(err, ledger.ErrNotBelow):
 		return "not_below"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "canceled"

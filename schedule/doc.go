@@ -11,12 +11,12 @@
 // attempt), the last slot finished (jobDone) and its outcome. A run of slot
 // S, attempt a, starts only by the write that takes the job's lock, and
 // that write is conditioned on the ledger and advances it, in the same
-// request (lock.WithBelow, lock.WithNumbers):
+// request:
 //
 //	admit only if jobRun < S×1000+a and jobDone < S; set jobRun = S×1000+a
 //
-// A run that ends releases the lock with jobDone = S and its outcome
-// (lock.ReleaseWithNumbers), and, when it succeeded, jobSucceeded = S (the
+// A run that ends releases the lock with jobDone = S and its outcome in the
+// release's write, and, when it succeeded, jobSucceeded = S (the
 // metrics' due time counts from it).
 //
 // # Guarantees, and why they hold

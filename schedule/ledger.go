@@ -2,7 +2,15 @@ package schedule
 
 import (
 	"time"
+
+	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/lock"
 )
+
+// ledgered are package lock's options that write the ledger: Take, of
+// the acquisition that starts or closes a slot, and Close, of the release
+// that finishes one (internal/ledger).
+var ledgered = ledger.Lock[lock.AcquireOption, lock.ReleaseOption]()
 
 // The ledger: integers on the job's lock row (see the package doc).
 const (
@@ -47,8 +55,8 @@ func (o Outcome) String() string {
 	return "unfinished"
 }
 
-// ledger is a job row's ledger as read.
-type ledger struct {
+// slotLedger is a job row's ledger as read.
+type slotLedger struct {
 	slot    time.Time // the last slot started; zero when none
 	attempt int
 	done    time.Time // the last slot finished; zero when none
@@ -57,8 +65,8 @@ type ledger struct {
 	succeeded time.Time
 }
 
-func ledgerOf(numbers map[string]int64) ledger {
-	var l ledger
+func ledgerOf(numbers map[string]int64) slotLedger {
+	var l slotLedger
 	if run, ok := numbers[runAttribute]; ok {
 		l.slot = time.UnixMilli(run / attemptsPerSlot).UTC()
 		l.attempt = int(run % attemptsPerSlot)
@@ -74,7 +82,7 @@ func ledgerOf(numbers map[string]int64) ledger {
 }
 
 // finished reports whether slot s finished.
-func (l ledger) finished(s time.Time) bool { return !l.done.IsZero() && !l.done.Before(s) }
+func (l slotLedger) finished(s time.Time) bool { return !l.done.IsZero() && !l.done.Before(s) }
 
 // run encodes the start of slot s's attempt a.
 func run(s time.Time, a int) int64 { return s.UnixMilli()*attemptsPerSlot + int64(a) }

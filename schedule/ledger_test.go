@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -48,7 +49,7 @@ func instances(t *testing.T, ids ...string) (*rlt.MemoryStore, *clocktesting.Fak
 func start(t *testing.T, c *lock.Client, slot time.Time, attempt int) (*lock.Lock, error) {
 	t.Helper()
 	numbers, below := startWrites(slot, attempt)
-	return c.Acquire(context.Background(), jobKey, lock.WithNumbers(numbers), lock.WithBelow(below))
+	return c.Acquire(context.Background(), jobKey, ledgered.Take(numbers, below))
 }
 
 func mustStart(t *testing.T, c *lock.Client, slot time.Time, attempt int) *lock.Lock {
@@ -62,8 +63,8 @@ func mustStart(t *testing.T, c *lock.Client, slot time.Time, attempt int) *lock.
 
 func wantRefused(t *testing.T, what string, l *lock.Lock, err error) {
 	t.Helper()
-	if !errors.Is(err, lock.ErrNotBelow) {
-		t.Fatalf("%s: %v (lock %v), want lock.ErrNotBelow", what, err, l != nil)
+	if !errors.Is(err, ledger.ErrNotBelow) {
+		t.Fatalf("%s: %v (lock %v), want ledger.ErrNotBelow", what, err, l != nil)
 	}
 }
 
@@ -76,7 +77,7 @@ func TestTheLedgerStartsEachSlotOnce(t *testing.T) {
 	l, err := start(t, b, s1, 1)
 	wantRefused(t, "a second start of the same attempt, while the first runs", l, err)
 
-	if err := la.Release(context.Background(), lock.ReleaseWithNumbers(doneWrites(s1, Succeeded))); err != nil {
+	if err := la.Release(context.Background(), ledgered.Close(doneWrites(s1, Succeeded))); err != nil {
 		t.Fatal(err)
 	}
 	l, err = start(t, b, s1, 1)
@@ -85,7 +86,7 @@ func TestTheLedgerStartsEachSlotOnce(t *testing.T) {
 	wantRefused(t, "a retry of a finished slot", l, err)
 
 	lb := mustStart(t, b, s2, 1)
-	if err := lb.Release(context.Background(), lock.ReleaseWithNumbers(doneWrites(s2, Failed))); err != nil {
+	if err := lb.Release(context.Background(), ledgered.Close(doneWrites(s2, Failed))); err != nil {
 		t.Fatal(err)
 	}
 	l, err = start(t, a, s1, 1)
@@ -119,5 +120,5 @@ func TestARetryTakesOverARunThatDied(t *testing.T) {
 	if led := ledgerOf(info.Numbers); led.attempt != 2 || !led.slot.Equal(t0) {
 		t.Fatalf("ledger after the retry %+v", led)
 	}
-	_ = l.Release(context.Background(), lock.ReleaseWithNumbers(doneWrites(t0, Succeeded)))
+	_ = l.Release(context.Background(), ledgered.Close(doneWrites(t0, Succeeded)))
 }

@@ -24,7 +24,7 @@ type decision struct {
 // handled, and its clock's now, what the job's loop does. It is the job's
 // policy, and only policy: whatever it decides, each start is admitted or
 // refused by the ledger in the write that takes the lock.
-func (j *Job) plan(led ledger, handled, now time.Time, horizon time.Duration) decision {
+func (j *Job) plan(led slotLedger, handled, now time.Time, horizon time.Duration) decision {
 	d := j.StartingDeadline
 	last := later(handled, led.slot)
 	from := last
@@ -73,7 +73,7 @@ func (j *Job) plan(led ledger, handled, now time.Time, horizon time.Duration) de
 // deadline, or else closing it as failed. Either waits for the lock: a
 // live run finishing first refuses it (the slot is done). The wait ends
 // by the next slot at the latest, which the loop then plans afresh.
-func (j *Job) afterDeath(led ledger, now time.Time) step {
+func (j *Job) afterDeath(led slotLedger, now time.Time) step {
 	st := step{slot: led.slot, attempt: lastAttempt, close: Failed, until: now.Add(j.StartingDeadline)}
 	if led.attempt <= j.Retries && !now.After(led.slot.Add(j.StartingDeadline)) {
 		st = step{slot: led.slot, attempt: led.attempt + 1, until: led.slot.Add(j.StartingDeadline)}

@@ -28,10 +28,10 @@ func testJob(t *testing.T, mod func(*Job)) *Job {
 	return j
 }
 
-func started(slot time.Time, attempt int) ledger { return ledger{slot: slot, attempt: attempt} }
+func started(slot time.Time, attempt int) slotLedger { return slotLedger{slot: slot, attempt: attempt} }
 
-func finished(slot time.Time) ledger {
-	return ledger{slot: slot, attempt: 1, done: slot, outcome: Succeeded}
+func finished(slot time.Time) slotLedger {
+	return slotLedger{slot: slot, attempt: 1, done: slot, outcome: Succeeded}
 }
 
 func TestPlan(t *testing.T) {
@@ -39,7 +39,7 @@ func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		job     func(*Job)
-		led     ledger
+		led     slotLedger
 		handled time.Time
 		now     time.Time
 		want    []step

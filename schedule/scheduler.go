@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/lock"
@@ -242,13 +243,13 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 }
 
 // read returns the ledger of the job's row; a missing row has none.
-func (s *Scheduler) read(ctx context.Context, key string) (ledger, error) {
+func (s *Scheduler) read(ctx context.Context, key string) (slotLedger, error) {
 	info, err := s.cfg.Locks.Get(ctx, key)
 	if errors.Is(err, resourcelock.ErrNotFound) {
-		return ledger{}, nil
+		return slotLedger{}, nil
 	}
 	if err != nil {
-		return ledger{}, err
+		return slotLedger{}, err
 	}
 	return ledgerOf(info.Numbers), nil
 }
@@ -272,7 +273,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 		}
 	}
 	numbers, below := startWrites(st.slot, st.attempt)
-	opts := []lock.AcquireOption{lock.WithNumbers(numbers), lock.WithBelow(below)}
+	opts := []lock.AcquireOption{ledgered.Take(numbers, below)}
 	acquire := s.cfg.Locks.Acquire
 	if j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished {
 		acquire = s.cfg.Locks.TryAcquire
@@ -283,7 +284,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	}
 	l, err := acquire(actx, key, opts...)
 	switch {
-	case errors.Is(err, lock.ErrNotBelow):
+	case errors.Is(err, ledger.ErrNotBelow):
 		log.V(1).Info("started or finished elsewhere")
 		return st.slot, nil
 	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished:
@@ -406,7 +407,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 
 // release releases l with slot finished as o, even once ctx has ended.
 func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Outcome, log logr.Logger) {
-	if err := l.Release(context.Background(), lock.ReleaseWithNumbers(doneWrites(slot, o))); err != nil {
+	if err := l.Release(context.Background(), ledgered.Close(doneWrites(slot, o))); err != nil {
 		log.Error(err, "releasing the job's lock; the slot stays unfinished until its lease runs out")
 	}
 }
@@ -445,7 +446,7 @@ func (s *Scheduler) event(e Event) {
 // that never succeeded counts from when this instance first read its
 // ledger (started): a fleet that keeps restarting before any success
 // keeps moving that time, which the alert cannot tell from a new job.
-func (s *Scheduler) reportDue(j *Job, led ledger, started time.Time) {
+func (s *Scheduler) reportDue(j *Job, led slotLedger, started time.Time) {
 	from := led.succeeded
 	if from.IsZero() {
 		from = started

@@ -75,9 +75,9 @@ func (l *Lock) holdLease() resourcelock.Interface {
 	return &l.lease
 }
 
-// belowAdmits returns the rule of an acquisition with a ledger's bounds (takeLedger): a row whose
-// integer attribute is not below its bound cannot be taken, and waiting
-// will not change that.
+// belowAdmits returns the rule of an acquisition with a ledger's bounds
+// (takeLedger): a row whose integer attribute is not below its bound
+// cannot be taken, and waiting will not change that.
 func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
 	return func(it resourcelock.Item, missing bool) error {
 		if missing {

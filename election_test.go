@@ -25,6 +25,10 @@ func TestElectionEndToEnd(t *testing.T) {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { ddbtest.DeleteTable(t, client, table) })
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	type replica struct {
 		e       *election.Elector
@@ -34,13 +38,10 @@ func TestElectionEndToEnd(t *testing.T) {
 		seen    []string
 	}
 	newReplica := func(id string) *replica {
-		lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "scheduler", Identity: id})
-		if err != nil {
-			t.Fatal(err)
-		}
 		r := &replica{leading: make(chan struct{}, 1), stopped: make(chan struct{}, 1)}
+		var err error
 		r.e, err = election.New(election.Config{
-			Lease: lock,
+			Store: store, Name: "scheduler", Identity: id,
 			// Not a timing test: a term outlasts any stall of a busy
 			// machine, and requests have room; a release is still
 			// taken over within a poll.

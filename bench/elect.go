@@ -43,13 +43,15 @@ type candidate struct {
 // on client c. onStart, when not nil, is called at the start of
 // OnStartedLeading with its time.
 func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table, name, id string, onStart func(*candidate, time.Time)) (*candidate, error) {
-	lk, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: name, Identity: id})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
 	if err != nil {
 		return nil, err
 	}
 	cd := &candidate{id: id, rec: &logtest.Recorder{}, ctr: ctr, done: make(chan error, 1), started: make(chan struct{})}
 	e, err := election.New(election.Config{
-		Lease:           lk,
+		Store:           store,
+		Name:            name,
+		Identity:        id,
 		LeaseDuration:   electLease,
 		RenewDeadline:   electRenew,
 		RetryPeriod:     electRetry,

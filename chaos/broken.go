@@ -85,20 +85,15 @@ func (s shortLeaseStore) Update(ctx context.Context, key resourcelock.Key, expec
 	return s.Store.Update(ctx, key, expect, rec, opts)
 }
 
-// electionLease returns the worker's lease on the election record: the
+// electionStore returns the worker's store of the election record: the
 // library's, or under brokenTerm one that advertises half the renew
 // deadline.
-func (w *worker) electionLease() (resourcelock.Interface, error) {
-	if w.cfg.broken != brokenTerm {
-		return dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-			Client: w.ddb, Table: w.cfg.locks, Name: "leader", Identity: w.cfg.id, FenceTable: w.cfg.fences,
-		})
-	}
+func (w *worker) electionStore() (resourcelock.Store, error) {
 	store, err := dynamodbstore.New(dynamodbstore.Config{Client: w.ddb, Table: w.cfg.locks, FenceTable: w.cfg.fences})
-	if err != nil {
-		return nil, err
+	if err != nil || w.cfg.broken != brokenTerm {
+		return store, err
 	}
-	return resourcelock.NewLease(shortLeaseStore{Store: store, lease: w.cfg.renew / 2}, resourcelock.Key{Partition: "leader"}, w.cfg.id)
+	return shortLeaseStore{Store: store, lease: w.cfg.renew / 2}, nil
 }
 
 // checkBroken refuses an unknown variant.

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -136,7 +137,7 @@ func (c *controller) watchDeadEntry(ctx context.Context, v *victim) {
 			handed = it.RVN
 			log("queued-turn", "handed over at RVN "+it.RVN)
 			deadline = time.Now().Add(3 * c.cfg.lockLease)
-		case handed == "" && it.Place(v.ticket) < 0:
+		case handed == "" && record.Place(it, v.ticket) < 0:
 			log("queued-gone", "the entry is not in the row, unhanded (a release deleted the row, created again between two reads; or it left)")
 			return
 		case handed != "" && it.RVN != handed:

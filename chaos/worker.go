@@ -240,14 +240,16 @@ func firstAttempt(req *http.Request) bool {
 
 // elect stands for the election until ctx ends.
 func (w *worker) elect(ctx context.Context) error {
-	rl, err := w.electionLease()
+	store, err := w.electionStore()
 	if err != nil {
 		return err
 	}
 
 	var e *election.Elector
 	e, err = election.New(election.Config{
-		Lease:           rl,
+		Store:           store,
+		Name:            "leader",
+		Identity:        w.cfg.id,
 		LeaseDuration:   w.cfg.lease,
 		RenewDeadline:   w.cfg.renew,
 		RetryPeriod:     w.cfg.retry,

@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // unreachable is a store that can be cut off: every request fails while
@@ -42,10 +43,9 @@ func (u *unreachable) Get(ctx context.Context, k resourcelock.Key) (resourcelock
 func ExampleFake_election() {
 	ctx := context.Background()
 	clk := clockutil.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := &unreachable{Store: resourcelock.NewMemoryStore()}
-	lease, _ := resourcelock.NewLease(store, resourcelock.Key{Partition: "scheduler"}, "me")
+	store := &unreachable{Store: memorystore.New()}
 	started, stopped := make(chan struct{}), make(chan struct{})
-	e, _ := election.New(election.Config{Lease: lease, Clock: clk,
+	e, _ := election.New(election.Config{Store: store, Name: "scheduler", Identity: "me", Clock: clk,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { close(started); <-ctx.Done() },
@@ -80,7 +80,7 @@ func ExampleFake_election() {
 func ExampleFake_lockLoss() {
 	ctx := context.Background()
 	clk := clockutil.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := &unreachable{Store: resourcelock.NewMemoryStore()}
+	store := &unreachable{Store: memorystore.New()}
 	c, _ := lock.New(lock.Config{Store: store, Identity: "me", Clock: clk, LeaseDuration: 20 * time.Second})
 	defer c.Close(ctx)
 	l, _ := c.Acquire(ctx, "customer-42")

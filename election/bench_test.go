@@ -7,7 +7,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // Microbenchmarks of the election's hot paths against the in-memory store
@@ -16,7 +16,7 @@ import (
 
 // benchElector returns an Elector with the given identity on the lease
 // "bench" of store.
-func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity string) *Elector {
+func benchElector(b *testing.B, store *memorystore.Store, identity string) *Elector {
 	e, err := New(Config{
 		Lease: mustLease(store, "bench", identity),
 		Callbacks: Callbacks{
@@ -32,11 +32,11 @@ func benchElector(b *testing.B, store *resourcelocktest.MemoryStore, identity st
 
 // acquirer returns an acquirer of r's lease, as its campaign's wait makes.
 func acquirer(r *run) *rvnlease.Acquirer {
-	return rvnlease.NewAcquirer(r.cfg, r.e.cfg.Lease, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
+	return rvnlease.NewAcquirer(r.cfg, r.e.lease, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.
-func benchLeader(b *testing.B, store *resourcelocktest.MemoryStore) *run {
+func benchLeader(b *testing.B, store *memorystore.Store) *run {
 	r := newRun(benchElector(b, store, "leader"))
 	res, err := acquirer(r).Round(context.Background())
 	if err != nil || res.Outcome != rvnlease.Ours {
@@ -50,7 +50,7 @@ func benchLeader(b *testing.B, store *resourcelocktest.MemoryStore) *run {
 // record, the conditional write, the confirmation and the extension of the
 // term.
 func BenchmarkLeaderRenewal(b *testing.B) {
-	r := benchLeader(b, resourcelocktest.NewMemoryStore())
+	r := benchLeader(b, memorystore.New())
 	e := r.e
 	ctx := context.Background()
 	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), r.sent.Add(e.cfg.RenewDeadline), func() {})
@@ -71,7 +71,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 // BenchmarkCandidatePoll is one poll of a candidate while another leads:
 // the read, and the observation of the (unchanged) record.
 func BenchmarkCandidatePoll(b *testing.B) {
-	store := resourcelocktest.NewMemoryStore()
+	store := memorystore.New()
 	benchLeader(b, store)
 	acq := acquirer(newRun(benchElector(b, store, "candidate")))
 	ctx := context.Background()
@@ -88,7 +88,7 @@ func BenchmarkCandidatePoll(b *testing.B) {
 
 // BenchmarkIsLeader is the leadership check callers make before acting.
 func BenchmarkIsLeader(b *testing.B) {
-	r := benchLeader(b, resourcelocktest.NewMemoryStore())
+	r := benchLeader(b, memorystore.New())
 	e := r.e
 	t := newTerm(context.Background(), e.clk, e.cfg.Lease.Describe(), time.Now().Add(time.Hour), func() {})
 	defer t.end(context.Canceled)

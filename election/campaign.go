@@ -25,7 +25,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 	e := r.e
 	w := &rvnlease.Wait{
 		Engine: r.cfg,
-		Places: []rvnlease.Place{{Lease: e.cfg.Lease,
+		Places: []rvnlease.Place{{Lease: e.lease,
 			NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }}},
 		Period:  e.cfg.RetryPeriod,
 		Budget:  rvnlease.Budget{Forever: true},

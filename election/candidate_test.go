@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 func TestAcquireWithoutRecord(t *testing.T) {
@@ -17,7 +17,7 @@ func TestAcquireWithoutRecord(t *testing.T) {
 	h.start()
 	h.waitIdle()
 	h.wantEvent("started")
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(faulty.OpCreate)
 	h.wantLeaders("a")
 	if !h.e.IsLeader() || h.e.Leader() != "a" {
 		t.Fatalf("IsLeader=%v Leader=%q after acquiring", h.e.IsLeader(), h.e.Leader())
@@ -37,7 +37,7 @@ func TestAcquireReleasedRecordAtOnce(t *testing.T) {
 	h.start()
 	h.waitIdle()
 	h.wantEvent("started")
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(faulty.OpCreate)
 	if rec := h.record(); rec.HolderIdentity != "a" || rec.Released || rec.Acquisitions != 5 {
 		t.Fatalf("stored record %+v", rec)
 	}
@@ -51,11 +51,11 @@ func (h *harness) advanceUntilLeading(notBefore time.Time) {
 	for i := 0; i < 100; i++ {
 		h.stepIdle(maxPoll)
 		if h.now().Before(notBefore) {
-			h.wantOps(rlt.OpGet)
+			h.wantOps(faulty.OpGet)
 			h.noEvent()
 			continue
 		}
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 		h.wantEvent("started")
 		return
 	}
@@ -67,7 +67,7 @@ func TestTakeoverAfterFullLeaseOfUnchangedRVN(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	h.wantLeaders("b")
 	if h.e.IsLeader() || h.e.Leader() != "b" {
 		t.Fatalf("IsLeader=%v Leader=%q while b holds", h.e.IsLeader(), h.e.Leader())
@@ -84,12 +84,12 @@ func TestCandidateWakesWhenTheWatchedLeaseExpires(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	expiry := epoch.Add(lease)
 	// Poll until less than one poll interval is left.
 	for expiry.Sub(h.now()) >= retry {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpGet)
+		h.wantOps(faulty.OpGet)
 	}
 	// The next wake is the expiry itself, not a jittered poll.
 	h.step(expiry.Sub(h.now()) - time.Millisecond)
@@ -97,7 +97,7 @@ func TestCandidateWakesWhenTheWatchedLeaseExpires(t *testing.T) {
 	h.wantOps()
 	h.step(time.Millisecond)
 	h.waitIdle()
-	h.wantOps(rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate)
 	h.wantEvent("started")
 	if got, want := h.e.ValidUntil(), expiry.Add(deadline); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want %v", got, want)
@@ -108,16 +108,16 @@ func TestLeaseCountsFromWhenTheReadReturned(t *testing.T) {
 	h := newHarness(t)
 	h.putForeign("b", "r1")
 	block, unblock := gate()
-	entered := make(chan rlt.Op, 10)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Block: block})
+	entered := make(chan faulty.Op, 10)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{Block: block})
 	h.start()
 	<-entered // Create
 	<-entered // Get, now blocked
 	h.step(time.Second)
 	unblock()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	h.lock.OnCall(nil)
 	h.advanceUntilLeading(epoch.Add(time.Second + lease))
 }
@@ -127,14 +127,14 @@ func TestWaitRestartsWhenTheRVNChanges(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	for i := 0; i < 3; i++ {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpGet)
+		h.wantOps(faulty.OpGet)
 	}
 	h.putForeign("b", "r2") // b renewed
 	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpGet)
+	h.wantOps(faulty.OpGet)
 	seen := h.now()
 	h.advanceUntilLeading(seen.Add(lease))
 }
@@ -144,17 +144,17 @@ func TestRenewalJustBeforeTakeoverRestartsTheWait(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	expiry := epoch.Add(lease)
 	for expiry.Sub(h.now()) >= retry {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpGet)
+		h.wantOps(faulty.OpGet)
 	}
 	h.putForeign("b", "r2") // renewed after our last read
 	h.stepIdle(expiry.Sub(h.now()))
 	// The takeover is conditioned on r1 and fails; the read that resolves
 	// it sees r2 and the wait starts again from now.
-	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	h.noEvent()
 	if rec := h.record(); rec.HolderIdentity != "b" || rec.RVN != "r2" {
 		t.Fatalf("record after a failed takeover: %+v", rec)
@@ -168,7 +168,7 @@ func TestRestartedProcessWithSameIdentityWaits(t *testing.T) {
 	h.putForeign("a", "rvn-of-the-previous-process")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	if h.e.IsLeader() {
 		t.Fatal("a record naming our identity made us leader")
 	}
@@ -180,11 +180,11 @@ func TestReleasedRecordTakenAtNextAttempt(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r2", LeaseDuration: lease, Released: true})
 	h.stepIdle(maxPoll)
 	// The read that finds it released is followed by the create at once.
-	h.wantOps(rlt.OpGet, rlt.OpCreate)
+	h.wantOps(faulty.OpGet, faulty.OpCreate)
 	h.wantEvent("started")
 }
 
@@ -200,9 +200,9 @@ func TestOnNewLeaderOnEveryChange(t *testing.T) {
 	h.stepIdle(maxPoll)
 	h.wantLeaders("c")
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "c", RVN: "r3", LeaseDuration: lease, Released: true})
-	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Err: resourcelock.ErrConflict})
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{}) // the read that sees the release
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Err: resourcelock.ErrConflict})
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{}) // the read that sees the release
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{Err: errReset})
 	h.stepIdle(maxPoll) // released: no report; our create is refused
 	h.noLeaderReport()
 	if h.e.Leader() != "" {
@@ -232,10 +232,10 @@ func TestAmbiguousCreateThatLandedIsAdopted(t *testing.T) {
 	for _, err := range []error{errReset, fmt.Errorf("retried: %w", resourcelock.ErrConflict)} {
 		t.Run(err.Error(), func(t *testing.T) {
 			h := newHarness(t)
-			h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: err})
+			h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: err})
 			h.start()
 			h.waitIdle()
-			h.wantOps(rlt.OpCreate, rlt.OpGet)
+			h.wantOps(faulty.OpCreate, faulty.OpGet)
 			h.wantEvent("started")
 			if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
 				t.Fatalf("ValidUntil = %v, want %v", got, want)
@@ -246,13 +246,13 @@ func TestAmbiguousCreateThatLandedIsAdopted(t *testing.T) {
 
 func TestAmbiguousCreateThatDidNotLandIsRetried(t *testing.T) {
 	h := newHarness(t)
-	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Err: errReset})
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	h.noEvent()
 	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(faulty.OpCreate)
 	h.wantEvent("started")
 }
 
@@ -261,8 +261,8 @@ func TestAmbiguousTakeoverThatLandedIsAdopted(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: fmt.Errorf("retried: %w", resourcelock.ErrConflict)})
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: fmt.Errorf("retried: %w", resourcelock.ErrConflict)})
 	for h.now().Before(epoch.Add(lease)) {
 		h.stepIdle(maxPoll)
 	}
@@ -274,16 +274,16 @@ func TestAmbiguousTakeoverThatLandedIsAdopted(t *testing.T) {
 
 func TestWriteConfirmedAfterItsValidityIsRenewedBeforeLeading(t *testing.T) {
 	h := newHarness(t)
-	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
-	h.lock.Inject(rlt.OpGet, 6, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errReset})
+	h.lock.Inject(faulty.OpGet, 6, faulty.Fault{Err: errReset})
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	for h.now().Before(epoch.Add(deadline)) {
 		// Our create landed, but no read confirms it: each round retries
 		// the create, which conflicts, and a failing read.
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpCreate, rlt.OpGet)
+		h.wantOps(faulty.OpCreate, faulty.OpGet)
 		h.noEvent()
 	}
 	for {
@@ -292,10 +292,10 @@ func TestWriteConfirmedAfterItsValidityIsRenewedBeforeLeading(t *testing.T) {
 		if len(ops) == 3 {
 			// The read finally confirmed the first create, whose validity
 			// has passed: renew at once before leading.
-			h.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpUpdate)
+			h.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpUpdate)
 			break
 		}
-		h.wantOps(rlt.OpCreate, rlt.OpGet)
+		h.wantOps(faulty.OpCreate, faulty.OpGet)
 	}
 	h.wantEvent("started")
 	if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
@@ -317,25 +317,25 @@ func TestLeaseExpiringDuringAReadIsTakenOverAtOnce(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	expiry := epoch.Add(lease)
 	for expiry.Sub(h.now()) > 2*maxPoll {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpGet)
+		h.wantOps(faulty.OpGet)
 	}
 	// The next poll comes before the expiry, but its read is slow and
 	// returns after it.
 	block, unblock := gate()
-	entered := make(chan rlt.Op, 1)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Block: block})
+	entered := make(chan faulty.Op, 1)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{Block: block})
 	h.step(maxPoll)
 	<-entered
 	h.lock.OnCall(nil)
 	h.step(expiry.Sub(h.now()) + 100*time.Millisecond)
 	unblock()
 	h.waitIdle()
-	h.wantOps(rlt.OpGet, rlt.OpUpdate)
+	h.wantOps(faulty.OpGet, faulty.OpUpdate)
 	h.wantEvent("started")
 }
 
@@ -344,9 +344,9 @@ func TestFailedTakeoverWaitsAPollBeforeTheNext(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	for h.now().Before(epoch.Add(lease)) {
 		h.stepIdle(maxPoll)
 	}
@@ -355,7 +355,7 @@ func TestFailedTakeoverWaitsAPollBeforeTheNext(t *testing.T) {
 	h.lock.ResetCalls()
 	for i := 0; i < 3; i++ {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpUpdate, rlt.OpGet)
+		h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	}
 }
 
@@ -368,29 +368,29 @@ func TestRenewalOfALateConfirmedRecordDoesNotSpin(t *testing.T) {
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	for epoch.Add(lease).Sub(h.now()) > maxPoll {
 		h.stepIdle(maxPoll)
-		h.wantOps(rlt.OpGet)
+		h.wantOps(faulty.OpGet)
 	}
 	// The takeover lands but its answer is lost, and the read that would
 	// confirm it fails.
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errReset})
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{Err: errReset})
 	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	// From now on writes fail without landing; the next read succeeds (and
 	// confirms the landed takeover, too late), every later one fails.
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, 1, rlt.Fault{})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	h.stepIdle(deadline) // the landed takeover's validity passes meanwhile
 	// One round: a takeover write (fails), the read that confirms our
 	// earlier takeover too late, its renewal (fails) and that renewal's
 	// read (fails) — then a poll's wait, not another renewal at once.
-	h.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate, rlt.OpGet)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet, faulty.OpUpdate, faulty.OpGet)
 	h.stepIdle(maxPoll)
-	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	h.noEvent()
 }
 
@@ -401,9 +401,9 @@ func TestRenewalOfALateConfirmedRecordDoesNotSpin(t *testing.T) {
 func TestCancelledCampaignLeavesNoOrphanRecord(t *testing.T) {
 	h := newHarness(t)
 	h.freeRun()
-	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true})
+	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, Land: true})
 	h.start()
 	<-entered // the Create is under way
 	h.cancel()
@@ -424,8 +424,8 @@ func TestCancelledCampaignLeavesNoOrphanRecord(t *testing.T) {
 func TestCheckStoreFailsWhenTheRecordCannotBeReached(t *testing.T) {
 	h := newHarness(t)
 	h.putForeign("b", "r1")
-	h.lock.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpCreate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	h.start()
 	h.waitIdle()
 	if err, since := h.e.LastError(); !errors.Is(err, errReset) || !since.Equal(epoch) {
@@ -461,11 +461,11 @@ func TestCheckStoreFailsWhenTheRecordCannotBeReached(t *testing.T) {
 func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
 	h := newHarness(t)
 	h.putForeign("dead", "r1")
-	h.lock.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpCreate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
 	if err, since := h.e.LastError(); !errors.Is(err, errReset) || !since.Equal(epoch) {
 		t.Fatalf("LastError = %v since %v, want the failed create since the start", err, since)
 	}
@@ -475,7 +475,7 @@ func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
 	for h.now().Sub(epoch) <= lease+maxPoll+tolerance {
 		h.stepIdle(maxPoll)
 	}
-	if h.lock.Count(rlt.OpUpdate) == 0 {
+	if h.lock.Count(faulty.OpUpdate) == 0 {
 		t.Fatal("no takeover was tried")
 	}
 	if err := h.e.CheckStore(tolerance); !errors.Is(err, errReset) {

@@ -3,14 +3,17 @@ package election
 import (
 	"context"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -73,8 +76,22 @@ type Callbacks struct {
 // clocks. LeaseDuration − RenewDeadline is the time the leader's work has to
 // stop, plus room for clock-rate drift between hosts.
 type Config struct {
-	// Lease stores the leadership record. Required; its Identity is this
-	// candidate's identity and must not be empty.
+	// Store keeps the leadership record, on the row named Name (and
+	// SortKeyValue): the Store of dynamodbstore.New on a DynamoDB lock
+	// table, or memorystore.New's in unit tests. Identity is then this
+	// candidate's identity. Give Store or Lease, not both.
+	Store resourcelock.Store
+	// Identity is this candidate's holder identity, with Store. It must
+	// be unique among the candidates (a host name plus a UUID, say): two
+	// candidates with one identity take the lease from each other.
+	Identity string
+	// SortKeyValue is the row's sort key value, with Store on a table
+	// with a sort key; empty otherwise.
+	SortKeyValue string
+	// Lease, instead of Store, is the record's storage as a
+	// client-go-shaped resourcelock.Interface; its Identity is this
+	// candidate's identity and must not be empty. An Interface made by
+	// none of dynalease's stores serves an Elector without Fencing.
 	Lease resourcelock.Interface
 	// LeaseDuration is how long other candidates wait, after they first
 	// see a record version, before taking the lease over.
@@ -100,14 +117,16 @@ type Config struct {
 	ReleaseOnCancel bool
 	// Fencing gives every term a fencing token (Elector.Token,
 	// TokenFromContext), strictly greater than the tokens of every earlier
-	// term. Lease must implement resourcelock.Fencer on a store that keeps
-	// fencing generations, as a dynamodbstore lease given a FenceTable
-	// (dynamodbstore.LeaseConfig) and the memory store do (New refuses one
-	// without). A candidate whose fencing fails at run time releases the
+	// term. The store must keep fencing generations, as the DynamoDB store
+	// given a FenceTable (dynamodbstore.Config) and the memory store do; New
+	// refuses one that does not, and a Lease of another kind than
+	// dynalease's stores'. A candidate whose fencing fails at run time releases the
 	// record it acquired, backs off a RetryPeriod and tries again; Run
 	// returns when the failure is one waiting cannot fix.
 	Fencing bool
-	// Name labels log lines; optional.
+	// Name is the election's name: with Store, the record's row (its
+	// partition key value; required); with Lease, a label of log lines
+	// (optional).
 	Name string
 	// Clock times every wait; the real clock when nil.
 	Clock clock.WithTickerAndDelayedExecution
@@ -177,10 +196,18 @@ func (c Config) validate() error {
 		return &dynalease.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case c.Lease == nil:
-		return bad("Lease", "is nil")
-	case c.Lease.Identity() == "":
+	case c.Lease == nil && c.Store == nil:
+		return bad("Store", "is nil, and so is Lease: give one (dynamodbstore.New makes a Store)")
+	case c.Lease != nil && c.Store != nil:
+		return bad("Lease", "is set, and so is Store: give one")
+	case c.Lease != nil && c.Lease.Identity() == "":
 		return bad("Lease", "has an empty Identity")
+	case c.Store != nil && c.Name == "":
+		return bad("Name", "is empty: with Store it names the record's row")
+	case c.Store != nil && c.Identity == "":
+		return bad("Identity", "is empty")
+	case c.Store == nil && (c.Identity != "" || c.SortKeyValue != ""):
+		return bad("Identity", "and SortKeyValue are Store's: with Lease the identity is Lease.Identity()")
 	case c.LeaseDuration <= 0:
 		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
 	case c.RenewDeadline <= 0:
@@ -203,14 +230,31 @@ func (c Config) validate() error {
 	case c.Callbacks.OnStoppedLeading == nil:
 		return bad("Callbacks.OnStoppedLeading", "is nil")
 	}
-	if c.Fencing {
-		f, ok := c.Lease.(resourcelock.Fencer)
-		if !ok {
-			return bad("Fencing", "is set but Lease (%T) cannot fence", c.Lease)
-		}
-		if !f.CanFence() {
-			return bad("Fencing", "is set but Lease %s has no fence table (dynamodbstore.LeaseConfig.FenceTable)", c.Lease.Describe())
-		}
-	}
 	return nil
+}
+
+// port returns the lease of the record: a lease of Store's row, or Lease
+// as a port of the kernel. It checks what the lease needs: the row's key
+// and the identity within their limits, and a lease that can fence when
+// Fencing (an error matching dynalease.ErrInvalid naming the field).
+func (c Config) port() (keylease.Port, error) {
+	bad := func(field string, err error) error { return &dynalease.InvalidError{Field: field, Err: err} }
+	var port keylease.Port
+	if c.Store != nil {
+		l, err := keylease.New(c.Store, resourcelock.Key{Partition: c.Name, Sort: c.SortKeyValue}, c.Identity)
+		switch {
+		case err == nil:
+		case record.CheckIdentity(c.Identity) != nil:
+			return nil, bad("Identity", err)
+		default:
+			return nil, bad("Name", err)
+		}
+		port = l
+	} else {
+		port = keylease.PortOf(c.Lease)
+	}
+	if c.Fencing && !port.CanFence() {
+		return nil, &dynalease.InvalidError{Field: "Fencing", Reason: fmt.Sprintf("is set but %s cannot fence (dynamodbstore.Config.FenceTable; a Lease of another kind than dynalease's stores' never can)", port.Describe())}
+	}
+	return port, nil
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func validConfig() Config {
 	return Config{
-		Lease: mustLease(resourcelock.NewMemoryStore(), "x", "a"),
+		Lease: mustLease(memorystore.New(), "x", "a"),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(context.Context) {},
 			OnStoppedLeading: func() {},
@@ -45,8 +46,18 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		field  string
 		change func(*Config)
 	}{
-		{"Lease", func(c *Config) { c.Lease = nil }},
+		{"Store", func(c *Config) { c.Lease = nil }},
 		{"Lease", func(c *Config) { c.Lease = emptyIdentity{c.Lease} }},
+		{"Lease", func(c *Config) { c.Store = memorystore.New() }},
+		{"Name", func(c *Config) { c.Lease, c.Store, c.Identity = nil, memorystore.New(), "a" }},
+		{"Name", func(c *Config) {
+			c.Lease, c.Store, c.Identity, c.Name = nil, memorystore.New(), "a", strings.Repeat("n", 2049)
+		}},
+		{"Identity", func(c *Config) { c.Lease, c.Store, c.Name = nil, memorystore.New(), "leader" }},
+		{"Identity", func(c *Config) {
+			c.Lease, c.Store, c.Name, c.Identity = nil, memorystore.New(), "leader", strings.Repeat("i", 1025)
+		}},
+		{"Identity", func(c *Config) { c.Identity = "a" }},
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = -time.Second }},
 		{"RenewDeadline", func(c *Config) { c.RenewDeadline = -time.Second }},
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = -time.Second }},
@@ -109,7 +120,7 @@ func TestMinLeaseMargin(t *testing.T) {
 }
 
 // noFenceTable is a lock that implements Fencer but has no fence table, as
-// a resourcelock.Lease configured without FenceTable.
+// a keylease.Lease configured without FenceTable.
 type noFenceTable struct{ resourcelock.Interface }
 
 func (noFenceTable) Fence(context.Context, string) (resourcelock.Record, error) {
@@ -121,17 +132,16 @@ func (noFenceTable) CanFence() bool { return false }
 // table is refused by New, instead of a candidate that renews for ever and
 // never leads. No request is sent.
 func TestFencingWithoutAFenceTableIsRefused(t *testing.T) {
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-		Client:   dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
-		Table:    "locks",
-		Name:     "leader",
-		Identity: "a",
+	store, err := dynamodbstore.New(dynamodbstore.Config{
+		Client: dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
+		Table:  "locks",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := validConfig()
-	cfg.Lease, cfg.Fencing = lock, true
+	cfg.Lease, cfg.Fencing = nil, true
+	cfg.Store, cfg.Name, cfg.Identity = store, "leader", "a"
 	var ce *dynalease.InvalidError
 	if _, err := New(cfg); !errors.As(err, &ce) || ce.Field != "Fencing" {
 		t.Fatalf("New = %v, want an InvalidError for Fencing", err)

@@ -29,12 +29,12 @@ func TestDynamoDBElectorRefusesAnEventualGlobalTable(t *testing.T) {
 		`{"Table":{"TableName":"`+table+`","TableStatus":"ACTIVE","KeySchema":[{"AttributeName":"key","KeyType":"HASH"}],`+
 			`"Replicas":[{"RegionName":"eu-west-1"}],"MultiRegionConsistency":"EVENTUAL"}}`)})
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = ft })
-	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: "a"})
+	lease, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, err := election.New(election.Config{
-		Lease: lease, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+		Store: lease, Name: "leader", Identity: "a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { t.Error("led on an MREC global table") },
 			OnStoppedLeading: func() {},

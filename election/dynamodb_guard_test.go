@@ -37,7 +37,7 @@ const (
 type egCandidate struct {
 	id      string
 	e       *election.Elector
-	lk      *dynamodbstore.Lease
+	lk      *dynamodbstore.Store
 	ft      *faulthttp.Transport
 	leading chan context.Context
 	result  chan error
@@ -47,15 +47,13 @@ func newEGCandidate(t *testing.T, locks, fences, id string, clk timing.Clock) *e
 	t.Helper()
 	c := &egCandidate{id: id, ft: faulthttp.New(nil), leading: make(chan context.Context, 4), result: make(chan error, 1)}
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = c.ft })
-	lk, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-		Client: client, Table: locks, Name: "leader", Identity: id, FenceTable: fences,
-	})
+	lk, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: locks, FenceTable: fences})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.lk = lk
 	c.e, err = election.New(election.Config{
-		Lease:         lk,
+		Store: lk, Name: "leader", Identity: id,
 		LeaseDuration: egLease,
 		RenewDeadline: egDeadline,
 		RetryPeriod:   egRetry,

@@ -16,6 +16,7 @@ import (
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/internal/testkit/logtest"
+	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
@@ -56,13 +57,13 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 	t.Helper()
 	ft := faulthttp.New(nil)
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = ft })
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: id})
+	lock, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &candidate{id: id, faults: ft, log: &logtest.Recorder{}, started: make(chan time.Time, 100)}
 	c.e, err = election.New(election.Config{
-		Lease:           lock,
+		Store: lock, Name: "scheduler", Identity: "host-1",
 		LeaseDuration:   d.lease,
 		RenewDeadline:   d.deadline,
 		RetryPeriod:     d.retry,
@@ -326,14 +327,14 @@ func TestDynamoDBFailoverAfterReleaseWithinOnePoll(t *testing.T) {
 // reads against the table.
 func measureRoundTrip(t *testing.T, client *dynamodb.Client, table string) time.Duration {
 	t.Helper()
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: "probe"})
+	lock, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d []time.Duration
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		if _, err := lock.Get(context.Background()); err != nil {
+		if _, err := lock.Get(context.Background(), resourcelock.Key{Partition: "leader"}); err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
 			t.Fatal(err)
 		}
 		d = append(d, time.Since(start))
@@ -433,15 +434,13 @@ func TestDynamoDBHungRenewalsEndTheTermAndAnotherTakesOver(t *testing.T) {
 func ExampleElector() {
 	// A sketch of typical use; see examples/leader for a complete program.
 	var client *dynamodb.Client // from config.LoadDefaultConfig
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-		Client: client, Table: "locks", Name: "scheduler", Identity: "host-1",
-	})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: "locks"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	e, err := election.New(election.Config{
-		Lease:           lock,
+		Store: store, Name: "scheduler", Identity: "host-1",
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { /* lead until ctx is done */ },

@@ -17,14 +17,14 @@ import (
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-func unfixableElector(t *testing.T, client dynamodbstore.ItemAPI, table string) *election.Elector {
+func unfixableElector(t *testing.T, client dynamodbstore.StoreAPI, table string) *election.Elector {
 	t.Helper()
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: client, Table: table, Name: "leader", Identity: "a"})
+	lock, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, err := election.New(election.Config{
-		Lease:         lock,
+		Store: lock, Name: "leader", Identity: "a",
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   100 * time.Millisecond,

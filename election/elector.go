@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -22,6 +23,7 @@ import (
 // safe for concurrent use.
 type Elector struct {
 	cfg      Config
+	lease    keylease.Port // the record's lease: Config.Store's row, or Config.Lease
 	clk      timing.Clock
 	log      logr.Logger
 	identity string
@@ -50,7 +52,11 @@ func New(cfg Config) (*Elector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger.WithValues("lock", cfg.Lease.Describe(), "identity", cfg.Lease.Identity())
+	lease, err := cfg.port()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.WithValues("lock", lease.Describe(), "identity", lease.Identity())
 	if cfg.Name != "" {
 		log = log.WithValues("election", cfg.Name)
 	}
@@ -60,9 +66,10 @@ func New(cfg Config) (*Elector, error) {
 	}
 	return &Elector{
 		cfg:      cfg,
+		lease:    lease,
 		clk:      cfg.Clock,
 		log:      log,
-		identity: cfg.Lease.Identity(),
+		identity: lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 		tracer:   tracing.New(cfg.TracerProvider),
 		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
@@ -122,7 +129,7 @@ func (e *Elector) Guard(ctx context.Context, w resourcelock.Guarded) error {
 	}
 	t := e.term()
 	if t == nil || !t.valid() {
-		return lostLeadership(fmt.Errorf("%s: not leading", e.cfg.Lease.Describe()))
+		return lostLeadership(fmt.Errorf("%s: not leading", e.lease.Describe()))
 	}
 	started := e.clk.Now()
 	err := w(ctx, t.holding)
@@ -130,7 +137,7 @@ func (e *Elector) Guard(ctx context.Context, w resourcelock.Guarded) error {
 	e.cfg.Metrics.GuardedWrite(rvnlease.GuardOutcome(err))
 	if errors.Is(err, resourcelock.ErrGuardLost) {
 		// Verified by the server: the record shows another acquisition.
-		lost := t.hold.Lost(context.WithoutCancel(ctx), e.cfg.Lease.Describe(), err)
+		lost := t.hold.Lost(context.WithoutCancel(ctx), e.lease.Describe(), err)
 		t.end(lost)
 		return lostLeadership(lost)
 	}
@@ -163,7 +170,7 @@ func (e *Elector) Check(maxTolerableExpiredLease time.Duration) error {
 		return nil
 	}
 	if over := e.clk.Now().Sub(t.until()); over > maxTolerableExpiredLease {
-		return fmt.Errorf("election: %s: leadership ended %v ago but the leader's work has not returned", e.cfg.Lease.Describe(), over)
+		return fmt.Errorf("election: %s: leadership ended %v ago but the leader's work has not returned", e.lease.Describe(), over)
 	}
 	return nil
 }
@@ -180,7 +187,7 @@ func (e *Elector) CheckStore(tolerance time.Duration) error {
 		return nil
 	}
 	if d := e.clk.Since(since); d > tolerance {
-		return fmt.Errorf("election: %s: requests to the lock failing for %v: %w", e.cfg.Lease.Describe(), d.Round(time.Millisecond), err)
+		return fmt.Errorf("election: %s: requests to the lock failing for %v: %w", e.lease.Describe(), d.Round(time.Millisecond), err)
 	}
 	return nil
 }

@@ -7,21 +7,19 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // This example elects a leader over the in-memory store, as a unit test of
-// code built on election would; with dynamodbstore.NewLease in place of
-// the store the code is the same.
+// code built on election would; with dynamodbstore.New's store in place of
+// memorystore.New's the code is the same.
 func Example_memory() {
-	store := resourcelock.NewMemoryStore()
-	lease, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "scheduler"}, "replica-a")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	store := memorystore.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := election.New(election.Config{
-		Lease:         lease,
+		Store:         store,
+		Name:          "scheduler",
+		Identity:      "replica-a",
 		LeaseDuration: 300 * time.Millisecond,
 		RenewDeadline: 200 * time.Millisecond,
 		RetryPeriod:   50 * time.Millisecond,
@@ -41,7 +39,7 @@ func Example_memory() {
 	}
 	err = e.Run(ctx)
 	fmt.Println("Run:", err)
-	rec, err := lease.Get(context.Background())
+	rec, err := store.Get(context.Background(), resourcelock.Key{Partition: "scheduler"})
 	fmt.Println("released:", rec.Released, err)
 	// Output:
 	// started leading

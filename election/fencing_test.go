@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // withFencing turns fencing on: the harness's MemoryStore keeps fencing
 // generations, and the FaultyStore under the lease counts and can fail
-// each Fence (rlt.OpFence).
+// each Fence (faulty.OpFence).
 func withFencing() harnessOption {
 	return func(_ *harness, c *Config) { c.Fencing = true }
 }
@@ -24,7 +25,7 @@ func (h *harness) leadingFenced() {
 	h.start()
 	h.waitIdle()
 	h.wantEvent("started")
-	h.wantOps(rlt.OpCreate, rlt.OpFence)
+	h.wantOps(faulty.OpCreate, faulty.OpFence)
 	h.wantLeaders("a")
 }
 
@@ -38,11 +39,11 @@ func TestTermTokensGrow(t *testing.T) {
 	if tok, ok := TokenFromContext(h.leaderCtx()); !ok || tok != first {
 		t.Fatalf("TokenFromContext = %d, %v; want %d", tok, ok, first)
 	}
-	if rec := h.record(); rec.FencingToken() != first {
-		t.Fatalf("record token %d, want %d", rec.FencingToken(), first)
+	if rec := h.record(); record.Token(rec) != first {
+		t.Fatalf("record token %d, want %d", record.Token(rec), first)
 	}
 	h.stepIdle(retry)
-	h.wantOps(rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate)
 	if h.e.Token() != first {
 		t.Fatal("a renewal changed the token")
 	}
@@ -64,7 +65,7 @@ func TestTermTokensGrow(t *testing.T) {
 	if second := h.e.Token(); second <= first {
 		t.Fatalf("second term's token %x not above the first's %x", second, first)
 	}
-	if n := h.lock.Count(rlt.OpFence); n != 0 {
+	if n := h.lock.Count(faulty.OpFence); n != 0 {
 		t.Fatalf("%d fences in the second term, want none (only the new row needed a generation)", n)
 	}
 }
@@ -101,12 +102,12 @@ func TestGuardRefusedWhenNotLeading(t *testing.T) {
 // an immediate retry against the failing fence table.
 func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 	h := newHarness(t, withFencing())
-	h.lock.Inject(rlt.OpFence, 2, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpFence, 2, faulty.Fault{Err: errReset})
 	h.putForeign("b", "r1")
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate, rlt.OpGet)
-	for h.lock.Count(rlt.OpFence) == 0 {
+	h.wantOps(faulty.OpCreate, faulty.OpGet)
+	for h.lock.Count(faulty.OpFence) == 0 {
 		h.stepIdle(maxPoll)
 	}
 	h.lock.ResetCalls()
@@ -117,10 +118,10 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 		t.Fatalf("LastError = %v, want the fence's error", err)
 	}
 	h.stepIdle(maxPoll) // create, fence fails again, release, wait: one fence per round
-	h.wantOps(rlt.OpCreate, rlt.OpFence, rlt.OpUpdate)
+	h.wantOps(faulty.OpCreate, faulty.OpFence, faulty.OpUpdate)
 	h.noEvent()
 	h.stepIdle(maxPoll) // create, fence succeeds, lead
-	h.wantOps(rlt.OpCreate, rlt.OpFence)
+	h.wantOps(faulty.OpCreate, faulty.OpFence)
 	h.wantEvent("started")
 	if h.e.Token() == 0 {
 		t.Fatal("no token after fencing succeeded")
@@ -135,13 +136,13 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 // in review; bug 12's orphan, after fencing).
 func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
 	h := newHarness(t, withFencing())
-	entered := make(chan rlt.Op, 10)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpFence, 1, rlt.Fault{Block: make(chan struct{})}) // until its context ends
+	entered := make(chan faulty.Op, 10)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpFence, 1, faulty.Fault{Block: make(chan struct{})}) // until its context ends
 	h.freeRun()
 	h.start()
 	for op := range entered {
-		if op == rlt.OpFence {
+		if op == faulty.OpFence {
 			break
 		}
 	}
@@ -163,7 +164,7 @@ func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
 // for it.
 func TestATermThatEndedBeforeItStartedNeverRunsTheWork(t *testing.T) {
 	h := newHarness(t, withFencing())
-	h.lock.Inject(rlt.OpFence, 1, rlt.Fault{Stall: func() { h.step(lease) }})
+	h.lock.Inject(faulty.OpFence, 1, faulty.Fault{Stall: func() { h.step(lease) }})
 	h.freeRun()
 	h.start()
 	err := h.result()

@@ -10,9 +10,11 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -34,8 +36,8 @@ var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 type harness struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
-	store *resourcelocktest.MemoryStore
-	lock  *resourcelocktest.FaultyStore // the store under the elector's lease
+	store *memorystore.Store
+	lock  *faulty.Store // the store under the elector's lease
 	e     *Elector
 
 	idle    chan struct{} // one value each time the loop blocks on the clock
@@ -64,10 +66,10 @@ func withStubbornWork() harnessOption {
 }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
-	return newHarnessOn(t, resourcelocktest.NewMemoryStore(), clocktesting.NewFakeClock(epoch), opts...)
+	return newHarnessOn(t, memorystore.New(), clocktesting.NewFakeClock(epoch), opts...)
 }
 
-func newHarnessOn(t *testing.T, store *resourcelocktest.MemoryStore, fc *clocktesting.FakeClock, opts ...harnessOption) *harness {
+func newHarnessOn(t *testing.T, store *memorystore.Store, fc *clocktesting.FakeClock, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,
@@ -80,12 +82,12 @@ func newHarnessOn(t *testing.T, store *resourcelocktest.MemoryStore, fc *clockte
 		ctxs:    make(chan context.Context, 10),
 		atStop:  make(chan resourcelock.Record, 10),
 	}
-	h.lock = resourcelocktest.NewFaultyStore(store)
+	h.lock = faulty.New(store)
 	// Tests here are written for stores whose failed conditions carry no
 	// row, so that every failure is settled by a read (the engine's own
 	// tests cover the one-request path).
 	h.lock.HideConflictRows(true)
-	lk, err := resourcelock.NewLease(h.lock, resourcelock.Key{Partition: lockName}, "a")
+	lk, err := keylease.New(h.lock, resourcelock.Key{Partition: lockName}, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +194,8 @@ func (h *harness) stepIdle(d time.Duration) {
 func (h *harness) now() time.Time { return h.fc.Now() }
 
 // ops returns the operations sent so far, in order.
-func (h *harness) ops() []resourcelocktest.Op {
-	var ops []resourcelocktest.Op
+func (h *harness) ops() []faulty.Op {
+	var ops []faulty.Op
 	for _, c := range h.lock.Calls() {
 		ops = append(ops, c.Op)
 	}
@@ -201,7 +203,7 @@ func (h *harness) ops() []resourcelocktest.Op {
 }
 
 // wantOps checks the operations sent since the last check.
-func (h *harness) wantOps(want ...resourcelocktest.Op) {
+func (h *harness) wantOps(want ...faulty.Op) {
 	h.t.Helper()
 	got := h.ops()
 	h.lock.ResetCalls()
@@ -350,7 +352,7 @@ var errCanceled = context.Canceled
 
 // summarize prints a list of calls, only its last 20 when it is long (a
 // loop that spins makes millions).
-func summarize(ops []resourcelocktest.Op) string {
+func summarize(ops []faulty.Op) string {
 	if len(ops) <= 20 {
 		return fmt.Sprint(ops)
 	}
@@ -358,8 +360,8 @@ func summarize(ops []resourcelocktest.Op) string {
 }
 
 // mustLease returns the lease called name of store, written as identity.
-func mustLease(store resourcelock.Store, name, identity string) *resourcelock.Lease {
-	l, err := resourcelock.NewLease(store, resourcelock.Key{Partition: name}, identity)
+func mustLease(store resourcelock.Store, name, identity string) *keylease.Lease {
+	l, err := keylease.New(store, resourcelock.Key{Partition: name}, identity)
 	if err != nil {
 		panic(err)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -42,7 +44,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 	t := r.startTerm(ctx, validUntil)
 	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.Election.String(r.e.cfg.Lease.Describe()), tracing.Owner.String(r.e.identity))
+		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Owner.String(r.e.identity))
 		if t.token != 0 {
 			span.SetAttributes(tracing.Token.Int64(t.token))
 		}
@@ -81,12 +83,12 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 // of its own (step 1 of lead).
 func (r *run) startTerm(ctx context.Context, validUntil time.Time) *term {
 	e := r.e
-	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
+	t := newTerm(ctx, e.clk, e.lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
 	t.hold = r.hold
-	t.token = r.cur.FencingToken()
+	t.token = record.Token(r.cur.Record)
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
-	if k, ok := e.cfg.Lease.(interface{ Key() resourcelock.Key }); ok {
-		t.holding.Keys = []resourcelock.Key{k.Key()} // a lease of a store's: its row
+	if k, ok := e.lease.(interface{ Key() resourcelock.Key }); ok {
+		t.holding.Keys = []resourcelock.Key{k.Key()} // a lease of a store's row
 	}
 	e.mu.Lock()
 	e.current = t
@@ -228,7 +230,7 @@ func (r *run) release(ctx context.Context) {
 		e.log.Info("the record changed while the release was under way; it may have landed first")
 		e.forgetSelfAsLeader()
 	case w.Lost:
-		e.log.Info("not releasing the lease: it is no longer ours", "reason", w.Loss(e.cfg.Lease.Describe()).Error())
+		e.log.Info("not releasing the lease: it is no longer ours", "reason", w.Loss(e.lease.Describe()).Error())
 		e.forgetSelfAsLeader()
 	default:
 		e.log.Info("could not release the lease; it will run out", "severity", "warning", "rvn", r.cur.RVN, "error", w.Err.Error())

@@ -10,10 +10,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // leading starts h and waits until it leads at epoch.
@@ -22,7 +22,7 @@ func (h *harness) leading() {
 	h.start()
 	h.waitIdle()
 	h.wantEvent("started")
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(faulty.OpCreate)
 	h.wantLeaders("a")
 }
 
@@ -32,7 +32,7 @@ func TestSteadyLeaderWritesOncePerRetryPeriodAndNeverReads(t *testing.T) {
 	rvn := h.record().RVN
 	for i := 0; i < 5; i++ {
 		h.stepIdle(retry)
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 		if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
 			t.Fatalf("renewal %d: ValidUntil = %v, want %v", i, got, want)
 		}
@@ -51,9 +51,9 @@ func TestAmbiguousRenewalThatLandedIsAdopted(t *testing.T) {
 			h := newHarness(t)
 			h.leading()
 			block, unblock := gate()
-			entered := make(chan rlt.Op, 1)
-			h.lock.OnCall(func(op rlt.Op) { entered <- op })
-			h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, Land: true, Err: err})
+			entered := make(chan faulty.Op, 1)
+			h.lock.OnCall(func(op faulty.Op) { entered <- op })
+			h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block, Land: true, Err: err})
 			h.step(retry)
 			<-entered
 			sent := h.now()
@@ -61,13 +61,13 @@ func TestAmbiguousRenewalThatLandedIsAdopted(t *testing.T) {
 			h.step(time.Second) // the answer is slow, then lost
 			unblock()
 			h.waitIdle()
-			h.wantOps(rlt.OpUpdate, rlt.OpGet)
+			h.wantOps(faulty.OpUpdate, faulty.OpGet)
 			if got, want := h.e.ValidUntil(), sent.Add(deadline); !got.Equal(want) {
 				t.Fatalf("ValidUntil = %v, want the landed attempt's send time + RenewDeadline = %v", got, want)
 			}
 			// The next renewal is conditioned on the adopted RVN.
 			h.stepIdle(retry - time.Second)
-			h.wantOps(rlt.OpUpdate)
+			h.wantOps(faulty.OpUpdate)
 			if !h.e.IsLeader() {
 				t.Fatal("not leader after the next renewal")
 			}
@@ -79,14 +79,14 @@ func TestAmbiguousRenewalThatLandedIsAdopted(t *testing.T) {
 func TestAmbiguousRenewalThatDidNotLandIsNotAdopted(t *testing.T) {
 	h := newHarness(t)
 	h.leading()
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})
 	h.stepIdle(retry)
-	h.wantOps(rlt.OpUpdate, rlt.OpGet)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want unchanged %v", got, want)
 	}
 	h.stepIdle(retry)
-	h.wantOps(rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate)
 	if got, want := h.e.ValidUntil(), h.now().Add(deadline); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want %v", got, want)
 	}
@@ -96,22 +96,22 @@ func TestRenewalTimesOutAfterRequestTimeout(t *testing.T) {
 	h := newHarness(t)
 	h.leading()
 	block, _ := gate()
-	entered := make(chan rlt.Op, 1)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	entered := make(chan faulty.Op, 1)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
 	h.step(retry)
 	<-entered
 	h.lock.OnCall(nil)
 	h.step(h.e.cfg.RequestTimeout - time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
-	if n := h.lock.Count(rlt.OpUpdate); n != 0 {
+	if n := h.lock.Count(faulty.OpUpdate); n != 0 {
 		t.Fatalf("renewal returned before its timeout")
 	}
 	h.stepIdle(time.Millisecond)
 	// The next renewal fell due while this one was under way (the request
 	// timeout is the retry period here): it is sent at once.
 	h.waitIdle()
-	h.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate, faulty.OpGet, faulty.OpUpdate)
 	if got, want := h.e.ValidUntil(), h.now().Add(deadline); !h.e.IsLeader() || !got.Equal(want) {
 		t.Fatalf("one timed-out renewal: leader %v, ValidUntil %v, want leading until %v", h.e.IsLeader(), got, want)
 	}
@@ -134,7 +134,7 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			h := newHarness(t)
 			h.leading()
 			h.stepIdle(retry)
-			h.wantOps(rlt.OpUpdate)
+			h.wantOps(faulty.OpUpdate)
 			tc.put(h)
 			h.freeRun()
 			h.step(retry)
@@ -143,7 +143,7 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 			if !errors.Is(err, dynalease.ErrLost) || !errors.As(err, &lost) || lost.Reason != tc.reason || lost.HolderIdentity != tc.holder {
 				t.Fatalf("Run = %v, want dynalease.ErrLost and a LostError (%v, holder %q)", err, tc.reason, tc.holder)
 			}
-			h.wantOps(rlt.OpUpdate, rlt.OpGet)
+			h.wantOps(faulty.OpUpdate, faulty.OpGet)
 			h.wantEvents("stopped", "work returned")
 			if h.e.IsLeader() || !h.e.ValidUntil().IsZero() {
 				t.Fatal("still leader after the record was found lost")
@@ -158,12 +158,12 @@ func TestForeignRVNStepsDownAtOnce(t *testing.T) {
 func TestStepDownAfterRenewDeadlineOfFailedRenewals(t *testing.T) {
 	h := newHarness(t)
 	h.leading()
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	ctx := h.leaderCtx()
 	for i := 1; i <= 4; i++ { // renewals at 2, 4, 6, 8 s all fail
 		h.stepIdle(retry)
-		h.wantOps(rlt.OpUpdate, rlt.OpGet)
+		h.wantOps(faulty.OpUpdate, faulty.OpGet)
 	}
 	h.step(deadline - 4*retry - time.Millisecond)
 	if !h.e.IsLeader() || ctx.Err() != nil {
@@ -191,10 +191,10 @@ func TestIsLeaderTurnsFalseWhileTheLoopIsStuck(t *testing.T) {
 	ctx := h.leaderCtx()
 	stuck, unstick := gate()
 	defer unstick()
-	entered := make(chan rlt.Op, 1)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
+	entered := make(chan faulty.Op, 1)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
 	// An implementation that ignores its context hangs the renewal.
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: stuck, IgnoreCancel: true})
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: stuck, IgnoreCancel: true})
 	h.step(retry)
 	<-entered
 	h.step(deadline - retry - time.Millisecond)
@@ -233,8 +233,8 @@ func TestCheckReportsWorkOutlivingTheTerm(t *testing.T) {
 	if err := h.e.Check(0); err != nil {
 		t.Fatalf("Check while leading: %v", err)
 	}
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	h.freeRun()
 	h.step(deadline) // the renewal at 2 s fails; validity passes at 10 s
 	h.wantEvent("stopped")
@@ -266,7 +266,7 @@ func TestReleaseOnCancelReleasesAfterTheWorkReturned(t *testing.T) {
 	// The leader keeps renewing while its work winds down.
 	for i := 0; i < 3; i++ {
 		h.stepIdle(retry)
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 		if h.record().Released || !h.e.IsLeader() {
 			t.Fatal("released, or stopped leading, before the work returned")
 		}
@@ -281,7 +281,7 @@ func TestReleaseOnCancelReleasesAfterTheWorkReturned(t *testing.T) {
 	if err := h.result(); !errors.Is(err, errCanceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
-	h.wantOps(rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate)
 	if rec := h.record(); !rec.Released || rec.HolderIdentity != "a" {
 		t.Fatalf("record after release: %+v", rec)
 	}
@@ -298,7 +298,7 @@ func TestReleaseOnCancelGivesUpWhenWorkDoesNotReturn(t *testing.T) {
 	h.waitIdle()
 	for h.now().Before(epoch.Add(time.Second + deadline - retry)) { // renewals at 2..10 s
 		h.stepIdle(retry)
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 	}
 	lastSend := h.now()
 	h.step(time.Second) // 11 s: RenewDeadline after the cancel; renewing stops
@@ -361,7 +361,7 @@ func TestRunAgainAfterReleaseLeadsAgain(t *testing.T) {
 	h.free = make(chan struct{})
 	h.start()
 	h.waitIdle()
-	h.wantOps(rlt.OpCreate)
+	h.wantOps(faulty.OpCreate)
 	h.wantEvent("started")
 	if rec := h.record(); rec.Acquisitions != 2 {
 		t.Fatalf("transitions = %d, want 2", rec.Acquisitions)
@@ -372,9 +372,9 @@ func TestTermCountsFromTheSendOfASlowRenewal(t *testing.T) {
 	h := newHarness(t)
 	h.leading()
 	block, unblock := gate()
-	entered := make(chan rlt.Op, 1)
-	h.lock.OnCall(func(op rlt.Op) { entered <- op })
-	h.lock.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	entered := make(chan faulty.Op, 1)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
 	h.step(retry)
 	<-entered
 	sent := h.now()
@@ -382,7 +382,7 @@ func TestTermCountsFromTheSendOfASlowRenewal(t *testing.T) {
 	h.step(1500 * time.Millisecond) // the answer arrives 1.5 s later
 	unblock()
 	h.waitIdle()
-	h.wantOps(rlt.OpUpdate)
+	h.wantOps(faulty.OpUpdate)
 	if got, want := h.e.ValidUntil(), sent.Add(deadline); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want send time + RenewDeadline = %v (not from the answer)", got, want)
 	}
@@ -403,7 +403,7 @@ func TestLeaderContextDeadlineIsTheCurrentValidity(t *testing.T) {
 		}
 		cancel()
 		h.stepIdle(retry)
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 	}
 }
 
@@ -447,7 +447,7 @@ func TestNoRenewalOnceTheCancelsBoundFellDueWithIt(t *testing.T) {
 		h.cancel()
 		h.waitIdle()      // bound: 11 s
 		h.stepIdle(retry) // 3 s: renewed, valid until 13 s
-		h.wantOps(rlt.OpUpdate)
+		h.wantOps(faulty.OpUpdate)
 		h.freeRun()
 		h.step(deadline - retry + time.Second/2) // 11.5 s: renewal (due 5 s) and bound ready at once
 		eventually(t, "the leader gave up renewing", func() bool { return len(log.Find(gaveUp)) > 0 })

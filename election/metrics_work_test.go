@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // workRecorder is a metrics.Election that keeps what Leading and Working
@@ -53,8 +53,8 @@ func TestMetricsSeeTheLeadersWorkOutliveItsTerm(t *testing.T) {
 	if leading, working, _ := rec.state(); !leading || !working {
 		t.Fatalf("while leading: leading %v, working %v; want both", leading, working)
 	}
-	h.lock.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	h.lock.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.lock.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	h.freeRun()
 	h.step(deadline)       // the renewals fail; the term's validity passes
 	h.wantEvent("stopped") // from the term's timer; the loop reports the end next

@@ -110,7 +110,7 @@ func (rn *renewal) Renew() {
 		} else {
 			e.setLeader(w.Item.HolderIdentity)
 		}
-		t.end(w.Loss(e.cfg.Lease.Describe()))
+		t.end(w.Loss(e.lease.Describe()))
 	default:
 		e.noteError(w.Err)
 		t.renewalFailed(w.Err)

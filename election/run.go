@@ -37,7 +37,7 @@ func newRun(e *Elector) *run {
 		Observe:        e.observeRequest,
 	}
 	r.cfg = &cfg
-	r.hold = rvnlease.NewHolder(&cfg, e.cfg.Lease)
+	r.hold = rvnlease.NewHolder(&cfg, e.lease)
 	return r
 }
 

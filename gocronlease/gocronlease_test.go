@@ -12,12 +12,12 @@ import (
 
 	"github.com/dynalease/dynalease/gocronlease"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func clients(t *testing.T, ids ...string) []*lock.Client {
 	t.Helper()
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	var out []*lock.Client
 	for _, id := range ids {
 		c, err := lock.New(lock.Config{Store: store, Identity: id})
@@ -56,7 +56,7 @@ func TestLockerHoldsTheJobsLockWhileARunGoesOn(t *testing.T) {
 // by the winner's run, more than a lease before.
 func TestLockerTakesTheNextRunAfterTheWinnerIsGone(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	var lockers []gocronlease.Locker
 	for _, id := range []string{"winner", "survivor"} {
 		c, err := lock.New(lock.Config{Store: store, Identity: id, Clock: fc, ManualHeartbeats: true})

@@ -11,8 +11,10 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func get(t *testing.T, h http.Handler) (int, string) {
@@ -44,11 +46,11 @@ func TestHandlerNamesEveryFailingCheck(t *testing.T) {
 // live: restarting it would not help, and liveness never depends on
 // leading.
 func TestElectorThatCannotReachItsRecordIsLiveButNotReady(t *testing.T) {
-	store := rlt.NewFaultyStore(resourcelock.NewMemoryStore())
+	store := faulty.New(memorystore.New())
 	reset := errors.New("connection reset")
-	store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: reset})
-	store.Inject(rlt.OpGet, -1, rlt.Fault{Err: reset})
-	lock, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "leader"}, "a")
+	store.Inject(faulty.OpCreate, -1, faulty.Fault{Err: reset})
+	store.Inject(faulty.OpGet, -1, faulty.Fault{Err: reset})
+	lock, err := keylease.New(store, resourcelock.Key{Partition: "leader"}, "a")
 	if err != nil {
 		t.Fatal(err)
 	}

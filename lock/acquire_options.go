@@ -3,6 +3,7 @@ package lock
 import (
 	"time"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -105,11 +106,11 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 		o(&a)
 	}
 	k := resourcelock.Key{Partition: key, Sort: a.sortKey}
-	if err := k.Check(); err != nil {
+	if err := record.CheckKey(k); err != nil {
 		return a, k, refused("key", err) // the limits are resourcelock's
 	}
 	switch {
-	case resourcelock.CheckData(a.data) != nil:
+	case record.CheckData(a.data) != nil:
 		return a, k, checkData(a.data)
 	case a.refresh < MinRefreshPeriod:
 		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, MinRefreshPeriod)

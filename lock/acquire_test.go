@@ -14,9 +14,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // acquireAsync runs Acquire in the background.
@@ -39,12 +41,12 @@ func TestAcquireTakesAStaleLockAfterTheHoldersLease(t *testing.T) {
 	f.putForeign("k", "java-host", "r1", holderLease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	for {
 		f.fc.Step(maxPoll)
 		if f.now().Before(epoch.Add(holderLease)) {
 			f.waitIdle("acquire")
-			f.wantOps(rlt.OpGet)
+			f.wantOps(faulty.OpGet)
 			continue
 		}
 		break
@@ -52,7 +54,7 @@ func TestAcquireTakesAStaleLockAfterTheHoldersLease(t *testing.T) {
 	select {
 	case l := <-locks:
 		f.waitIdle("heartbeat")
-		f.wantOps(rlt.OpUpdate)
+		f.wantOps(faulty.OpUpdate)
 		if f.item("k").HolderIdentity != ownerName || !l.IsHeld() {
 			t.Fatal("not taken over")
 		}
@@ -99,7 +101,7 @@ func TestAcquireTakesALeaseThatRanOutWhileThisClientStalled(t *testing.T) {
 	if got := f.item("k").HolderIdentity; got != "slow" || !l.IsHeld() {
 		t.Fatalf("row held by %q after the takeover", got)
 	}
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin, rlt.OpUpdate)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin, faulty.OpUpdate)
 }
 
 func TestAcquireGivesUpWhenTheHolderKeepsRenewing(t *testing.T) {
@@ -140,19 +142,19 @@ func TestTryAcquireNeverWaitsButTakesAWatchedStaleLock(t *testing.T) {
 	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryAcquire of a held lock = %v, want ErrLocked", err)
 	}
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(faulty.OpCreate, faulty.OpGet)
 	f.fc.Step(lease - time.Millisecond)
 	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("TryAcquire before the lease passed = %v", err)
 	}
-	f.wantOps(rlt.OpGet)
+	f.wantOps(faulty.OpGet)
 	f.fc.Step(time.Millisecond)
 	l, err := f.c.TryAcquire(context.Background(), "k")
 	if err != nil {
 		t.Fatalf("TryAcquire of a lock watched unchanged for its lease: %v", err)
 	}
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 	if !l.IsHeld() {
 		t.Fatal("not held")
 	}
@@ -199,7 +201,7 @@ func TestFailIfLocked(t *testing.T) {
 	if _, err := f.c.Acquire(context.Background(), "k", WithFailIfLocked()); !errors.Is(err, ErrLocked) {
 		t.Fatalf("Acquire with WithFailIfLocked = %v", err)
 	}
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(faulty.OpCreate, faulty.OpGet)
 }
 
 func TestAcquireReleasedAndMissingRowsAtOnce(t *testing.T) {
@@ -207,7 +209,7 @@ func TestAcquireReleasedAndMissingRowsAtOnce(t *testing.T) {
 	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r", LeaseDuration: time.Hour, Released: true, Data: []byte("old")}})
 	l := f.acquire("k", WithReplaceData(false))
-	f.wantOps(rlt.OpCreate)
+	f.wantOps(faulty.OpCreate)
 	if string(l.Data()) != "old" {
 		t.Fatalf("WithReplaceData(false) lost the row's data: %q", l.Data())
 	}
@@ -252,7 +254,7 @@ func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
 
 func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 	f := newFixture(t)
-	long := make([]byte, resourcelock.MaxNameBytes+1)
+	long := make([]byte, record.MaxNameBytes+1)
 	for i := range long {
 		long[i] = 'k'
 	}
@@ -260,7 +262,7 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 		"empty key": func() error { _, err := f.c.Acquire(context.Background(), ""); return err },
 		"long key":  func() error { _, err := f.c.Acquire(context.Background(), string(long)); return err },
 		"big data": func() error {
-			_, err := f.c.Acquire(context.Background(), "k", WithData(make([]byte, resourcelock.MaxDataBytes+1)))
+			_, err := f.c.Acquire(context.Background(), "k", WithData(make([]byte, record.MaxDataBytes+1)))
 			return err
 		},
 		"monitor below heartbeat": func() error {
@@ -281,7 +283,7 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 		},
 		"empty partition for list": func() error { _, err := f.c.ListByPartition(context.Background(), ""); return err },
 		"long sort key": func() error {
-			_, err := f.c.Acquire(context.Background(), "k", WithSortKeyValue(string(long[:resourcelock.MaxSortKeyBytes+1])))
+			_, err := f.c.Acquire(context.Background(), "k", WithSortKeyValue(string(long[:record.MaxSortKeyBytes+1])))
 			return err
 		},
 	}
@@ -300,7 +302,7 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 }
 
 func TestClientConfigValidation(t *testing.T) {
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	const s = time.Second
 	for name, tc := range map[string]struct {
 		cfg   Config
@@ -374,9 +376,9 @@ func TestClientConfigValidation(t *testing.T) {
 
 func TestAmbiguousAcquisitionThatLandedIsAdopted(t *testing.T) {
 	f := newFixture(t)
-	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errReset})
 	l := f.acquire("k")
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(faulty.OpCreate, faulty.OpGet)
 	if !l.IsHeld() || !l.ValidUntil().Equal(epoch.Add(validity)) {
 		t.Fatal("a landed acquisition was not adopted with its send time")
 	}
@@ -436,11 +438,11 @@ func TestCancelledAcquireLeavesNoOrphanRow(t *testing.T) {
 		t.Run(fmt.Sprint("release fails: ", releaseFails), func(t *testing.T) {
 			f := newFixture(t, WithHeartbeatPeriod(0))
 			f.freeRun()
-			block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-			f.store.OnCall(func(op rlt.Op) { entered <- op })
-			f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
+			block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+			f.store.OnCall(func(op faulty.Op) { entered <- op })
+			f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, Land: true}) // lands when cancelled
 			if releaseFails {
-				f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errors.New("connection reset")})
+				f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errors.New("connection reset")})
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			errs := make(chan error, 1)
@@ -483,9 +485,9 @@ func TestAcquireGivesUpWhenTheTableStopsAnsweringAfterARelease(t *testing.T) {
 	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r0", LeaseDuration: holderLease, Released: true}})
 	boom := errors.New("connection refused")
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{}) // the read that sees the release
-	f.store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: boom})
-	f.store.Inject(rlt.OpGet, -1, rlt.Fault{Err: boom})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{}) // the read that sees the release
+	f.store.Inject(faulty.OpCreate, -1, faulty.Fault{Err: boom})
+	f.store.Inject(faulty.OpGet, -1, faulty.Fault{Err: boom})
 	for i := 0; i < 200; i++ {
 		f.fc.Step(maxPoll)
 		select {

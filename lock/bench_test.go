@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // Microbenchmarks of the lock client's hot paths against the in-memory
@@ -18,7 +19,7 @@ import (
 // benchClient returns a client over a fresh MemoryStore, without background
 // heartbeats so that none runs during a measurement.
 func benchClient(b *testing.B) *Client {
-	c, err := NewFromStore(resourcelock.NewMemoryStore(), WithOwnerName("bench-owner"), WithHeartbeatPeriod(0))
+	c, err := NewFromStore(memorystore.New(), WithOwnerName("bench-owner"), WithHeartbeatPeriod(0))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -24,7 +25,7 @@ type Client struct {
 	cfg     config
 	clk     timing.Clock
 	log     logr.Logger
-	base    *resourcelock.Lease // the client's leases: its store, identity and hold options (At a key)
+	base    *keylease.Lease // the client's leases: its store, identity and hold options (At a key)
 	seen    *rvnlease.Watches
 	failing *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
 	engine  *rvnlease.Config            // the engine's view of the client's settings
@@ -82,11 +83,11 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	}
 	// A lease at a placeholder key: every lease of the client is made
 	// from it At a key, sharing its store, identity and options.
-	base, err := resourcelock.NewLease(store, resourcelock.Key{Partition: "-"}, cfg.identity)
+	base, err := keylease.New(store, resourcelock.Key{Partition: "-"}, cfg.identity)
 	if err != nil {
 		return nil, refused("Identity", err)
 	}
-	c.base = base.With(c.writeOptions(nil)).(*resourcelock.Lease)
+	c.base = base.WithOptions(c.writeOptions(nil))
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
 	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
 	c.engine = c.engineConfig()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 )
 
 // Review issue, bug 9: Close ends the Acquire calls still under way with
@@ -59,7 +59,7 @@ func TestReleaseOfAnExpiredLockStillReleasesTheRow(t *testing.T) {
 	if row := f.item("k"); !row.Released {
 		t.Fatalf("row %+v not released", row.Record)
 	}
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 	if err := l.Release(context.Background()); !errors.As(err, &lost) {
 		t.Fatalf("second Release = %v", err)
 	}

@@ -1,16 +1,18 @@
 package lock
 
 import (
-	"go.opentelemetry.io/otel/trace"
 	"math"
 	"os"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -44,10 +46,9 @@ const (
 type Config struct {
 	// Store keeps the locks: the Store of dynamodbstore.New on a DynamoDB
 	// lock table (its Config names the table, its key and TTL attributes,
-	// the fence table and the global-table settings), or any
-	// resourcelock.Store, such as resourcelock.NewMemoryStore() in unit
-	// tests. Sets of keys and semaphores need a resourcelock.ManyStore,
-	// Guard a store that can guard writes (dynamodbstore's).
+	// the fence table and the global-table settings), or any other
+	// resourcelock.Store, such as memorystore.New() in unit tests. Guarded
+	// writes need a store that can make them (dynamodbstore's Writes).
 	Store resourcelock.Store
 
 	// Identity is the holder identity written into every lock this client
@@ -224,8 +225,8 @@ func (cfg Config) resolve() (config, error) {
 
 func (c config) validate() error {
 	switch {
-	case len(c.identity) > resourcelock.MaxIdentityBytes:
-		return invalid("Identity", "identity is %d bytes, over %d", len(c.identity), resourcelock.MaxIdentityBytes)
+	case len(c.identity) > record.MaxIdentityBytes:
+		return invalid("Identity", "identity is %d bytes, over %d", len(c.identity), record.MaxIdentityBytes)
 	case c.lease <= 0:
 		return invalid("LeaseDuration", "lease duration %v is not positive", c.lease)
 	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < MinHeartbeatPeriod):
@@ -277,7 +278,7 @@ func (c config) validity() time.Duration { return c.lease - c.margin }
 
 // checkData translates resourcelock's data limit into an option error.
 func checkData(data []byte) error {
-	if err := resourcelock.CheckData(data); err != nil {
+	if err := record.CheckData(data); err != nil {
 		return refused("WithData", err) // the limit is resourcelock's
 	}
 	return nil

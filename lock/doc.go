@@ -124,7 +124,7 @@
 // # Sets of keys
 //
 // AcquireSet takes several keys as one lock: all of them or none, never
-// some. It runs the one engine over a resourcelock.Set, which folds the
+// some. It runs the one engine over a set of rows (the kernel's), which folds the
 // keys' rows into one lease (see its doc for the folding rules and the
 // safety argument): every acquisition, heartbeat and release is one
 // transaction over all the rows, conditioned row by row on the state the
@@ -192,7 +192,7 @@
 // ordered against the waiters of a single key); a fleet whose clients
 // have different stints, or an older version of this library (which
 // takes a kept row as free), weakens the bound of Stints; a waiter that
-// finds the queue full (resourcelock.MaxQueueLength), or whose entry kept
+// finds the queue full (record.MaxQueueLength), or whose entry kept
 // vanishing, waits without a place; a release with WithDeleteOnRelease
 // drops the queue; each dead waiter costs the others about its lease when
 // its turn comes (two or more in a row, about one lease); and a waiter

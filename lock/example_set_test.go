@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // This example moves money between two accounts under one lock on both,
@@ -14,7 +14,7 @@ import (
 // keys in the opposite order, cannot deadlock with it.
 func ExampleClient_AcquireSet() {
 	ctx := context.Background()
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	teller, _ := lock.New(lock.Config{Store: store, Identity: "teller-1"})
 	other, _ := lock.New(lock.Config{Store: store, Identity: "teller-2"})
 	defer teller.Close(ctx)
@@ -46,7 +46,7 @@ func ExampleClient_AcquireSet() {
 // This example lets at most two workers call a payment provider at once.
 func ExampleClient_AcquirePermit() {
 	ctx := context.Background()
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	var workers []*lock.Client
 	for _, name := range []string{"w1", "w2", "w3"} {
 		c, _ := lock.New(lock.Config{Store: store, Identity: name})

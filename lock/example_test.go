@@ -6,14 +6,14 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // This example locks one customer while changing it. With lock.New on a
 // DynamoDB client in place of the in-memory store, the code is the same.
 func Example() {
 	ctx := context.Background()
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	workerA, _ := lock.New(lock.Config{Store: store, Identity: "worker-a"})
 	workerB, _ := lock.New(lock.Config{Store: store, Identity: "worker-b"})
 	defer workerA.Close(ctx)

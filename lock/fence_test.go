@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 func TestTokensGrowWithEveryAcquisition(t *testing.T) {
@@ -28,10 +28,10 @@ func TestTokensGrowWithEveryAcquisition(t *testing.T) {
 		return l
 	}
 	l := next("first acquisition")
-	f.wantOps(rlt.OpCreate, rlt.OpFence)
+	f.wantOps(faulty.OpCreate, faulty.OpFence)
 	_ = l.Release(context.Background())
 	l = next("re-acquisition of a kept row")
-	f.wantOps(rlt.OpUpdate, rlt.OpCreate) // the release, then one request: no new generation
+	f.wantOps(faulty.OpUpdate, faulty.OpCreate) // the release, then one request: no new generation
 	_ = l.Release(context.Background(), ReleaseDelete(true))
 	l = next("after delete-on-release")
 	_ = l.Release(context.Background())
@@ -77,14 +77,14 @@ func TestWithoutFencingTheTokenIsZero(t *testing.T) {
 // later, and hands out a fenced lock.
 func TestFailedFencingReleasesTheRow(t *testing.T) {
 	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
-	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Err: errReset})
 	if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, errReset) {
 		t.Fatalf("TryAcquire = %v, want the fencing error", err)
 	}
 	if it := f.item("k"); !it.Released {
 		t.Fatalf("the row of a lock never handed out stayed held: %+v", it)
 	}
-	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Err: errReset})
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
 	if it := f.item("k"); !it.Released {
@@ -132,7 +132,7 @@ func TestAFencingFailureAfterATakeoverIsTriedAgain(t *testing.T) {
 	f.putForeign("k", "java-host", "r1", holderLease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Err: errReset})
 	for i := 0; i < 50; i++ {
 		f.fc.Step(maxPoll)
 		select {
@@ -157,8 +157,8 @@ func TestAFencingFailureAfterATakeoverIsTriedAgain(t *testing.T) {
 // rather than wait a lease for a holder that is itself.
 func TestARowWhoseFencingAndReleaseFailedIsTakenAgainAtTheNextPoll(t *testing.T) {
 	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
-	f.store.Inject(rlt.OpFence, 1, rlt.Fault{Err: errReset})
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset}) // the release: lost, not landed
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset}) // the release: lost, not landed
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
 	if it := f.item("k"); it.Released || it.HolderIdentity != ownerName {

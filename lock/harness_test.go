@@ -9,8 +9,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -30,8 +31,8 @@ var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 type fixture struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
-	mem   *rlt.MemoryStore
-	store *rlt.FaultyStore
+	mem   *memorystore.Store
+	store *faulty.Store
 	c     *Client
 	idle  chan string
 	free  chan struct{}
@@ -42,11 +43,11 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	f := &fixture{
 		t:    t,
 		fc:   clocktesting.NewFakeClock(epoch),
-		mem:  rlt.NewMemoryStore(),
+		mem:  memorystore.New(),
 		idle: make(chan string),
 		free: make(chan struct{}),
 	}
-	f.store = rlt.NewFaultyStore(f.mem)
+	f.store = faulty.New(f.mem)
 	// Most tests here were written for stores whose failed conditions
 	// carry no row, so that every failure is settled by a read; tests of
 	// the one-request path call f.store.HideConflictRows(false).
@@ -94,15 +95,15 @@ func (f *fixture) waitIdle(loop string) {
 	}
 }
 
-func (f *fixture) ops() []rlt.Op {
-	var ops []rlt.Op
+func (f *fixture) ops() []faulty.Op {
+	var ops []faulty.Op
 	for _, c := range f.store.Calls() {
 		ops = append(ops, c.Op)
 	}
 	return ops
 }
 
-func (f *fixture) wantOps(want ...rlt.Op) {
+func (f *fixture) wantOps(want ...faulty.Op) {
 	f.t.Helper()
 	got := f.ops()
 	f.store.ResetCalls()
@@ -181,7 +182,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // summarize prints a list of calls, only its last 20 when it is long (a
 // loop that spins makes millions).
-func summarize(ops []rlt.Op) string {
+func summarize(ops []faulty.Op) string {
 	if len(ops) <= 20 {
 		return fmt.Sprint(ops)
 	}

@@ -11,8 +11,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 var errReset = errors.New("connection reset by peer")
@@ -20,7 +20,7 @@ var errReset = errors.New("connection reset by peer")
 func TestAcquireUncontendedIsOneRequest(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("customer-7", WithData([]byte("payload")))
-	f.wantOps(rlt.OpCreate)
+	f.wantOps(faulty.OpCreate)
 	if !l.IsHeld() || l.Key() != "customer-7" || string(l.Data()) != "payload" || f.c.Identity() != ownerName {
 		t.Fatalf("lock %+v", l)
 	}
@@ -36,12 +36,12 @@ func TestAcquireUncontendedIsOneRequest(t *testing.T) {
 func TestHeartbeatsEveryPeriodWithOneWrite(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
-	f.wantOps(rlt.OpCreate)
+	f.wantOps(faulty.OpCreate)
 	rvn := l.RVN()
 	for i := 0; i < 4; i++ {
 		f.fc.Step(period)
 		f.waitIdle("heartbeat")
-		f.wantOps(rlt.OpUpdate)
+		f.wantOps(faulty.OpUpdate)
 		if l.RVN() == rvn || f.item("k").RVN != l.RVN() {
 			t.Fatalf("heartbeat %d did not write a fresh RVN", i)
 		}
@@ -58,14 +58,14 @@ func TestHeartbeatsEveryPeriodWithOneWrite(t *testing.T) {
 func TestLostWhenNoHeartbeatIsConfirmed(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
-	f.store.Inject(rlt.OpGet, -1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	f.store.Inject(faulty.OpGet, -1, faulty.Fault{Err: errReset})
 	f.freeRun()
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
 	for i := 1; i <= 3; i++ { // heartbeats due by 5, 10 and 15 s all fail
 		f.fc.Step(period)
-		eventually(t, "a failed heartbeat", func() bool { return f.store.Count(rlt.OpGet) >= i })
+		eventually(t, "a failed heartbeat", func() bool { return f.store.Count(faulty.OpGet) >= i })
 	}
 	f.fc.Step(validity - 3*period - time.Millisecond)
 	if !l.IsHeld() {
@@ -113,7 +113,7 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 			tc.change(f)
 			f.fc.Step(period)
 			f.waitIdle("heartbeat")
-			f.wantOps(rlt.OpUpdate, rlt.OpGet)
+			f.wantOps(faulty.OpUpdate, faulty.OpGet)
 			waitDone(t, l)
 			var lost *dynalease.LostError
 			if !errors.As(l.Err(), &lost) || lost.Reason != tc.reason {
@@ -135,10 +135,10 @@ func TestAmbiguousHeartbeatThatLandedIsAdopted(t *testing.T) {
 			f := newFixture(t)
 			l := f.acquire("k")
 			f.store.ResetCalls()
-			f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: err})
+			f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: err})
 			f.fc.Step(period)
 			f.waitIdle("heartbeat")
-			f.wantOps(rlt.OpUpdate, rlt.OpGet)
+			f.wantOps(faulty.OpUpdate, faulty.OpGet)
 			if !l.IsHeld() || l.RVN() != f.item("k").RVN {
 				t.Fatal("a landed heartbeat was not adopted")
 			}
@@ -154,10 +154,10 @@ func TestAmbiguousHeartbeatThatDidNotLandKeepsValidity(t *testing.T) {
 	l := f.acquire("k")
 	before := l.ValidUntil()
 	f.store.ResetCalls()
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})
 	f.fc.Step(period)
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpUpdate, rlt.OpGet)
+	f.wantOps(faulty.OpUpdate, faulty.OpGet)
 	if !l.IsHeld() || !l.ValidUntil().Equal(before) {
 		t.Fatalf("ValidUntil %v, want unchanged %v", l.ValidUntil(), before)
 	}
@@ -167,9 +167,9 @@ func TestHeartbeatConfirmedAfterValidityDoesNotResurrect(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
 	block, unblock := gate()
-	entered := make(chan rlt.Op, 1)
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, IgnoreCancel: true})
+	entered := make(chan faulty.Op, 1)
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block, IgnoreCancel: true})
 	f.freeRun()
 	f.fc.Step(period)
 	<-entered
@@ -177,7 +177,7 @@ func TestHeartbeatConfirmedAfterValidityDoesNotResurrect(t *testing.T) {
 	f.fc.Step(validity)
 	waitDone(t, l)
 	unblock() // the heartbeat lands, late
-	eventually(t, "the late heartbeat returned", func() bool { return f.store.Count(rlt.OpUpdate) == 1 })
+	eventually(t, "the late heartbeat returned", func() bool { return f.store.Count(faulty.OpUpdate) == 1 })
 	if l.IsHeld() || !errors.Is(l.Err(), dynalease.ErrLost) {
 		t.Fatalf("a heartbeat confirmed after the validity brought the lock back: %v", l.Err())
 	}
@@ -198,7 +198,7 @@ func TestManualHeartbeatReplacesAndDeletesData(t *testing.T) {
 	if err := l.Heartbeat(context.Background(), HeartbeatDeleteData()); err != nil || f.item("k").Data != nil || l.Data() != nil {
 		t.Fatalf("data not deleted: %v", err)
 	}
-	f.wantOps(rlt.OpCreate, rlt.OpUpdate, rlt.OpUpdate, rlt.OpUpdate)
+	f.wantOps(faulty.OpCreate, faulty.OpUpdate, faulty.OpUpdate, faulty.OpUpdate)
 }
 
 func TestWithoutBackgroundHeartbeatsTheLockRunsOut(t *testing.T) {
@@ -210,7 +210,7 @@ func TestWithoutBackgroundHeartbeatsTheLockRunsOut(t *testing.T) {
 	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.Expired || lost.Cause != nil {
 		t.Fatalf("Err = %v", l.Err())
 	}
-	f.wantOps(rlt.OpCreate)
+	f.wantOps(faulty.OpCreate)
 }
 
 func TestSessionMonitorRunsOnceWhenHeartbeatsStall(t *testing.T) {
@@ -218,7 +218,7 @@ func TestSessionMonitorRunsOnceWhenHeartbeatsStall(t *testing.T) {
 	called := make(chan time.Time, 5)
 	const safe = 12 * time.Second
 	l := f.acquire("k", WithSessionMonitor(safe, func() { called <- f.now() }))
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
 	f.freeRun()
 	f.fc.Step(safe - time.Millisecond)
 	select {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // heapPerHeldLock returns the live heap, in bytes, that holding n locks
@@ -19,7 +19,7 @@ import (
 // validity timer's heap.
 func heapPerHeldLock(t testing.TB, n int) float64 {
 	ctx := context.Background()
-	c, err := NewFromStore(resourcelock.NewMemoryStore(), WithOwnerName("heap-owner"),
+	c, err := NewFromStore(memorystore.New(), WithOwnerName("heap-owner"),
 		WithLeaseDuration(time.Hour), WithHeartbeatPeriod(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -51,7 +52,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		Attributes:     cloneAttributes(it.Attributes),
 		Numbers:        it.Numbers,
 		Acquisitions:   it.Acquisitions,
-		Token:          it.FencingToken(),
+		Token:          record.Token(it.Record),
 		RenewTime:      it.RenewTime,
 		Err:            err,
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/ledger"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
@@ -13,7 +14,7 @@ import (
 )
 
 // The leases a client writes through are the store's own, bound to a key
-// (resourcelock.Lease, resourcelock.Set): a holder's writes carry the
+// (keylease.Lease, setlease.Set): a holder's writes carry the
 // client's TTL (the client's hold lease, shared by every lock), an
 // acquisition's carry its attributes and data choice too.
 
@@ -37,8 +38,8 @@ func (c *Client) observeRequest(op string, err error, d time.Duration) {
 
 // writeOptions returns the options of a write: the TTL when enabled (the
 // lease plus the slack, after the write's wall-clock time), and attrs.
-func (c *Client) writeOptions(attrs map[string]any) resourcelock.WriteOptions {
-	o := resourcelock.WriteOptions{}
+func (c *Client) writeOptions(attrs map[string]any) keylease.Options {
+	o := keylease.Options{}
 	if len(attrs) > 0 {
 		o.Attributes = maps.Clone(attrs)
 	}
@@ -50,7 +51,7 @@ func (c *Client) writeOptions(attrs map[string]any) resourcelock.WriteOptions {
 
 // acquireLease returns the lease an acquisition of t writes through: with
 // a's attributes, data choice and OnlyIfExists.
-func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface {
+func (c *Client) acquireLease(t target, a *acquireConfig) keylease.Port {
 	o := c.writeOptions(a.attributes)
 	o.KeepData = !a.replaceData
 	o.Numbers, o.Below = a.numbers, a.below
@@ -60,7 +61,7 @@ func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface
 	base := c.base // the hold options are an acquisition's without options
 	if a.attributes != nil || !a.replaceData || a.onlyIfExists || a.numbers != nil || a.below != nil {
 		o.OnlyIfExists = a.onlyIfExists
-		base = c.base.With(o).(*resourcelock.Lease)
+		base = c.base.WithOptions(o)
 	}
 	l := base.At(t.key)
 	return &l
@@ -68,7 +69,7 @@ func (c *Client) acquireLease(t target, a *acquireConfig) resourcelock.Interface
 
 // holdLease returns the lease l's holder writes through: the set's, or the
 // key's with the client's hold options (kept in l).
-func (l *Lock) holdLease() resourcelock.Interface {
+func (l *Lock) holdLease() keylease.Port {
 	if set := l.claim.set; set != nil {
 		return set.hold
 	}

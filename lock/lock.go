@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -30,7 +32,7 @@ type Lock struct {
 	c *Client
 	// lease is the key's lease with the client's hold options (a set's
 	// name, for a set, whose holder writes through the set: holdLease).
-	lease resourcelock.Lease
+	lease keylease.Lease
 	claim *claim // the key's, or a set's first key's (which has the set)
 
 	// hold, the engine's holder of the row, is used only by the writer
@@ -73,7 +75,7 @@ type heldRow struct {
 	rvn           string
 	acquisitionID string
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
-	token         int64 // the row's fencing token (Record.FencingToken)
+	token         int64 // the row's fencing token (record.Token)
 }
 
 // extras is the part of a lock's state that most held locks never need,
@@ -148,7 +150,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		// read keeps that read's answer alive until the next renewal.
 		rvn:           it.RVN,
 		acquisitionID: it.AcquisitionID,
-		token:         it.FencingToken(),
+		token:         record.Token(it.Record),
 	}
 	switch {
 	case r.acquisitionID == l.row.acquisitionID:

@@ -8,8 +8,8 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // withLedger returns the options of an acquisition that advances the row's
@@ -99,10 +99,10 @@ func TestARowAnEarlierCallLeftIsNotTakenPastTheBound(t *testing.T) {
 func earlierCallsRow(t *testing.T, late bool) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
-	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
-	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})            // the orphan's release fails
+	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
+	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, Land: true}) // lands when cancelled
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})            // the orphan's release fails
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {

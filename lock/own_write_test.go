@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 )
 
 // Review issue, bug 3: heartbeat H1 lands, and both its answer and the
@@ -22,8 +22,8 @@ func TestHeartbeatWithDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *tes
 	f.freeRun()
 	l := f.acquire("k", WithData([]byte("old")))
 	f.store.ResetCalls()
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errReset})
 	if err := l.Heartbeat(context.Background()); err == nil {
 		t.Fatal("a heartbeat whose answer and read were lost reported success")
 	}
@@ -50,10 +50,10 @@ func TestHeartbeatWithDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *tes
 func TestAcquireWritesItsOwnDataOverARowAnEarlierCallLeft(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
-	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
-	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, Land: true}) // lands when cancelled
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})            // the orphan's release fails
+	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
+	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, Land: true}) // lands when cancelled
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})            // the orphan's release fails
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {
@@ -95,13 +95,13 @@ func TestReleaseWhoseAnswerWasLostBeforeAnotherOwnerTookTheRowSucceeds(t *testin
 			f := newFixture(t, WithHeartbeatPeriod(0))
 			f.freeRun()
 			l := f.acquire("k")
-			op := rlt.OpUpdate
+			op := faulty.OpUpdate
 			if del {
-				op = rlt.OpRemove
+				op = faulty.OpRemove
 			}
-			f.store.Inject(op, 1, rlt.Fault{Land: true, Err: errReset})
-			f.store.OnCall(func(op rlt.Op) {
-				if op == rlt.OpGet { // the settling read: someone took the freed row first
+			f.store.Inject(op, 1, faulty.Fault{Land: true, Err: errReset})
+			f.store.OnCall(func(op faulty.Op) {
+				if op == faulty.OpGet { // the settling read: someone took the freed row first
 					f.putForeign("k", "next", "their-rvn", lease)
 				}
 			})
@@ -127,9 +127,9 @@ func TestReleaseAfterALateHeartbeatIsConditionedOnTheRowItWrote(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
 	l := f.acquire("k")
-	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block, Land: true})
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block, Land: true})
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
 	beat := make(chan error, 1)
 	go func() { beat <- l.Heartbeat(context.Background()) }()
 	<-entered
@@ -161,7 +161,7 @@ func TestReleaseWhoseAnswerWasLostAfterAForcedReleaseReportsIt(t *testing.T) {
 	row := f.item("k")
 	row.Released = true // an operator's release --force
 	f.mem.PutItem(row)
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})
 	err := l.Release(context.Background())
 	var lost *dynalease.LostError
 	if !errors.As(err, &lost) || lost.Reason != dynalease.ReleasedElsewhere {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 )
 
 // A fair waiter behind the queue's head (place 1 here) whose takeover of a
@@ -18,8 +18,8 @@ func TestThrottledTakeoverBehindTheHeadWaitsAPoll(t *testing.T) {
 	f.join("deadwaiter", lease) // dead too, at the head
 	_, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errThrottled})
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errThrottled})
 	f.fc.Step(lease)
 	select {
 	case err := <-errs:
@@ -28,7 +28,7 @@ func TestThrottledTakeoverBehindTheHeadWaitsAPoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("never waited after a throttled takeover: %s", summarize(f.ops()))
 	}
-	if n := f.store.Count(rlt.OpUpdate); n > 1 {
+	if n := f.store.Count(faulty.OpUpdate); n > 1 {
 		t.Fatalf("%d takeovers sent without waiting a poll", n)
 	}
 }
@@ -42,7 +42,7 @@ func TestThrottledConfirmationWaitsAPoll(t *testing.T) {
 	f.waitIdle("acquire")
 	f.store.ResetCalls()
 	f.handToMe("handed")
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errThrottled})
 	f.fc.Step(maxPoll)
 	select {
 	case err := <-errs:
@@ -51,7 +51,7 @@ func TestThrottledConfirmationWaitsAPoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("never waited after a throttled confirmation: %s", summarize(f.ops()))
 	}
-	if n := f.store.Count(rlt.OpUpdate); n > 1 {
+	if n := f.store.Count(faulty.OpUpdate); n > 1 {
 		t.Fatalf("%d confirmations sent without waiting a poll", n)
 	}
 }
@@ -65,9 +65,9 @@ func TestAFailedConfirmationIsRetriedAPollLater(t *testing.T) {
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
 	f.handToMe("handed")
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{})                  // the read that sees the hand-over
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errThrottled}) // the read settling the confirmation
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{})                  // the read that sees the hand-over
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errThrottled}) // the read settling the confirmation
 	start := f.now()
 	for {
 		f.fc.Step(maxPoll)
@@ -104,9 +104,9 @@ func TestAWaiterThatGivesUpAfterSeeingAHandOverPassesItOn(t *testing.T) {
 	f.waitIdle("acquire")
 	next := f.join("next", 9*time.Second)
 	f.handToMe("handed")
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errThrottled})
 	f.fc.Step(maxPoll)
 	f.waitIdle("acquire") // saw the hand-over; its confirmation failed
 	cancel()

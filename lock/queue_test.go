@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 var keyK = resourcelock.Key{Partition: "k"}
@@ -58,14 +58,14 @@ func TestAWaiterJoinsTheQueueAndConfirmsAHandOver(t *testing.T) {
 	f.putForeign("k", "other", "r0", lease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	wantQueue(t, f.item("k"), ownerName)
 	for range 3 { // the holder renews; the waiter only reads
 		f.mem.PutItem(resourcelock.Item{Key: keyK, Queue: f.item("k").Queue,
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r" + f.now().String(), LeaseDuration: lease}})
 		f.fc.Step(maxPoll)
 		f.waitIdle("acquire")
-		f.wantOps(rlt.OpGet)
+		f.wantOps(faulty.OpGet)
 	}
 	start := f.now()
 	f.handToMe("handed")
@@ -80,7 +80,7 @@ func TestAWaiterJoinsTheQueueAndConfirmsAHandOver(t *testing.T) {
 		if waited := f.now().Sub(start); waited > maxPoll {
 			t.Fatalf("confirmed %v after the hand-over, want within a poll", waited)
 		}
-		f.wantOps(rlt.OpGet, rlt.OpUpdate)
+		f.wantOps(faulty.OpGet, faulty.OpUpdate)
 	case err := <-errs:
 		t.Fatalf("Acquire: %v", err)
 	case <-time.After(patience):
@@ -107,7 +107,7 @@ func TestReleaseHandsTheLockToTheQueuesHead(t *testing.T) {
 	default:
 		t.Fatal("the lock did not end with its release")
 	}
-	f.wantOps(rlt.OpUpdate, rlt.OpGet, rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate, faulty.OpGet, faulty.OpUpdate)
 	it := f.item("k")
 	if it.Released || it.HolderIdentity != "w1" || it.HandedTo != w1.Ticket || it.LeaseDuration != w1.Lease {
 		t.Fatalf("row after the release: %+v, want handed to w1 with its lease", it.Record)
@@ -136,7 +136,7 @@ func TestReleaseWithAnEmptyQueueMarksTheRowReleased(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	f.wantOps(rlt.OpUpdate, rlt.OpUpdate) // refused on the queue, its answer carrying the row
+	f.wantOps(faulty.OpUpdate, faulty.OpUpdate) // refused on the queue, its answer carrying the row
 	it := f.item("k")
 	if !it.Released || it.HandedTo != "" {
 		t.Fatalf("row after the release: %+v, want released", it.Record)
@@ -173,7 +173,7 @@ func TestAHandOverNobodyConfirmsIsTakenOverAfterTheHeadsLease(t *testing.T) {
 				t.Fatalf("row after the takeover: %+v", it.Record)
 			}
 			wantQueue(t, it)
-			if n := f.store.Count(rlt.OpLeave); n != 0 {
+			if n := f.store.Count(faulty.OpLeave); n != 0 {
 				t.Fatalf("%d Leave requests: the takeover should have taken the entry out", n)
 			}
 			return
@@ -181,7 +181,7 @@ func TestAHandOverNobodyConfirmsIsTakenOverAfterTheHeadsLease(t *testing.T) {
 			t.Fatalf("Acquire: %v", err)
 		case <-f.idle:
 		}
-		if seen.IsZero() && f.store.Count(rlt.OpGet) > 1 {
+		if seen.IsZero() && f.store.Count(faulty.OpGet) > 1 {
 			seen = f.now()
 		}
 		if f.now().Sub(epoch) > 3*lease {
@@ -197,11 +197,11 @@ func TestAWaiterWhoseEntryVanishedJoinsAgain(t *testing.T) {
 	f.putForeign("k", "other", "r0", lease)
 	f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	f.putForeign("k", "java-host", "r1", lease) // no queue
 	f.fc.Step(maxPoll)
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpGet, faulty.OpJoin)
 	wantQueue(t, f.item("k"), ownerName)
 }
 
@@ -243,14 +243,14 @@ func TestAConfirmationWhoseAnswerWasLostIsSettled(t *testing.T) {
 	f.waitIdle("acquire")
 	f.store.ResetCalls()
 	f.handToMe("handed")
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errReset})
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
 		if it := f.item("k"); it.RVN != l.RVN() || it.HandedTo != "" {
 			t.Fatalf("row %+v, lock RVN %s", it.Record, l.RVN())
 		}
-		f.wantOps(rlt.OpGet, rlt.OpUpdate, rlt.OpGet)
+		f.wantOps(faulty.OpGet, faulty.OpUpdate, faulty.OpGet)
 	case err := <-errs:
 		t.Fatalf("Acquire: %v", err)
 	case <-time.After(patience):
@@ -268,14 +268,14 @@ func TestUnfairClientsNeitherQueueNorHandOver(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 	if it := f.item("k"); !it.Released || it.HolderIdentity != ownerName {
 		t.Fatalf("row after an unfair release: %+v", it.Record)
 	}
 	f.putForeign("k", "other", "r0", lease)
 	f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet)
+	f.wantOps(faulty.OpCreate, faulty.OpGet)
 }
 
 // A waiter that gives up after the lock was handed to it, before it read

@@ -156,7 +156,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	var w rvnlease.Written
 	if l.c.cfg.fair {
 		// Handed to the queue's head when others wait (a set's first
-		// key: see resourcelock.Set), unless the stint is on; an earlier
+		// key: see setlease.Set), unless the stint is on; an earlier
 		// heartbeat that landed unseen is written over again.
 		keep := l.stintOn()
 		w = hold.ReleaseQueued(rctx, cur, next, keep)

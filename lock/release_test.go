@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 func TestReleaseMarksTheRowReleased(t *testing.T) {
@@ -21,7 +21,7 @@ func TestReleaseMarksTheRowReleased(t *testing.T) {
 	if err := l.Release(context.Background(), ReleaseWithData([]byte("final"))); err != nil {
 		t.Fatal(err)
 	}
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 	it := f.item("k")
 	if !it.Released || it.HolderIdentity != ownerName || string(it.Data) != "final" {
 		t.Fatalf("row after release %+v", it)
@@ -46,7 +46,7 @@ func TestReleaseDeletesWithDeleteOnRelease(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.wantOps(rlt.OpRemove)
+	f.wantOps(faulty.OpRemove)
 	if _, ok := f.mem.Item(resourcelock.Key{Partition: "k"}); ok {
 		t.Fatal("row not deleted")
 	}
@@ -80,11 +80,11 @@ func TestAmbiguousReleaseThatLandedSucceeds(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
 	f.store.ResetCalls()
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errReset})
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release = %v", err)
 	}
-	f.wantOps(rlt.OpUpdate, rlt.OpGet)
+	f.wantOps(faulty.OpUpdate, faulty.OpGet)
 	if !f.item("k").Released {
 		t.Fatal("not released")
 	}
@@ -93,7 +93,7 @@ func TestAmbiguousReleaseThatLandedSucceeds(t *testing.T) {
 func TestReleaseThatDidNotLandSaysSo(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})
 	err := l.Release(context.Background())
 	if err == nil || errors.Is(err, dynalease.ErrLost) || !errors.Is(err, errReset) {
 		t.Fatalf("Release = %v, want the write's error", err)
@@ -110,9 +110,9 @@ func TestReleaseRacingAHeartbeat(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("k")
 	block, unblock := gate()
-	entered := make(chan rlt.Op, 1)
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
+	entered := make(chan faulty.Op, 1)
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
 	f.freeRun()
 	f.fc.Step(period)
 	<-entered
@@ -148,7 +148,7 @@ func TestReentrantAcquireRaisesTheHoldCount(t *testing.T) {
 	if err := again.Release(context.Background()); err != nil || l.IsHeld() {
 		t.Fatalf("second Release: %v; held %v", err, l.IsHeld())
 	}
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 }
 
 func TestNonReentrantAcquireWaitsInProcess(t *testing.T) {
@@ -166,7 +166,7 @@ func TestNonReentrantAcquireWaitsInProcess(t *testing.T) {
 		if l2 == l || !l2.IsHeld() {
 			t.Fatal("the waiter got the released lock")
 		}
-		f.wantOps(rlt.OpUpdate, rlt.OpCreate)
+		f.wantOps(faulty.OpUpdate, faulty.OpCreate)
 	case err := <-errs:
 		t.Fatal(err)
 	case <-time.After(patience):
@@ -239,7 +239,7 @@ func TestHeartbeatsUseBoundedGoroutines(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		f.fc.Step(period)
 		want := 500 * (i + 1)
-		eventually(t, "every lock heartbeaten", func() bool { return f.store.Count(rlt.OpUpdate) >= want })
+		eventually(t, "every lock heartbeaten", func() bool { return f.store.Count(faulty.OpUpdate) >= want })
 		if n := runtime.NumGoroutine() - before; n > 4+1+10 {
 			t.Fatalf("%d goroutines for 500 locks", n)
 		}
@@ -263,7 +263,7 @@ func TestCloseAndReleaseReturnByTheDeadline(t *testing.T) {
 		locks = append(locks, f.acquire(fmt.Sprint("k", i)))
 	}
 	never := make(chan struct{})
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Block: never})
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Block: never})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -307,9 +307,9 @@ func TestReentrantAcquireDuringTheFinalReleaseWaits(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
 	l := f.acquire("k", WithReentrant())
-	block, entered := make(chan struct{}), make(chan rlt.Op, 10)
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Block: block})
-	f.store.OnCall(func(op rlt.Op) { entered <- op })
+	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
+	f.store.OnCall(func(op faulty.Op) { entered <- op })
 	released := make(chan error, 1)
 	go func() { released <- l.Release(context.Background()) }()
 	<-entered // the release write is under way

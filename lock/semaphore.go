@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -75,11 +74,8 @@ func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info,
 
 // permitConfig validates a semaphore's name, permits and options, and
 // returns its slot keys.
-func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (resourcelock.ManyStore, []resourcelock.Key, acquireConfig, error) {
-	store, ok := c.store.(resourcelock.ManyStore)
-	if !ok {
-		return nil, nil, acquireConfig{}, refused("permits", fmt.Errorf("%w: %s", dynalease.ErrInvalid, c.store.Describe()))
-	}
+func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (resourcelock.Store, []resourcelock.Key, acquireConfig, error) {
+	store := c.store
 	if permits < 1 || permits > store.MaxMany() {
 		return nil, nil, acquireConfig{}, invalid("permits", "%d permits; a semaphore has 1 to %d (the rows one request reads)", permits, store.MaxMany())
 	}
@@ -106,7 +102,7 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 
 // readSlots reads the slots in one request, bounded by the request
 // timeout.
-func (c *Client) readSlots(ctx context.Context, store resourcelock.ManyStore, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
+func (c *Client) readSlots(ctx context.Context, store resourcelock.Store, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
 	rctx, cancel := timing.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
 	defer cancel()
 	started := c.clk.Now()
@@ -133,7 +129,7 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	return l, err
 }
 
-func (c *Client) takePermit(ctx context.Context, name string, permits int, store resourcelock.ManyStore, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
+func (c *Client) takePermit(ctx context.Context, name string, permits int, store resourcelock.Store, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()

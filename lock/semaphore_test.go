@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 func (f *fixture) tryPermit(name string, permits int) (*Lock, error) {
@@ -49,7 +49,7 @@ func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
 	if _, err := f.tryPermit("pay", 3); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a fourth of three permits: %v, want ErrLocked", err)
 	}
-	f.wantOps(rlt.OpGetMany) // one read of the three slots, no write
+	f.wantOps(faulty.OpGetMany) // one read of the three slots, no write
 	if err := held[PermitKey("pay", 1)].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
 	if l := f.mustPermit("pay", 3); l.Key() != PermitKey("pay", 1) {
 		t.Fatalf("the freed permit is slot %s, want slot 1", l.Key())
 	}
-	f.wantOps(rlt.OpGetMany, rlt.OpCreate)
+	f.wantOps(faulty.OpGetMany, faulty.OpCreate)
 	infos, err := f.c.Permits(context.Background(), "pay", 3)
 	if err != nil || len(infos) != 3 {
 		t.Fatalf("Permits: %v, %v; want three rows", infos, err)
@@ -158,7 +158,7 @@ func TestAPermitIsTakenOverWithASmallObservationCache(t *testing.T) {
 // failure, not with ErrLocked: nobody was seen holding a permit.
 func TestAcquirePermitWithNoAnswerIsNotLocked(t *testing.T) {
 	f := newFixture(t)
-	f.store.Inject(rlt.OpGetMany, 1000, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpGetMany, 1000, faulty.Fault{Err: errReset})
 	errs := make(chan error, 1)
 	go func() {
 		_, err := f.c.AcquirePermit(context.Background(), "pay", 2)
@@ -324,21 +324,21 @@ func TestAPermitWaitDoesNotSpinOnAFreeSlotThisClientClaims(t *testing.T) {
 	block, unblock := gate()
 	defer unblock()
 	started := make(chan struct{}, 1)
-	f.store.OnCall(func(op rlt.Op) {
-		if op == rlt.OpCreate {
+	f.store.OnCall(func(op faulty.Op) {
+		if op == faulty.OpCreate {
 			select {
 			case started <- struct{}{}:
 			default:
 			}
 		}
 	})
-	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Block: block, IgnoreCancel: true})
+	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, IgnoreCancel: true})
 	go func() { _, _ = f.c.Acquire(context.Background(), slot) }()
 	<-started
 	f.fc.Step(epoch.Add(holderLease + time.Second).Sub(f.now())) // past the budget
-	before := f.store.Count(rlt.OpGetMany)
+	before := f.store.Count(faulty.OpGetMany)
 	time.Sleep(200 * time.Millisecond) // real time; the fake clock does not move
-	n := f.store.Count(rlt.OpGetMany) - before
+	n := f.store.Count(faulty.OpGetMany) - before
 	select {
 	case err := <-errs:
 		t.Logf("AcquirePermit returned: %v", err)
@@ -371,9 +371,9 @@ func TestAPermitWaitDoesNotSpinOnADueSlotThisClientClaims(t *testing.T) {
 	case <-f.idle: // the plain Acquire polls, and sleeps again
 	case <-time.After(time.Second):
 	}
-	before := f.store.Count(rlt.OpGetMany)
+	before := f.store.Count(faulty.OpGetMany)
 	time.Sleep(200 * time.Millisecond)
-	if n := f.store.Count(rlt.OpGetMany) - before; n > 10 {
+	if n := f.store.Count(faulty.OpGetMany) - before; n > 10 {
 		t.Fatalf("%d GetMany requests in 200 ms of real time with the clock stopped: a busy loop", n)
 	}
 }
@@ -388,8 +388,8 @@ func TestAPermitWaitDoesNotSpinOnADueSlotThisClientClaims(t *testing.T) {
 func TestAPermitFoundLandedByItsSlotsReadKeepsItsData(t *testing.T) {
 	f := newFixture(t)
 	slot := PermitKey("s", 0)
-	f.store.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errReset})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errReset})
+	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errReset})
 	locks, errs := make(chan *Lock, 1), make(chan error, 1)
 	go func() {
 		l, err := f.c.AcquirePermit(context.Background(), "s", 1, WithData([]byte("payload")))

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/setlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -14,7 +16,7 @@ import (
 // every attempt, heartbeat and release is one transaction over all the
 // rows, so it never holds some keys while waiting for others, and two
 // callers taking overlapping sets in any order never deadlock (see the
-// package doc, Sets of keys, and resourcelock.Set for the argument). A
+// package doc, Sets of keys, and setlease.Set for the argument). A
 // held key is taken over once its RVN has stayed unchanged for its
 // holder's lease; the budget, WithAdditionalWait and ctx work as for
 // Acquire, and a fair client's set waits in the queue of its first key.
@@ -26,7 +28,7 @@ import (
 // with a sort key every member has the sort key value of WithSortKeyValue.
 // A set holds at most the store's MaxMany keys (100 on DynamoDB), and half
 // as many on a client with fencing tokens, whose set has one token above
-// every token any of its keys had (resourcelock.ManyStore.FenceMany).
+// every token any of its keys had (resourcelock.Store.FenceMany).
 // Larger sets, data (WithData), attributes (WithAttributes), reentrancy
 // (WithReentrant) and WithAcquireOnlyIfExists are refused before any
 // request, with an error matching dynalease.ErrInvalid.
@@ -52,8 +54,8 @@ func (c *Client) acquireSet(ctx context.Context, keys []string, opts []AcquireOp
 // setHold is what a lock on a set keeps of it: the rows, and this client's
 // claim on each key (in the order of rows.Keys()).
 type setHold struct {
-	rows   *resourcelock.Set
-	hold   resourcelock.Interface // rows with the client's hold options
+	rows   *setlease.Set
+	hold   keylease.Port // rows with the client's hold options
 	keys   []resourcelock.Key
 	claims []*claim
 }
@@ -86,15 +88,12 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 	case a.onlyIfExists:
 		return a, nil, invalid("WithAcquireOnlyIfExists", "a set of keys takes missing rows too")
 	}
-	store, ok := c.store.(resourcelock.ManyStore)
-	if !ok {
-		return a, nil, refused("keys", fmt.Errorf("%w: %s", dynalease.ErrInvalid, c.store.Describe()))
-	}
-	rows, err := resourcelock.NewSet(store, members, c.cfg.identity)
+	store := c.store
+	rows, err := setlease.New(store, members, c.cfg.identity)
 	if err != nil {
 		return a, nil, refused("keys", err)
 	}
-	if n, most := len(rows.Keys()), store.MaxFenceMany(); c.cfg.fencing && n > most {
+	if n, most := len(rows.Keys()), store.MaxMany()/2; c.cfg.fencing && n > most {
 		return a, nil, invalid("keys", "%d keys; a client with fencing tokens takes at most %d in a set (fencing writes two items per key in one transaction)", n, most)
 	}
 	return a, &setHold{rows: rows, hold: rows.With(c.writeOptions(nil)), keys: rows.Keys()}, nil

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // putSet stores the rows of keys as one set held by owner with rvn,
@@ -68,13 +68,13 @@ func TestASetWaiterQueuesOnItsFirstKeyAndConfirmsAHandOver(t *testing.T) {
 	f.putSet("other", "r0", lease, keys...)
 	locks, errs := f.acquireSetAsync(keys)
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany, rlt.OpJoin)
+	f.wantOps(faulty.OpWriteMany, faulty.OpGetMany, faulty.OpJoin)
 	wantQueue(t, f.item("a"), ownerName)
 	for i := range 3 { // the holder renews; the waiter only reads
 		f.putSet("other", "r"+string(rune('1'+i)), lease, keys...)
 		f.fc.Step(maxPoll)
 		f.waitIdle("acquire")
-		f.wantOps(rlt.OpGetMany)
+		f.wantOps(faulty.OpGetMany)
 	}
 	start := f.now()
 	f.handFirstToMe("handed", keys...)
@@ -82,7 +82,7 @@ func TestASetWaiterQueuesOnItsFirstKeyAndConfirmsAHandOver(t *testing.T) {
 	select {
 	case l := <-locks:
 		f.waitIdle("heartbeat")
-		f.wantOps(rlt.OpGetMany, rlt.OpWriteMany)
+		f.wantOps(faulty.OpGetMany, faulty.OpWriteMany)
 		if rvn := f.wantMembers(false, keys...); rvn != l.RVN() {
 			t.Fatalf("rows carry %s, the lock %s", rvn, l.RVN())
 		}
@@ -118,7 +118,7 @@ func TestReleasingASetHandsItsFirstKeyToTheQueuesHead(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany, rlt.OpWriteMany)
+	f.wantOps(faulty.OpWriteMany, faulty.OpGetMany, faulty.OpWriteMany)
 	a, b := f.item("a"), f.item("b")
 	if a.Released || a.HolderIdentity != "w1" || a.HandedTo != w1.Ticket || a.LeaseDuration != w1.Lease {
 		t.Fatalf("first key after the release: %+v, want handed to w1 with its lease", a.Record)
@@ -167,7 +167,7 @@ func TestASetHandedItsFirstKeyWaitsForItsOtherKeys(t *testing.T) {
 		f.putForeign("b", "x", "x"+string(rune('1'+i)), lease) // x renews
 		f.fc.Step(maxPoll)
 		f.waitIdle("acquire")
-		f.wantOps(rlt.OpGetMany)
+		f.wantOps(faulty.OpGetMany)
 		wantQueue(t, f.item("a"), "later")
 		if it := f.item("a"); it.RVN != "handed" {
 			t.Fatalf("the first key was written while b is held: %+v", it.Record)
@@ -204,12 +204,12 @@ func TestASetJoinsOnceItsFirstKeyIsHeld(t *testing.T) {
 		f.putForeign("b", "x", "x"+string(rune('1'+i)), lease) // x renews
 		f.fc.Step(maxPoll)
 		f.waitIdle("acquire")
-		f.wantOps(rlt.OpGetMany)
+		f.wantOps(faulty.OpGetMany)
 	}
 	f.putForeign("a", "y", "y0", lease)
 	f.fc.Step(maxPoll)
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpGetMany, rlt.OpJoin)
+	f.wantOps(faulty.OpGetMany, faulty.OpJoin)
 	wantQueue(t, f.item("a"), ownerName)
 	select {
 	case err := <-errs:

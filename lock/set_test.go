@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // acquireSetAsync runs AcquireSet in the background.
@@ -80,7 +81,7 @@ func TestAcquireSetTakesFreeKeysInOneWriteAndHoldsThemAsOne(t *testing.T) {
 		t.Fatalf("AcquireSet: %v", err)
 	}
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpWriteMany)
+	f.wantOps(faulty.OpWriteMany)
 	if got := l.Keys(); !slices.Equal(got, []string{"a", "b", "c"}) || l.Key() != "a,b,c" {
 		t.Fatalf("Keys() = %v, Key() = %q; want [a b c] and \"a,b,c\"", got, l.Key())
 	}
@@ -91,7 +92,7 @@ func TestAcquireSetTakesFreeKeysInOneWriteAndHoldsThemAsOne(t *testing.T) {
 
 	f.fc.Step(period)
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpWriteMany)
+	f.wantOps(faulty.OpWriteMany)
 	if renewed := f.wantMembers(false, "a", "b", "c"); renewed == first || !l.ValidUntil().Equal(epoch.Add(period+validity)) {
 		t.Fatalf("after a heartbeat: RVN %s (was %s), valid until %v; want a new RVN on all three, valid until %v", renewed, first, l.ValidUntil(), epoch.Add(period+validity))
 	}
@@ -121,7 +122,7 @@ func TestAcquireSetTakesFreeKeysInOneWriteAndHoldsThemAsOne(t *testing.T) {
 		t.Fatal("Acquire of a key did not return after the set's release")
 	}
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpWriteMany, rlt.OpCreate)
+	f.wantOps(faulty.OpWriteMany, faulty.OpCreate)
 }
 
 // A set with one member held by another owner waits, polls the members in
@@ -136,13 +137,13 @@ func TestAcquireSetTakesOverAStaleMemberAfterItsLease(t *testing.T) {
 	f.putForeign("b", "java-host", "r1", holderLease)
 	locks, errs := f.acquireSetAsync([]string{"a", "b", "c"})
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany)
+	f.wantOps(faulty.OpWriteMany, faulty.OpGetMany)
 	due := epoch.Add(holderLease + maxPoll)
 	for f.now().Before(due) {
 		f.fc.Step(maxPoll)
 		if f.now().Before(due) {
 			f.waitIdle("acquire")
-			f.wantOps(rlt.OpGetMany)
+			f.wantOps(faulty.OpGetMany)
 			f.wantMissing("a", "c")
 		}
 	}
@@ -150,7 +151,7 @@ func TestAcquireSetTakesOverAStaleMemberAfterItsLease(t *testing.T) {
 	case l := <-locks:
 		f.waitIdle("heartbeat")
 		ops := f.ops()
-		if ops[len(ops)-1] != rlt.OpWriteMany {
+		if ops[len(ops)-1] != faulty.OpWriteMany {
 			t.Fatalf("requests %v, want the takeover WriteMany last", ops)
 		}
 		f.store.ResetCalls()
@@ -237,13 +238,13 @@ func TestASetIsLostWhenOneMemberIsTaken(t *testing.T) {
 // by the read that follows, with its send time.
 func TestASetsLandedWriteWithALostAnswerIsAdopted(t *testing.T) {
 	f := newFixture(t)
-	f.store.Inject(rlt.OpWriteMany, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpWriteMany, 1, faulty.Fault{Land: true, Err: errReset})
 	l, err := f.c.AcquireSet(context.Background(), []string{"a", "b"})
 	if err != nil {
 		t.Fatalf("AcquireSet: %v", err)
 	}
 	f.waitIdle("heartbeat")
-	f.wantOps(rlt.OpWriteMany, rlt.OpGetMany)
+	f.wantOps(faulty.OpWriteMany, faulty.OpGetMany)
 	if !l.IsHeld() || !l.ValidUntil().Equal(epoch.Add(validity)) || l.RVN() != f.wantMembers(false, "a", "b") {
 		t.Fatal("a landed acquisition of a set was not adopted with its send time")
 	}
@@ -331,7 +332,7 @@ func TestASetOnAFencingClientHasOneTokenAboveItsKeys(t *testing.T) {
 		t.Fatalf("the set's token %#x is not above b's earlier %#x", token, before)
 	}
 	for _, k := range []string{"a", "b"} {
-		if got := f.item(k).FencingToken(); got != token {
+		if got := record.Token(f.item(k).Record); got != token {
 			t.Fatalf("row %s carries token %#x, want the set's %#x", k, got, token)
 		}
 	}
@@ -421,7 +422,7 @@ func TestASetsLossNamesTheKeyAndItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitIdle("heartbeat")
-	f.store.Inject(rlt.OpWriteMany, 1, rlt.Fault{Land: true, Err: errReset})
+	f.store.Inject(faulty.OpWriteMany, 1, faulty.Fault{Land: true, Err: errReset})
 	f.fc.Step(period) // a heartbeat that lands unseen, settled by a read
 	f.waitIdle("heartbeat")
 	if !l.IsHeld() || l.RVN() != f.item("y").RVN {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // The switch between the two modes, and the bound it gives a waiter: while
@@ -40,9 +40,9 @@ func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 			// The lock's row showed no waiter: the release expects none,
 			// is refused, and written again over the row its refusal
 			// carries.
-			f.wantOps(rlt.OpUpdate, rlt.OpUpdate)
+			f.wantOps(faulty.OpUpdate, faulty.OpUpdate)
 		} else {
-			f.wantOps(rlt.OpUpdate)
+			f.wantOps(faulty.OpUpdate)
 		}
 		it := f.item("k")
 		if f.now().Sub(start) >= stint {
@@ -59,7 +59,7 @@ func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 		kept++
 		acquisitions := it.Acquisitions
 		l = f.acquire("k")
-		f.wantOps(rlt.OpUpdate) // taken back without a read, conditioned on the released RVN
+		f.wantOps(faulty.OpUpdate) // taken back without a read, conditioned on the released RVN
 		it = f.item("k")
 		if it.Released || it.RVN != l.RVN() || it.Acquisitions != acquisitions+1 {
 			t.Fatalf("row taken back: %+v, want held by the lock, one more acquisition", it.Record)
@@ -97,14 +97,14 @@ func TestTheQueuesHeadTakesARowKeptForAStint(t *testing.T) {
 	f.putForeign("k", "other", "r1", lease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: lease, Released: true}
 	f.mem.PutItem(it)
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
-		f.wantOps(rlt.OpGet, rlt.OpUpdate)
+		f.wantOps(faulty.OpGet, faulty.OpUpdate)
 		it := f.item("k")
 		if it.Released || it.RVN != l.RVN() || it.HolderIdentity != ownerName {
 			t.Fatalf("row after the head took it: %+v", it.Record)
@@ -130,7 +130,7 @@ func TestANewcomerQueuesBehindARowKeptForAStint(t *testing.T) {
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: rowLease, Released: true}})
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpJoin) // the refused create's answer carries the row
+	f.wantOps(faulty.OpCreate, faulty.OpJoin) // the refused create's answer carries the row
 	wantQueue(t, f.item("k"), "dead", ownerName)
 	for {
 		f.fc.Step(maxPoll)
@@ -169,7 +169,7 @@ func TestAReleaseWithinTheStintTakesItsOwnStaleEntriesOut(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	f.wantOps(rlt.OpUpdate, rlt.OpUpdate) // refused on the queue, its answer carrying the row
+	f.wantOps(faulty.OpUpdate, faulty.OpUpdate) // refused on the queue, its answer carrying the row
 	it := f.item("k")
 	if !it.Free() {
 		t.Fatalf("row after the release: %+v, queue %+v; want free", it.Record, it.Queue)
@@ -242,7 +242,7 @@ func TestTryAcquireWithinTheStintTakesTheKeptRowBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryAcquire of the kept row: %v", err)
 	}
-	f.wantOps(rlt.OpUpdate)
+	f.wantOps(faulty.OpUpdate)
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

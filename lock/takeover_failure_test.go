@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 var errThrottled = errors.New("ThrottlingException: rate of requests exceeds the allowed throughput")
@@ -22,8 +22,8 @@ func TestATakeoverThrottledOnceIsRetriedAfterAPoll(t *testing.T) {
 	f.putForeign("k", "dead", "r0", lease)
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errThrottled})
 	f.fc.Step(lease) // the holder's lease has run out on this clock
 	select {
 	case err := <-errs:
@@ -32,7 +32,7 @@ func TestATakeoverThrottledOnceIsRetriedAfterAPoll(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("Acquire neither waited nor returned")
 	}
-	f.wantOps(rlt.OpUpdate, rlt.OpGet) // the takeover, the read settling it
+	f.wantOps(faulty.OpUpdate, faulty.OpGet) // the takeover, the read settling it
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
@@ -55,7 +55,7 @@ func TestATakeoverThatKeepsFailingGivesUpNamingTheCause(t *testing.T) {
 	f.putForeign("k", "dead", "r0", lease)
 	_, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.store.Inject(rlt.OpUpdate, -1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errThrottled})
 	f.fc.Step(lease)
 	start := f.now()
 	for {
@@ -90,7 +90,7 @@ func TestTryAcquireOfAStaleLockNamesAThrottledTakeover(t *testing.T) {
 		t.Fatalf("first TryAcquire = %v, want ErrLocked", err)
 	}
 	f.fc.Step(lease)
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errThrottled})
 	if _, err := f.c.TryAcquire(context.Background(), "k"); errors.Is(err, ErrLocked) || !errors.Is(err, errThrottled) {
 		t.Fatalf("TryAcquire with the takeover throttled = %v, want the throttling error", err)
 	}
@@ -122,10 +122,10 @@ func TestAWriteThatKeepsFailingIsReportedWhileReadsSucceed(t *testing.T) {
 	rec := &failingRecorder{}
 	f := newFixture(t, WithMetrics(rec))
 	f.putForeign("k", "other", "r0", lease)
-	f.store.Inject(rlt.OpCreate, -1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpCreate, -1, faulty.Fault{Err: errThrottled})
 	f.acquireAsync("k")
 	f.waitIdle("acquire")
-	f.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpJoin)
+	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	if err := rec.failing(); !errors.Is(err, errThrottled) {
 		t.Fatalf("failing report = %v, want the throttled create", err)
 	}
@@ -140,8 +140,8 @@ func TestOneKeysSuccessDoesNotHideAnothersFailure(t *testing.T) {
 	f := newFixture(t, WithMetrics(rec), WithHeartbeatPeriod(0))
 	f.freeRun()
 	a, b := f.acquire("a"), f.acquire("b")
-	f.store.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errThrottled})
-	f.store.Inject(rlt.OpGet, 1, rlt.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errThrottled})
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errThrottled})
 	if err := b.Heartbeat(context.Background()); !errors.Is(err, errThrottled) {
 		t.Fatalf("b's heartbeat = %v, want the throttling error", err)
 	}

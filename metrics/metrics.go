@@ -40,7 +40,7 @@ type Requests interface {
 	// "condition_failed" (the caller's own), "conflict" (given up after
 	// transaction conflicts) or "error"; and "conflict_retried" for each
 	// retry after a transaction conflict (lock clients; an Elector's lease
-	// reports it when its dynamodbstore.LeaseConfig.OnGuardConflict calls this).
+	// reports it when its dynamodbstore.Config.OnGuardConflict calls this).
 	GuardedWrite(outcome string)
 	// Failing reports the failure the library keeps retrying and since
 	// when it has; err nil means requests succeed again. A caller that

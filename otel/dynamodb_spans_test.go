@@ -16,8 +16,8 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 	"github.com/dynalease/dynalease/schedule"
 )
 
@@ -81,7 +81,7 @@ func (s soon) Next(t time.Time) time.Time {
 // job, slot, attempt and token, and the outcome.
 func TestTheSpanOfAJobsRun(t *testing.T) {
 	rec := newRecorder(t)
-	locks := client(t, resourcelock.NewMemoryStore(), "me", nil)
+	locks := client(t, memorystore.New(), "me", nil)
 	slot := soon{at: time.Now().Add(100 * time.Millisecond).Truncate(time.Millisecond)}
 	// A generous deadline: the one slot runs however busy the machine is.
 	ran := make(chan struct{})

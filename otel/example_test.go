@@ -15,8 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A service's trace, printed by the stdout exporter: the request's span,
@@ -29,7 +29,7 @@ func Example() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	ctx := context.Background()
 
-	locks, _ := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Identity: "orders-1", TracerProvider: tp})
+	locks, _ := lock.New(lock.Config{Store: memorystore.New(), Identity: "orders-1", TracerProvider: tp})
 	defer locks.Close(ctx)
 
 	// The service's handler, under its request's span.

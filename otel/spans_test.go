@@ -14,9 +14,11 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // recorder is a TracerProvider whose spans a test reads back.
@@ -114,17 +116,17 @@ func client(t *testing.T, store resourcelock.Store, id string, tp trace.TracerPr
 // machine let the join's answer show the lock free.)
 func TestTheSpanOfAnAcquireThatWaits(t *testing.T) {
 	rec := newRecorder(t)
-	mem := rlt.NewMemoryStore()
+	mem := memorystore.New()
 	holder := client(t, mem, "holder", nil)
 	held, err := holder.Acquire(context.Background(), "customer-42")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiterStore := rlt.NewFaultyStore(mem)
+	waiterStore := faulty.New(mem)
 	var reads atomic.Int32
 	second := make(chan struct{})
-	waiterStore.OnCall(func(op rlt.Op) {
-		if op == rlt.OpGet && reads.Add(1) == 1 {
+	waiterStore.OnCall(func(op faulty.Op) {
+		if op == faulty.OpGet && reads.Add(1) == 1 {
 			close(second)
 		}
 	})
@@ -169,7 +171,7 @@ func TestTheSpanOfAnAcquireThatWaits(t *testing.T) {
 // A TryAcquire that gives up: its span says locked, and is not an error.
 func TestTheSpanOfAnAcquireThatGivesUp(t *testing.T) {
 	rec := newRecorder(t)
-	mem := resourcelock.NewMemoryStore()
+	mem := memorystore.New()
 	if _, err := client(t, mem, "holder", nil).Acquire(context.Background(), "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +190,7 @@ func TestTheSpanOfAnAcquireThatGivesUp(t *testing.T) {
 // span lost, with the reason as an event.
 func TestTheSpanOfALostLock(t *testing.T) {
 	rec := newRecorder(t)
-	mem := rlt.NewMemoryStore()
+	mem := memorystore.New()
 	c := client(t, mem, "me", rec)
 	l, err := c.Acquire(context.Background(), "k")
 	if err != nil {
@@ -214,7 +216,7 @@ func TestTheSpanOfALostLock(t *testing.T) {
 // the work returns once a renewal has landed.
 func TestTheSpanOfATerm(t *testing.T) {
 	rec := newRecorder(t)
-	lease, err := resourcelock.NewLease(resourcelock.NewMemoryStore(), resourcelock.Key{Partition: "leader"}, "me")
+	lease, err := keylease.New(memorystore.New(), resourcelock.Key{Partition: "leader"}, "me")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,18 @@
-// Package resourcelock stores the record behind a lease: who holds it, which
-// record version number (RVN) they last wrote, for how long that write holds,
-// and whether the holder released it.
+// Package resourcelock is the storage contract: the record behind a lease
+// (who holds it, which record version number, RVN, they last wrote, for how
+// long that write holds, and whether the holder released it), the row a
+// store keeps it in, and the one interface a store implements, Store.
+// Interface is one lease of a store seen by one holder, in the shape of
+// client-go's resource lock: what package election takes.
 //
-// Store is the storage contract of many leases, one per Key, written in the
-// library's own types; Interface is one lease of it seen by one holder, in
-// the shape of client-go's resource lock, and Lease is the one adapter from
-// a Store to an Interface. The package imports nothing of AWS: the store on
-// a DynamoDB table, whose items have the layout of the AWS Java DynamoDB
-// Lock Client so that Java and Go hosts share one table, is in the
-// subpackage dynamodbstore, the only code in dynalease that knows that
-// layout. NewMemoryStore implements the contract in process for unit tests,
-// and the resourcelocktest package holds the conformance suite every store
-// runs. Each store classifies its own errors: those waiting cannot fix
-// match ErrPermanent (see Permanent), throttling ErrThrottled.
+// The package holds nothing else and imports nothing of AWS. The stores
+// sit beside it: dynamodbstore on a DynamoDB table, whose items have the
+// layout of the AWS Java DynamoDB Lock Client so that Java and Go hosts
+// share one table (the only code in dynalease that knows that layout);
+// memorystore in process, for unit tests. resourcelocktest holds the
+// conformance suite every store runs. Each store classifies its own
+// errors: those waiting cannot fix match ErrPermanent (see Permanent),
+// throttling ErrThrottled.
 //
 // # The contract in one paragraph
 //

@@ -2,6 +2,11 @@ package resourcelock
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/dynalease/dynalease"
 )
 
 // The errors callers of a store branch on.
@@ -42,3 +47,56 @@ var (
 	// replaced it. Nothing of the write was applied.
 	ErrGuardLost = errors.New("resourcelock: guarded write refused: the lock is not held by this acquisition")
 )
+
+// Permanent reports whether err is one that waiting cannot fix: a store
+// error matching ErrPermanent (each store classifies its own, and a row
+// that is not a lease this package can read), or a refusal before any
+// request (dynalease.ErrInvalid). Throttling, server errors, timeouts,
+// refused connections and failed conditions are not permanent. The
+// election and lock packages stop at once on a permanent error and return
+// it; they retry the others.
+func Permanent(err error) bool {
+	return err != nil && (errors.Is(err, ErrPermanent) || errors.Is(err, dynalease.ErrInvalid))
+}
+
+// Conflict returns the error of a write whose condition did not hold: it
+// matches ErrConflict, names what (the store, key and operation) and wraps
+// cause, the store's own error, when there is one. current is the row as
+// the failed condition found it, when the store has it (dynamodbstore asks
+// for it with every conditional write, and the memory store gives it too);
+// CurrentItem returns it. Give nil when the row was missing or the store
+// returned none: a caller that needs the row then reads it.
+func Conflict(what string, current *Item, cause error) error {
+	return &conflictError{what: what, current: current, err: cause}
+}
+
+// CurrentItem returns the row that a failed conditional write found, when
+// err is a Conflict that carries one. It says nothing about what happens to
+// the row afterwards.
+func CurrentItem(err error) (Item, bool) {
+	var ce *conflictError
+	if !errors.As(err, &ce) || ce.current == nil {
+		return Item{}, false
+	}
+	it := *ce.current
+	it.Attributes, it.Numbers = maps.Clone(it.Attributes), maps.Clone(it.Numbers)
+	it.Queue, it.Data = slices.Clone(it.Queue), slices.Clone(it.Data)
+	return it, true
+}
+
+type conflictError struct {
+	what    string
+	current *Item
+	err     error
+}
+
+func (e *conflictError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("%s: %v", e.what, ErrConflict)
+	}
+	return fmt.Sprintf("%s: %v (%v)", e.what, ErrConflict, e.err)
+}
+
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+
+func (e *conflictError) Unwrap() error { return e.err }

@@ -4,11 +4,12 @@ import (
 	"context"
 )
 
-// Interface is the storage contract behind a single named lease: the one
-// every kind of lock acquires, holds and releases through. A store bound
-// to one key (Lease) is one; several rows folded into one lease (Set) are
-// one too. What only some leases can do is an optional capability the
-// caller finds on the value it holds: Fencer, Queuer, Remover, Optioner.
+// Interface is one lease of a store seen by one holder, in the shape of
+// client-go's resource lock: what an election.Elector campaigns and leads
+// through. The stores make one over a key of theirs
+// (dynamodbstore.Store.Lease, memorystore.Store.Lease), with everything
+// the elector can use besides (fencing, guarded writes); an Interface of
+// another kind serves an elector without fencing.
 //
 // Implementations must make each method a single atomic step against the
 // store: Create and Update either apply completely or not at all, and Get
@@ -24,8 +25,9 @@ type Interface interface {
 	// It counts a new acquisition: the stored Acquisitions is one more
 	// than the previous record's (or 1 when there was none), whatever rec
 	// holds. It returns the row as stored, or an error wrapping
-	// ErrConflict when a record exists and is not free. rec.HolderIdentity must be empty or equal Identity(); an
-	// empty one is filled in.
+	// ErrConflict when a record exists and is not free.
+	// rec.HolderIdentity must be empty or equal Identity(); an empty one
+	// is filled in.
 	Create(ctx context.Context, rec Record) (Item, error)
 
 	// Update writes rec when the current record satisfies expect: it
@@ -45,50 +47,6 @@ type Interface interface {
 
 	// Describe returns a short human-readable name of the lease, for logs.
 	Describe() string
-}
-
-// Precondition states what a write expects to find. It is passed to every
-// Update explicitly; implementations never remember it between calls.
-type Precondition struct {
-	// RVN is the record version number the stored record must carry.
-	RVN string
-	// HolderIdentity, when set, is the holder identity the stored record must name.
-	// The holder sets it on its own writes (renewal, release); a takeover of
-	// a stale record leaves it empty, as the AWS Java lock client does.
-	HolderIdentity string
-}
-
-// Fencer is a lease that can be given fencing tokens (see Store.Fence).
-// Fence gives the record, held by this lease's identity under
-// acquisitionID, a new fencing generation; CanFence reports whether it can
-// (see Store.CanFence).
-type Fencer interface {
-	Fence(ctx context.Context, acquisitionID string) (Item, error)
-	CanFence() bool
-}
-
-// Queuer is a lease with a queue of waiters (see Store.Join, Store.Leave
-// and WriteOptions.Dequeue): Join and Leave as the store's for the lease's
-// key, and UpdateDequeue, an Update whose write is also conditioned on the
-// queue by d and takes the entries d names out.
-type Queuer interface {
-	Join(ctx context.Context, w Waiter) (Item, error)
-	Leave(ctx context.Context, ticket string, index int) (Item, error)
-	UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error)
-}
-
-// Remover is a lease whose row its holder can delete: Remove deletes it
-// when it satisfies expect, or returns an error wrapping ErrConflict.
-type Remover interface {
-	Remove(ctx context.Context, expect Precondition) error
-}
-
-// Optioner is a lease whose writes carry WriteOptions: With returns the
-// same lease (sharing its state) writing o instead. A lock writes its
-// acquisition's attributes and data choice through one, its holder's
-// writes through another.
-type Optioner interface {
-	With(o WriteOptions) Interface
 }
 
 // Holding names one acquisition of a lease: each of its rows must still

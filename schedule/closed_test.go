@@ -13,7 +13,7 @@ import (
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // closing is one scheduler on a lock client over a memory store, on a fake
@@ -21,7 +21,7 @@ import (
 // where it should have ended never returns.
 type closing struct {
 	t      *testing.T
-	mem    *rlt.MemoryStore
+	mem    *memorystore.Store
 	fc     *clocktesting.FakeClock
 	clk    *clocktest.Clock
 	c      *lock.Client
@@ -32,7 +32,7 @@ type closing struct {
 
 func newClosing(t *testing.T, start time.Time, cfg lock.Config) *closing {
 	t.Helper()
-	h := &closing{t: t, mem: rlt.NewMemoryStore(), fc: clocktesting.NewFakeClock(start), blocks: make(chan string, 64)}
+	h := &closing{t: t, mem: memorystore.New(), fc: clocktesting.NewFakeClock(start), blocks: make(chan string, 64)}
 	h.clk = &clocktest.Clock{FakeClock: h.fc, OnBlock: func(loop string) {
 		select {
 		case h.blocks <- loop:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // hourlyFrom names a slot at first and every hour after it.
@@ -49,7 +50,7 @@ func (s *lateRead) Get(ctx context.Context, k resourcelock.Key) (resourcelock.It
 // it runs the slot's second attempt. Nothing here depends on the
 // machine's speed: each step waits for the one before.
 func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	sched := hourlyFrom{first: time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)}
 	started, retried := make(chan string, 2), make(chan Run, 2)
 	elsewhere := make(chan string, 16)

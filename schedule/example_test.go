@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 	"github.com/dynalease/dynalease/schedule"
 )
 
@@ -15,7 +15,7 @@ import (
 // (use dynamodbstore.New for a DynamoDB table) and run a job due every
 // second until the first slot has run.
 func Example() {
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	every, err := schedule.Every(time.Second)
 	if err != nil {
 		panic(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // skewedClock is the real clock read off by an offset: the wall clock of
@@ -37,7 +37,7 @@ type fleetRun struct {
 // more than the largest skew ahead before its time.
 func TestAFleetWithSkewedClocksStartsEachSlotOnce(t *testing.T) {
 	const skew = 400 * time.Millisecond
-	store := resourcelock.NewMemoryStore()
+	store := memorystore.New()
 	every, err := Every(time.Second)
 	if err != nil {
 		t.Fatal(err)

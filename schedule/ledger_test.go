@@ -12,7 +12,7 @@ import (
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -24,9 +24,9 @@ const (
 // instances returns lock clients named by ids on one memory store and one
 // fake clock, which steps by the refresh period each time an Acquire
 // blocks on it (the only loop these tests leave waiting).
-func instances(t *testing.T, ids ...string) (*rlt.MemoryStore, *clocktesting.FakeClock, []*lock.Client) {
+func instances(t *testing.T, ids ...string) (*memorystore.Store, *clocktesting.FakeClock, []*lock.Client) {
 	t.Helper()
-	mem := rlt.NewMemoryStore()
+	mem := memorystore.New()
 	fc := clocktesting.NewFakeClock(t0)
 	clk := &clocktest.Clock{FakeClock: fc, OnBlock: func(loop string) {
 		if loop == "acquire" {

@@ -11,10 +11,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // oneInstance runs jobs on one scheduler over a memory store, on a fake
@@ -34,14 +35,14 @@ var (
 	soloClock *clocktesting.FakeClock
 	soloLease time.Duration
 	// soloStore, when set, wraps the memory store the lock client uses.
-	soloStore func(*rlt.MemoryStore) resourcelock.Store
+	soloStore func(*memorystore.Store) resourcelock.Store
 )
 
 // oneInstanceFrom is oneInstance with the clock starting at start and the
 // store's rows set by setup first.
-func oneInstanceFrom(t *testing.T, start time.Time, setup func(*rlt.MemoryStore), m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
+func oneInstanceFrom(t *testing.T, start time.Time, setup func(*memorystore.Store), m metrics.Jobs, until func([]Event) bool, jobs ...Job) []Event {
 	t.Helper()
-	mem := rlt.NewMemoryStore()
+	mem := memorystore.New()
 	if setup != nil {
 		setup(mem)
 	}
@@ -210,7 +211,7 @@ func eventsOf(events []Event, kind EventKind) []Event {
 // again as attempt 2 of the same slot once its lease has run out, within
 // the slot's deadline.
 func TestARunThatDiedIsTriedAgain(t *testing.T) {
-	dead := func(mem *rlt.MemoryStore) {
+	dead := func(mem *memorystore.Store) {
 		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "dead", RVN: "r1", LeaseDuration: testLease},
 			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
@@ -233,7 +234,7 @@ func TestARunThatDiedIsTriedAgain(t *testing.T) {
 // Slots missed while every instance was down: the latest runs once, late,
 // the others are counted missed, and the next slot runs on time.
 func TestSlotsMissedWhileAllWereDown(t *testing.T) {
-	finishedAt := func(mem *rlt.MemoryStore) {
+	finishedAt := func(mem *memorystore.Store) {
 		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "gone", RVN: "r1", LeaseDuration: testLease, Released: true},
 			Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(), outcomeAttribute: int64(Succeeded)}})
@@ -260,9 +261,9 @@ func TestSlotsMissedWhileAllWereDown(t *testing.T) {
 // An error that waiting cannot fix (here a table gone) ends Run with it
 // rather than being retried forever.
 func TestAnUnfixableErrorEndsRun(t *testing.T) {
-	store := rlt.NewFaultyStore(rlt.NewMemoryStore())
+	store := faulty.New(memorystore.New())
 	gone := fmt.Errorf("%w: table gone", resourcelock.ErrPermanent)
-	store.Inject(rlt.OpGet, 1, rlt.Fault{Err: gone})
+	store.Inject(faulty.OpGet, 1, faulty.Fault{Err: gone})
 	c, err := lock.New(lock.Config{Store: store, Identity: "a"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // scriptedGets is a store whose reads (Get) are numbered from 1: script
@@ -40,12 +40,12 @@ func (s *scriptedGets) Get(ctx context.Context, k resourcelock.Key) (resourceloc
 func TestAnOverlapSkipJobStartsTheSlotAfterAHolderThatFinished(t *testing.T) {
 	key := resourcelock.Key{Partition: jobKey}
 	// Another instance's run of slot t0 holds the row.
-	held := func(mem *rlt.MemoryStore) {
+	held := func(mem *memorystore.Store) {
 		mem.PutItem(resourcelock.Item{Key: key,
 			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease},
 			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
 	}
-	soloStore = func(mem *rlt.MemoryStore) resourcelock.Store {
+	soloStore = func(mem *memorystore.Store) resourcelock.Store {
 		return &scriptedGets{Store: mem, script: func(n int) (resourcelock.Item, error, bool) {
 			switch n {
 			case 1:

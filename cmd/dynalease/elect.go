@@ -71,11 +71,11 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		host, _ := os.Hostname()
 		owner = host + "-" + uuid.NewString()
 	}
-	lcfg := dynamodbstore.LeaseConfig{Client: db, Table: c.table, Name: name, Identity: owner, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck, Logger: log}
+	scfg := dynamodbstore.Config{Client: db, Table: c.table, SingleWriterRegion: c.singleWriter, SkipTableCheck: c.skipCheck, Logger: log}
 	if !c.noFencing {
-		lcfg.FenceTable = c.fences()
+		scfg.FenceTable = c.fences()
 	}
-	lease, err := dynamodbstore.NewLease(lcfg)
+	store, err := dynamodbstore.New(scfg)
 	if err != nil {
 		return exit(exitUsage, err)
 	}
@@ -83,8 +83,9 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 	defer stop()
 	var childErr error // the command's end in the last term
 	e, err := election.New(election.Config{
-		Lease:           lease,
+		Store:           store,
 		Name:            name,
+		Identity:        owner,
 		LeaseDuration:   t.lease,
 		RenewDeadline:   t.renew,
 		RetryPeriod:     t.retry,

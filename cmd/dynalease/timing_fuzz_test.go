@@ -8,8 +8,11 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // The command's arguments, fuzzed (review issue): duration flags as typed
@@ -60,7 +63,7 @@ func FuzzRunTimes(f *testing.F) {
 			t.Fatalf("margin %v for grace %v and lease %v", rt.margin, g, rt.lease)
 		}
 		_, err = lock.New(lock.Config{
-			Store: resourcelock.NewMemoryStore(), LeaseDuration: rt.lease, SafetyMargin: rt.margin,
+			Store: memorystore.New(), LeaseDuration: rt.lease, SafetyMargin: rt.margin,
 			HeartbeatPeriod: rt.heartbeat, RequestTimeout: rt.requestTimeout,
 		})
 		if err != nil {
@@ -89,7 +92,7 @@ func FuzzElectTimes(f *testing.F) {
 		if et.lease-et.renew < g+noticeSlack || et.renew < g+noticeSlack {
 			t.Fatalf("renew %v leaves no room to stop within grace %v (lease %v)", et.renew, g, et.lease)
 		}
-		lk, err := resourcelock.NewLease(resourcelock.NewMemoryStore(), resourcelock.Key{Partition: "job"}, "me")
+		lk, err := keylease.New(memorystore.New(), resourcelock.Key{Partition: "job"}, "me")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,10 +112,10 @@ func FuzzLockName(f *testing.F) {
 	f.Add("nightly-report")
 	f.Add("")
 	f.Add("tenant/42:export")
-	f.Add(string(make([]byte, resourcelock.MaxNameBytes+1)))
+	f.Add(string(make([]byte, record.MaxNameBytes+1)))
 	f.Add("\x00\xff--")
 	f.Fuzz(func(t *testing.T, name string) {
-		lc, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Identity: "me", ManualHeartbeats: true})
+		lc, err := lock.New(lock.Config{Store: memorystore.New(), Identity: "me", ManualHeartbeats: true})
 		if err != nil {
 			t.Fatal(err)
 		}

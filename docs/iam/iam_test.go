@@ -217,12 +217,12 @@ func TestDynamoDBElectionPolicy(t *testing.T) {
 	table := ddbtest.NewTable(t, ddbtest.Client(t), ddbtest.TableSpec{})
 	started := make(chan struct{}, 1)
 	newElector := func(id string) *election.Elector {
-		lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "leader", Identity: id})
+		store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e, err := election.New(election.Config{
-			Lease: lease, LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 50 * time.Millisecond,
+			Store: store, Name: "leader", Identity: id, LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 50 * time.Millisecond,
 			ReleaseOnCancel: true,
 			Callbacks: election.Callbacks{
 				OnStartedLeading: func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() },

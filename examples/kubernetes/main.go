@@ -79,7 +79,7 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: db, Table: table, Name: name, Identity: id})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: table})
 	if err != nil {
 		return err
 	}
@@ -90,8 +90,9 @@ func run(table, name, listen string, lease, renew, retry time.Duration, createTa
 		return err
 	}
 	e, err := election.New(election.Config{
-		Lease:           lock,
+		Store:           store,
 		Name:            name,
+		Identity:        id,
 		LeaseDuration:   lease,
 		RenewDeadline:   renew,
 		RetryPeriod:     retry,

@@ -111,12 +111,7 @@ func run(ctx context.Context, out *printer, o options) error {
 			return err
 		}
 	}
-	lock, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
-		Client:   client,
-		Table:    o.table,
-		Name:     o.name,
-		Identity: o.id,
-	})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: o.table})
 	if err != nil {
 		return err
 	}
@@ -128,7 +123,9 @@ func run(ctx context.Context, out *printer, o options) error {
 		work(ctx, out, el, o.showRenewals)
 	}
 	el, err = election.New(election.Config{
-		Lease:         lock,
+		Store:         store,
+		Name:          o.name,
+		Identity:      o.id,
 		LeaseDuration: o.lease,
 		RenewDeadline: o.renew,
 		RetryPeriod:   o.retry,
@@ -138,7 +135,6 @@ func run(ctx context.Context, out *printer, o options) error {
 			OnNewLeader:      func(leader string) { out.print("new-leader", "leader", leader) },
 		},
 		ReleaseOnCancel: o.releaseOnCancel,
-		Name:            o.name,
 		Logger:          stderrLogger(o.verbosity),
 	})
 	if err != nil {

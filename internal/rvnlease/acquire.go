@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -101,14 +102,14 @@ type Acquirer struct {
 	// earlier acquirer left, Abandon) write through it, so that they leave
 	// the row's numbers as the write that took it set them. The lease
 	// itself when nil.
-	Plain resourcelock.Interface
+	Plain keylease.Port
 }
 
 // NewAcquirer returns an acquirer of lease. newRecord
 // returns the record of each write, with a fresh RVN; cur is the row of
 // ours being renewed, or the zero Item for a create or a takeover. cfg may
 // be shared, and must not change.
-func NewAcquirer(cfg *Config, lease resourcelock.Interface, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
+func NewAcquirer(cfg *Config, lease keylease.Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
 	return &Acquirer{w: writer{cfg: cfg, port: lease}, newRecord: newRecord}
 }
 
@@ -364,7 +365,7 @@ func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time
 }
 
 // Fence gives the row of a round that came back Ours a fencing generation
-// when it needs one (resourcelock.Record.NeedsFence), and returns the
+// when it needs one (record.NeedsFence), and returns the
 // result with the fenced row. If fencing fails the row is released at once
 // (a write conditioned on this identity and its RVN, best effort, within one
 // request timeout even when ctx has ended), so that nobody waits a lease
@@ -372,13 +373,10 @@ func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time
 // what to do then (give up, or try again after a poll) is the caller's.
 func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	cfg := a.w.cfg
-	if !res.Item.NeedsFence() {
+	if !record.NeedsFence(res.Item.Record) {
 		return res, nil
 	}
-	fencer, ok := a.w.port.(resourcelock.Fencer)
-	if !ok {
-		return Result{}, fmt.Errorf("%w: %s cannot fence", dynalease.ErrInvalid, a.w.port.Describe())
-	}
+	fencer := a.w.port
 	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	fenced, err := fencer.Fence(rctx, res.Item.AcquisitionID)

@@ -8,11 +8,11 @@
 // it (mark it released, hand it to the queue's head, or delete it).
 //
 // A kind of lock supplies only what is its own: its places, each a
-// resourcelock.Interface that folds its rows into one lease and writes what
-// a win writes (a key's lease with its options, a Set, a semaphore's
-// slots), and its rules on top (callbacks, a command to kill). The kernel
-// finds what only some leases can do as capabilities of the value it holds
-// (resourcelock.Fencer, Queuer, Remover, Optioner). Wait is the one wait
+// keylease.Port that folds its rows into one lease and writes what a win
+// writes (a key's lease with its options, a set of keys, a semaphore's
+// slots), and its rules on top (callbacks, a command to kill). Every Port
+// does everything the kernel asks of a lease, or says it cannot with an
+// error. Wait is the one wait
 // loop: the polls and the queue, the watches that outlive a call
 // (Watches), the budget and giving up, fencing a win, passing on a
 // hand-over. Its goroutines and timers are the Scheduler's, which sends the

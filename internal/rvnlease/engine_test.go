@@ -11,9 +11,11 @@ import (
 	"github.com/google/uuid"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -33,18 +35,18 @@ var (
 type engine struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
-	mem   *rlt.MemoryStore
-	fs    *rlt.FaultyStore
+	mem   *memorystore.Store
+	fs    *faulty.Store
 	acq   *Acquirer
 	hld   *Holder
-	lease *resourcelock.Lease
+	lease *keylease.Lease
 }
 
 func newEngine(t *testing.T) *engine {
-	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: rlt.NewMemoryStore()}
-	e.fs = rlt.NewFaultyStore(e.mem)
+	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: memorystore.New()}
+	e.fs = faulty.New(e.mem)
 	cfg := Config{Clock: e.fc, Identity: "me", RequestTimeout: time.Second, Validity: validity}
-	lease, err := resourcelock.NewLease(e.fs, key, "me")
+	lease, err := keylease.New(e.fs, key, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +75,9 @@ func (e *engine) round() Result {
 }
 
 // wantOps checks the requests since the last call.
-func (e *engine) wantOps(want ...rlt.Op) {
+func (e *engine) wantOps(want ...faulty.Op) {
 	e.t.Helper()
-	var got []rlt.Op
+	var got []faulty.Op
 	for _, c := range e.fs.Calls() {
 		got = append(got, c.Op)
 	}
@@ -90,8 +92,8 @@ func (e *engine) wantOps(want ...rlt.Op) {
 // next read reaches the store.
 func (e *engine) releaseBeforeTheNextRead() {
 	released := false
-	e.fs.OnCall(func(op rlt.Op) {
-		if op == rlt.OpGet && !released {
+	e.fs.OnCall(func(op faulty.Op) {
+		if op == faulty.OpGet && !released {
 			released = true
 			it, _ := e.mem.Item(key)
 			it.Released = true
@@ -114,7 +116,7 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	if res := e.round(); res.Outcome != Others {
 		t.Fatalf("create over a held row: %v", res.Outcome)
 	}
-	e.wantOps(rlt.OpCreate)
+	e.wantOps(faulty.OpCreate)
 	if o := e.acq.Obs; o.RVN != "r1" || o.Holder != "other" || !o.SeenAt.Equal(t0) {
 		t.Fatalf("observation %+v, want r1 of other seen at t0", o)
 	}
@@ -129,7 +131,7 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	if res := e.round(); res.Outcome != Others {
 		t.Fatalf("takeover of a renewed row: %v", res.Outcome)
 	}
-	e.wantOps(rlt.OpUpdate)
+	e.wantOps(faulty.OpUpdate)
 	if o := e.acq.Obs; o.RVN != "r2" || !o.SeenAt.Equal(t0.Add(lease)) {
 		t.Fatalf("observation %+v, want r2 seen at the refusal", o)
 	}
@@ -146,7 +148,7 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	if !w.Lost || w.Item.HolderIdentity != "thief" {
 		t.Fatalf("renewal of a taken row: %+v", w)
 	}
-	e.wantOps(rlt.OpUpdate)
+	e.wantOps(faulty.OpUpdate)
 }
 
 // A store that gives no row back on a failed condition costs a read.
@@ -157,19 +159,19 @@ func TestWithoutConflictRowsAFailedWriteIsSettledByARead(t *testing.T) {
 	if res := e.round(); res.Outcome != Others || e.acq.Obs.RVN != "r1" {
 		t.Fatalf("create over a held row: %v, %+v", res.Outcome, e.acq.Obs)
 	}
-	e.wantOps(rlt.OpCreate, rlt.OpGet)
+	e.wantOps(faulty.OpCreate, faulty.OpGet)
 }
 
 // A create whose answer was lost but which landed is ours, from its send
 // time, with no second write.
 func TestLostAnswerOfALandedCreateIsOurs(t *testing.T) {
 	e := newEngine(t)
-	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errTimeout})
+	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	res := e.round()
 	if res.Outcome != Ours || !res.Sent.Equal(t0) || res.Item.RVN != e.row().RVN {
 		t.Fatalf("round: %+v, row %+v", res, e.row().Record)
 	}
-	e.wantOps(rlt.OpCreate, rlt.OpGet)
+	e.wantOps(faulty.OpCreate, faulty.OpGet)
 	if e.acq.Pending() != 0 {
 		t.Fatalf("%d writes still in doubt after a confirmation", e.acq.Pending())
 	}
@@ -180,7 +182,7 @@ func TestLostAnswerOfALandedCreateIsOurs(t *testing.T) {
 // client's release does) is not ours: anyone may create it at once.
 func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 	e := newEngine(t)
-	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errTimeout})
+	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	e.releaseBeforeTheNextRead() // an operator releases the row our lost create wrote
 	if res := e.round(); res.Outcome == Ours {
 		t.Fatalf("a released row was taken as held: %+v", res.Item.Record)
@@ -197,7 +199,7 @@ func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 	// The same for a holder: its renewal landed, its answer was lost,
 	// and the row was force-released before the read.
 	cur := e.row()
-	e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errTimeout})
+	e.fs.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	e.releaseBeforeTheNextRead()
 	w := e.hld.Write(context.Background(), cur, e.record(false))
 	if w.Landed || !w.Lost {
@@ -210,7 +212,7 @@ func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 func TestLostAnswerOfALandedReleaseIsLanded(t *testing.T) {
 	e := newEngine(t)
 	res := e.round()
-	e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Land: true, Err: errTimeout})
+	e.fs.Inject(faulty.OpUpdate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	rec := e.record(true)
 	w := e.hld.Write(context.Background(), res.Item, rec)
 	if !w.Landed || w.Item.RVN != rec.RVN || !w.Item.Released {
@@ -235,8 +237,8 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	if w := e.wait(); w != 0 || !e.acq.TakeoverDue() {
 		t.Fatalf("Wait at the expiry = %v, want 0", w)
 	}
-	e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errTimeout})
-	e.fs.Inject(rlt.OpGet, 1, rlt.Fault{Err: errTimeout})
+	e.fs.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errTimeout})
+	e.fs.Inject(faulty.OpGet, 1, faulty.Fault{Err: errTimeout})
 	if res := e.round(); res.Outcome != Unknown || !errors.Is(res.Err, errTimeout) {
 		t.Fatalf("failed takeover: %+v", res)
 	}
@@ -256,9 +258,9 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 func TestLateConfirmationIsRenewedAtOnce(t *testing.T) {
 	e := newEngine(t)
 	e.acq.w.cfg.RequestTimeout = time.Hour // the clock steps during a read
-	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Land: true, Err: errTimeout})
-	e.fs.OnCall(func(op rlt.Op) {
-		if op == rlt.OpGet {
+	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errTimeout})
+	e.fs.OnCall(func(op faulty.Op) {
+		if op == faulty.OpGet {
 			e.fc.Step(validity) // the read returns after the validity
 		}
 	})
@@ -267,7 +269,7 @@ func TestLateConfirmationIsRenewedAtOnce(t *testing.T) {
 	if res.Outcome != Ours || !res.Sent.Equal(t0.Add(validity)) {
 		t.Fatalf("round: %+v, want ours from the renewal's send", res)
 	}
-	e.wantOps(rlt.OpCreate, rlt.OpGet, rlt.OpUpdate)
+	e.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpUpdate)
 }
 
 // Errors that waiting cannot fix end the round with their cause.
@@ -275,11 +277,11 @@ func TestPermanentErrorsEndTheRound(t *testing.T) {
 	e := newEngine(t)
 	e.mem.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease}})
 	gone := fmt.Errorf("the store is gone: %w", resourcelock.ErrPermanent)
-	e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Err: gone})
+	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Err: gone})
 	if _, err := e.acq.Round(context.Background()); !errors.Is(err, gone) {
 		t.Fatalf("Round = %v, want the permanent error", err)
 	}
-	e.fs.Inject(rlt.OpGet, 1, rlt.Fault{Err: resourcelock.ErrPermanent})
+	e.fs.Inject(faulty.OpGet, 1, faulty.Fault{Err: resourcelock.ErrPermanent})
 	e.acq.Obs = Observation{Known: true, RVN: "r1", Lease: lease, SeenAt: e.fc.Now()}
 	if _, err := e.acq.Round(context.Background()); !errors.Is(err, resourcelock.ErrPermanent) {
 		t.Fatalf("Round = %v, want an invalid record (resourcelock.ErrPermanent)", err)
@@ -295,7 +297,7 @@ func TestWritesInDoubtAreBounded(t *testing.T) {
 		rvn := uuid.NewString()
 		e.put("other", rvn, false)
 		e.acq.Obs = Observation{Known: true, RVN: rvn, Lease: lease, SeenAt: e.fc.Now().Add(-lease)}
-		e.fs.Inject(rlt.OpUpdate, 1, rlt.Fault{Err: errTimeout})
+		e.fs.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errTimeout})
 		e.put("other", uuid.NewString(), false)
 		e.round()
 		if n := e.acq.Pending(); n > 1 {
@@ -304,7 +306,7 @@ func TestWritesInDoubtAreBounded(t *testing.T) {
 	}
 	for i := range 100 {
 		// Creates whose answers are lost pile up only to the bound.
-		e.fs.Inject(rlt.OpCreate, 1, rlt.Fault{Err: errTimeout})
+		e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Err: errTimeout})
 		e.acq.Obs = Observation{Known: true, Missing: true}
 		e.round()
 		if n := e.acq.Pending(); n > maxAttempts {

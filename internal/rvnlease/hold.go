@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -21,7 +22,7 @@ type Holder struct {
 
 // NewHolder returns a holder of lease. cfg may be shared (a lock client's
 // thousands of held locks share one), and must not change.
-func NewHolder(cfg *Config, lease resourcelock.Interface) *Holder {
+func NewHolder(cfg *Config, lease keylease.Port) *Holder {
 	return &Holder{w: writer{cfg: cfg, port: lease}}
 }
 
@@ -30,7 +31,7 @@ func NewHolder(cfg *Config, lease resourcelock.Interface) *Holder {
 // is, so its other users (a loss being confirmed by a read) never see its
 // lease change. The copy's writes in doubt are not h's: forgetting one can
 // only make a row of ours look like a stranger's (see Attempts).
-func (h *Holder) Via(lease resourcelock.Interface) *Holder {
+func (h *Holder) Via(lease keylease.Port) *Holder {
 	c := *h
 	c.w.port = lease
 	c.w.attempts = Attempts{list: append([]attempt(nil), h.w.attempts.list...)}
@@ -141,17 +142,14 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 }
 
 // RemoveOwn deletes the row of cur with a delete conditioned on this
-// holder's identity and cur's RVN (the lease must be a
-// resourcelock.Remover), and settles a failure like Settle. When the row turns out to carry a later
+// holder's identity and cur's RVN, and settles a failure like Settle.
+// When the row turns out to carry a later
 // write of this holder (its answer lost), that write is deleted in turn,
 // up to maxRewrites deletes in all. The row gone, whoever deleted it, is
 // reported Lost with Missing (see ReleaseDone).
 func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 	cfg := h.w.cfg
-	remover, ok := h.w.port.(resourcelock.Remover)
-	if !ok {
-		return Written{Err: fmt.Errorf("%w: %s cannot delete its row", dynalease.ErrInvalid, h.w.port.Describe())}
-	}
+	remover := h.w.port
 	for try := 1; ; try++ {
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cfg.Identity}
 		rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)

@@ -3,12 +3,12 @@ package rvnlease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -20,7 +20,7 @@ const maxJoins = 3
 
 // queued is a waiter's place in the row's queue.
 type queued struct {
-	lease     resourcelock.Queuer
+	lease     keylease.Port
 	me        resourcelock.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
@@ -45,7 +45,7 @@ type queued struct {
 }
 
 // Queue makes the acquirer fair when its lease has a queue
-// (resourcelock.Queuer): on finding the lease held by another, it joins
+// (keylease.Port): on finding the lease held by another, it joins
 // the row's queue (one write), waits reading at a pace set by its place
 // (the head every period, the n-th about when n hand-overs will have
 // passed), confirms a hand-over to it at once, and leaves the queue when
@@ -54,12 +54,8 @@ type queued struct {
 // poll period. Call it before the first Round. It reports whether the
 // acquirer is now fair.
 func (a *Acquirer) Queue(lease, period time.Duration) bool {
-	q, ok := a.w.port.(resourcelock.Queuer)
-	if !ok {
-		return false
-	}
 	a.q = &queued{
-		lease:     q,
+		lease:     a.w.port,
 		me:        resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
 		period:    period,
 		place:     -1,
@@ -86,7 +82,7 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 	}
 	q.place = -1
 	if !missing {
-		q.place = it.Place(q.me.Ticket)
+		q.place = record.Place(it, q.me.Ticket)
 	}
 	prev := q.prevPlace
 	q.prevPlace = q.place
@@ -192,12 +188,6 @@ func (a *Acquirer) readOrJoin(ctx context.Context) answer {
 	return ans
 }
 
-// joinable is a lease that says whether it has a queue to join now
-// (resourcelock.Set: its first key may be free while another is held).
-type joinable interface {
-	Joinable(w resourcelock.Waiter) bool
-}
-
 // errNothingToJoin is sendJoin's answer when the lease has no queue to
 // join now.
 var errNothingToJoin = errors.New("no queue to join")
@@ -206,7 +196,7 @@ var errNothingToJoin = errors.New("no queue to join")
 // it shows, or the error that taught nothing.
 func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	cfg, q := a.w.cfg, a.q
-	if j, ok := q.lease.(joinable); ok && !j.Joinable(q.me) {
+	if !q.lease.Joinable(q.me) {
 		// Nothing to queue on (a set's first key is free): nothing is
 		// sent, it does not count, and the caller reads.
 		return answer{err: errNothingToJoin}
@@ -220,7 +210,7 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	returned := cfg.Clock.Now()
 	switch cur, ok := resourcelock.CurrentItem(err); {
 	case err == nil:
-		cfg.Log.V(1).Info("joined the queue", "place", it.Place(q.me.Ticket), "holder", it.HolderIdentity)
+		cfg.Log.V(1).Info("joined the queue", "place", record.Place(it, q.me.Ticket), "holder", it.HolderIdentity)
 		return a.w.settle(it, false, returned)
 	case ok:
 		return a.w.settle(cur, false, returned)
@@ -282,7 +272,7 @@ const maxLeaves = 3
 func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock.Item {
 	cfg, q := a.w.cfg, a.q
 	for range maxLeaves {
-		i := it.Place(q.me.Ticket)
+		i := record.Place(it, q.me.Ticket)
 		if i < 0 {
 			if it.HandedTo != "" && it.HolderIdentity == cfg.Identity && !it.Released {
 				a.decline(ctx, it)
@@ -295,7 +285,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 		cancel()
 		cfg.observe("leave", start, err)
 		if err == nil {
-			if got.Place(q.me.Ticket) >= 0 {
+			if record.Place(got, q.me.Ticket) >= 0 {
 				// A duplicate entry (a Join that landed twice): leave it too.
 				it = got
 				continue
@@ -334,13 +324,11 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 // nothing), so this only spares the others the wait of a lease; the row's
 // data, attributes and TTL stay as the releaser left them (the release
 // goes through the lease With KeepData and KeepTTL: see
-// resourcelock.Optioner).
+// keylease.Port.With).
 func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 	cfg := a.w.cfg
 	lease := a.w.port
-	if o, ok := lease.(resourcelock.Optioner); ok {
-		lease = o.With(resourcelock.WriteOptions{KeepData: true, KeepTTL: true})
-	}
+	lease = lease.With(keylease.Options{WriteOptions: resourcelock.WriteOptions{KeepData: true, KeepTTL: true}})
 	next := func(cur resourcelock.Item) resourcelock.Record {
 		rec := a.newRecord(cur)
 		rec.Released = true
@@ -440,7 +428,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 }
 
 // ReleaseQueued releases the row cur fairly, by writes conditioned on this
-// holder's identity and RVN (its lease must be a resourcelock.Queuer): to
+// holder's identity and RVN: to
 // the first other waiter in the row's queue (see HandOver), naming it
 // holder with its lease and ticket, or, with nobody else queued, marked
 // released. With keep (the holder's stint is on) and others queued in
@@ -461,10 +449,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // the handed RVN, lands.
 func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
 	identity := h.w.cfg.Identity
-	port, ok := h.w.port.(resourcelock.Queuer)
-	if !ok {
-		return Written{Err: fmt.Errorf("%w: %s has no queue", dynalease.ErrInvalid, h.w.port.Describe())}
-	}
+	port := h.w.port
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)

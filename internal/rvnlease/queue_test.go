@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
 // queueAhead stores a row held by "other" at rvn with n waiters ahead of
@@ -36,7 +36,7 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 	e.acq.Queue(lease, period)
 	e.put("other", "r0", false)
 	e.round()
-	e.wantOps(rlt.OpCreate, rlt.OpJoin) // the Create's refusal carries the row
+	e.wantOps(faulty.OpCreate, faulty.OpJoin) // the Create's refusal carries the row
 	e.queueAhead("r0", 30, 0)
 	if got := e.wait(); got > period*6/5 {
 		t.Fatalf("wait before any move: %v, want a period", got)
@@ -164,8 +164,8 @@ func TestHandOverSkipsTheReleasersOwnEntries(t *testing.T) {
 func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 	e := newEngine(t)
 	res := e.round()
-	e.fs.OnCall(func(op rlt.Op) {
-		if op == rlt.OpUpdate {
+	e.fs.OnCall(func(op faulty.Op) {
+		if op == faulty.OpUpdate {
 			_, _ = e.mem.Join(context.Background(), key, resourcelock.Waiter{Ticket: e.record(false).RVN, Identity: "me", Lease: lease})
 		}
 	})
@@ -174,7 +174,7 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 	if !w.Landed {
 		t.Fatalf("ReleaseQueued = %+v, want landed", w)
 	}
-	if n := e.fs.Count(rlt.OpUpdate); n != maxRewrites {
+	if n := e.fs.Count(faulty.OpUpdate); n != maxRewrites {
 		t.Fatalf("%d writes, want %d", n, maxRewrites)
 	}
 	if it, _ := e.mem.Item(key); !it.Released || it.HandedTo != "" {

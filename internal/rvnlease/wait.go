@@ -6,13 +6,14 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Wait is one acquiring call: the one wait loop through which every kind
 // of lock acquires (a key, a set of keys, a semaphore's permit, a term of
-// leadership). A kind supplies its places, each a resourcelock.Interface
+// leadership). A kind supplies its places, each a keylease.Port
 // that folds its rows into one lease and writes what a win writes; the
 // loop owns the rest: the polls and the queue, the watches that outlive
 // the call, the budget and giving up, settling writes in doubt and passing
@@ -66,9 +67,9 @@ type Place struct {
 	// Key names it in Watches and in the errors of the wait.
 	Key resourcelock.Key
 	// Lease is its storage, writing what a win writes.
-	Lease resourcelock.Interface
+	Lease keylease.Port
 	// Fair makes a wait of one place wait in the lease's queue, when it
-	// has one (resourcelock.Queuer; see Acquirer.Queue), as a holder of
+	// has one (see Acquirer.Queue), as a holder of
 	// LeaseDuration.
 	Fair          bool
 	LeaseDuration time.Duration
@@ -88,7 +89,7 @@ type Place struct {
 	// Plain, when set, is Lease without what a win writes besides its
 	// record: the port of the releases of rows the wait never hands out
 	// (see Acquirer.Plain).
-	Plain resourcelock.Interface
+	Plain keylease.Port
 	// Claim, when set, is called before a write on the place; false
 	// passes the place over in this poll. Unclaim is called after a
 	// round that did not win it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -16,7 +17,7 @@ import (
 // caller learns, as if it had been read.
 type writer struct {
 	cfg      *Config
-	port     resourcelock.Interface
+	port     keylease.Port
 	attempts Attempts
 }
 

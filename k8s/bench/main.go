@@ -217,11 +217,7 @@ func trial(store resourcelock.Store, name string, clientGo bool) (time.Duration,
 			wg.Go(func() { le.Run(ctx) })
 			return nil
 		}
-		lease, err := resourcelock.NewLease(s, resourcelock.Key{Partition: name}, id)
-		if err != nil {
-			return err
-		}
-		e, err := election.New(election.Config{Lease: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		e, err := election.New(election.Config{Store: s, Name: name, Identity: id, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			Callbacks: election.Callbacks{OnStartedLeading: func(c context.Context) { l.start(); <-c.Done() }, OnStoppedLeading: l.stop}})
 		if err != nil {
 			return err

@@ -32,7 +32,6 @@ const (
 type ddbEnv struct {
 	t     *testing.T
 	store *dynamodbstore.Store
-	cfg   dynamodbstore.LeaseConfig // the table, for dynalease electors
 	// leaders counts the candidates leading at once, by their callbacks;
 	// most is the largest count seen.
 	leaders, most atomic.Int32
@@ -46,7 +45,7 @@ func newDDBEnv(t *testing.T) *ddbEnv {
 	if err != nil {
 		t.Fatalf("dynamodbstore.New: %v", err)
 	}
-	return &ddbEnv{t: t, store: store, cfg: dynamodbstore.LeaseConfig{Client: c, Table: table, Name: electionName}}
+	return &ddbEnv{t: t, store: store}
 }
 
 func (e *ddbEnv) started() {
@@ -152,15 +151,9 @@ func (e *ddbEnv) clientGo(id string, releaseOnCancel bool) *candidate {
 // dynalease starts a dynalease election.Elector on the row.
 func (e *ddbEnv) dynalease(id string) *candidate {
 	e.t.Helper()
-	cfg := e.cfg
-	cfg.Identity = id
-	lease, err := dynamodbstore.NewLease(cfg)
-	if err != nil {
-		e.t.Fatalf("NewLease: %v", err)
-	}
 	c := &candidate{e: e, id: id}
 	el, err := election.New(election.Config{
-		Lease: lease, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Store: e.store, Name: electionName, Identity: id, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { c.onStarted(); <-ctx.Done() },

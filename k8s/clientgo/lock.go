@@ -17,6 +17,7 @@ import (
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -40,7 +41,7 @@ var ErrNotATakeover = errors.New("clientgo: a renewal of a row another holder to
 // Config configures a Lock.
 type Config struct {
 	// Store holds the row: dynamodbstore.New's Store, or
-	// resourcelocktest.NewMemoryStore in tests. Required.
+	// memorystore.New's in tests. Required.
 	Store resourcelock.Store
 	// Name is the row's partition key value (and the election's name).
 	// Required.
@@ -92,7 +93,7 @@ func New(cfg Config) (*Lock, error) {
 		return nil, fmt.Errorf("%w: Identity is empty", dynalease.ErrInvalid)
 	}
 	key := resourcelock.Key{Partition: cfg.Name, Sort: cfg.SortKeyValue}
-	if err := key.Check(); err != nil {
+	if err := record.CheckKey(key); err != nil {
 		return nil, err
 	}
 	return &Lock{store: cfg.Store, key: key, identity: cfg.Identity, log: cfg.Logger}, nil

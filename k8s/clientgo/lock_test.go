@@ -13,7 +13,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/k8s/clientgo"
 	"github.com/dynalease/dynalease/resourcelock"
-	rlt "github.com/dynalease/dynalease/resourcelock/resourcelocktest"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func newLock(t *testing.T, store resourcelock.Store, identity string) *clientgo.Lock {
@@ -32,7 +32,7 @@ func leading(identity string, at time.Time) rl.LeaderElectionRecord {
 
 // A missing row is NotFound to client-go, which then creates it.
 func TestGetOfAMissingRowIsNotFound(t *testing.T) {
-	testNotFound(t, rlt.NewMemoryStore())
+	testNotFound(t, memorystore.New())
 }
 
 func testNotFound(t *testing.T, store resourcelock.Store) {
@@ -50,7 +50,7 @@ func testNotFound(t *testing.T, store resourcelock.Store) {
 // every write, even two within one second with the same times (client-go
 // detects a change by them).
 func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	l := newLock(t, store, "a")
 	ctx := context.Background()
 	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -87,7 +87,7 @@ func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
 // candidate's write based on a row that changed since is refused, and
 // changes nothing.
 func TestAStaleUpdateIsRefused(t *testing.T) {
-	testStaleUpdate(t, rlt.NewMemoryStore())
+	testStaleUpdate(t, memorystore.New())
 }
 
 func testStaleUpdate(t *testing.T, store resourcelock.Store) {
@@ -128,7 +128,7 @@ func testStaleUpdate(t *testing.T, store resourcelock.Store) {
 }
 
 // held writes a row held by holder, as another client would.
-func held(t *testing.T, store *rlt.MemoryStore, holder, rvn string, transitions int64, lease time.Duration) {
+func held(t *testing.T, store *memorystore.Store, holder, rvn string, transitions int64, lease time.Duration) {
 	t.Helper()
 	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
 		HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, Acquisitions: transitions, AcquisitionID: rvn}})
@@ -138,7 +138,7 @@ func held(t *testing.T, store *rlt.MemoryStore, holder, rvn string, transitions 
 // leads: a release of a row another holder took meanwhile writes nothing,
 // rather than freeing the new holder's row.
 func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	ctx := context.Background()
 	a := newLock(t, store, "a")
 	if err := a.Create(ctx, leading("a", time.Now())); err != nil {
@@ -160,7 +160,7 @@ func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
 // another holder took, read by a Get the elector did not make, is refused
 // without a write: it would be a takeover without the wait.
 func TestARenewalOverAnotherHoldersRowIsRefused(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	ctx := context.Background()
 	a := newLock(t, store, "a")
 	rec := leading("a", time.Now())
@@ -185,7 +185,7 @@ func TestARenewalOverAnotherHoldersRowIsRefused(t *testing.T) {
 // earlier holder's acquisition, and with it its guarded writes and
 // fencing token, ends.
 func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	ctx := context.Background()
 	held(t, store, "a", "earlier", 3, 15*time.Second)
 	a := newLock(t, store, "a")
@@ -205,7 +205,7 @@ func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
 // The row's lease is shown in whole seconds, rounded up (waiting longer is
 // safe), and the acquire and renew times are the row's own.
 func TestTheLeaseRoundsUpAndTheTimesAreTheRows(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	acquired := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
 		HolderIdentity: "x", RVN: "r", LeaseDuration: 1500 * time.Millisecond,
@@ -222,7 +222,7 @@ func TestTheLeaseRoundsUpAndTheTimesAreTheRows(t *testing.T) {
 // client-go's release (a record without a holder) marks the row released
 // by this identity; others see no holder and may take it at once.
 func TestAReleaseMarksTheRowReleased(t *testing.T) {
-	store := rlt.NewMemoryStore()
+	store := memorystore.New()
 	l := newLock(t, store, "a")
 	ctx := context.Background()
 	if err := l.Create(ctx, leading("a", time.Now())); err != nil {
@@ -244,7 +244,7 @@ func TestAReleaseMarksTheRowReleased(t *testing.T) {
 // A record naming another identity, or no lease, is refused before any
 // request.
 func TestInvalidRecordsAreRefused(t *testing.T) {
-	l := newLock(t, rlt.NewMemoryStore(), "a")
+	l := newLock(t, memorystore.New(), "a")
 	ctx := context.Background()
 	if err := l.Create(ctx, leading("b", time.Now())); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Create naming another holder: %v, want dynalease.ErrInvalid", err)
@@ -252,7 +252,7 @@ func TestInvalidRecordsAreRefused(t *testing.T) {
 	if err := l.Create(ctx, rl.LeaderElectionRecord{HolderIdentity: "a"}); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Create without a lease: %v, want dynalease.ErrInvalid", err)
 	}
-	if _, err := clientgo.New(clientgo.Config{Store: rlt.NewMemoryStore(), Name: "x"}); !errors.Is(err, dynalease.ErrInvalid) {
+	if _, err := clientgo.New(clientgo.Config{Store: memorystore.New(), Name: "x"}); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("New without an identity: %v, want dynalease.ErrInvalid", err)
 	}
 }

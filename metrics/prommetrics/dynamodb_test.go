@@ -194,14 +194,15 @@ func TestDynamoDBElectionMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: raw, Table: table, Name: "leader", Identity: "a"})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: raw, Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
 	e, err := election.New(election.Config{
-		Lease:         lease,
-		Name:          "scheduler",
+		Store:         store,
+		Name:          "leader",
+		Identity:      "a",
 		Metrics:       m.Election("scheduler"),
 		LeaseDuration: 20 * time.Second,
 		RenewDeadline: 15 * time.Second,

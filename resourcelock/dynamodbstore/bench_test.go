@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // Microbenchmarks of the item codec and of the store's request paths
@@ -169,7 +170,7 @@ func BenchmarkDynamoDBStoreGet(b *testing.B) {
 
 // BenchmarkMemoryStoreUpdate is a holder's renewal on the in-memory store.
 func BenchmarkMemoryStoreUpdate(b *testing.B) {
-	m := resourcelock.NewMemoryStore()
+	m := memorystore.New()
 	ctx := context.Background()
 	key := resourcelock.Key{Partition: "customer-42"}
 	it, err := m.Create(ctx, key, benchRec, resourcelock.WriteOptions{})

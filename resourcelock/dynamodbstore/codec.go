@@ -276,7 +276,7 @@ func (k keySchema) createCondition(e *expression) string {
 
 // memberCreateCondition admits a many-row write's create of a member
 // when the item is absent or released, whatever its queue: a set is not
-// ordered against the waiters of its other keys (see resourcelock.Set).
+// ordered against the waiters of its other keys (see resourcelock.WriteCreate).
 func (k keySchema) memberCreateCondition(e *expression) string {
 	return "attribute_not_exists(" + e.name(k.partitionKey) + ") OR " +
 		e.name(attrReleased) + " = " + e.value(s(releasedValue))

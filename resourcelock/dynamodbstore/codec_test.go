@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -59,7 +60,7 @@ func TestDecodeGoldenJavaItems(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeRecord: %v", err)
 			}
-			if !got.Equal(w) {
+			if !record.Equal(got, w) {
 				t.Fatalf("decoded\n got  %+v\n want %+v", got, w)
 			}
 			if got.Acquisitions != 0 || !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
@@ -97,7 +98,7 @@ func TestDecodeValidItem(t *testing.T) {
 		RenewTime:      testRenew,
 		Data:           []byte("payload"),
 	}
-	if !got.Equal(want) {
+	if !record.Equal(got, want) {
 		t.Fatalf("decoded\n got  %+v\n want %+v", got, want)
 	}
 }
@@ -555,7 +556,7 @@ func TestWriteUpdateRoundTrip(t *testing.T) {
 						if err != nil {
 							t.Fatalf("decoding the written item: %v", err)
 						}
-						if !dec.Equal(want) {
+						if !record.Equal(dec, want) {
 							t.Fatalf("written item decodes to\n %+v\nwant\n %+v\nitem %v", dec, want, got)
 						}
 						// Only our attributes change; the key stays.
@@ -681,22 +682,22 @@ func TestUpdateCondition(t *testing.T) {
 // prepareAs prepares rec for a write by holder id.
 func prepareAs(id string, rec resourcelock.Record) (resourcelock.Record, error) {
 	rec.HolderIdentity = id
-	rec, _, err := resourcelock.PrepareWrite(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{})
+	rec, _, err := record.Prepare(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{})
 	return rec, err
 }
 
 func TestLeaseRoundsUpToMillisecond(t *testing.T) {
 	for in, want := range map[time.Duration]time.Duration{
-		0:                             0,
-		time.Nanosecond:               time.Millisecond,
-		time.Millisecond - 1:          time.Millisecond,
-		time.Millisecond:              time.Millisecond,
-		time.Millisecond + 1:          2 * time.Millisecond,
-		1500 * time.Microsecond:       2 * time.Millisecond,
-		time.Hour + time.Nanosecond:   time.Hour + time.Millisecond,
-		6 * time.Second:               6 * time.Second,
-		resourcelock.MaxLeaseDuration: resourcelock.MaxLeaseDuration,
-		resourcelock.MaxLeaseDuration - time.Nanosecond: resourcelock.MaxLeaseDuration,
+		0:                           0,
+		time.Nanosecond:             time.Millisecond,
+		time.Millisecond - 1:        time.Millisecond,
+		time.Millisecond:            time.Millisecond,
+		time.Millisecond + 1:        2 * time.Millisecond,
+		1500 * time.Microsecond:     2 * time.Millisecond,
+		time.Hour + time.Nanosecond: time.Hour + time.Millisecond,
+		6 * time.Second:             6 * time.Second,
+		record.MaxLeaseDuration:     record.MaxLeaseDuration,
+		record.MaxLeaseDuration - time.Nanosecond: record.MaxLeaseDuration,
 	} {
 		if in <= 0 {
 			continue
@@ -722,7 +723,7 @@ func TestLeaseRoundsUpToMillisecond(t *testing.T) {
 func TestAcceptedWritesAreReadable(t *testing.T) {
 	leases := []time.Duration{
 		time.Nanosecond, time.Hour, 100 * 365 * 24 * time.Hour,
-		resourcelock.MaxLeaseDuration, resourcelock.MaxLeaseDuration + 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
+		record.MaxLeaseDuration, record.MaxLeaseDuration + 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
 	}
 	times := []time.Time{
 		{}, testAcquire,
@@ -749,7 +750,7 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 			t.Errorf("write of %+v accepted but the item is unreadable: %v", in, err)
 			return
 		}
-		if !got.Equal(rec) {
+		if !record.Equal(got, rec) {
 			t.Errorf("write of %+v reads back as %+v, want %+v", in, got, rec)
 		}
 	}
@@ -760,12 +761,12 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 		check(t, resourcelock.Record{RVN: "r", LeaseDuration: time.Second, AcquireTime: at, RenewTime: at})
 	}
 	// The limits themselves are accepted.
-	if _, err := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: resourcelock.MaxLeaseDuration}); err != nil {
-		t.Errorf("lease of resourcelock.MaxLeaseDuration refused: %v", err)
+	if _, err := prepareAs("me", resourcelock.Record{RVN: "r", LeaseDuration: record.MaxLeaseDuration}); err != nil {
+		t.Errorf("lease of record.MaxLeaseDuration refused: %v", err)
 	}
 	if _, err := decodeRecord(map[string]types.AttributeValue{
-		attrOwner: sv("me"), attrRVN: sv("r"), attrLease: sv(strconv.FormatInt(resourcelock.MaxLeaseDuration.Milliseconds(), 10)),
+		attrOwner: sv("me"), attrRVN: sv("r"), attrLease: sv(strconv.FormatInt(record.MaxLeaseDuration.Milliseconds(), 10)),
 	}); err != nil {
-		t.Errorf("lease of resourcelock.MaxLeaseDuration unreadable: %v", err)
+		t.Errorf("lease of record.MaxLeaseDuration unreadable: %v", err)
 	}
 }

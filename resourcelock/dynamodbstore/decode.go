@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -38,7 +39,7 @@ func decodeRecord(item map[string]types.AttributeValue) (resourcelock.Record, er
 		return resourcelock.Record{}, err
 	}
 	ms, perr := strconv.ParseInt(lease, 10, 64)
-	if perr != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
+	if perr != nil || ms <= 0 || ms > record.MaxLeaseDuration.Milliseconds() {
 		return resourcelock.Record{}, fmt.Errorf("%w: invalid record: %s %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrLease, lease)
 	}
 	rec.LeaseDuration = time.Duration(ms) * time.Millisecond
@@ -170,7 +171,7 @@ func optionalTime(item map[string]types.AttributeValue, attr string) (time.Time,
 	if err == nil {
 		// Writes refuse the year 0: a row that carries it could not be
 		// renewed or taken over by a write that keeps it.
-		t, err = resourcelock.StoredTime(attr, t)
+		t, err = record.StoredTime(attr, t)
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: invalid record: %s %q is not an RFC 3339 time within the years 1 to 9999", resourcelock.ErrPermanent, attr, str.Value)

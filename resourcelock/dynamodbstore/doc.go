@@ -6,14 +6,16 @@
 // fencing generation and counter, the acquisition, informational times)
 // are optional on read.
 //
-// New makes a Store for the lock client; NewLease one lease for
-// election.New; CreateTable the lock table and the fence table. Every
-// conditional write asks for the row it found when its condition fails
+// New makes a Store for lock.Config.Store and election.Config.Store;
+// CreateTable the lock table and the fence table. Every conditional write
+// asks for the row it found when its condition fails
 // (ReturnValuesOnConditionCheckFailure ALL_OLD), so a refused write is
-// settled without a second request. Guard commits a caller's own items in
-// one TransactWriteItems with a check of the lock row: DynamoDB's
-// capability, reached through this package, not part of the generic
-// contract.
+// settled without a second request. Writes makes a guarded write
+// (resourcelock.Guarded) of a caller's own items, which lock.Lock.Guard and
+// election.Elector.Guard commit in one TransactWriteItems with a check of
+// the lock row; FenceWith fences a caller's own item with a fencing token.
+// Both are DynamoDB's, reached through this package, not part of the
+// generic contract.
 //
 // Errors are classified once, here: a failed condition is a
 // resourcelock.Conflict carrying the row; a missing table matches

@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 	"github.com/dynalease/dynalease/resourcelock/resourcelocktest"
 )
 
@@ -67,7 +68,7 @@ func TestDynamoDBAndMemoryStoresReturnTheRowOnConflict(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
 	stores := map[string]func(t *testing.T) resourcelock.Store{
-		"memory": func(*testing.T) resourcelock.Store { return resourcelock.NewMemoryStore() },
+		"memory": func(*testing.T) resourcelock.Store { return memorystore.New() },
 		"DynamoDB": func(t *testing.T) resourcelock.Store {
 			s, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: ddbtest.NewTable(t, c, ddbtest.TableSpec{})})
 			if err != nil {

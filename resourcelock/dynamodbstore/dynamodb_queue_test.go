@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
@@ -45,7 +46,7 @@ func TestDequeueOnARowWithoutAQueue(t *testing.T) {
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Errorf("want ErrConflict, got %v", err)
 	}
-	_, err = s.Leave(ctx, k, "x", resourcelock.MaxQueueLength-1)
+	_, err = s.Leave(ctx, k, "x", record.MaxQueueLength-1)
 	t.Logf("Leave at the last index, no queue: %v", err)
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		t.Errorf("want ErrConflict, got %v", err)
@@ -65,21 +66,21 @@ func TestFullQueueWithLargeDataFitsTheItem(t *testing.T) {
 	// Join until the queue is full: a Join the SDK sent again after an
 	// attempt that landed unseen (a busy machine) appends twice.
 	for i := 0; ; i++ {
-		id := fmt.Sprintf("%04d", i) + strings.Repeat("w", resourcelock.MaxIdentityBytes-4)
+		id := fmt.Sprintf("%04d", i) + strings.Repeat("w", record.MaxIdentityBytes-4)
 		_, err := s.Join(ctx, k, resourcelock.Waiter{Ticket: uuid.NewString(), Identity: id, Lease: time.Second})
-		if err == nil && i < resourcelock.MaxQueueLength {
+		if err == nil && i < record.MaxQueueLength {
 			continue
 		}
 		it, gerr := s.Get(ctx, k)
 		if gerr != nil {
 			t.Fatal(gerr)
 		}
-		if len(it.Queue) != resourcelock.MaxQueueLength || (err != nil && !errors.Is(err, resourcelock.ErrConflict)) {
-			t.Fatalf("Join %d: %v, with %d waiters queued; want the queue full at %d, then refused", i, err, len(it.Queue), resourcelock.MaxQueueLength)
+		if len(it.Queue) != record.MaxQueueLength || (err != nil && !errors.Is(err, resourcelock.ErrConflict)) {
+			t.Fatalf("Join %d: %v, with %d waiters queued; want the queue full at %d, then refused", i, err, len(it.Queue), record.MaxQueueLength)
 		}
 		break
 	}
-	rec := resourcelock.Record{HolderIdentity: "a", RVN: "r2", LeaseDuration: time.Second, Data: make([]byte, resourcelock.MaxDataBytes)}
+	rec := resourcelock.Record{HolderIdentity: "a", RVN: "r2", LeaseDuration: time.Second, Data: make([]byte, record.MaxDataBytes)}
 	_, err = s.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: "a"}, rec, resourcelock.WriteOptions{})
 	if err != nil {
 		t.Fatalf("holder's renewal with MaxDataBytes of data over a full queue: %v (permanent: %v)", err, resourcelock.Permanent(err))

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -105,7 +106,7 @@ func (st *storeTable) create(t *testing.T, k resourcelock.Key, holder, data stri
 }
 
 func sameItem(a, b resourcelock.Item) bool {
-	return a.Key == b.Key && a.Record.Equal(b.Record) && a.Expires.Equal(b.Expires) &&
+	return a.Key == b.Key && record.Equal(a.Record, b.Record) && a.Expires.Equal(b.Expires) &&
 		len(a.Attributes) == len(b.Attributes) && maps.EqualFunc(a.Attributes, b.Attributes, func(x, y any) bool {
 		xv, xok := x.(types.AttributeValue)
 		yv, yok := y.(types.AttributeValue)

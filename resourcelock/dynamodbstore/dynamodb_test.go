@@ -19,6 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -69,16 +71,16 @@ func newFixture(t *testing.T) *fixture {
 
 // lock returns a lock on the item name of f's table, sending through client
 // (f's clean client when nil).
-func (f *fixture) lock(t *testing.T, client dynamodbstore.ItemAPI, name, id string, edit ...func(*dynamodbstore.LeaseConfig)) *dynamodbstore.Lease {
+func (f *fixture) lock(t *testing.T, client dynamodbstore.StoreAPI, name, id string, edit ...func(*leaseConfig)) *keylease.Lease {
 	t.Helper()
 	if client == nil {
 		client = f.c
 	}
-	cfg := dynamodbstore.LeaseConfig{Client: client, Table: f.table, Name: name, Identity: id}
+	cfg := leaseConfig{Client: client, Table: f.table, Name: name, Identity: id}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	l, err := dynamodbstore.NewLease(cfg)
+	l, err := newLease(cfg)
 	if err != nil {
 		t.Fatalf("dynamodbstore.NewLease: %v", err)
 	}
@@ -158,7 +160,7 @@ func wantCounts(t *testing.T, ft *faulthttp.Transport, what string, want map[str
 
 func wantRecord(t *testing.T, what string, got, want resourcelock.Record) {
 	t.Helper()
-	if !got.Equal(want) {
+	if !record.Equal(got, want) {
 		t.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
 	}
 }
@@ -188,8 +190,8 @@ func TestDynamoDBConformanceSortKey(t *testing.T) {
 	spec := ddbtest.TableSpec{PartitionKey: "lockGroup", SortKey: "lockName"}
 	table := ddbtest.NewTable(t, c, spec)
 	group := "group-" + uuid.NewString()
-	newLock := func(name, id string) *dynamodbstore.Lease {
-		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
+	newLock := func(name, id string) *keylease.Lease {
+		l, err := newLease(leaseConfig{
 			Client: c, Table: table, Name: group, Identity: id,
 			PartitionKeyAttribute: spec.PartitionKey, SortKeyAttribute: spec.SortKey, SortKeyValue: name,
 		})
@@ -509,7 +511,7 @@ func TestDynamoDBMissingTable(t *testing.T) {
 	t.Parallel()
 	c := ddbtest.Client(t)
 	table := "dynalease-missing-" + uuid.NewString()
-	l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
+	l, err := newLease(leaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +538,7 @@ func TestDynamoDBMissingTable(t *testing.T) {
 	check("renewal", err)
 }
 
-// countingAPI is an ItemAPI that records calls and answers none of them.
+// countingAPI is a StoreAPI that records calls and answers none of them.
 type countingAPI struct {
 	mu    sync.Mutex
 	calls int
@@ -552,10 +554,29 @@ func (c *countingAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*
 }
 
 func (c *countingAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.count1()
+	return nil, errNoServer
+}
+
+func (c *countingAPI) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c.count1()
+	return nil, errNoServer
+}
+
+func (c *countingAPI) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	c.count1()
+	return nil, errNoServer
+}
+
+func (c *countingAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.count1()
+	return nil, errNoServer
+}
+
+func (c *countingAPI) count1() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	return nil, errNoServer
 }
 
 func (c *countingAPI) count() int {
@@ -567,36 +588,36 @@ func (c *countingAPI) count() int {
 // Runs without DynamoDB.
 func TestNewDynamoDBValidation(t *testing.T) {
 	api := &countingAPI{}
-	valid := func() dynamodbstore.LeaseConfig {
-		return dynamodbstore.LeaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me", SkipTableCheck: true}
+	valid := func() leaseConfig {
+		return leaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me", SkipTableCheck: true}
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*dynamodbstore.LeaseConfig)
+		edit func(*leaseConfig)
 	}{
-		{"empty name", func(c *dynamodbstore.LeaseConfig) { c.Name = "" }},
-		{"name over 2048 bytes", func(c *dynamodbstore.LeaseConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes+1) }},
-		{"empty identity", func(c *dynamodbstore.LeaseConfig) { c.Identity = "" }},
-		{"identity too long", func(c *dynamodbstore.LeaseConfig) {
-			c.Identity = strings.Repeat("i", resourcelock.MaxIdentityBytes+1)
+		{"empty name", func(c *leaseConfig) { c.Name = "" }},
+		{"name over 2048 bytes", func(c *leaseConfig) { c.Name = strings.Repeat("n", record.MaxNameBytes+1) }},
+		{"empty identity", func(c *leaseConfig) { c.Identity = "" }},
+		{"identity too long", func(c *leaseConfig) {
+			c.Identity = strings.Repeat("i", record.MaxIdentityBytes+1)
 		}},
-		{"nil client", func(c *dynamodbstore.LeaseConfig) { c.Client = nil }},
-		{"empty table", func(c *dynamodbstore.LeaseConfig) { c.Table = "" }},
-		{"reserved partition key ownerName", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "ownerName" }},
-		{"reserved partition key recordVersionNumber", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "recordVersionNumber" }},
-		{"reserved sort key isReleased", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "isReleased", "s" }},
-		{"sort key equals partition key", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "key", "s" }},
-		{"SortKeyValue without SortKey", func(c *dynamodbstore.LeaseConfig) { c.SortKeyValue = "s" }},
-		{"SortKey without value", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute = "sk" }},
-		{"SortKeyValue over 1024 bytes", func(c *dynamodbstore.LeaseConfig) {
+		{"nil client", func(c *leaseConfig) { c.Client = nil }},
+		{"empty table", func(c *leaseConfig) { c.Table = "" }},
+		{"reserved partition key ownerName", func(c *leaseConfig) { c.PartitionKeyAttribute = "ownerName" }},
+		{"reserved partition key recordVersionNumber", func(c *leaseConfig) { c.PartitionKeyAttribute = "recordVersionNumber" }},
+		{"reserved sort key isReleased", func(c *leaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "isReleased", "s" }},
+		{"sort key equals partition key", func(c *leaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "key", "s" }},
+		{"SortKeyValue without SortKey", func(c *leaseConfig) { c.SortKeyValue = "s" }},
+		{"SortKey without value", func(c *leaseConfig) { c.SortKeyAttribute = "sk" }},
+		{"SortKeyValue over 1024 bytes", func(c *leaseConfig) {
 			c.SortKeyAttribute, c.SortKeyValue = "sk", strings.Repeat("s", 1025)
 		}},
-		{"negative RequestTimeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = -time.Second }},
+		{"negative RequestTimeout", func(c *leaseConfig) { c.RequestTimeout = -time.Second }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			l, err := dynamodbstore.NewLease(cfg)
+			l, err := newLease(cfg)
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Fatalf("dynamodbstore.NewLease = %v, %v; want dynalease.ErrInvalid", l, err)
 			}
@@ -608,19 +629,19 @@ func TestNewDynamoDBValidation(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		edit     func(*dynamodbstore.LeaseConfig)
+		edit     func(*leaseConfig)
 		describe string
 	}{
-		{"minimal", func(*dynamodbstore.LeaseConfig) {}, "dynamodb:locks/lock"},
-		{"name of 2048 bytes", func(c *dynamodbstore.LeaseConfig) { c.Name = strings.Repeat("n", resourcelock.MaxNameBytes) }, ""},
-		{"custom partition key", func(c *dynamodbstore.LeaseConfig) { c.PartitionKeyAttribute = "lockName" }, "dynamodb:locks/lock"},
-		{"sort key", func(c *dynamodbstore.LeaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
-		{"request timeout", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Millisecond }, ""},
+		{"minimal", func(*leaseConfig) {}, "dynamodb:locks/lock"},
+		{"name of 2048 bytes", func(c *leaseConfig) { c.Name = strings.Repeat("n", record.MaxNameBytes) }, ""},
+		{"custom partition key", func(c *leaseConfig) { c.PartitionKeyAttribute = "lockName" }, "dynamodb:locks/lock"},
+		{"sort key", func(c *leaseConfig) { c.SortKeyAttribute, c.SortKeyValue = "sk", "s1" }, "dynamodb:locks/lock/s1"},
+		{"request timeout", func(c *leaseConfig) { c.RequestTimeout = time.Millisecond }, ""},
 	} {
 		t.Run("valid "+tc.name, func(t *testing.T) {
 			cfg := valid()
 			tc.edit(&cfg)
-			l, err := dynamodbstore.NewLease(cfg)
+			l, err := newLease(cfg)
 			if err != nil {
 				t.Fatalf("dynamodbstore.NewLease: %v", err)
 			}
@@ -640,11 +661,11 @@ func TestNewDynamoDBValidation(t *testing.T) {
 // Runs without DynamoDB: invalid writes are refused before any request.
 func TestDynamoDBInvalidWritesSendNothing(t *testing.T) {
 	api := &countingAPI{}
-	l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me", SkipTableCheck: true})
+	l, err := newLease(leaseConfig{Client: api, Table: "locks", Name: "lock", Identity: "me", SkipTableCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	over := newRec(time.Second, strings.Repeat("d", resourcelock.MaxDataBytes+1))
+	over := newRec(time.Second, strings.Repeat("d", record.MaxDataBytes+1))
 	foreign := newRec(time.Second, "")
 	foreign.HolderIdentity = "someone-else"
 	bad := map[string]resourcelock.Record{
@@ -698,7 +719,7 @@ func TestDynamoDBOneRequestPerOperation(t *testing.T) {
 	}
 	wantCounts(t, ft, "Get of a missing record", get)
 
-	over := newRec(time.Second, strings.Repeat("d", resourcelock.MaxDataBytes+1))
+	over := newRec(time.Second, strings.Repeat("d", record.MaxDataBytes+1))
 	if _, err := a.Create(ctx, over); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Create with too much data: %v", err)
 	}
@@ -764,7 +785,7 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 		bound = 10 * time.Second
 	)
 	f := newFixture(t)
-	withTimeout := func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = timeout }
+	withTimeout := func(c *leaseConfig) { c.RequestTimeout = timeout }
 	timed := func(t *testing.T, what string, call func() error) {
 		t.Helper()
 		start := time.Now()
@@ -827,7 +848,7 @@ func TestDynamoDBRequestTimeout(t *testing.T) {
 	t.Run("caller context shorter than the timeout", func(t *testing.T) {
 		t.Parallel()
 		client, ft := f.faulty(t)
-		l := f.lock(t, client, uuid.NewString(), "me", func(c *dynamodbstore.LeaseConfig) { c.RequestTimeout = time.Minute })
+		l := f.lock(t, client, uuid.NewString(), "me", func(c *leaseConfig) { c.RequestTimeout = time.Minute })
 		ft.Add(faulthttp.Rule{Fault: faulthttp.Delay(delay)})
 		timed(t, "Get", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)

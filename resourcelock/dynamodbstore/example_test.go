@@ -29,7 +29,7 @@ func ExampleCreateTable() {
 		fmt.Println(err)
 		return
 	}
-	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{
+	lease, err := newLease(leaseConfig{
 		Client: client, Table: "locks", FenceTable: "locks-fences",
 		Name: "scheduler", Identity: "host-1",
 	})

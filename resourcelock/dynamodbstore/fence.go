@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -46,8 +47,8 @@ func (d *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisi
 	if err != nil {
 		return resourcelock.Item{}, err
 	}
-	if gen > resourcelock.MaxFenceGeneration {
-		return resourcelock.Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(resourcelock.MaxFenceGeneration))
+	if gen > record.MaxFenceGeneration {
+		return resourcelock.Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(record.MaxFenceGeneration))
 	}
 	e := newExpression()
 	update := "SET " + e.name(attrGeneration) + " = " + e.value(&types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}) +

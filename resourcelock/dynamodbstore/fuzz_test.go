@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -82,7 +83,7 @@ func FuzzDecodeItem(f *testing.F) {
 		if rec.HolderIdentity == "" || rec.RVN == "" {
 			t.Fatalf("decoded a record without holder or RVN: %+v", rec)
 		}
-		if rec.LeaseDuration <= 0 || rec.LeaseDuration > resourcelock.MaxLeaseDuration || rec.LeaseDuration%time.Millisecond != 0 {
+		if rec.LeaseDuration <= 0 || rec.LeaseDuration > record.MaxLeaseDuration || rec.LeaseDuration%time.Millisecond != 0 {
 			t.Fatalf("decoded lease %v", rec.LeaseDuration)
 		}
 		rel, _ := item[attrReleased].(*types.AttributeValueMemberS)
@@ -97,13 +98,13 @@ func FuzzDecodeItem(f *testing.F) {
 				t.Fatalf("reserved attribute %q returned as an application attribute", name)
 			}
 		}
-		if tok := rec.FencingToken(); tok != 0 && (tok < 0 || rec.NeedsFence() || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.Acquisitions) {
+		if tok := record.Token(rec); tok != 0 && (tok < 0 || record.NeedsFence(rec) || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.Acquisitions) {
 			t.Fatalf("token %d from generation %d counter %d", tok, rec.FenceGeneration, rec.Acquisitions)
 		}
 		// Whatever was read can be written back by its holder: renewals
 		// and takeovers carry the times and data they found.
-		if len(rec.Data) <= resourcelock.MaxDataBytes && len(rec.HolderIdentity) <= resourcelock.MaxIdentityBytes {
-			if _, _, err := resourcelock.PrepareWrite(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{}); err != nil {
+		if len(rec.Data) <= record.MaxDataBytes && len(rec.HolderIdentity) <= record.MaxIdentityBytes {
+			if _, _, err := record.Prepare(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{}); err != nil {
 				t.Fatalf("a decoded record cannot be written back: %v (%+v)", err, rec)
 			}
 		}

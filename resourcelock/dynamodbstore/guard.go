@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -193,7 +194,7 @@ func (d *Store) checkGuarded(keys []resourcelock.Key, h resourcelock.Holding, it
 	if len(keys) == 0 {
 		return fmt.Errorf("%w: guarded write of a holding that names no lock row", dynalease.ErrInvalid)
 	}
-	if err := resourcelock.CheckMany(keys, d.maxItems-1); err != nil {
+	if err := record.CheckMany(keys, d.maxItems-1); err != nil {
 		return err
 	}
 	for _, key := range keys {

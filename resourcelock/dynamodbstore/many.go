@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-var _ resourcelock.ManyStore = (*Store)(nil)
+var _ resourcelock.Store = (*Store)(nil)
 
 // MaxMany returns the most rows one GetMany or WriteMany may name: the
 // store's MaxTransactItems (DynamoDB's 100 by default).
@@ -33,7 +34,7 @@ func (d *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 	if !ok {
 		return nil, fmt.Errorf("%w: the DynamoDB client has no TransactGetItems", dynalease.ErrInvalid)
 	}
-	if err := resourcelock.CheckMany(keys, d.maxItems); err != nil {
+	if err := record.CheckMany(keys, d.maxItems); err != nil {
 		return nil, err
 	}
 	if err := d.noTransactions(ctx, "read of several rows", false); err != nil {
@@ -91,7 +92,7 @@ func (d *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 	if !ok {
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems", dynalease.ErrInvalid)
 	}
-	writes, err := resourcelock.PrepareWrites(writes, d.maxItems)
+	writes, err := record.PrepareMany(writes, d.maxItems)
 	if err != nil {
 		return err
 	}
@@ -173,9 +174,9 @@ func (d *Store) describeMany(keys []resourcelock.Key) string {
 // write.
 const fenceManyTries = 3
 
-// MaxFenceMany returns half of MaxMany: FenceMany writes a fence-table row
+// maxFenceMany returns half of MaxMany: FenceMany writes a fence-table row
 // and a lock row per key in one transaction.
-func (d *Store) MaxFenceMany() int { return d.maxItems / 2 }
+func (d *Store) maxFenceMany() int { return d.maxItems / 2 }
 
 // FenceMany reads the keys' generations from the fence table in one
 // TransactGetItems, then in one TransactWriteItems raises each to one more
@@ -187,7 +188,7 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 	if d.fenceTable == "" {
 		return 0, fmt.Errorf("%s: %w", d.describeMany(keys), dynalease.ErrInvalid)
 	}
-	if err := resourcelock.CheckMany(keys, d.MaxFenceMany()); err != nil {
+	if err := record.CheckMany(keys, d.maxFenceMany()); err != nil {
 		return 0, err
 	}
 	if holder == "" || acquisitionID == "" {
@@ -207,8 +208,8 @@ func (d *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, 
 		if gen, err = d.nextGeneration(ctx, api, keys); err != nil {
 			return 0, err
 		}
-		if gen > resourcelock.MaxFenceGeneration {
-			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(resourcelock.MaxFenceGeneration))
+		if gen > record.MaxFenceGeneration {
+			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(record.MaxFenceGeneration))
 		}
 		if err = d.transactWrite(ctx, api, d.fenceItems(keys, gen, holder, acquisitionID)); err == nil {
 			return gen, nil

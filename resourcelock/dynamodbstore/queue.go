@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -59,7 +60,7 @@ func decodeQueue(item map[string]types.AttributeValue) ([]resourcelock.Waiter, e
 			return nil, fmt.Errorf("%w: invalid record: %s[%d] lacks a ticket, owner or lease", resourcelock.ErrPermanent, attrQueue, i)
 		}
 		ms, err := strconv.ParseInt(n.Value, 10, 64)
-		if err != nil || ms <= 0 || ms > resourcelock.MaxLeaseDuration.Milliseconds() {
+		if err != nil || ms <= 0 || ms > record.MaxLeaseDuration.Milliseconds() {
 			return nil, fmt.Errorf("%w: invalid record: %s[%d] lease %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrQueue, i, n.Value)
 		}
 		q = append(q, resourcelock.Waiter{Ticket: t.Value, Identity: o.Value, Lease: time.Duration(ms) * time.Millisecond})
@@ -104,7 +105,7 @@ func (d *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.W
 	if err := d.keys.checkKey(key); err != nil {
 		return resourcelock.Item{}, err
 	}
-	if err := w.Check(); err != nil {
+	if err := record.CheckWaiter(w); err != nil {
 		return resourcelock.Item{}, err
 	}
 	e := newExpression()
@@ -114,7 +115,7 @@ func (d *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.W
 	// Not free (resourcelock.Item.Free): held, or released with waiters
 	// queued, whose queue a newcomer joins.
 	cond := "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND NOT (" + freeCondition(e) + ")" +
-		" AND (attribute_not_exists(" + q + ") OR size(" + q + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(resourcelock.MaxQueueLength)}) + ")"
+		" AND (attribute_not_exists(" + q + ") OR size(" + q + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(record.MaxQueueLength)}) + ")"
 	it, err := d.update(ctx, key, "join", e, update, cond)
 	if _, found := resourcelock.CurrentItem(err); errors.Is(err, resourcelock.ErrConflict) && !found {
 		// A failed condition answers with the row when there is one.
@@ -129,7 +130,7 @@ func (d *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, 
 	if err := d.keys.checkKey(key); err != nil {
 		return resourcelock.Item{}, err
 	}
-	if err := resourcelock.CheckLeave(ticket, index); err != nil {
+	if err := record.CheckLeave(ticket, index); err != nil {
 		return resourcelock.Item{}, err
 	}
 	e := newExpression()

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -54,7 +55,7 @@ func (s keySchema) reserved(attr string) bool {
 
 // checkKey validates a key for this schema before any request.
 func (s keySchema) checkKey(k resourcelock.Key) error {
-	if err := k.Check(); err != nil {
+	if err := record.CheckKey(k); err != nil {
 		return err
 	}
 	if s.sortKey == "" {
@@ -70,7 +71,7 @@ func (s keySchema) checkKey(k resourcelock.Key) error {
 }
 
 // checkOptions validates write options, already checked by
-// resourcelock.PrepareWrite, against the schema before any request.
+// the record and options, against the schema before any request.
 func (s keySchema) checkOptions(o resourcelock.WriteOptions) error {
 	for name, v := range o.Attributes {
 		if s.reserved(name) {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -38,17 +39,11 @@ const (
 	DefaultMaxTransactItems = MaxTransactItemsLimit
 )
 
-// ItemAPI is the part of the DynamoDB client that a single lease uses.
-// *dynamodb.Client satisfies it.
-type ItemAPI interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
 // StoreAPI is the part of the DynamoDB client that a Store uses.
 // *dynamodb.Client satisfies it.
 type StoreAPI interface {
-	ItemAPI
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
@@ -257,7 +252,7 @@ func (d *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 
 // Update writes rec at key with one UpdateItem conditioned on expect.
 func (d *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	if err := expect.Check(); err != nil {
+	if err := record.CheckPrecondition(expect); err != nil {
 		return resourcelock.Item{}, err
 	}
 	rec, opts, err := d.prepare(key, rec, opts)
@@ -307,7 +302,7 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 	if err := d.keys.checkKey(key); err != nil {
 		return err
 	}
-	if err := expect.Check(); err != nil {
+	if err := record.CheckPrecondition(expect); err != nil {
 		return err
 	}
 	if err := d.ready(ctx); err != nil {
@@ -336,7 +331,7 @@ func (d *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 // partition's rows with Query requests.
 func (d *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
 	if partition != "" {
-		if err := (resourcelock.Key{Partition: partition}).Check(); err != nil {
+		if err := record.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
 			return err
 		}
 	}
@@ -379,7 +374,7 @@ func (d *Store) page(ctx context.Context, partition string, start map[string]typ
 		}
 		return out.Items, out.LastEvaluatedKey, nil
 	}
-	if err := (resourcelock.Key{Partition: partition}).Check(); err != nil {
+	if err := record.CheckKey(resourcelock.Key{Partition: partition}); err != nil {
 		return nil, nil, err
 	}
 	e := newExpression()
@@ -411,12 +406,12 @@ func (d *Store) writeReady(ctx context.Context, opts resourcelock.WriteOptions) 
 }
 
 // prepare validates a write before any request and returns its record
-// and options as written (resourcelock.PrepareWrite).
+// and options as written (checked and normalized before the request).
 func (d *Store) prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, resourcelock.WriteOptions, error) {
 	if err := d.keys.checkKey(key); err != nil {
 		return resourcelock.Record{}, opts, err
 	}
-	rec, opts, err := resourcelock.PrepareWrite(key, rec, opts)
+	rec, opts, err := record.Prepare(key, rec, opts)
 	if err != nil {
 		return rec, opts, err
 	}

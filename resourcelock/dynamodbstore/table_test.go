@@ -112,7 +112,7 @@ func TestCreateTable(t *testing.T) {
 		}
 
 		// The table holds locks.
-		l, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
+		l, err := newLease(leaseConfig{Client: c, Table: table, Name: "lock", Identity: "me"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,13 +123,8 @@ var errEventualGlobalTable = errors.New("dynamodbstore: the table is a global ta
 var errTransactionsOnMRSC = errors.New("dynamodbstore: MRSC global tables do not support transactions: " +
 	"guarded writes and sets of keys are not available; use fencing tokens")
 
-// canDescribe reports whether client has DescribeTable (through the
-// adapter of a lease's ItemAPI too).
+// canDescribe reports whether client has DescribeTable.
 func canDescribe(client StoreAPI) bool {
-	if i, ok := client.(itemOnly); ok {
-		_, ok := i.ItemAPI.(DescribeAPI)
-		return ok
-	}
 	_, ok := client.(DescribeAPI)
 	return ok
 }

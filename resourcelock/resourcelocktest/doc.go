@@ -1,10 +1,8 @@
-// Package resourcelocktest helps test code built on resourcelock.
+// Package resourcelocktest checks a store against the storage contract.
 //
 // RunStoreConformance checks that an implementation of resourcelock.Store
-// keeps the contract the engine relies on, and that resourcelock.Lease over
-// it keeps the one of resourcelock.Interface; dynalease runs it against the
-// memory store and DynamoDB Local, and users can run it against their own
-// stores. FaultyStore wraps any store to count requests and inject
-// failures, including writes that land while the caller sees an error.
-// MemoryStore is the in-process store with its rows open to the test.
+// keeps the contract the library relies on, and that a lease of the
+// library over it (election's, lock's, a set of keys) behaves; dynalease
+// runs it against the memory store and DynamoDB Local, and a store's author
+// runs it against theirs.
 package resourcelocktest

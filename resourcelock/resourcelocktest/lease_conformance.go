@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -27,7 +29,7 @@ func runLeaseConformance(t *testing.T, newStore func(t *testing.T) resourcelock.
 		}
 		return func(id string) resourcelock.Interface {
 			// Called from the suite's goroutines too, so no t.Fatal.
-			l, err := resourcelock.NewLease(store, key, id)
+			l, err := keylease.New(store, key, id)
 			if err != nil {
 				panic(err)
 			}
@@ -102,7 +104,7 @@ func wantConflict(t *testing.T, what string, err error) {
 
 func wantSame(t *testing.T, what string, got, want resourcelock.Record) {
 	t.Helper()
-	if !got.Equal(want) {
+	if !record.Equal(got, want) {
 		t.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
 	}
 }
@@ -305,7 +307,7 @@ func testInvalidWritesSendNothing(t *testing.T, newLock func(string) resourceloc
 		"no RVN":         {LeaseDuration: time.Second},
 		"zero lease":     {RVN: uuid.NewString()},
 		"negative lease": {RVN: uuid.NewString(), LeaseDuration: -time.Second},
-		"data too large": {RVN: uuid.NewString(), LeaseDuration: time.Second, Data: bytes.Repeat([]byte{1}, resourcelock.MaxDataBytes+1)},
+		"data too large": {RVN: uuid.NewString(), LeaseDuration: time.Second, Data: bytes.Repeat([]byte{1}, record.MaxDataBytes+1)},
 	}
 	for what, r := range bad {
 		if _, err := a.Create(ctx(t), r); !errors.Is(err, dynalease.ErrInvalid) {
@@ -321,7 +323,7 @@ func testInvalidWritesSendNothing(t *testing.T, newLock func(string) resourceloc
 	if _, err := a.Get(ctx(t)); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("an invalid write created a record: %v", err)
 	}
-	max := rec(time.Second, strings.Repeat("d", resourcelock.MaxDataBytes))
+	max := rec(time.Second, strings.Repeat("d", record.MaxDataBytes))
 	if _, err := a.Create(ctx(t), max); err != nil {
 		t.Fatalf("Create with exactly MaxDataBytes of data: %v", err)
 	}

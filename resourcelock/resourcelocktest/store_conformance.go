@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -41,13 +42,14 @@ type StoreSuite struct {
 }
 
 // RunStoreConformance runs the resourcelock.Store contract tests as
-// subtests of t, calling suite.New once per subtest. The contract is that
-// of resourcelock.Interface, per key, plus Remove, Scan, Fence, context
-// cancellation and WriteOptions; see resourcelock.Store. The subtests
-// under "Lease" check the Interface that resourcelock.Lease gives over the
-// store. Some subtests call
-// the store from several goroutines at once. Guarded writes are a
-// capability of some stores, not part of the contract, and are not run.
+// subtests of t, calling suite.New once per subtest: the writes and their
+// conditions, Remove, Scan, the queue, fencing, many rows at once, context
+// cancellation and WriteOptions (see resourcelock.Store). The subtests
+// under "Lease" check the resourcelock.Interface the library's lease of
+// one key gives over the store, and those named "Set" its set of keys.
+// Some subtests call the store from several goroutines at once. Guarded
+// writes are a capability of some stores, not part of the contract, and
+// are not run.
 func RunStoreConformance(t *testing.T, suite StoreSuite) {
 	vals := attrValues(suite.AttributeValues)
 	if vals == nil {
@@ -358,7 +360,7 @@ func testStoreInvalidArguments(t *testing.T, s resourcelock.Store) {
 	}
 	for what, bk := range map[string]resourcelock.Key{
 		"an empty partition":      {},
-		"a partition over 2048 B": {Partition: strings.Repeat("p", resourcelock.MaxNameBytes+1)},
+		"a partition over 2048 B": {Partition: strings.Repeat("p", record.MaxNameBytes+1)},
 		"a sort key value only":   {Sort: "s"},
 	} {
 		_, err := s.Get(ctx(t), bk)
@@ -375,7 +377,7 @@ func testStoreInvalidArguments(t *testing.T, s resourcelock.Store) {
 		"no RVN":         {HolderIdentity: "a", LeaseDuration: time.Second},
 		"zero lease":     {HolderIdentity: "a", RVN: "r"},
 		"negative lease": {HolderIdentity: "a", RVN: "r", LeaseDuration: -time.Second},
-		"data too large": {HolderIdentity: "a", RVN: "r", LeaseDuration: time.Second, Data: bytes.Repeat([]byte{1}, resourcelock.MaxDataBytes+1)},
+		"data too large": {HolderIdentity: "a", RVN: "r", LeaseDuration: time.Second, Data: bytes.Repeat([]byte{1}, record.MaxDataBytes+1)},
 	}
 	for what, r := range bad {
 		_, err := s.Create(ctx(t), k, r, resourcelock.WriteOptions{})

@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/setlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// runManyConformance runs the ManyStore and Set subtests when the store
-// implements ManyStore.
+// runManyConformance runs the subtests of many rows: the store's, and
+// those of the kernel's set of keys over it.
 func runManyConformance(t *testing.T, newStore func(t *testing.T) resourcelock.Store) {
 	tests := []struct {
 		name string
-		run  func(*testing.T, resourcelock.ManyStore)
+		run  func(*testing.T, resourcelock.Store)
 	}{
 		{"GetMany", testManyGet},
 		{"WriteManyAllOrNothing", testManyAllOrNothing},
@@ -29,16 +31,12 @@ func runManyConformance(t *testing.T, newStore func(t *testing.T) resourcelock.S
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ok := newStore(t).(resourcelock.ManyStore)
-			if !ok {
-				t.Skip("the store does not implement ManyStore")
-			}
-			tc.run(t, s)
+			tc.run(t, newStore(t))
 		})
 	}
 }
 
-func testManyGet(t *testing.T, s resourcelock.ManyStore) {
+func testManyGet(t *testing.T, s resourcelock.Store) {
 	a, b, missing := storeKey("many-a"), storeKey("many-b"), storeKey("many-missing")
 	ia := mustCreate(t, s, a, heldBy("x", time.Second, "a's"), resourcelock.WriteOptions{})
 	ib := mustCreate(t, s, b, heldBy("y", 2*time.Second, ""), resourcelock.WriteOptions{})
@@ -54,7 +52,7 @@ func testManyGet(t *testing.T, s resourcelock.ManyStore) {
 	wantStoreItem(t, "GetMany's b", rows[b], ib)
 }
 
-func testManyAllOrNothing(t *testing.T, s resourcelock.ManyStore) {
+func testManyAllOrNothing(t *testing.T, s resourcelock.Store) {
 	held, free := storeKey("many-held"), storeKey("many-free")
 	h := mustCreate(t, s, held, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	err := s.WriteMany(ctx(t), []resourcelock.Write{
@@ -74,7 +72,7 @@ func testManyAllOrNothing(t *testing.T, s resourcelock.ManyStore) {
 	wantStoredItem(t, "the held row, after the second WriteMany refused", s, held, h)
 }
 
-func testManyKinds(t *testing.T, s resourcelock.ManyStore) {
+func testManyKinds(t *testing.T, s resourcelock.Store) {
 	c, u, r := storeKey("many-create"), storeKey("many-update"), storeKey("many-remove")
 	iu := mustCreate(t, s, u, heldBy("me", time.Second, "kept"), resourcelock.WriteOptions{})
 	ir := mustCreate(t, s, r, heldBy("me", time.Second, ""), resourcelock.WriteOptions{})
@@ -96,7 +94,7 @@ func testManyKinds(t *testing.T, s resourcelock.ManyStore) {
 // GetMany returns each row's queue, and a WriteMany's Dequeue conditions
 // its row's write on the queue and takes the entries out, all or nothing
 // with the other rows.
-func testManyQueues(t *testing.T, s resourcelock.ManyStore) {
+func testManyQueues(t *testing.T, s resourcelock.Store) {
 	a, b := storeKey("many-queue-a"), storeKey("many-queue-b")
 	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	ib := mustCreate(t, s, b, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
@@ -153,7 +151,7 @@ func testManyQueues(t *testing.T, s resourcelock.ManyStore) {
 	}
 }
 
-func testManyInvalid(t *testing.T, s resourcelock.ManyStore) {
+func testManyInvalid(t *testing.T, s resourcelock.Store) {
 	a := storeKey("many-invalid")
 	for what, keys := range map[string][]resourcelock.Key{
 		"no keys":       nil,
@@ -183,22 +181,22 @@ func manyKeys(n int) []resourcelock.Key {
 	return keys
 }
 
-func mustSet(t *testing.T, s resourcelock.ManyStore, keys ...resourcelock.Key) *resourcelock.Set {
+func mustSet(t *testing.T, s resourcelock.Store, keys ...resourcelock.Key) *setlease.Set {
 	t.Helper()
 	return mustSetAs(t, s, "me", keys...)
 }
 
 // mustSetAs returns the set of keys written as identity.
-func mustSetAs(t *testing.T, s resourcelock.ManyStore, identity string, keys ...resourcelock.Key) *resourcelock.Set {
+func mustSetAs(t *testing.T, s resourcelock.Store, identity string, keys ...resourcelock.Key) *setlease.Set {
 	t.Helper()
-	set, err := resourcelock.NewSet(s, keys, identity)
+	set, err := setlease.New(s, keys, identity)
 	if err != nil {
 		t.Fatalf("NewSet: %v", err)
 	}
 	return set
 }
 
-func testSetHeldWhole(t *testing.T, s resourcelock.ManyStore) {
+func testSetHeldWhole(t *testing.T, s resourcelock.Store) {
 	a, b := storeKey("set-a"), storeKey("set-b")
 	set := mustSet(t, s, b, a, b) // sorted, without the duplicate
 	if len(set.Keys()) != 2 {
@@ -243,7 +241,7 @@ func testSetHeldWhole(t *testing.T, s resourcelock.ManyStore) {
 	}
 }
 
-func testSetTakeoverMixed(t *testing.T, s resourcelock.ManyStore) {
+func testSetTakeoverMixed(t *testing.T, s resourcelock.Store) {
 	held, released, missing := storeKey("set-held"), storeKey("set-released"), storeKey("set-missing")
 	h := mustCreate(t, s, held, heldBy("java", 3*time.Second, ""), resourcelock.WriteOptions{})
 	r := mustCreate(t, s, released, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
@@ -271,7 +269,7 @@ func testSetTakeoverMixed(t *testing.T, s resourcelock.ManyStore) {
 	}
 }
 
-func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
+func testSetTakeoverMoved(t *testing.T, s resourcelock.Store) {
 	a, b := storeKey("set-moved-a"), storeKey("set-moved-b")
 	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	set := mustSet(t, s, a, b)
@@ -300,7 +298,7 @@ func testSetTakeoverMoved(t *testing.T, s resourcelock.ManyStore) {
 
 // A set's token is one generation above every member's, on every member,
 // and a later acquisition of any member gets a higher one still.
-func testSetFence(t *testing.T, s resourcelock.ManyStore) {
+func testSetFence(t *testing.T, s resourcelock.Store) {
 	a, b := storeKey("fence-a"), storeKey("fence-b")
 	ia := mustCreate(t, s, a, heldBy("x", time.Second, ""), resourcelock.WriteOptions{})
 	var err error
@@ -309,7 +307,7 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 			t.Fatalf("Fence of a: %v", err)
 		}
 	}
-	before := ia.FencingToken()
+	before := record.Token(ia.Record)
 	mustUpdate(t, s, a, asHolder(ia), releasedBy("x"), resourcelock.WriteOptions{})
 
 	set := mustSet(t, s, a, b)
@@ -325,23 +323,23 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 	if err != nil {
 		t.Fatalf("Set.Fence: %v", err)
 	}
-	token := fenced.FencingToken()
+	token := record.Token(fenced.Record)
 	if token <= before {
 		t.Fatalf("the set's token %#x is not above member a's earlier token %#x", token, before)
 	}
 	for _, k := range []resourcelock.Key{a, b} {
-		if it := mustGetItem(t, s, k); it.FencingToken() != token {
-			t.Fatalf("member %s carries token %#x, want the set's %#x", k, it.FencingToken(), token)
+		if it := mustGetItem(t, s, k); record.Token(it.Record) != token {
+			t.Fatalf("member %s carries token %#x, want the set's %#x", k, record.Token(it.Record), token)
 		}
 	}
 	// A renewal keeps the token.
 	renewed, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r.RVN, HolderIdentity: "me"}, heldBy("me", time.Second, ""))
-	if err != nil || renewed.FencingToken() != token {
-		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", renewed.FencingToken(), err, token)
+	if err != nil || record.Token(renewed.Record) != token {
+		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", record.Token(renewed.Record), err, token)
 	}
 	read, err := set.Get(ctx(t))
-	if err != nil || read.FencingToken() != token {
-		t.Fatalf("Get: token %#x, %v; want %#x", read.FencingToken(), err, token)
+	if err != nil || record.Token(read.Record) != token {
+		t.Fatalf("Get: token %#x, %v; want %#x", record.Token(read.Record), err, token)
 	}
 	if _, err := set.Update(ctx(t), asHolder(read), releasedBy("me")); err != nil {
 		t.Fatalf("release: %v", err)
@@ -354,8 +352,8 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 	if ib, err = s.Fence(ctx(t), b, "y", ib.AcquisitionID); err != nil {
 		t.Fatalf("Fence of b: %v", err)
 	}
-	if ib.FencingToken() <= token {
-		t.Fatalf("b's later token %#x is not above the set's %#x", ib.FencingToken(), token)
+	if record.Token(ib.Record) <= token {
+		t.Fatalf("b's later token %#x is not above the set's %#x", record.Token(ib.Record), token)
 	}
 }
 
@@ -363,7 +361,7 @@ func testSetFence(t *testing.T, s resourcelock.ManyStore) {
 // that member to it and frees the others in one write; the waiter's fold
 // is then a hand-over to it, which its takeover confirms. A waiter finds
 // nothing to join while the first member is free.
-func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
+func testSetQueue(t *testing.T, s resourcelock.Store) {
 	a, b := storeKey("setq-a"), storeKey("setq-b")
 	holder, waiter := mustSetAs(t, s, "h", a, b), mustSetAs(t, s, "w", a, b)
 	r := heldBy("h", 2*time.Second, "")
@@ -376,7 +374,7 @@ func testSetQueue(t *testing.T, s resourcelock.ManyStore) {
 	}
 	w := resourcelock.Waiter{Ticket: "tw", Identity: "w", Lease: 3 * time.Second}
 	joined, err := waiter.Join(ctx(t), w)
-	if err != nil || joined.Place(w.Ticket) != 0 || joined.HolderIdentity != "h" {
+	if err != nil || record.Place(joined, w.Ticket) != 0 || joined.HolderIdentity != "h" {
 		t.Fatalf("Join: %s queue %+v, %v; want held by h with the waiter first in the queue", formatStoreItem(joined), joined.Queue, err)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -47,8 +48,8 @@ func testStoreQueueJoin(t *testing.T, s resourcelock.Store) {
 	want.Queue = []resourcelock.Waiter{b, c}
 	wantStoreItem(t, "Join's answer (the record untouched)", got, want)
 	wantStoredItem(t, "after Joins", s, k, want)
-	if got.Place(c.Ticket) != 1 || got.Place("nobody") != -1 {
-		t.Fatalf("Place: c at %d, a missing ticket at %d; want 1 and -1", got.Place(c.Ticket), got.Place("nobody"))
+	if record.Place(got, c.Ticket) != 1 || record.Place(got, "nobody") != -1 {
+		t.Fatalf("Place: c at %d, a missing ticket at %d; want 1 and -1", record.Place(got, c.Ticket), record.Place(got, "nobody"))
 	}
 
 	_, err := s.Join(ctx(t), storeKey("queue-missing"), b)
@@ -194,9 +195,9 @@ func testStoreQueueHandOver(t *testing.T, s resourcelock.Store) {
 func testStoreQueueFull(t *testing.T, s resourcelock.Store) {
 	k := storeKey("queue-full")
 	mustCreate(t, s, k, heldBy("a", time.Second, ""), resourcelock.WriteOptions{})
-	for i := range resourcelock.MaxQueueLength {
+	for i := range record.MaxQueueLength {
 		mustJoin(t, s, k, waiter(fmt.Sprintf("w%d", i)))
 	}
 	_, err := s.Join(ctx(t), k, waiter("one-too-many"))
-	wantConflict(t, fmt.Sprintf("Join to a queue of %d", resourcelock.MaxQueueLength), err)
+	wantConflict(t, fmt.Sprintf("Join to a queue of %d", record.MaxQueueLength), err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -56,7 +57,7 @@ func asTakeover(it resourcelock.Item) resourcelock.Precondition {
 // sameStoreItem reports whether a and b hold the same values. Nil and empty
 // attribute maps are the same.
 func sameStoreItem(a, b resourcelock.Item) bool {
-	return a.Key == b.Key && a.Record.Equal(b.Record) && a.Expires.Equal(b.Expires) &&
+	return a.Key == b.Key && record.Equal(a.Record, b.Record) && a.Expires.Equal(b.Expires) &&
 		sameAttributeValues(a.Attributes, b.Attributes) && slices.Equal(a.Queue, b.Queue)
 }
 

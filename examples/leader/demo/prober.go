@@ -20,7 +20,8 @@ import (
 // a conditional write, here one that always fails its condition (on a
 // scratch item, so it never touches the lease).
 type prober struct {
-	read, write *dynamodbstore.Lease
+	store       *dynamodbstore.Store
+	read, write resourcelock.Key
 
 	mu   sync.Mutex
 	rtts []time.Duration
@@ -28,32 +29,24 @@ type prober struct {
 }
 
 func newProber(client *dynamodb.Client, name string) (*prober, error) {
-	cfg := dynamodbstore.LeaseConfig{
-		Client: client, Table: table, Name: name, Identity: "demo-probe", RequestTimeout: time.Second,
-	}
-	read, err := dynamodbstore.NewLease(cfg)
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table, RequestTimeout: time.Second})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Name = name + "-probe"
-	write, err := dynamodbstore.NewLease(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &prober{read: read, write: write}, nil
+	return &prober{store: store, read: resourcelock.Key{Partition: name}, write: resourcelock.Key{Partition: name + "-probe"}}, nil
 }
 
 // once sends one read and one write and returns their round trips.
 func (p *prober) once(ctx context.Context) (rtts []time.Duration, errs int) {
 	t := time.Now()
-	_, err := p.read.Get(ctx)
+	_, err := p.store.Get(ctx, p.read)
 	rtts = append(rtts, time.Since(t))
 	if err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
 		errs++
 	}
 	t = time.Now()
 	never := resourcelock.Precondition{RVN: "never-written"}
-	_, err = p.write.Update(ctx, never, resourcelock.Record{RVN: "probe", LeaseDuration: time.Second})
+	_, err = p.store.Update(ctx, p.write, never, resourcelock.Record{HolderIdentity: "demo-probe", RVN: "probe", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
 	rtts = append(rtts, time.Since(t))
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		errs++

@@ -55,7 +55,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lease, err := dynamodbstore.NewLease(dynamodbstore.LeaseConfig{Client: db, Table: *table, Name: *name, Identity: env.Identity()})
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: db, Table: *table})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func main() {
 		log.Print("the term was lost: exiting at once, to start again fresh")
 		os.Exit(1)
 	}
-	err = run(ctx, ctrl.GetConfigOrDie(), lease, defaults, lost, func(mgr manager.Manager) error {
+	err = run(ctx, ctrl.GetConfigOrDie(), store, *name, env.Identity(), defaults, lost, func(mgr manager.Manager) error {
 		// Controllers are added here as usual (ctrl.NewControllerManagedBy);
 		// this one runnable stands for them.
 		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -84,14 +84,14 @@ func main() {
 // returns nil when ctx ended it, and otherwise what the Elector's Run
 // returned (matching dynalease.ErrLost when a term ended), joined with the
 // manager's error.
-func run(ctx context.Context, cfg *rest.Config, lease resourcelock.Interface, d durations, lost func(), setup func(manager.Manager) error) error {
+func run(ctx context.Context, cfg *rest.Config, store resourcelock.Store, name, identity string, d durations, lost func(), setup func(manager.Manager) error) error {
 	var mgrErr error
 	// The manager's graceful shutdown must end before the term does: a
 	// leader cancelled by SIGTERM renews for RenewDeadline while its work
 	// returns, then lets the lease run out.
 	shutdown := d.renew / 2
 	el, err := election.New(election.Config{
-		Lease: lease, LeaseDuration: d.lease, RenewDeadline: d.renew, RetryPeriod: d.retry,
+		Store: store, Name: name, Identity: identity, LeaseDuration: d.lease, RenewDeadline: d.renew, RetryPeriod: d.retry,
 		ReleaseOnCancel: true,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(term context.Context) {

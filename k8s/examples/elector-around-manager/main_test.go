@@ -11,7 +11,6 @@ import (
 
 	"github.com/dynalease/dynalease/k8s/internal/k8stest"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 const patience = time.Minute
@@ -33,18 +32,13 @@ func (r *replica) times() (started, ended time.Time) {
 	return r.started, r.ended
 }
 
-func startReplica(t *testing.T, cfg dynamodbstore.LeaseConfig, id string, lost func()) *replica {
+func startReplica(t *testing.T, store resourcelock.Store, id string, lost func()) *replica {
 	t.Helper()
-	cfg.Name, cfg.Identity = "ctl", id
-	lease, err := dynamodbstore.NewLease(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &replica{done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
-		r.done <- run(ctx, k8stest.NoAPIServer(), lease, short, lost, func(mgr manager.Manager) error {
+		r.done <- run(ctx, k8stest.NoAPIServer(), store, "ctl", id, short, lost, func(mgr manager.Manager) error {
 			return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 				r.mu.Lock()
 				r.started = time.Now()
@@ -86,9 +80,9 @@ func waitStarted(t *testing.T, rs ...*replica) *replica {
 // context is cancelled its manager stops, it releases the row, and only
 // then does the other's manager start.
 func TestDynamoDBOnlyTheLeaderRunsAManager(t *testing.T) {
-	_, cfg := k8stest.Store(t)
+	store := k8stest.Store(t)
 	notLost := func(id string) func() { return func() { t.Errorf("%s: a term was lost", id) } }
-	a, b := startReplica(t, cfg, "a", notLost("a")), startReplica(t, cfg, "b", notLost("b"))
+	a, b := startReplica(t, store, "a", notLost("a")), startReplica(t, store, "b", notLost("b"))
 	first := waitStarted(t, a, b)
 	second := b
 	if first == b {
@@ -122,9 +116,9 @@ func TestDynamoDBOnlyTheLeaderRunsAManager(t *testing.T) {
 // lost, where the example exits the process, from OnStoppedLeading: with
 // the term's end, not after the manager's shutdown.
 func TestDynamoDBALostTermCallsLost(t *testing.T) {
-	store, cfg := k8stest.Store(t)
+	store := k8stest.Store(t)
 	lost := make(chan struct{}, 1)
-	r := startReplica(t, cfg, "a", func() { lost <- struct{}{} })
+	r := startReplica(t, store, "a", func() { lost <- struct{}{} })
 	waitStarted(t, r)
 	key := resourcelock.Key{Partition: "ctl"}
 	cur, err := store.Get(context.Background(), key)

@@ -27,7 +27,7 @@ type replica struct {
 // dynalease row; one runs its leader-only runnable, and when it stops
 // (releasing the row) the other does.
 func TestDynamoDBManagersElectOneThroughTheRow(t *testing.T) {
-	store, _ := k8stest.Store(t)
+	store := k8stest.Store(t)
 	var running atomic.Int32
 	start := func(id string) *replica {
 		mgr, err := newManager(k8stest.NoAPIServer(), store, "ctl", id, short)

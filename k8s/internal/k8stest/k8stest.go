@@ -14,7 +14,7 @@ import (
 
 // Store returns a store on a fresh table of the DynamoDB the tests use
 // (ddbtest.Endpoint: with CI=true and none reachable, the test fails).
-func Store(t *testing.T) (*dynamodbstore.Store, dynamodbstore.LeaseConfig) {
+func Store(t *testing.T) *dynamodbstore.Store {
 	t.Helper()
 	c := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, c, ddbtest.TableSpec{})
@@ -22,7 +22,7 @@ func Store(t *testing.T) (*dynamodbstore.Store, dynamodbstore.LeaseConfig) {
 	if err != nil {
 		t.Fatalf("dynamodbstore.New: %v", err)
 	}
-	return store, dynamodbstore.LeaseConfig{Client: c, Table: table}
+	return store
 }
 
 // NoAPIServer is a REST config whose server does not exist: a manager

@@ -9,14 +9,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // AcquireRelease acquires and releases a free key b.N times on the memory
 // store, with tp as the client's TracerProvider (nil: tracing off, as long
 // as no global provider is set).
 func AcquireRelease(b *testing.B, tp trace.TracerProvider) {
-	c, err := lock.New(lock.Config{Store: resourcelock.NewMemoryStore(), Identity: "bench", TracerProvider: tp})
+	c, err := lock.New(lock.Config{Store: memorystore.New(), Identity: "bench", TracerProvider: tp})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package resourcelock
+package setlease
 
 import (
 	"context"
@@ -8,11 +8,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Set is several rows of a ManyStore seen as one lease, so that the one
+// Set is several rows of a store seen as one lease, so that the one
 // engine that acquires, holds and releases a lease on one row does the same
 // on a set of rows: all of them or none, never some.
 //
@@ -114,23 +118,17 @@ import (
 type Set struct {
 	*setRows
 	identity string
-	opts     WriteOptions // what its Create and Update write (With)
+	opts     keylease.Options // what its Create and Update write (With)
 }
 
-var (
-	_ Interface = (*Set)(nil)
-	_ Fencer    = (*Set)(nil)
-	_ Queuer    = (*Set)(nil)
-	_ Remover   = (*Set)(nil)
-	_ Optioner  = (*Set)(nil)
-)
+var _ keylease.Port = (*Set)(nil)
 
 // setRows is a Set's rows and what it remembers of its writes, shared by
 // the Set's views (With).
 type setRows struct {
-	store ManyStore
-	keys  []Key
-	key   Key
+	store resourcelock.Store
+	keys  []resourcelock.Key
+	key   resourcelock.Key
 
 	mu sync.Mutex
 	// written: the RVNs of this Set's writes that may be on the rows (the
@@ -144,40 +142,40 @@ type setRows struct {
 	// it: a holder's writes leave it on the rows.
 	generation, transitions int64
 	// The waiter this Set joined its first member's queue as (Join).
-	waiter Waiter
-	last   map[Key]Item // the rows of the last fold
+	waiter resourcelock.Waiter
+	last   map[resourcelock.Key]resourcelock.Item // the rows of the last fold
 }
 
 // compositeMark starts a composite RVN; a member RVN that starts with it is
 // refused as invalid, so that a plain RVN is never read as a composite.
 const compositeMark = "\x00set"
 
-// NewSet returns the set of rows at keys of store, sorted and without
+// New returns the set of rows at keys of store, sorted and without
 // duplicates, written as identity. It checks the keys against the store's
 // MaxMany and sends no request.
-func NewSet(store ManyStore, keys []Key, identity string) (*Set, error) {
+func New(store resourcelock.Store, keys []resourcelock.Key, identity string) (*Set, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", dynalease.ErrInvalid)
 	}
-	if err := checkIdentity(identity); err != nil {
+	if err := record.CheckIdentity(identity); err != nil {
 		return nil, err
 	}
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, compareKeys)
 	keys = slices.Compact(keys)
-	if err := CheckMany(keys, store.MaxMany()); err != nil {
+	if err := record.CheckMany(keys, store.MaxMany()); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = k.String()
 	}
-	return &Set{setRows: &setRows{store: store, keys: keys, key: Key{Partition: strings.Join(names, ",")}}, identity: identity}, nil
+	return &Set{setRows: &setRows{store: store, keys: keys, key: resourcelock.Key{Partition: strings.Join(names, ",")}}, identity: identity}, nil
 }
 
 // With returns the set writing o with every Create and Update, sharing
 // this one's memory of its writes.
-func (s *Set) With(o WriteOptions) Interface {
+func (s *Set) With(o keylease.Options) keylease.Port {
 	return &Set{setRows: s.setRows, identity: s.identity, opts: o}
 }
 
@@ -187,7 +185,7 @@ func (s *Set) Identity() string { return s.identity }
 // Describe returns the store's description and the set's name.
 func (s *Set) Describe() string { return s.store.Describe() + "/" + s.key.String() }
 
-func compareKeys(a, b Key) int {
+func compareKeys(a, b resourcelock.Key) int {
 	if c := strings.Compare(a.Partition, b.Partition); c != 0 {
 		return c
 	}
@@ -195,24 +193,24 @@ func compareKeys(a, b Key) int {
 }
 
 // Keys returns the members, sorted.
-func (s *Set) Keys() []Key { return slices.Clone(s.keys) }
+func (s *Set) Keys() []resourcelock.Key { return slices.Clone(s.keys) }
 
 // Key returns the set's name as a Key: the members' names joined by
 // commas, in order. It names no row.
-func (s *Set) Key() Key { return s.key }
+func (s *Set) Key() resourcelock.Key { return s.key }
 
 // Store returns the store the members are in.
-func (s *Set) Store() ManyStore { return s.store }
+func (s *Set) Store() resourcelock.Store { return s.store }
 
 // CanFence reports whether Fence can work (see Store.CanFence).
 func (s *Set) CanFence() bool { return s.store.CanFence() }
 
 // Get reads every member in one snapshot and returns them folded into one
 // item, or an error wrapping ErrNotFound when every member is missing.
-func (s *Set) Get(ctx context.Context) (Item, error) {
+func (s *Set) Get(ctx context.Context) (resourcelock.Item, error) {
 	rows, err := s.store.GetMany(ctx, s.keys)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	return s.fold(rows)
 }
@@ -222,7 +220,7 @@ func (s *Set) Get(ctx context.Context) (Item, error) {
 // Set that wrote the members; for any other, the first member held by
 // somebody).
 type Departure struct {
-	Key            Key
+	Key            resourcelock.Key
 	Missing        bool   // the row was deleted
 	Released       bool   // the row is marked released, by HolderIdentity
 	HolderIdentity string // the row's holder identity ("" when missing)
@@ -233,14 +231,14 @@ type Departure struct {
 func (s *Set) Departure() (Departure, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.departure, s.departure.Key != Key{}
+	return s.departure, s.departure.Key != resourcelock.Key{}
 }
 
 // fold folds the member rows into one item (see Set).
-func (s *Set) fold(rows map[Key]Item) (Item, error) {
+func (s *Set) fold(rows map[resourcelock.Key]resourcelock.Item) (resourcelock.Item, error) {
 	for _, r := range rows {
 		if strings.IndexByte(r.RVN, 0) >= 0 {
-			return Item{}, fmt.Errorf("%w: invalid record: %s: the RVN holds a NUL byte", ErrPermanent, r.Key)
+			return resourcelock.Item{}, fmt.Errorf("%w: invalid record: %s: the RVN holds a NUL byte", resourcelock.ErrPermanent, r.Key)
 		}
 	}
 	s.mu.Lock()
@@ -248,7 +246,7 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 	s.last = rows
 	s.departure = Departure{}
 	if len(rows) == 0 {
-		return Item{}, fmt.Errorf("%s: %w", s.key, ErrNotFound)
+		return resourcelock.Item{}, fmt.Errorf("%s: %w", s.key, resourcelock.ErrNotFound)
 	}
 	if it, ok := s.foldWholeLocked(rows); ok {
 		return it, nil
@@ -259,16 +257,16 @@ func (s *Set) fold(rows map[Key]Item) (Item, error) {
 // foldWholeLocked folds rows written as one by a Set: every member
 // present with one holder, RVN and acquisition, all held or all released.
 // It reports false for rows that are not. s.mu is held.
-func (s *Set) foldWholeLocked(rows map[Key]Item) (Item, bool) {
+func (s *Set) foldWholeLocked(rows map[resourcelock.Key]resourcelock.Item) (resourcelock.Item, bool) {
 	first := rows[s.keys[0]]
 	if len(rows) != len(s.keys) {
-		return Item{}, false
+		return resourcelock.Item{}, false
 	}
 	token := true // one fencing token on every row
 	for _, k := range s.keys[1:] {
 		r := rows[k]
 		if r.Released != first.Released || r.RVN != first.RVN || r.HolderIdentity != first.HolderIdentity || r.AcquisitionID != first.AcquisitionID {
-			return Item{}, false
+			return resourcelock.Item{}, false
 		}
 		token = token && r.FenceGeneration == first.FenceGeneration && r.Acquisitions == first.Acquisitions
 	}
@@ -283,21 +281,21 @@ func (s *Set) foldWholeLocked(rows map[Key]Item) (Item, bool) {
 		// and its holder's writes the token the rows carry, which a
 		// renewal does not change.
 		s.acquisitionID = rec.AcquisitionID
-		if !rec.NeedsFence() {
+		if !record.NeedsFence(rec) {
 			s.generation, s.transitions = rec.FenceGeneration, rec.Acquisitions
 		}
 	}
-	return Item{Key: s.key, Record: rec, Queue: first.Queue}, true
+	return resourcelock.Item{Key: s.key, Record: rec, Queue: first.Queue}, true
 }
 
 // foldCompositeLocked folds rows that are not held as one: a composite
 // RVN, held for the longest lease of the held members by the first holder
 // other than this Set (or handed to its waiter when every held member
 // is), and the Departure. s.mu is held.
-func (s *Set) foldCompositeLocked(rows map[Key]Item) Item {
+func (s *Set) foldCompositeLocked(rows map[resourcelock.Key]resourcelock.Item) resourcelock.Item {
 	var b strings.Builder
 	b.WriteString(compositeMark)
-	rec := Record{Released: true}
+	rec := resourcelock.Record{Released: true}
 	var others string // the holder of the first member held by somebody else
 	// Whether a member is handed to this Set's waiter, and whether every
 	// held member is.
@@ -308,7 +306,7 @@ func (s *Set) foldCompositeLocked(rows map[Key]Item) Item {
 		// A released row is never ours: a forced release, and the AWS
 		// Java client's, keep the RVN they found.
 		ours := ok && !r.Released && slices.Contains(s.written, r.RVN)
-		if s.departure.Key == (Key{}) && !ours && (len(s.written) > 0 || (ok && !r.Released)) {
+		if s.departure.Key == (resourcelock.Key{}) && !ours && (len(s.written) > 0 || (ok && !r.Released)) {
 			s.departure = Departure{Key: k, Missing: !ok, Released: ok && r.Released, HolderIdentity: r.HolderIdentity}
 		}
 		if !ok || r.Released {
@@ -339,12 +337,12 @@ func (s *Set) foldCompositeLocked(rows map[Key]Item) Item {
 		rec.HolderIdentity, rec.HandedTo = s.waiter.Identity, s.waiter.Ticket
 	}
 	rec.RVN = b.String()
-	return Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}
+	return resourcelock.Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}
 }
 
 // handedToMe reports whether the row r is a hand-over to this Set's
 // waiter, unconfirmed. s.mu is held.
-func (s *Set) handedToMe(r Item) bool {
+func (s *Set) handedToMe(r resourcelock.Item) bool {
 	return s.waiter.Ticket != "" && !r.Released && r.HandedTo == s.waiter.Ticket && r.HolderIdentity == s.waiter.Identity
 }
 
@@ -353,16 +351,16 @@ func (s *Set) handedToMe(r Item) bool {
 // holder when not empty; for a composite, which no holder's write may
 // expect (its rows are not held as one), a WriteUpdate on each held
 // member's RVN and a WriteCreate where the member was free.
-func (s *Set) expectations(rvn, holder string) ([]Write, error) {
-	writes := make([]Write, len(s.keys))
+func (s *Set) expectations(rvn, holder string) ([]resourcelock.Write, error) {
+	writes := make([]resourcelock.Write, len(s.keys))
 	if !strings.HasPrefix(rvn, compositeMark) {
 		for i, k := range s.keys {
-			writes[i] = Write{Key: k, Kind: WriteUpdate, Expect: Precondition{RVN: rvn, HolderIdentity: holder}}
+			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteUpdate, Expect: resourcelock.Precondition{RVN: rvn, HolderIdentity: holder}}
 		}
 		return writes, nil
 	}
 	if holder != "" {
-		return nil, Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+		return nil, resourcelock.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
 			errors.New("the rows are not held as one set"))
 	}
 	parts := strings.Split(rvn[len(compositeMark):], "\x00")
@@ -373,9 +371,9 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 		p := parts[i+1]
 		switch {
 		case p == "f":
-			writes[i] = Write{Key: k, Kind: WriteCreate}
+			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate}
 		case len(p) > 1 && p[0] == '=':
-			writes[i] = Write{Key: k, Kind: WriteUpdate, Expect: Precondition{RVN: p[1:]}}
+			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteUpdate, Expect: resourcelock.Precondition{RVN: p[1:]}}
 		default:
 			return nil, fmt.Errorf("%w: %s: malformed composite RVN", dynalease.ErrInvalid, s.key)
 		}
@@ -387,33 +385,33 @@ func (s *Set) expectations(rvn, holder string) ([]Write, error) {
 // whatever its queue: unlike Interface.Create's "free", since a set queues
 // on its first key only and is not ordered against the waiters of its
 // other keys (WriteCreate).
-func (s *Set) Create(ctx context.Context, rec Record) (Item, error) {
-	rec, err := fillHolder(s.identity, rec, false)
+func (s *Set) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	rec, err := keylease.FillHolder(s.identity, rec, false)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	writes := make([]Write, len(s.keys))
+	writes := make([]resourcelock.Write, len(s.keys))
 	for i, k := range s.keys {
-		writes[i] = Write{Key: k, Kind: WriteCreate}
+		writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate}
 	}
-	return s.write(ctx, fill(writes, rec, s.opts, nil), rec, true)
+	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), nil), rec, true)
 }
 
 // Update writes rec on every member when the set is in the state expect
 // names (see Set).
-func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item, error) {
-	rec, err := fillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
+func (s *Set) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	rec, err := keylease.FillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	if err := expect.Check(); err != nil {
-		return Item{}, err
+	if err := record.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	return s.write(ctx, fill(writes, rec, s.opts, nil), rec, expect.HolderIdentity == "")
+	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), nil), rec, expect.HolderIdentity == "")
 }
 
 // UpdateDequeue is Update with d conditioning the first member's write on
@@ -423,41 +421,41 @@ func (s *Set) Update(ctx context.Context, expect Precondition, rec Record) (Item
 // released, each with rec's RVN. A holder's write that expects a composite
 // (a waiter passing on the first member, handed to it, while others are
 // free) writes the first member only, conditioned on its RVN and holder.
-func (s *Set) UpdateDequeue(ctx context.Context, expect Precondition, rec Record, d *Dequeue) (Item, error) {
-	rec, err := fillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
+func (s *Set) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	rec, err := keylease.FillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	if err := expect.Check(); err != nil {
-		return Item{}, err
+	if err := record.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
 	}
-	var writes []Write
+	var writes []resourcelock.Write
 	if expect.HolderIdentity != "" && strings.HasPrefix(expect.RVN, compositeMark) {
 		w, err := s.firstExpectation(expect)
 		if err != nil {
-			return Item{}, err
+			return resourcelock.Item{}, err
 		}
-		writes = []Write{w}
+		writes = []resourcelock.Write{w}
 	} else {
 		var err error
 		if writes, err = s.expectations(expect.RVN, expect.HolderIdentity); err != nil {
-			return Item{}, err
+			return resourcelock.Item{}, err
 		}
 	}
-	return s.write(ctx, fill(writes, rec, s.opts, d), rec, expect.HolderIdentity == "")
+	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), d), rec, expect.HolderIdentity == "")
 }
 
 // firstExpectation returns the write of the first member that a holder's
 // write expecting the composite expect calls for: an update conditioned on
 // the member's RVN in it and on the holder.
-func (s *Set) firstExpectation(expect Precondition) (Write, error) {
+func (s *Set) firstExpectation(expect resourcelock.Precondition) (resourcelock.Write, error) {
 	writes, err := s.expectations(expect.RVN, "")
 	if err != nil {
-		return Write{}, err
+		return resourcelock.Write{}, err
 	}
 	w := writes[0]
-	if w.Kind != WriteUpdate {
-		return Write{}, Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+	if w.Kind != resourcelock.WriteUpdate {
+		return resourcelock.Write{}, resourcelock.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
 			errors.New("the first member is free: there is nothing to pass on"))
 	}
 	w.Expect.HolderIdentity = expect.HolderIdentity
@@ -467,7 +465,7 @@ func (s *Set) firstExpectation(expect Precondition) (Write, error) {
 // fill gives every write rec and opts, and the first one d. A hand-over
 // (rec naming HandedTo) goes to the first row only: the others get rec
 // marked released by the releaser.
-func fill(writes []Write, rec Record, opts WriteOptions, d *Dequeue) []Write {
+func fill(writes []resourcelock.Write, rec resourcelock.Record, opts resourcelock.WriteOptions, d *resourcelock.Dequeue) []resourcelock.Write {
 	released := rec
 	released.Released, released.HandedTo = true, ""
 	for i := range writes {
@@ -485,7 +483,7 @@ func fill(writes []Write, rec Record, opts WriteOptions, d *Dequeue) []Write {
 // is a queue to join: false when the last read showed the first member
 // free, missing, handed to w already, or carrying this Set's own write.
 // A waiter asks before it joins.
-func (s *Set) Joinable(w Waiter) bool {
+func (s *Set) Joinable(w resourcelock.Waiter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiter = w
@@ -498,7 +496,7 @@ func (s *Set) Joinable(w Waiter) bool {
 // there was none). A join refused by the store returns a Conflict carrying
 // the set folded with the row that refused it. w is the waiter this Set
 // waits as from then on.
-func (s *Set) Join(ctx context.Context, w Waiter) (Item, error) {
+func (s *Set) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
 	s.mu.Lock()
 	s.waiter = w
 	s.mu.Unlock()
@@ -521,10 +519,10 @@ func (s *Set) joinableLocked() bool {
 // it. A refusal is a Conflict that carries no row, so that the caller
 // reads every member afresh: a waiter giving up must see a hand-over to it
 // whole (the other members freed with it) to pass it on.
-func (s *Set) Leave(ctx context.Context, ticket string, index int) (Item, error) {
+func (s *Set) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
 	first, err := s.store.Leave(ctx, s.keys[0], ticket, index)
-	if errors.Is(err, ErrConflict) {
-		return Item{}, Conflict(fmt.Sprintf("%s: leave", s.key), nil, errors.New(err.Error()))
+	if errors.Is(err, resourcelock.ErrConflict) {
+		return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: leave", s.key), nil, errors.New(err.Error()))
 	}
 	if err != nil {
 		return s.refusal(ctx, "leave", err)
@@ -536,31 +534,31 @@ func (s *Set) Leave(ctx context.Context, ticket string, index int) (Item, error)
 // failed with err: a Conflict carrying the set folded with the row err
 // carries (or without the row, when it is missing), or err itself when it
 // taught nothing of the row.
-func (s *Set) refusal(ctx context.Context, op string, err error) (Item, error) {
-	cur, ok := CurrentItem(err)
-	var it Item
+func (s *Set) refusal(ctx context.Context, op string, err error) (resourcelock.Item, error) {
+	cur, ok := resourcelock.CurrentItem(err)
+	var it resourcelock.Item
 	var ferr error
 	switch {
 	case ok:
 		it, ferr = s.foldFirst(ctx, cur, true)
-	case errors.Is(err, ErrNotFound):
-		it, ferr = s.foldFirst(ctx, Item{}, false)
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, resourcelock.ErrNotFound):
+		it, ferr = s.foldFirst(ctx, resourcelock.Item{}, false)
+	case errors.Is(err, resourcelock.ErrConflict):
 		// A refusal that carries no row: the caller reads.
-		return Item{}, Conflict(fmt.Sprintf("%s: %s", s.key, op), nil, errors.New(err.Error()))
+		return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: %s", s.key, op), nil, errors.New(err.Error()))
 	default:
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	if ferr != nil {
-		return Item{}, ferr
+		return resourcelock.Item{}, ferr
 	}
-	return Item{}, Conflict(fmt.Sprintf("%s: %s", s.key, op), &it, errors.New(err.Error()))
+	return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: %s", s.key, op), &it, errors.New(err.Error()))
 }
 
 // foldFirst folds the first member's row first (missing unless present)
 // with the other members as the last fold saw them, or reads the set when
 // there was none.
-func (s *Set) foldFirst(ctx context.Context, first Item, present bool) (Item, error) {
+func (s *Set) foldFirst(ctx context.Context, first resourcelock.Item, present bool) (resourcelock.Item, error) {
 	s.mu.Lock()
 	last := s.last
 	s.mu.Unlock()
@@ -578,39 +576,39 @@ func (s *Set) foldFirst(ctx context.Context, first Item, present bool) (Item, er
 // Remove deletes every member when each carries the RVN expect names (with
 // its holder, when it names one). A composite RVN is refused: only rows
 // held as one set are removed as one.
-func (s *Set) Remove(ctx context.Context, expect Precondition) error {
-	if err := expect.Check(); err != nil {
+func (s *Set) Remove(ctx context.Context, expect resourcelock.Precondition) error {
+	if err := record.CheckPrecondition(expect); err != nil {
 		return err
 	}
 	if strings.HasPrefix(expect.RVN, compositeMark) {
-		return Conflict(fmt.Sprintf("%s: remove", s.key), nil, errors.New("the rows are not held as one set"))
+		return resourcelock.Conflict(fmt.Sprintf("%s: remove", s.key), nil, errors.New("the rows are not held as one set"))
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
 	if err != nil {
 		return err
 	}
 	for i := range writes {
-		writes[i].Kind = WriteRemove
+		writes[i].Kind = resourcelock.WriteRemove
 	}
 	return s.store.WriteMany(ctx, writes)
 }
 
 // Fence gives every member one new fencing generation (see
-// ManyStore.FenceMany), so that the set's token, carried by every member,
+// Store.FenceMany), so that the set's token, carried by every member,
 // is higher than every token any member carried before, and lower than
 // the token of any later acquisition of any member. It returns the set
 // as fenced.
-func (s *Set) Fence(ctx context.Context, acquisitionID string) (Item, error) {
+func (s *Set) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
 	gen, err := s.store.FenceMany(ctx, s.keys, s.identity, acquisitionID)
 	if err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
 	it, err := s.Get(ctx)
 	if err != nil {
-		return Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
+		return resourcelock.Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
 	}
 	if it.FenceGeneration != gen || it.Acquisitions != 2 || it.AcquisitionID != acquisitionID {
-		return Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, ErrConflict)
+		return resourcelock.Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, resourcelock.ErrConflict)
 	}
 	s.mu.Lock()
 	s.generation, s.transitions = gen, 2
@@ -620,7 +618,7 @@ func (s *Set) Fence(ctx context.Context, acquisitionID string) (Item, error) {
 
 // write sends writes, which carry rec (see fill), and returns the set as
 // written.
-func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring bool) (Item, error) {
+func (s *Set) write(ctx context.Context, writes []resourcelock.Write, rec resourcelock.Record, acquiring bool) (resourcelock.Item, error) {
 	s.mu.Lock()
 	s.written = remember(s.written, rec.RVN)
 	if acquiring {
@@ -628,12 +626,10 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring b
 	}
 	s.mu.Unlock()
 	if err := s.store.WriteMany(ctx, writes); err != nil {
-		return Item{}, err
+		return resourcelock.Item{}, err
 	}
-	out, err := prepareRecord(rec)
-	if err != nil {
-		return Item{}, err
-	}
+	// The record as the store keeps it (WriteMany checked it, above).
+	out := record.Normalize(rec)
 	out.Data = nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -651,7 +647,7 @@ func (s *Set) write(ctx context.Context, writes []Write, rec Record, acquiring b
 	// that acquired leaves its entry from there, and a holder's release
 	// hands over by it; both are conditioned on it, and read again when
 	// it moved.
-	return Item{Key: s.key, Record: out, Queue: slices.Clone(s.last[s.keys[0]].Queue)}, nil
+	return resourcelock.Item{Key: s.key, Record: out, Queue: slices.Clone(s.last[s.keys[0]].Queue)}, nil
 }
 
 // maxWritten bounds the RVNs a Set remembers as its own writes.

@@ -1,4 +1,4 @@
-package resourcelock
+package setlease
 
 import (
 	"context"
@@ -6,6 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A set whose acquiring write's answer was lost learns its acquisition
@@ -15,14 +20,14 @@ import (
 // to 0 in the middle of a hold (make chaos: stale guarded writes).
 func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	ctx := context.Background()
-	store := NewMemoryStore().(ManyStore)
-	keys := []Key{{Partition: "a"}, {Partition: "b"}}
-	rec := func(rvn string, released bool) Record {
-		return Record{RVN: rvn, LeaseDuration: time.Minute, Released: released}
+	store := memorystore.New()
+	keys := []resourcelock.Key{{Partition: "a"}, {Partition: "b"}}
+	rec := func(rvn string, released bool) resourcelock.Record {
+		return resourcelock.Record{RVN: rvn, LeaseDuration: time.Minute, Released: released}
 	}
 	// An earlier acquisition, fenced, then released: the rows carry a
 	// generation.
-	s1, err := NewSet(store, keys, "me")
+	s1, err := New(store, keys, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +38,12 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	if _, err := s1.Fence(ctx, r1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s1.Update(ctx, Precondition{RVN: r1, HolderIdentity: "me"}, rec(uuid.NewString(), true)); err != nil {
+	if _, err := s1.Update(ctx, resourcelock.Precondition{RVN: r1, HolderIdentity: "me"}, rec(uuid.NewString(), true)); err != nil {
 		t.Fatal(err)
 	}
 	// This acquisition's answer is lost: its Set learns nothing from the
 	// write (here: it is sent, and its answer dropped), only from a read.
-	s2, err := NewSet(store, keys, "me")
+	s2, err := New(store, keys, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,29 +51,29 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	s2.mu.Lock()
 	s2.written, s2.acquiring = remember(s2.written, r2), remember(s2.acquiring, r2)
 	s2.mu.Unlock()
-	if err := store.WriteMany(ctx, fill([]Write{{Kind: WriteCreate, Key: keys[0]}, {Kind: WriteCreate, Key: keys[1]}}, mustPrepare(t, rec(r2, false), "me"), s2.opts, nil)); err != nil {
+	if err := store.WriteMany(ctx, fill([]resourcelock.Write{{Kind: resourcelock.WriteCreate, Key: keys[0]}, {Kind: resourcelock.WriteCreate, Key: keys[1]}}, mustPrepare(t, rec(r2, false), "me"), s2.opts.At(time.Now()), nil)); err != nil {
 		t.Fatal(err)
 	}
 	read, err := s2.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := read.FencingToken()
+	token := record.Token(read.Record)
 	if token == 0 || read.RVN != r2 {
 		t.Fatalf("the read shows %+v (token %d), want this acquisition with a token", read.Record, token)
 	}
-	renewed, err := s2.Update(ctx, Precondition{RVN: r2, HolderIdentity: "me"}, rec(uuid.NewString(), false))
+	renewed, err := s2.Update(ctx, resourcelock.Precondition{RVN: r2, HolderIdentity: "me"}, rec(uuid.NewString(), false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := renewed.FencingToken(); got != token {
+	if got := record.Token(renewed.Record); got != token {
 		t.Fatalf("the renewal's answer carries token %d, want the acquisition's %d", got, token)
 	}
 }
 
-func mustPrepare(t *testing.T, rec Record, identity string) Record {
+func mustPrepare(t *testing.T, rec resourcelock.Record, identity string) resourcelock.Record {
 	t.Helper()
-	rec, err := fillHolder(identity, rec, false)
+	rec, err := keylease.FillHolder(identity, rec, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package resourcelock
+package record
 
 import (
 	"errors"
@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 func TestCheckKeyEnforcesDynamoDBsKeyLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		key  Key
+		key  resourcelock.Key
 		ok   bool
 	}{
-		{"empty partition", Key{}, false},
-		{"partition at the limit", Key{Partition: strings.Repeat("p", MaxNameBytes)}, true},
-		{"partition over the limit", Key{Partition: strings.Repeat("p", MaxNameBytes+1)}, false},
-		{"sort at the limit", Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes)}, true},
-		{"sort over the limit", Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes+1)}, false},
+		{"empty partition", resourcelock.Key{}, false},
+		{"partition at the limit", resourcelock.Key{Partition: strings.Repeat("p", MaxNameBytes)}, true},
+		{"partition over the limit", resourcelock.Key{Partition: strings.Repeat("p", MaxNameBytes+1)}, false},
+		{"sort at the limit", resourcelock.Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes)}, true},
+		{"sort over the limit", resourcelock.Key{Partition: "p", Sort: strings.Repeat("s", MaxSortKeyBytes+1)}, false},
 	} {
-		err := tc.key.Check()
+		err := CheckKey(tc.key)
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%s: %v, want nil", tc.name, err)
@@ -56,12 +57,12 @@ func TestNormalizedTimes(t *testing.T) {
 
 func TestNormalizedRecord(t *testing.T) {
 	data := []byte("abc")
-	in := Record{
+	in := resourcelock.Record{
 		RVN: "r", LeaseDuration: time.Millisecond + 1,
 		AcquireTime: time.Now(), RenewTime: time.Now().In(time.FixedZone("X", -7200)),
 		Data: data,
 	}
-	got := normalized(in)
+	got := Normalize(in)
 	if got.LeaseDuration != 2*time.Millisecond {
 		t.Errorf("lease %v, want 2ms", got.LeaseDuration)
 	}
@@ -74,7 +75,7 @@ func TestNormalizedRecord(t *testing.T) {
 	if string(got.Data) != "abc" {
 		t.Errorf("normalized data shares memory with the input: %q", got.Data)
 	}
-	if got := normalized(Record{Data: []byte{}}); got.Data != nil {
+	if got := Normalize(resourcelock.Record{Data: []byte{}}); got.Data != nil {
 		t.Errorf("empty data normalized to %#v, want nil", got.Data)
 	}
 }

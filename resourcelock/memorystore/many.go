@@ -1,4 +1,4 @@
-package resourcelock
+package memorystore
 
 import (
 	"context"
@@ -6,18 +6,16 @@ import (
 	"slices"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// memoryMaxMany is the memory store's MaxMany: DynamoDB's, so that code
-// tested on the memory store meets the same limit.
-const memoryMaxMany = 100
-
 // MaxMany returns 100, DynamoDB's limit on the items of one transaction.
-func (s *memoryStore) MaxMany() int { return memoryMaxMany }
+func (s *Store) MaxMany() int { return record.MaxMany }
 
 // GetMany returns the rows at keys, by key.
-func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, error) {
-	if err := CheckMany(keys, memoryMaxMany); err != nil {
+func (s *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
+	if err := record.CheckMany(keys, record.MaxMany); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -25,14 +23,14 @@ func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[Key]Item, len(keys))
+	out := make(map[resourcelock.Key]resourcelock.Item, len(keys))
 	for i, k := range keys {
 		if it, ok := s.items[k]; ok {
 			rec := it.Record
 			rec.Data = nil
-			out[k] = Item{Key: it.Key, Record: rec}
+			out[k] = resourcelock.Item{Key: it.Key, Record: rec}
 			if i == 0 {
-				out[k] = Item{Key: it.Key, Record: rec, Queue: slices.Clone(it.Queue)}
+				out[k] = resourcelock.Item{Key: it.Key, Record: rec, Queue: slices.Clone(it.Queue)}
 			}
 		}
 	}
@@ -40,8 +38,8 @@ func (s *memoryStore) GetMany(ctx context.Context, keys []Key) (map[Key]Item, er
 }
 
 // WriteMany applies every write or none.
-func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
-	writes, err := PrepareWrites(writes, memoryMaxMany)
+func (s *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
+	writes, err := record.PrepareMany(writes, record.MaxMany)
 	if err != nil {
 		return err
 	}
@@ -54,34 +52,30 @@ func (s *memoryStore) WriteMany(ctx context.Context, writes []Write) error {
 		cur, ok := s.items[w.Key]
 		var admitted bool
 		switch w.Kind {
-		case WriteCreate:
-			admitted = !ok || cur.Released // whatever the queue: see ManyStore
-		case WriteUpdate:
+		case resourcelock.WriteCreate:
+			admitted = !ok || cur.Released // whatever the queue: see resourcelock.WriteCreate
+		case resourcelock.WriteUpdate:
 			admitted = ok && matches(cur.Record, w.Expect)
-		case WriteRemove:
+		case resourcelock.WriteRemove:
 			admitted = removeAdmits(cur, ok, w.Expect)
 		}
-		if !admitted || !queueMatches(cur.Queue, w.Options.Dequeue) {
-			return Conflict(fmt.Sprintf("memory/%s: write many", w.Key), nil, nil)
+		if !admitted || !record.QueueMatches(cur.Queue, w.Options.Dequeue) {
+			return resourcelock.Conflict(fmt.Sprintf("memory/%s: write many", w.Key), nil, nil)
 		}
 	}
 	for _, w := range writes {
-		if w.Kind == WriteRemove {
+		if w.Kind == resourcelock.WriteRemove {
 			delete(s.items, w.Key)
 			continue
 		}
-		s.applyLocked(w.Key, s.items[w.Key], w.Record, w.Options, w.acquiring())
+		s.applyLocked(w.Key, s.items[w.Key], w.Record, w.Options, record.Acquiring(w))
 	}
 	return nil
 }
 
-// MaxFenceMany returns 50, DynamoDB's: a fence there writes two items per
-// key in one transaction.
-func (s *memoryStore) MaxFenceMany() int { return memoryMaxMany / 2 }
-
 // FenceMany gives the rows at keys one generation above all of theirs.
-func (s *memoryStore) FenceMany(ctx context.Context, keys []Key, holder, acquisitionID string) (int64, error) {
-	if err := CheckMany(keys, s.MaxFenceMany()); err != nil {
+func (s *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (int64, error) {
+	if err := record.CheckMany(keys, record.MaxFenceMany); err != nil {
 		return 0, err
 	}
 	if holder == "" || acquisitionID == "" {
@@ -93,13 +87,13 @@ func (s *memoryStore) FenceMany(ctx context.Context, keys []Key, holder, acquisi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.generations == nil {
-		s.generations = map[Key]int64{}
+		s.generations = map[resourcelock.Key]int64{}
 	}
 	var gen int64
 	for _, k := range keys {
 		cur, ok := s.items[k]
 		if !ok || cur.HolderIdentity != holder || cur.AcquisitionID != acquisitionID {
-			return 0, fmt.Errorf("memory/%s: fence many: %w", k, ErrConflict)
+			return 0, fmt.Errorf("memory/%s: fence many: %w", k, resourcelock.ErrConflict)
 		}
 		gen = max(gen, s.generations[k])
 	}

@@ -1,4 +1,4 @@
-package resourcelocktest
+package faulty
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // Op names a method of resourcelock.Store that sends a request.
 type Op string
 
-// The operations FaultyStore counts and can fail.
+// The operations Store counts and can fail.
 const (
 	OpGet    Op = "Get"
 	OpCreate Op = "Create"
@@ -42,13 +42,13 @@ type Fault struct {
 	Stall func()
 }
 
-// Call records one call seen by a FaultyStore.
+// Call records one call seen by a Store.
 type Call struct {
 	Op  Op
 	Err error // what the caller got
 }
 
-// faults records the calls of a FaultyStore and the faults injected for
+// faults records the calls of a Store and the faults injected for
 // them. It is safe for concurrent use.
 type faults struct {
 	mu     sync.Mutex

@@ -1,4 +1,4 @@
-package resourcelock
+package record_test
 
 import (
 	"bytes"
@@ -9,6 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // The fuzz targets of the review issue: rows that other writers made (AWS
@@ -17,7 +21,7 @@ import (
 // lock it is not. go test runs each target's seeds (f.Add and
 // testdata/fuzz); make fuzz searches for FUZZTIME each.
 
-// FuzzRecordValidation: PrepareWrite either refuses a record with an
+// FuzzRecordValidation: Prepare either refuses a record with an
 // error matching dynalease.ErrInvalid or returns it normalized: idempotent,
 // the lease rounded up to a positive whole number of milliseconds within
 // the limit, times in UTC at millisecond precision within the years 1 to
@@ -26,36 +30,36 @@ func FuzzRecordValidation(f *testing.F) {
 	f.Add("me", "", "rvn", int64(20*time.Second), false, int64(1_764_072_000_123_456_789), int64(0), []byte("x"))
 	f.Add("me", "me", "rvn", int64(1), true, int64(-62135596800_000_000_0), int64(253402300799_999_999_9), []byte{})
 	f.Add("me", "other", "", int64(-1), false, int64(0), int64(0), []byte(nil))
-	f.Add("me", "", "r", int64(MaxLeaseDuration)+1, false, int64(1<<62), int64(-1<<62), []byte(nil))
+	f.Add("me", "", "r", int64(record.MaxLeaseDuration)+1, false, int64(1<<62), int64(-1<<62), []byte(nil))
 	f.Fuzz(func(t *testing.T, id, holder, rvn string, lease int64, released bool, acquired, renewed int64, data []byte) {
-		rec := Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: time.Duration(lease), Released: released, Data: data}
+		rec := resourcelock.Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: time.Duration(lease), Released: released, Data: data}
 		if acquired != 0 {
 			rec.AcquireTime = time.Unix(0, acquired)
 		}
 		if renewed != 0 {
 			rec.RenewTime = time.Unix(0, renewed).In(time.FixedZone("x", 3600))
 		}
-		rec, err := fillHolder(id, rec, false)
+		rec, err := keylease.FillHolder(id, rec, false)
 		if err != nil {
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
 			}
 			return
 		}
-		got, err := prepareRecord(rec)
+		got, _, err := record.Prepare(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{})
 		if err != nil {
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
 			}
 			return
 		}
-		if again := normalized(got); !again.Equal(got) {
+		if again := record.Normalize(got); !record.Equal(again, got) {
 			t.Fatalf("normalization is not idempotent: %+v then %+v", got, again)
 		}
 		if got.HolderIdentity != id || got.RVN != rvn {
 			t.Fatalf("holder %q RVN %q, want %q %q", got.HolderIdentity, got.RVN, id, rvn)
 		}
-		if got.LeaseDuration < rec.LeaseDuration || got.LeaseDuration <= 0 || got.LeaseDuration%time.Millisecond != 0 || got.LeaseDuration > MaxLeaseDuration {
+		if got.LeaseDuration < rec.LeaseDuration || got.LeaseDuration <= 0 || got.LeaseDuration%time.Millisecond != 0 || got.LeaseDuration > record.MaxLeaseDuration {
 			t.Fatalf("lease %v from %v", got.LeaseDuration, rec.LeaseDuration)
 		}
 		for _, tm := range []time.Time{got.AcquireTime, got.RenewTime} {
@@ -77,19 +81,19 @@ func FuzzRecordValidation(f *testing.F) {
 	})
 }
 
-// FuzzCheckKey: Key.Check accepts exactly the keys within DynamoDB's
+// FuzzCheckKey: CheckKey accepts exactly the keys within DynamoDB's
 // limits, refuses the others with an error matching dynalease.ErrInvalid,
 // and an accepted key round-trips through a store; never a panic.
 func FuzzCheckKey(f *testing.F) {
 	f.Add("job", "")
 	f.Add("", "sort")
-	f.Add("k", string(make([]byte, MaxSortKeyBytes+1)))
-	f.Add(string(make([]byte, MaxNameBytes)), "s")
+	f.Add("k", string(make([]byte, record.MaxSortKeyBytes+1)))
+	f.Add(string(make([]byte, record.MaxNameBytes)), "s")
 	f.Add("naïve/ключ/🔒", "\x00\xff")
 	f.Fuzz(func(t *testing.T, partition, sort string) {
-		k := Key{Partition: partition, Sort: sort}
-		err := k.Check()
-		within := len(partition) >= 1 && len(partition) <= MaxNameBytes && len(sort) <= MaxSortKeyBytes
+		k := resourcelock.Key{Partition: partition, Sort: sort}
+		err := record.CheckKey(k)
+		within := len(partition) >= 1 && len(partition) <= record.MaxNameBytes && len(sort) <= record.MaxSortKeyBytes
 		if within != (err == nil) {
 			t.Fatalf("(%d-byte partition, %d-byte sort).Check() = %v", len(partition), len(sort), err)
 		}
@@ -102,10 +106,10 @@ func FuzzCheckKey(f *testing.F) {
 		if !utf8.ValidString(partition) || !utf8.ValidString(sort) {
 			return // DynamoDB's S type is UTF-8; the store refuses the rest at the server
 		}
-		s := NewMemoryStore()
+		s := memorystore.New()
 		ctx := t.Context()
-		rec := Record{RVN: "r" + strconv.Itoa(len(partition)), LeaseDuration: time.Second, HolderIdentity: "me"}
-		if _, err := s.Create(ctx, k, rec, WriteOptions{}); err != nil {
+		rec := resourcelock.Record{RVN: "r" + strconv.Itoa(len(partition)), LeaseDuration: time.Second, HolderIdentity: "me"}
+		if _, err := s.Create(ctx, k, rec, resourcelock.WriteOptions{}); err != nil {
 			t.Fatalf("Create(%q): %v", k, err)
 		}
 		it, err := s.Get(ctx, k)

@@ -1,0 +1,246 @@
+package record
+
+import (
+	"slices"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// CheckKey reports whether k is within DynamoDB's limits on key values: a
+// partition value (the lock name) of 1 to MaxNameBytes bytes and a sort
+// value of at most MaxSortKeyBytes. It returns an error matching
+// dynalease.ErrInvalid that names the limit, or nil. Whether a sort value
+// is required depends on the table; every store checks that too.
+func CheckKey(k resourcelock.Key) error {
+	switch {
+	case k.Partition == "":
+		return invalid("lock name is empty")
+	case len(k.Partition) > MaxNameBytes:
+		return invalid("lock name is %d bytes, over the %d-byte limit", len(k.Partition), MaxNameBytes)
+	case len(k.Sort) > MaxSortKeyBytes:
+		return invalid("sort key value is %d bytes, over DynamoDB's %d-byte limit", len(k.Sort), MaxSortKeyBytes)
+	}
+	return nil
+}
+
+// CheckIdentity reports whether id can name a holder: 1 to
+// MaxIdentityBytes bytes. It returns an error matching dynalease.ErrInvalid.
+func CheckIdentity(id string) error {
+	switch {
+	case id == "":
+		return invalid("identity is empty")
+	case len(id) > MaxIdentityBytes:
+		return invalid("identity is %d bytes, over the %d-byte limit", len(id), MaxIdentityBytes)
+	}
+	return nil
+}
+
+// CheckData returns an error matching dynalease.ErrInvalid when data is
+// larger than a record may carry (MaxDataBytes). Callers check data before
+// any request with it, and translate the error once.
+func CheckData(data []byte) error {
+	if len(data) > MaxDataBytes {
+		return invalid("data is %d bytes, over the %d-byte limit", len(data), MaxDataBytes)
+	}
+	return nil
+}
+
+// CheckPrecondition reports whether p can condition a write: it names an
+// RVN. It returns an error matching dynalease.ErrInvalid.
+func CheckPrecondition(p resourcelock.Precondition) error {
+	if p.RVN == "" {
+		return invalid("precondition has no record version number")
+	}
+	return nil
+}
+
+// CheckWaiter reports whether w can be written into a queue: a ticket, an
+// identity within MaxIdentityBytes and a lease within MaxLeaseDuration. It
+// returns an error matching dynalease.ErrInvalid.
+func CheckWaiter(w resourcelock.Waiter) error {
+	if w.Ticket == "" {
+		return invalid("waiter has no ticket")
+	}
+	if err := CheckIdentity(w.Identity); err != nil {
+		return err
+	}
+	if w.Lease <= 0 || w.Lease > MaxLeaseDuration {
+		return invalid("waiter lease %v is not within (0, %v]", w.Lease, MaxLeaseDuration)
+	}
+	return nil
+}
+
+// CheckLeave reports whether a Leave of ticket at index can be sent.
+func CheckLeave(ticket string, index int) error {
+	if ticket == "" {
+		return invalid("leave of an empty ticket")
+	}
+	if index < 0 || index >= MaxQueueLength {
+		return invalid("leave at index %d, outside the queue's [0, %d)", index, MaxQueueLength)
+	}
+	return nil
+}
+
+// CheckMany validates the keys of a GetMany or WriteMany against max, the
+// store's limit, before any request: at least one, at most max, each
+// valid, none twice.
+func CheckMany(keys []resourcelock.Key, max int) error {
+	if len(keys) == 0 {
+		return invalid("no keys")
+	}
+	if len(keys) > max {
+		return invalid("%d keys, over the %d one request may name", len(keys), max)
+	}
+	seen := make(map[resourcelock.Key]bool, len(keys))
+	for _, k := range keys {
+		if err := CheckKey(k); err != nil {
+			return err
+		}
+		if seen[k] {
+			return invalid("key %s named twice", k)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// Prepare checks a write before a store sends it and returns its record
+// and options normalized. It refuses, with an error matching
+// dynalease.ErrInvalid, a key outside the limits (CheckKey), a record
+// whose holder, RVN, lease, data or times are, an attribute with an empty
+// name or no value, and a TTL outside the years 1970 to 9999. It rounds
+// the lease up to whole milliseconds, keeps times in UTC at millisecond
+// precision, stores empty data as nil and rounds the TTL up to whole
+// seconds. Every store writes the normalized form, so that what a write
+// returns equals what a later read returns. A store checks its own rules
+// (its schema, reserved attribute names, attribute value types) besides.
+func Prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, resourcelock.WriteOptions, error) {
+	if err := CheckKey(key); err != nil {
+		return resourcelock.Record{}, opts, err
+	}
+	if err := checkOptions(opts); err != nil {
+		return resourcelock.Record{}, opts, err
+	}
+	opts.Expires = ExpiresSeconds(opts.Expires)
+	rec, err := prepareRecord(rec)
+	return rec, opts, err
+}
+
+// PrepareMany validates writes before any request, as CheckMany and
+// Prepare do, and returns them as written.
+func PrepareMany(writes []resourcelock.Write, max int) ([]resourcelock.Write, error) {
+	keys := make([]resourcelock.Key, len(writes))
+	for i, w := range writes {
+		keys[i] = w.Key
+	}
+	if err := CheckMany(keys, max); err != nil {
+		return nil, err
+	}
+	out := slices.Clone(writes)
+	for i, w := range out {
+		if w.Options.OnlyIfExists {
+			return nil, invalid("a write of many rows cannot require an existing row")
+		}
+		if len(w.Options.Below) > 0 {
+			return nil, invalid("a write of many rows cannot require integer attributes (Below)")
+		}
+		if w.Options.Dequeue != nil && w.Kind == resourcelock.WriteRemove {
+			return nil, invalid("a removal cannot dequeue")
+		}
+		switch w.Kind {
+		case resourcelock.WriteCreate:
+		case resourcelock.WriteUpdate, resourcelock.WriteRemove:
+			if err := CheckPrecondition(w.Expect); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, invalid("unknown write kind %d", w.Kind)
+		}
+		if w.Kind == resourcelock.WriteRemove {
+			continue
+		}
+		rec, opts, err := Prepare(w.Key, w.Record, w.Options)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Record, out[i].Options = rec, opts
+	}
+	return out, nil
+}
+
+// Acquiring reports whether w starts a new acquisition of its row: a
+// create, or an update that does not name the holder it expects (a
+// takeover).
+func Acquiring(w resourcelock.Write) bool {
+	return w.Kind == resourcelock.WriteCreate || (w.Kind == resourcelock.WriteUpdate && w.Expect.HolderIdentity == "")
+}
+
+// prepareRecord checks and normalizes the record of a write (see
+// Prepare).
+func prepareRecord(rec resourcelock.Record) (resourcelock.Record, error) {
+	if err := CheckIdentity(rec.HolderIdentity); err != nil {
+		return resourcelock.Record{}, err
+	}
+	switch {
+	case rec.RVN == "":
+		return resourcelock.Record{}, invalid("record version number is empty")
+	case rec.LeaseDuration <= 0:
+		return resourcelock.Record{}, invalid("lease duration %v is not positive", rec.LeaseDuration)
+	case rec.LeaseDuration > MaxLeaseDuration:
+		return resourcelock.Record{}, invalid("lease duration %v is over the %v limit", rec.LeaseDuration, MaxLeaseDuration)
+	}
+	if err := CheckData(rec.Data); err != nil {
+		return resourcelock.Record{}, err
+	}
+	if err := checkTime("acquire time", rec.AcquireTime); err != nil {
+		return resourcelock.Record{}, err
+	}
+	if err := checkTime("renew time", rec.RenewTime); err != nil {
+		return resourcelock.Record{}, err
+	}
+	return Normalize(rec), nil
+}
+
+// checkOptions reports whether the options can be written by any store
+// (see Prepare).
+func checkOptions(o resourcelock.WriteOptions) error {
+	for name, v := range o.Attributes {
+		if name == "" || v == nil {
+			return invalid("attribute %q has an empty name or no value", name)
+		}
+		if _, twice := o.Numbers[name]; twice {
+			return invalid("attribute %q is both in Attributes and in Numbers", name)
+		}
+	}
+	for _, m := range []map[string]int64{o.Numbers, o.Below} {
+		if _, ok := m[""]; ok {
+			return invalid("an integer attribute has an empty name")
+		}
+	}
+	if d := o.Dequeue; d != nil {
+		if len(d.Tickets) > MaxQueueLength {
+			return invalid("dequeue of %d tickets, over the queue's %d", len(d.Tickets), MaxQueueLength)
+		}
+		if slices.Contains(d.Tickets, "") {
+			return invalid("dequeue of an empty ticket")
+		}
+	}
+	if !o.Expires.IsZero() {
+		if y := o.Expires.Year(); y < 1970 || y > 9999 {
+			return invalid("TTL %v is not a plausible epoch time", o.Expires)
+		}
+	}
+	return nil
+}
+
+// checkTime refuses a time that cannot be stored (see StoredTime).
+func checkTime(what string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return invalid("%s %v is outside the years 1 to 9999", what, t)
+	}
+	return nil
+}

@@ -59,7 +59,7 @@ bench:
 	$(DDB_LOCAL) run -- sh -c '$(GO) run ./bench && cd k8s && $(GO) run ./bench && cd ../otel && $(GO) run ./bench'
 
 # make chaos: the Jepsen-style check of the guarantees (see chaos/main.go and
-# the README), CHAOS_MINUTES (default 10) with each of the three duration
+# docs/testing.md), CHAOS_MINUTES (default 10) with each of the three duration
 # sets (the last with the smallest margins the library accepts, where the
 # drift action's ρ is all the margin covers); CHAOS_SEED repeats a run.
 # Exits non-zero on any safety violation.

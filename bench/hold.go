@@ -66,8 +66,8 @@ func (b *bench) rowHold(ctx context.Context) error {
 	period, leaseDur := secs(b.sc.HoldHeartbeatS), secs(b.sc.HoldLeaseS)
 	res := &holdResult{
 		Locks: n, LeaseS: leaseDur.Seconds(), HeartbeatPeriodS: period.Seconds(),
-		HeartbeatConcurrency: lock.DefaultHeartbeatConcurrency, AcquireGoroutines: b.sc.acquireConcurrency,
-		Periods: b.sc.HoldPeriods,
+		AcquireGoroutines: b.sc.acquireConcurrency,
+		Periods:           b.sc.HoldPeriods,
 	}
 	b.res.HoldManyLocks = res
 

@@ -7,7 +7,7 @@
 //	scripts/dynamodb-local.sh run -- go run ./chaos run [flags]
 //
 // make chaos runs it for CHAOS_MINUTES (10) with both duration sets; see
-// the README, "How the guarantees are tested". The same binary is the
+// docs/testing.md. The same binary is the
 // worker ("chaos worker ...", started by the controller).
 package main
 

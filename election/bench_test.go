@@ -39,8 +39,8 @@ func acquirer(r *run) *rvnlease.Acquirer {
 func benchLeader(b *testing.B, store *memorystore.Store) *run {
 	r := newRun(benchElector(b, store, "leader"))
 	res, err := acquirer(r).Round(context.Background())
-	if err != nil || res.Outcome != rvnlease.Ours {
-		b.Fatalf("create: outcome %v, %v", res.Outcome, err)
+	if err != nil || res.Found != rvnlease.Ours {
+		b.Fatalf("create: outcome %v, %v", res.Found, err)
 	}
 	r.confirm(res.Item, res.Sent)
 	return r
@@ -75,13 +75,13 @@ func BenchmarkCandidatePoll(b *testing.B) {
 	benchLeader(b, store)
 	acq := acquirer(newRun(benchElector(b, store, "candidate")))
 	ctx := context.Background()
-	if res, err := acq.Round(ctx); err != nil || res.Outcome != rvnlease.Others {
-		b.Fatalf("first round: outcome %v, %v", res.Outcome, err)
+	if res, err := acq.Round(ctx); err != nil || res.Found != rvnlease.Others {
+		b.Fatalf("first round: outcome %v, %v", res.Found, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if res, err := acq.Round(ctx); err != nil || res.Outcome != rvnlease.Others {
-			b.Fatalf("poll: outcome %v, %v", res.Outcome, err)
+		if res, err := acq.Round(ctx); err != nil || res.Found != rvnlease.Others {
+			b.Fatalf("poll: outcome %v, %v", res.Found, err)
 		}
 	}
 }

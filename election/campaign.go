@@ -53,7 +53,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 // it saw (even if a later request of the poll failed) to OnNewLeader.
 func (e *Elector) polled(res rvnlease.Result, obs rvnlease.Observation, err error, took time.Duration) {
 	e.cfg.Metrics.Round(roundOutcome(res, err, obs), took)
-	if err != nil || res.Outcome == rvnlease.Ours || !obs.Known {
+	if err != nil || res.Found == rvnlease.Ours || !obs.Known {
 		return
 	}
 	if obs.Free() {
@@ -68,7 +68,7 @@ func roundOutcome(res rvnlease.Result, err error, obs rvnlease.Observation) metr
 	switch {
 	case err != nil || res.Err != nil:
 		return metrics.Error
-	case res.Outcome == rvnlease.Ours:
+	case res.Found == rvnlease.Ours:
 		return metrics.OK
 	case obs.Free():
 		return metrics.OK // free, and another candidate was faster: not an error

@@ -63,7 +63,7 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 	}
 	c := &candidate{id: id, faults: ft, log: &logtest.Recorder{}, started: make(chan time.Time, 100)}
 	c.e, err = election.New(election.Config{
-		Store: lock, Name: "scheduler", Identity: "host-1",
+		Store: lock, Name: "leader", Identity: id,
 		LeaseDuration:   d.lease,
 		RenewDeadline:   d.deadline,
 		RetryPeriod:     d.retry,

@@ -115,7 +115,7 @@ func (e *Elector) Token() int64 {
 }
 
 // Guard runs w, a guarded write of the caller's own (dynamodbstore's
-// Lease.Writes makes one of DynamoDB items), with this term's holding: the
+// Store.Writes makes one of DynamoDB items), with this term's holding: the
 // store commits w's writes, all or nothing, together with a check that
 // the lease record still shows this term's acquisition, so a leader that
 // lost its term (paused, partitioned) cannot commit anything. It refuses
@@ -125,7 +125,7 @@ func (e *Elector) Token() int64 {
 // (see dynamodbstore.Store.Guard).
 func (e *Elector) Guard(ctx context.Context, w resourcelock.Guarded) error {
 	if w == nil {
-		return &dynalease.InvalidError{Field: "Guard", Reason: "the guarded write is nil (dynamodbstore's Lease.Writes makes one)"}
+		return &dynalease.InvalidError{Field: "Guard", Reason: "the guarded write is nil (dynamodbstore's Store.Writes makes one)"}
 	}
 	t := e.term()
 	if t == nil || !t.valid() {

@@ -98,7 +98,7 @@ func newHarnessOn(t *testing.T, store *memorystore.Store, fc *clocktesting.FakeC
 		RetryPeriod:   retry,
 		// The loop tells the clock when it blocks on it: the test steps
 		// the clock only then.
-		// The term's renewals run on the engine's scheduler, which tells
+		// The term's renewals run on the engine's renewer, which tells
 		// the loop of each one: the loop's blocking alone says the
 		// elector is idle.
 		Clock: &clocktest.Clock{FakeClock: fc, OnBlock: func(loop string) {

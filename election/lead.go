@@ -29,7 +29,7 @@ import (
 //     ends Run with an error matching dynalease.ErrLost after releasing
 //     the record.
 //  2. Renew every RetryPeriod (no jitter, no read first) on the engine's
-//     scheduler: see renewal.
+//     renewer: see renewal.
 //  3. When ctx is cancelled, keep renewing while OnStartedLeading returns,
 //     for at most RenewDeadline.
 //  4. When OnStartedLeading has returned without the term having been lost,
@@ -44,7 +44,7 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 	t := r.startTerm(ctx, validUntil)
 	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Owner.String(r.e.identity))
+		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Identity.String(r.e.identity))
 		if t.token != 0 {
 			span.SetAttributes(tracing.Token.Int64(t.token))
 		}
@@ -63,12 +63,12 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 		case <-reqCtx.Done():
 		}
 	}()
-	// The engine's scheduler renews the term; watch watches the term's
-	// end, the cancel and the work. Every way out closes the scheduler
+	// The engine's renewer renews the term; watch watches the term's
+	// end, the cancel and the work. Every way out closes the renewer
 	// first, so that no renewal is under way when the term's record is
 	// touched again (a release, say).
 	rn := newRenewal(r, t, reqCtx)
-	sched := rvnlease.NewScheduler(r.e.clk, r.e.cfg.RetryPeriod, 1, "renewal")
+	sched := rvnlease.NewRenewer(r.e.clk, r.e.cfg.RetryPeriod, 1, "renewal")
 	sched.Add(rn, r.sent.Add(r.e.cfg.RetryPeriod))
 	stopRenewing := func() {
 		rn.stop()

@@ -10,7 +10,7 @@ import (
 	"github.com/dynalease/dynalease/internal/tracing"
 )
 
-// renewal is a term as the engine's scheduler (rvnlease.Scheduler) renews
+// renewal is a term as the engine's renewer (rvnlease.Renewer) renews
 // it: every RetryPeriod from the start of the previous renewal (the first
 // one RetryPeriod after the acquiring write was sent), with a write
 // conditioned on identity and RVN. A confirmed renewal extends the term to
@@ -18,8 +18,8 @@ import (
 // deleted ends the term at once; a failed renewal changes nothing and the
 // term ends by itself when its validity runs out.
 //
-// While the scheduler runs, the renewals own the run's cur and sent; the
-// election loop touches them again only after closing the scheduler, which
+// While the renewer runs, the renewals own the run's cur and sent; the
+// election loop touches them again only after closing the renewer, which
 // waits for a renewal under way.
 type renewal struct {
 	r   *run
@@ -28,7 +28,7 @@ type renewal struct {
 
 	// renewed hands each renewal sent to the loop, which comes round (and
 	// a Watcher clock hears it block again, once per renewal); quit,
-	// closed by the loop before it closes the scheduler, stops waiting
+	// closed by the loop before it closes the renewer, stops waiting
 	// for the loop.
 	renewed chan struct{}
 	quit    chan struct{}

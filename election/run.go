@@ -20,7 +20,7 @@ import (
 type run struct {
 	e        *Elector
 	cfg      *rvnlease.Config
-	hold     *rvnlease.Holder
+	hold     *rvnlease.Hold
 	cur      resourcelock.Item
 	sent     time.Time
 	acquired time.Time // wall-clock time of this Run's acquisition, informational
@@ -37,7 +37,7 @@ func newRun(e *Elector) *run {
 		Observe:        e.observeRequest,
 	}
 	r.cfg = &cfg
-	r.hold = rvnlease.NewHolder(&cfg, e.lease)
+	r.hold = rvnlease.NewHold(&cfg, e.lease)
 	return r
 }
 

@@ -24,7 +24,7 @@ import (
 // look longer.
 type term struct {
 	lease   string // what is held, for its LostError
-	hold    *rvnlease.Holder
+	hold    *rvnlease.Hold
 	clk     timing.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing

@@ -2,7 +2,7 @@ package lock
 
 import "context"
 
-// background is a lock as the client's rvnlease.Scheduler renews it.
+// background is a lock as the client's rvnlease.Renewer renews it.
 type background struct{ l *Lock }
 
 // Renew sends one heartbeat; a failure is logged (the lock itself records

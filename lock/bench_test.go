@@ -124,8 +124,8 @@ func BenchmarkLeaseObservation(b *testing.B) {
 // BenchmarkObservationCache is the client's bounded cache of watched
 // locks: one put and one get, with evictions once full.
 func BenchmarkObservationCache(b *testing.B) {
-	o := rvnlease.NewWatches(DefaultObservationCacheSize)
-	keys := make([]resourcelock.Key, 2*DefaultObservationCacheSize)
+	o := rvnlease.NewWatches(defaultObservationCacheSize)
+	keys := make([]resourcelock.Key, 2*defaultObservationCacheSize)
 	for i := range keys {
 		keys[i] = resourcelock.Key{Partition: fmt.Sprintf("key-%d", i)}
 	}

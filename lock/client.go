@@ -29,7 +29,7 @@ type Client struct {
 	seen    *rvnlease.Watches
 	failing *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
 	engine  *rvnlease.Config            // the engine's view of the client's settings
-	sched   *rvnlease.Scheduler         // renews the locks held, unless heartbeats are manual
+	sched   *rvnlease.Renewer           // renews the locks held, unless heartbeats are manual
 	valid   *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
 	born    time.Time                   // on clk: locks keep their stint's start as a Duration since
 
@@ -96,7 +96,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 		func(l *Lock) *rvnlease.Validity { return &l.valid },
 		(*Lock).expired)
 	if cfg.heartbeat > 0 {
-		c.sched = rvnlease.NewScheduler(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
+		c.sched = rvnlease.NewRenewer(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
 	}
 	return c, nil
 }

@@ -27,18 +27,18 @@ const (
 	DefaultLeaseDuration   = 20 * time.Second
 	DefaultHeartbeatPeriod = 5 * time.Second
 	DefaultRefreshPeriod   = time.Second
-	// DefaultStintPeriods is the default Config.Stint, in refresh
+	// defaultStintPeriods is the default Config.Stint, in refresh
 	// periods.
-	DefaultStintPeriods = 4
-	// DefaultHeartbeatConcurrency bounds the heartbeats in flight at once.
-	DefaultHeartbeatConcurrency = 16
-	// DefaultObservationCacheSize bounds how many other owners' locks a
+	defaultStintPeriods = 4
+	// defaultHeartbeatConcurrency bounds the heartbeats in flight at once.
+	defaultHeartbeatConcurrency = 16
+	// defaultObservationCacheSize bounds how many other owners' locks a
 	// Client remembers having seen (for TryAcquire of stale locks).
-	DefaultObservationCacheSize = 10000
-	// MinTTLSlack is the least Config.TTL New accepts: the TTL must
+	defaultObservationCacheSize = 10000
+	// minTTLSlack is the least Config.TTL New accepts: the TTL must
 	// outlast the lease by more than any plausible clock skew between
 	// hosts and DynamoDB.
-	MinTTLSlack = time.Hour
+	minTTLSlack = time.Hour
 )
 
 // Config configures a Client. New validates it, naming the field of a
@@ -95,7 +95,7 @@ type Config struct {
 	// package doc, Stints): a run of holds that costs no hand-over, as a
 	// goroutine that unlocks a sync.Mutex and locks it again does. It is
 	// counted on this client's clock from the acquisition that began the
-	// run. The default is DefaultStintPeriods refresh periods; a negative
+	// run. The default is 4 refresh periods; a negative
 	// Stint hands the key over at every Release. Unfair clients, sets
 	// and permits have none.
 	Stint time.Duration
@@ -103,7 +103,7 @@ type Config struct {
 	// TTL, when set, makes every write set the row's TTL attribute to the
 	// writer's wall-clock time plus the lease plus TTL, refreshed by
 	// heartbeats, so that DynamoDB eventually deletes rows of crashed
-	// owners. It must be at least MinTTLSlack: it must cover any skew
+	// owners. It must be at least an hour: it must cover any skew
 	// between the writer's clock and DynamoDB's, or TTL deletion could
 	// remove a live lock. The table's TTL must be enabled on the attribute
 	// (dynamodbstore.CreateTable can do it; dynamodbstore.Config names the
@@ -122,10 +122,10 @@ type Config struct {
 	Fencing bool
 
 	// HeartbeatConcurrency bounds the heartbeats in flight at once
-	// (DefaultHeartbeatConcurrency).
+	// (default 16).
 	HeartbeatConcurrency int
 	// ObservationCacheSize bounds how many locks of other owners the client
-	// remembers having watched (DefaultObservationCacheSize); the oldest
+	// remembers having watched (default 10,000); the oldest
 	// are forgotten first.
 	ObservationCacheSize int
 	// Clock times every wait; the real clock when nil.
@@ -190,15 +190,15 @@ func (cfg Config) resolve() (config, error) {
 	switch {
 	case !c.fair || cfg.Stint < 0:
 	case cfg.Stint == 0:
-		c.stint = min(c.refresh, math.MaxInt64/DefaultStintPeriods) * DefaultStintPeriods
+		c.stint = min(c.refresh, math.MaxInt64/defaultStintPeriods) * defaultStintPeriods
 	default:
 		c.stint = cfg.Stint
 	}
 	if c.concurrency == 0 {
-		c.concurrency = DefaultHeartbeatConcurrency
+		c.concurrency = defaultHeartbeatConcurrency
 	}
 	if c.cacheSize == 0 {
-		c.cacheSize = DefaultObservationCacheSize
+		c.cacheSize = defaultObservationCacheSize
 	}
 	if c.identity == "" {
 		host, _ := os.Hostname()
@@ -243,8 +243,8 @@ func (c config) validate() error {
 			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
 	case c.refresh < MinRefreshPeriod:
 		return invalid("RefreshPeriod", "refresh period %v is below %v", c.refresh, MinRefreshPeriod)
-	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < MinTTLSlack):
-		return invalid("TTL", "TTL slack %v must be at least %v", c.ttlSlack, MinTTLSlack)
+	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < minTTLSlack):
+		return invalid("TTL", "TTL slack %v must be at least %v", c.ttlSlack, minTTLSlack)
 	case c.concurrency <= 0:
 		return invalid("HeartbeatConcurrency", "heartbeat concurrency %d is not positive", c.concurrency)
 	case c.cacheSize <= 0:

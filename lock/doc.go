@@ -60,7 +60,7 @@
 // waiters until one has waited too long, a fair client has a stint:
 //   - It begins with an acquisition that is not the taking back below (a
 //     create, a takeover, a confirmed hand-over), at that write's send,
-//     and lasts Config.Stint on this client's clock (DefaultStintPeriods
+//     and lasts Config.Stint on this client's clock (4
 //     refresh periods by default; a negative Stint has none).
 //   - Within it, a release that finds others queued marks the row
 //     released and leaves their entries in the queue: a row kept for the

@@ -120,7 +120,7 @@ func (f *fixture) wantOps(want ...faulty.Op) {
 func (f *fixture) now() time.Time { return f.fc.Now() }
 
 // acquire takes key at once (no contention) and waits for the heartbeat
-// scheduler to settle.
+// renewer to settle.
 func (f *fixture) acquire(key string, opts ...AcquireOption) *Lock {
 	f.t.Helper()
 	l, err := f.c.Acquire(context.Background(), key, opts...)

@@ -82,7 +82,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 }
 
 // confirmEarlier records an earlier write of this lock, found landed by a
-// later one (see rvnlease.Holder.WriteOwn), and reports whether the lock
+// later one (see rvnlease.Hold.WriteOwn), and reports whether the lock
 // is still held.
 func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 	l.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // collection with the n locks held, less HeapAlloc after a collection with
 // them acquired once and released (the store's rows, the client's maps
 // grown), over n. Everything the client keeps for a held lock counts: the
-// Lock, its slot, its places in the heartbeat scheduler and in the
+// Lock, its slot, its places in the heartbeat renewer and in the
 // validity timer's heap.
 func heapPerHeldLock(t testing.TB, n int) float64 {
 	ctx := context.Background()

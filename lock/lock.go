@@ -38,7 +38,7 @@ type Lock struct {
 	// hold, the engine's holder of the row, is used only by the writer
 	// holding the write turn (writing): the lock's writes, heartbeats and
 	// release, go one at a time.
-	hold rvnlease.Holder
+	hold rvnlease.Hold
 
 	mu    sync.Mutex
 	row   heldRow   // the row as last confirmed
@@ -121,7 +121,7 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	}
 	// A Holder kept by value, over a lease kept in the lock: no
 	// allocation of their own.
-	l.hold = *rvnlease.NewHolder(c.engine, l.holdLease())
+	l.hold = *rvnlease.NewHold(c.engine, l.holdLease())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepLocked(it)

@@ -165,11 +165,11 @@ func TestLedgerOptionsAreRefusedWhereTheyCannotHold(t *testing.T) {
 }
 
 func TestNumbersAreRefusedOnAClientWithATTL(t *testing.T) {
-	f := newFixture(t, WithTTL(2*MinTTLSlack))
+	f := newFixture(t, WithTTL(2*minTTLSlack))
 	if _, err := f.c.TryAcquire(context.Background(), "job", withLedger(1)...); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("WithNumbers on a client with a TTL = %v, want ErrInvalid", err)
 	}
-	if f.c.TTL() != 2*MinTTLSlack {
+	if f.c.TTL() != 2*minTTLSlack {
 		t.Fatalf("TTL() = %v", f.c.TTL())
 	}
 }

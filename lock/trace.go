@@ -42,7 +42,7 @@ func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, tr
 		span.End()
 		return ctx, nil
 	}
-	span.SetAttributes(tracing.Key.String(what.String()), tracing.Kind.String(k.String()), tracing.Owner.String(c.cfg.identity),
+	span.SetAttributes(tracing.Key.String(what.String()), tracing.Kind.String(k.String()), tracing.Identity.String(c.cfg.identity),
 		tracing.Try.Bool(try))
 	return ctx, &acquireSpan{span: span, start: c.clk.Now()}
 }
@@ -114,7 +114,7 @@ func acquireOutcome(err error) string {
 func (l *Lock) startCall(ctx context.Context, name string) (context.Context, trace.Span) {
 	ctx, span := l.c.cfg.tracer.Start(ctx, name)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.Key.String(l.lease.Key().String()), tracing.Owner.String(l.c.cfg.identity))
+		span.SetAttributes(tracing.Key.String(l.lease.Key().String()), tracing.Identity.String(l.c.cfg.identity))
 		if t := l.Token(); t != 0 {
 			span.SetAttributes(tracing.Token.Int64(t))
 		}

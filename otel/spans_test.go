@@ -153,7 +153,7 @@ func TestTheSpanOfAnAcquireThatWaits(t *testing.T) {
 	under(t, s, request)
 	wantAttr(t, s, "dynalease.outcome", "acquired")
 	wantAttr(t, s, "dynalease.lock.key", "customer-42")
-	wantAttr(t, s, "dynalease.owner", "waiter")
+	wantAttr(t, s, "dynalease.identity", "waiter")
 	if polls := intAttr(t, s, "dynalease.polls"); polls < 2 {
 		t.Fatalf("polls = %d, want at least 2 (one saw the lock held)", polls)
 	}
@@ -249,7 +249,7 @@ func TestTheSpanOfATerm(t *testing.T) {
 	s := rec.one(t, "dynalease.election.term")
 	under(t, s, root)
 	wantAttr(t, s, "dynalease.outcome", "ended")
-	wantAttr(t, s, "dynalease.owner", "me")
+	wantAttr(t, s, "dynalease.identity", "me")
 	if work.SpanID() != s.SpanContext.SpanID() {
 		t.Fatal("OnStartedLeading's context does not carry the term's span")
 	}

@@ -6,10 +6,10 @@ import (
 
 // Interface is one lease of a store seen by one holder, in the shape of
 // client-go's resource lock: what an election.Elector campaigns and leads
-// through. The stores make one over a key of theirs
-// (dynamodbstore.Store.Lease, memorystore.Store.Lease), with everything
-// the elector can use besides (fencing, guarded writes); an Interface of
-// another kind serves an elector without fencing.
+// through when given one (election.Config.Lease) instead of a Store, for
+// storage other than dynalease's stores. Over a Store the elector makes
+// its own lease, with everything it can use besides (fencing, guarded
+// writes); an Interface serves an elector without fencing.
 //
 // Implementations must make each method a single atomic step against the
 // store: Create and Update either apply completely or not at all, and Get
@@ -53,9 +53,8 @@ type Interface interface {
 // name HolderIdentity, carry AcquisitionID and not be released. A guarded
 // write lands only while that acquisition holds the lease.
 type Holding struct {
-	// Keys are the lease's rows: its key, or a set's members. A lease
-	// whose guarded writes know its key (dynamodbstore.Lease.Writes) may
-	// be given none.
+	// Keys are the lease's rows: its key, or a set's members; none for
+	// an elector's Lease of another kind than dynalease's stores'.
 	Keys           []Key
 	HolderIdentity string
 	AcquisitionID  string
@@ -66,7 +65,7 @@ type Holding struct {
 // returns an error matching ErrGuardLost, with nothing applied, when h no
 // longer holds; the store's other errors otherwise. lock.Lock.Guard and
 // election.Elector.Guard call it with their holding; dynamodbstore's
-// Store.Writes and Lease.Writes make one of DynamoDB items. A guarded
+// Store.Writes makes one of DynamoDB items. A guarded
 // write may also be composed by hand, as etcd's Mutex.IsOwner composes
 // with a transaction: h names the condition to check.
 type Guarded func(ctx context.Context, h Holding) error

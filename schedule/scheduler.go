@@ -345,7 +345,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	token := run(st.slot, st.attempt)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.Job.String(j.Name), tracing.Slot.String(st.slot.Format(time.RFC3339Nano)),
-			tracing.Attempt.Int(st.attempt), tracing.Token.Int64(token), tracing.Owner.String(s.cfg.Locks.Identity()))
+			tracing.Attempt.Int(st.attempt), tracing.Token.Int64(token), tracing.Identity.String(s.cfg.Locks.Identity()))
 	}
 	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: token, Lock: l})
 	cancel()

@@ -103,7 +103,7 @@ func TestASchedulerRefusesAScheduleWithoutSlots(t *testing.T) {
 // A lock client that sets a TTL would let DynamoDB delete a job's ledger
 // with its row, after which a slot could start again: refused.
 func TestASchedulerRefusesALockClientWithATTL(t *testing.T) {
-	c, err := lock.New(lock.Config{Store: memorystore.New(), Identity: "a", TTL: lock.MinTTLSlack})
+	c, err := lock.New(lock.Config{Store: memorystore.New(), Identity: "a", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 # It reads the code only; nothing is built or run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-core=(. election lock resourcelock resourcelock/dynamodbstore internal/rvnlease internal/clockutil metrics health)
+core=(. election lock resourcelock resourcelock/dynamodbstore internal/rvnlease internal/keylease internal/setlease internal/record internal/timing clockutil metrics health)
 public=(. election lock resourcelock resourcelock/dynamodbstore metrics health)
 src() { ls "$1"/*.go 2>/dev/null | grep -v '_test\.go$' || true; }
 

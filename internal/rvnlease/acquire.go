@@ -12,13 +12,13 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Outcome is what one round of an Acquirer found.
-type Outcome int
+// Found is what one round of an Acquirer found.
+type Found int
 
 const (
 	// Unknown: the requests failed; nothing was learned. Result.Err tells
 	// why.
-	Unknown Outcome = iota
+	Unknown Found = iota
 	// Ours: a write of this acquirer is confirmed in the row, with
 	// validity left. Result.Item and Result.Sent describe it.
 	Ours
@@ -29,7 +29,7 @@ const (
 
 // Result is the outcome of one round.
 type Result struct {
-	Outcome Outcome
+	Found Found
 	// Item is the row as confirmed (Ours).
 	Item resourcelock.Item
 	// Sent is the local time just before the confirmed write was sent
@@ -37,7 +37,7 @@ type Result struct {
 	Sent time.Time
 	// StintStart is when the winner's stint began (Ours): Sent, or for a row
 	// of its own release within its stint taken back, that stint's
-	// start (see Holder.ReleaseQueued).
+	// start (see Hold.ReleaseQueued).
 	StintStart time.Time
 	// Err is the failure of the round, one that waiting may fix: always
 	// set for Unknown (nothing was learned), and set for Others when a
@@ -126,7 +126,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 			if resourcelock.Permanent(ans.err) {
 				return Result{}, ans.err
 			}
-			return Result{Outcome: Unknown, Err: ans.err}, nil
+			return Result{Found: Unknown, Err: ans.err}, nil
 		}
 		if ans.landed {
 			if res, settled := a.landed(ctx, ans); settled {
@@ -142,7 +142,7 @@ func (a *Acquirer) Round(ctx context.Context) (Result, error) {
 				return Result{}, err
 			}
 		}
-		return Result{Outcome: Others, Err: ans.failure()}, nil
+		return Result{Found: Others, Err: ans.failure()}, nil
 	}
 }
 
@@ -162,7 +162,7 @@ func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
 			// Still the earlier acquirer's: found again, it is
 			// released again, not waited out as a stranger's.
 			a.w.attempts.addInherited(ans.item.RVN, ans.sent)
-			return Result{Outcome: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, true
+			return Result{Found: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, true
 		}
 		a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
 		return Result{}, false
@@ -197,7 +197,7 @@ func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
 		// reads).
 		it.Queue = a.leave(ctx, it).Queue
 	}
-	return Result{Outcome: Ours, Item: it, Sent: ans.sent, StintStart: stint}, true
+	return Result{Found: Ours, Item: it, Sent: ans.sent, StintStart: stint}, true
 }
 
 func (a *Acquirer) attempt(ctx context.Context) answer {

@@ -88,7 +88,7 @@ func (s *waiting) extendDeadline() {
 		changed := (s.at[i].holder != "" && s.at[i].holder != holder) ||
 			(s.at[i].acquisitions != 0 && s.at[i].acquisitions != a.Obs.Acquisitions)
 		s.at[i].acquisitions = a.Obs.Acquisitions
-		restart := s.Budget.Restart || (a.Fair() && a.Place() >= 0)
+		restart := s.Budget.Restart || (a.Fair() && a.Position() >= 0)
 		if s.budgetFrom.IsZero() || (changed && restart) {
 			s.budgetFrom = a.Obs.SeenAt
 			if s.budgetFrom.Before(s.start) {

@@ -15,7 +15,7 @@
 // error. Wait is the one wait
 // loop: the polls and the queue, the watches that outlive a call
 // (Watches), the budget and giving up, fencing a win, passing on a
-// hand-over. Its goroutines and timers are the Scheduler's, which sends the
+// hand-over. Its goroutines and timers are the Renewer's, which sends the
 // renewals of every held lease (one period after the previous renewal
 // began), and a Validities' (the validities of holds, on one timer set for
 // the earliest end).

@@ -38,7 +38,7 @@ type engine struct {
 	mem   *memorystore.Store
 	fs    *faulty.Store
 	acq   *Acquirer
-	hld   *Holder
+	hld   *Hold
 	lease *keylease.Lease
 }
 
@@ -52,7 +52,7 @@ func newEngine(t *testing.T) *engine {
 	}
 	e.lease = lease
 	e.acq = NewAcquirer(&cfg, lease, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
-	e.hld = NewHolder(&cfg, lease)
+	e.hld = NewHold(&cfg, lease)
 	return e
 }
 
@@ -113,8 +113,8 @@ func (e *engine) row() resourcelock.Item {
 func TestFailedWritesTakeOneRequest(t *testing.T) {
 	e := newEngine(t)
 	e.put("other", "r1", false)
-	if res := e.round(); res.Outcome != Others {
-		t.Fatalf("create over a held row: %v", res.Outcome)
+	if res := e.round(); res.Found != Others {
+		t.Fatalf("create over a held row: %v", res.Found)
 	}
 	e.wantOps(faulty.OpCreate)
 	if o := e.acq.Obs; o.RVN != "r1" || o.Holder != "other" || !o.SeenAt.Equal(t0) {
@@ -128,8 +128,8 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	if !e.acq.TakeoverDue() {
 		t.Fatal("takeover not due after the holder's lease")
 	}
-	if res := e.round(); res.Outcome != Others {
-		t.Fatalf("takeover of a renewed row: %v", res.Outcome)
+	if res := e.round(); res.Found != Others {
+		t.Fatalf("takeover of a renewed row: %v", res.Found)
 	}
 	e.wantOps(faulty.OpUpdate)
 	if o := e.acq.Obs; o.RVN != "r2" || !o.SeenAt.Equal(t0.Add(lease)) {
@@ -139,8 +139,8 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	// A holder whose row was taken: one request, and the loss.
 	e.mem.DeleteItem(key)
 	res := e.round()
-	if res.Outcome != Ours {
-		t.Fatalf("create over a deleted row: %v", res.Outcome)
+	if res.Found != Ours {
+		t.Fatalf("create over a deleted row: %v", res.Found)
 	}
 	e.put("thief", "r3", false)
 	e.fs.ResetCalls()
@@ -156,8 +156,8 @@ func TestWithoutConflictRowsAFailedWriteIsSettledByARead(t *testing.T) {
 	e := newEngine(t)
 	e.fs.HideConflictRows(true)
 	e.put("other", "r1", false)
-	if res := e.round(); res.Outcome != Others || e.acq.Obs.RVN != "r1" {
-		t.Fatalf("create over a held row: %v, %+v", res.Outcome, e.acq.Obs)
+	if res := e.round(); res.Found != Others || e.acq.Obs.RVN != "r1" {
+		t.Fatalf("create over a held row: %v, %+v", res.Found, e.acq.Obs)
 	}
 	e.wantOps(faulty.OpCreate, faulty.OpGet)
 }
@@ -168,7 +168,7 @@ func TestLostAnswerOfALandedCreateIsOurs(t *testing.T) {
 	e := newEngine(t)
 	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	res := e.round()
-	if res.Outcome != Ours || !res.Sent.Equal(t0) || res.Item.RVN != e.row().RVN {
+	if res.Found != Ours || !res.Sent.Equal(t0) || res.Item.RVN != e.row().RVN {
 		t.Fatalf("round: %+v, row %+v", res, e.row().Record)
 	}
 	e.wantOps(faulty.OpCreate, faulty.OpGet)
@@ -184,7 +184,7 @@ func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 	e := newEngine(t)
 	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errTimeout})
 	e.releaseBeforeTheNextRead() // an operator releases the row our lost create wrote
-	if res := e.round(); res.Outcome == Ours {
+	if res := e.round(); res.Found == Ours {
 		t.Fatalf("a released row was taken as held: %+v", res.Item.Record)
 	}
 	e.fs.OnCall(nil)
@@ -192,7 +192,7 @@ func TestReleasedRowWithOurRVNIsNotOurs(t *testing.T) {
 		t.Fatalf("the released row is not seen as free: %+v", e.acq.Obs)
 	}
 	// The next round takes it with a write of its own.
-	if res := e.round(); res.Outcome != Ours || res.Item.Released {
+	if res := e.round(); res.Found != Ours || res.Item.Released {
 		t.Fatalf("second round: %+v", res)
 	}
 
@@ -239,7 +239,7 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	}
 	e.fs.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errTimeout})
 	e.fs.Inject(faulty.OpGet, 1, faulty.Fault{Err: errTimeout})
-	if res := e.round(); res.Outcome != Unknown || !errors.Is(res.Err, errTimeout) {
+	if res := e.round(); res.Found != Unknown || !errors.Is(res.Err, errTimeout) {
 		t.Fatalf("failed takeover: %+v", res)
 	}
 	if e.acq.TakeoverDue() {
@@ -248,7 +248,7 @@ func TestTakeoverIsDueOncePerRVN(t *testing.T) {
 	if w := e.wait(); w <= 0 {
 		t.Fatalf("Wait after a failed takeover = %v, want a poll", w)
 	}
-	if res := e.round(); res.Outcome != Ours {
+	if res := e.round(); res.Found != Ours {
 		t.Fatalf("retried takeover: %+v", res)
 	}
 }
@@ -266,7 +266,7 @@ func TestLateConfirmationIsRenewedAtOnce(t *testing.T) {
 	})
 	res := e.round()
 	e.fs.OnCall(nil)
-	if res.Outcome != Ours || !res.Sent.Equal(t0.Add(validity)) {
+	if res.Found != Ours || !res.Sent.Equal(t0.Add(validity)) {
 		t.Fatalf("round: %+v, want ours from the renewal's send", res)
 	}
 	e.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpUpdate)

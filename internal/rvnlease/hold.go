@@ -16,14 +16,14 @@ import (
 // Holder writes over a row its identity holds: renewals and releases, each
 // conditioned on the identity and the RVN of the last confirmed write. It is
 // not safe for concurrent use: the caller serializes its writes.
-type Holder struct {
+type Hold struct {
 	w writer
 }
 
 // NewHolder returns a holder of lease. cfg may be shared (a lock client's
 // thousands of held locks share one), and must not change.
-func NewHolder(cfg *Config, lease keylease.Port) *Holder {
-	return &Holder{w: writer{cfg: cfg, port: lease}}
+func NewHold(cfg *Config, lease keylease.Port) *Hold {
+	return &Hold{w: writer{cfg: cfg, port: lease}}
 }
 
 // Via returns a holder of the same row that writes through lease (the
@@ -31,7 +31,7 @@ func NewHolder(cfg *Config, lease keylease.Port) *Holder {
 // is, so its other users (a loss being confirmed by a read) never see its
 // lease change. The copy's writes in doubt are not h's: forgetting one can
 // only make a row of ours look like a stranger's (see Attempts).
-func (h *Holder) Via(lease keylease.Port) *Holder {
+func (h *Hold) Via(lease keylease.Port) *Hold {
 	c := *h
 	c.w.port = lease
 	c.w.attempts = Attempts{list: append([]attempt(nil), h.w.attempts.list...)}
@@ -100,7 +100,7 @@ func (w Written) Outcome() metrics.Outcome {
 
 // Write writes rec over cur, conditioned on this holder's identity and cur's
 // RVN, and settles the answer.
-func (h *Holder) Write(ctx context.Context, cur resourcelock.Item, rec resourcelock.Record) Written {
+func (h *Hold) Write(ctx context.Context, cur resourcelock.Item, rec resourcelock.Record) Written {
 	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: h.w.cfg.Identity}
 	port := h.w.port
 	ans := h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
@@ -123,7 +123,7 @@ const maxRewrites = 3
 // more is written, and WriteOwn returns the earlier write's Written. It
 // returns the Written of the last write; after maxRewrites writes that
 // each met an earlier one, an error (the last earlier write confirmed).
-func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written) bool) Written {
+func (h *Hold) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written) bool) Written {
 	for try := 1; ; try++ {
 		rec := next(cur)
 		w := h.Write(ctx, cur, rec)
@@ -147,7 +147,7 @@ func (h *Holder) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(
 // write of this holder (its answer lost), that write is deleted in turn,
 // up to maxRewrites deletes in all. The row gone, whoever deleted it, is
 // reported Lost with Missing (see ReleaseDone).
-func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
+func (h *Hold) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 	cfg := h.w.cfg
 	remover := h.w.port
 	for try := 1; ; try++ {
@@ -177,7 +177,7 @@ func (h *Holder) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
 // When the read fails too, the server's verdict stands: Stolen. Unlike
 // the holder's other methods it touches none of the holder's writes in
 // doubt, so it may run beside a renewal.
-func (h *Holder) Lost(ctx context.Context, lease string, cause error) *dynalease.LostError {
+func (h *Hold) Lost(ctx context.Context, lease string, cause error) *dynalease.LostError {
 	cfg := h.w.cfg
 	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
@@ -218,7 +218,7 @@ func (w Written) ReleaseDone(cur resourcelock.Item) bool {
 // conditional delete) failed with writeErr, and says what it found: Lost
 // with Missing when the row is gone, Landed when it carries a write of
 // this holder other than cur's.
-func (h *Holder) Settle(ctx context.Context, cur resourcelock.Item, writeErr error) Written {
+func (h *Hold) Settle(ctx context.Context, cur resourcelock.Item, writeErr error) Written {
 	var ans answer
 	if it, ok := resourcelock.CurrentItem(writeErr); ok {
 		ans = h.w.settle(it, false, h.w.cfg.Clock.Now())
@@ -232,7 +232,7 @@ func (h *Holder) Settle(ctx context.Context, cur resourcelock.Item, writeErr err
 	return h.written(ans, cur)
 }
 
-func (h *Holder) written(ans answer, cur resourcelock.Item) Written {
+func (h *Hold) written(ans answer, cur resourcelock.Item) Written {
 	switch {
 	case ans.landed:
 		return Written{Landed: true, Item: ans.item, Sent: ans.sent}

@@ -34,7 +34,7 @@ type Observation struct {
 	Acquisitions int64
 	// StintStart is when this identity's stint on the lease began, kept with
 	// the row of its own release within that stint (see
-	// Holder.ReleaseQueued); zero otherwise. An acquisition that takes
+	// Hold.ReleaseQueued); zero otherwise. An acquisition that takes
 	// that row back continues the stint. It is cleared with the RVN.
 	StintStart time.Time
 	// Pace is how long one place of the row's queue took when a fair

@@ -64,9 +64,9 @@ func (a *Acquirer) Queue(lease, period time.Duration) bool {
 	return true
 }
 
-// Place returns the acquirer's index in the row's queue as last seen, and
+// Position returns the acquirer's index in the row's queue as last seen, and
 // -1 when it is not queued.
-func (a *Acquirer) Place() int {
+func (a *Acquirer) Position() int {
 	if a.q == nil {
 		return -1
 	}
@@ -334,7 +334,7 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 		rec.Released = true
 		return rec
 	}
-	w := NewHolder(cfg, lease).ReleaseQueued(ctx, it, next, false)
+	w := NewHold(cfg, lease).ReleaseQueued(ctx, it, next, false)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
 }
 
@@ -447,7 +447,7 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Holder) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
+func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
 	identity := h.w.cfg.Identity
 	port := h.w.port
 	var w Written

@@ -52,7 +52,7 @@ func TestAQueuedWaiterReadsAtThePaceOfTheQueue(t *testing.T) {
 		e.queueAhead(fmt.Sprintf("r-%d", step.ahead), step.ahead, 0)
 		e.round()
 	}
-	if got := e.acq.Place(); got != 21 {
+	if got := e.acq.Position(); got != 21 {
 		t.Fatalf("place %d, want 21", got)
 	}
 	want := 100 * time.Millisecond * 20 * 2 / 3

@@ -125,7 +125,7 @@ type Won struct {
 	Item resourcelock.Item
 	Sent time.Time
 	// StintStart is when the winner's stint on the place began (see
-	// Result.StintStart), for Holder.ReleaseQueued.
+	// Result.StintStart), for Hold.ReleaseQueued.
 	StintStart time.Time
 }
 
@@ -254,7 +254,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 			if resourcelock.Permanent(err) {
 				return Result{}, -1, err
 			}
-			return Result{Outcome: Unknown, Err: err}, -1, nil
+			return Result{Found: Unknown, Err: err}, -1, nil
 		}
 		returned := s.Engine.Clock.Now()
 		for i, p := range s.Places {
@@ -274,14 +274,14 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 			continue
 		}
 		res, err := s.at[i].Round(ctx)
-		if err == nil && res.Outcome == Ours && s.Fence {
+		if err == nil && res.Found == Ours && s.Fence {
 			res, err = s.at[i].Fence(ctx, res)
 			if err != nil && !resourcelock.Permanent(err) {
 				// Released by Fence; the next poll may take it again.
-				res, err, s.fenceFailed = Result{Outcome: Unknown, Err: err}, nil, true
+				res, err, s.fenceFailed = Result{Found: Unknown, Err: err}, nil, true
 			}
 		}
-		if err == nil && res.Outcome == Ours {
+		if err == nil && res.Found == Ours {
 			return res, i, nil
 		}
 		if p.Unclaim != nil {
@@ -296,7 +296,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 		last = res
 	}
 	if len(s.Places) > 1 || s.Read != nil {
-		last = Result{Outcome: Others, Err: failure}
+		last = Result{Found: Others, Err: failure}
 	}
 	return last, -1, nil
 }

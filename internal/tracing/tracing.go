@@ -25,7 +25,7 @@ const Scope = "github.com/dynalease/dynalease"
 const (
 	Key          = attribute.Key("dynalease.lock.key")
 	Kind         = attribute.Key("dynalease.lock.kind")
-	Owner        = attribute.Key("dynalease.owner")
+	Identity     = attribute.Key("dynalease.identity")
 	Outcome      = attribute.Key("dynalease.outcome")
 	Reason       = attribute.Key("dynalease.reason")
 	WaitMs       = attribute.Key("dynalease.wait_ms")

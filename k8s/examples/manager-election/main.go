@@ -6,8 +6,8 @@
 //
 // The manager's elector is client-go's: it counts a term from when a
 // renewal returned, and a leader whose renewals hang can still believe it
-// leads after another replica took over (see the module's README
-// section). Where that matters, use ../elector-around-manager instead.
+// leads after another replica took over (see docs/kubernetes.md in the
+// core's repository). Where that matters, use ../elector-around-manager instead.
 //
 //	manager-election -table locks -name my-controller
 //

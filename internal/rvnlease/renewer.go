@@ -8,18 +8,18 @@ import (
 	"github.com/dynalease/dynalease/internal/timing"
 )
 
-// Renewable is one held lease that a Scheduler renews in the background.
+// Renewable is one held lease that a Renewer renews in the background.
 type Renewable interface {
-	// Renew sends one renewal and settles it. The scheduler calls it from
+	// Renew sends one renewal and settles it. The renewer calls it from
 	// one of its workers, never twice at once for one Renewable, and
 	// measures the next renewal from when the call began.
 	Renew()
-	// Ended reports whether the hold has ended: the scheduler then drops
+	// Ended reports whether the hold has ended: the renewer then drops
 	// it and never calls Renew on it again.
 	Ended() bool
 }
 
-// Scheduler renews many held leases in the background with a fixed number
+// Renewer renews many held leases in the background with a fixed number
 // of goroutines: one dispatcher keeps the holds in a heap ordered by when
 // each is due, and workers run their renewals. However many leases are
 // held, it uses workers+1 goroutines; when renewals fall behind, the
@@ -27,14 +27,14 @@ type Renewable interface {
 //
 // A hold is due one period after its previous renewal began; its first
 // renewal is due when Add says (see Spread for holds acquired together).
-// The scheduler decides only when a renewal is sent: whether the lease is
+// The renewer decides only when a renewal is sent: whether the lease is
 // still valid, and what a renewal that failed or found the lease taken
 // means, is the Renewable's (see Holder).
 //
-// Each time the scheduler is about to wait with nothing under way and its
+// Each time the renewer is about to wait with nothing under way and its
 // queue changed since it last said so, it tells a timing.Watcher clock,
-// with the loop name given to NewScheduler.
-type Scheduler struct {
+// with the loop name given to NewRenewer.
+type Renewer struct {
 	clk     timing.Clock
 	epoch   time.Time // due times are kept as durations since
 	period  time.Duration
@@ -59,11 +59,11 @@ type Scheduler struct {
 	wg   sync.WaitGroup
 }
 
-// NewScheduler returns a scheduler that renews every period with at most
+// NewRenewer returns a renewer that renews every period with at most
 // workers renewals under way at once. Its goroutines start with the first
 // Add.
-func NewScheduler(clk timing.Clock, period time.Duration, workers int, loop string) *Scheduler {
-	return &Scheduler{
+func NewRenewer(clk timing.Clock, period time.Duration, workers int, loop string) *Renewer {
+	return &Renewer{
 		clk:     clk,
 		epoch:   clk.Now(),
 		period:  period,
@@ -81,7 +81,7 @@ func NewScheduler(clk timing.Clock, period time.Duration, workers int, loop stri
 // The hold is queued before the goroutines start, so the dispatcher's
 // first pass already sees it: it never reports itself idle on an empty
 // queue while the first hold is being added (a Watcher clock relies on it).
-func (s *Scheduler) Add(r Renewable, first time.Time) {
+func (s *Renewer) Add(r Renewable, first time.Time) {
 	s.push(r, first)
 	s.startOnce.Do(func() {
 		s.wg.Add(1 + s.workers)
@@ -92,7 +92,7 @@ func (s *Scheduler) Add(r Renewable, first time.Time) {
 	})
 }
 
-func (s *Scheduler) push(r Renewable, due time.Time) {
+func (s *Renewer) push(r Renewable, due time.Time) {
 	s.mu.Lock()
 	s.queue.push(dueRenewal{r: r, due: due.Sub(s.epoch)})
 	s.version++
@@ -100,17 +100,17 @@ func (s *Scheduler) push(r Renewable, due time.Time) {
 	s.poke()
 }
 
-func (s *Scheduler) poke() {
+func (s *Renewer) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Close stops the scheduler and waits for renewals under way to return.
+// Close stops the renewer and waits for renewals under way to return.
 // No renewal begins after Close has: one handed to a worker as Close
 // began is dropped.
-func (s *Scheduler) Close() {
+func (s *Renewer) Close() {
 	s.startOnce.Do(func() {}) // never start after Close
 	s.gate.Lock()
 	s.closed = true
@@ -125,7 +125,7 @@ func (s *Scheduler) Close() {
 	s.wg.Wait()
 }
 
-func (s *Scheduler) dispatch() {
+func (s *Renewer) dispatch() {
 	defer s.wg.Done()
 	defer close(s.work)
 	idleAt := -1 // the queue version last reported idle
@@ -184,8 +184,8 @@ func (s *Scheduler) dispatch() {
 }
 
 // waitUntil waits until the clock reaches due, or a wake-up comes, having
-// called idle when it blocks; it reports false once the scheduler stops.
-func (s *Scheduler) waitUntil(due time.Time, idle func()) bool {
+// called idle when it blocks; it reports false once the renewer stops.
+func (s *Renewer) waitUntil(due time.Time, idle func()) bool {
 	t, passed := timing.TimerUntil(s.clk, due)
 	if passed {
 		return true
@@ -201,7 +201,7 @@ func (s *Scheduler) waitUntil(due time.Time, idle func()) bool {
 	return true
 }
 
-func (s *Scheduler) worker() {
+func (s *Renewer) worker() {
 	defer s.wg.Done()
 	for r := range s.work {
 		s.gate.RLock()
@@ -226,7 +226,7 @@ func (s *Scheduler) worker() {
 // per lock it holds.
 type dueRenewal struct {
 	r   Renewable
-	due time.Duration // since the scheduler's epoch
+	due time.Duration // since the renewer's epoch
 }
 
 // dueQueue is a min-heap of renewals by due time. Its push and pop do

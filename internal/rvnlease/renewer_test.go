@@ -46,11 +46,11 @@ func (h *countedHold) renewals() []time.Time {
 	return append([]time.Time(nil), h.at...)
 }
 
-// newTestScheduler returns a scheduler on a fake clock, a function that
+// newTestRenewer returns a renewer on a fake clock, a function that
 // waits until it is idle (nothing under way, its timer set), and one that
 // stops the test from being told (call it before Close, which must not
 // wait for the test).
-func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Scheduler, *clocktesting.FakeClock, func(), func()) {
+func newTestRenewer(t *testing.T, period time.Duration, workers int) (*Renewer, *clocktesting.FakeClock, func(), func()) {
 	t.Helper()
 	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	idle, free := make(chan struct{}), make(chan struct{})
@@ -62,7 +62,7 @@ func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Schedul
 		case <-free:
 		}
 	}}
-	s := NewScheduler(clk, period, workers, "renewal")
+	s := NewRenewer(clk, period, workers, "renewal")
 	t.Cleanup(func() {
 		letGo()
 		s.Close()
@@ -72,15 +72,15 @@ func newTestScheduler(t *testing.T, period time.Duration, workers int) (*Schedul
 		select {
 		case <-idle:
 		case <-time.After(30 * time.Second):
-			t.Fatal("the scheduler never came to wait on the clock")
+			t.Fatal("the renewer never came to wait on the clock")
 		}
 	}, letGo
 }
 
 // A hold is renewed first when Add says, then one period after each
 // renewal began; an ended hold is dropped and never renewed again.
-func TestSchedulerRenewsEveryPeriodFromTheLastRenewal(t *testing.T) {
-	s, fc, waitIdle, _ := newTestScheduler(t, 2*time.Second, 2)
+func TestRenewerRenewsEveryPeriodFromTheLastRenewal(t *testing.T) {
+	s, fc, waitIdle, _ := newTestRenewer(t, 2*time.Second, 2)
 	t0 := fc.Now()
 	a := &countedHold{clk: fc}
 	b := &countedHold{clk: fc}
@@ -118,8 +118,8 @@ func TestSchedulerRenewsEveryPeriodFromTheLastRenewal(t *testing.T) {
 
 // A renewal that fell due while the previous one was under way is sent as
 // soon as that one returns, without waiting for the clock to move again.
-func TestSchedulerSendsAnOverdueRenewalAtOnce(t *testing.T) {
-	s, fc, waitIdle, _ := newTestScheduler(t, 2*time.Second, 1)
+func TestRenewerSendsAnOverdueRenewalAtOnce(t *testing.T) {
+	s, fc, waitIdle, _ := newTestRenewer(t, 2*time.Second, 1)
 	t0 := fc.Now()
 	block, in := make(chan struct{}), make(chan struct{}, 1)
 	h := &countedHold{clk: fc, block: block, in: in}
@@ -140,8 +140,8 @@ func TestSchedulerSendsAnOverdueRenewalAtOnce(t *testing.T) {
 }
 
 // Close waits for a renewal under way and sends none after it.
-func TestSchedulerCloseWaitsForTheRenewalUnderWay(t *testing.T) {
-	s, fc, waitIdle, letGo := newTestScheduler(t, 2*time.Second, 1)
+func TestRenewerCloseWaitsForTheRenewalUnderWay(t *testing.T) {
+	s, fc, waitIdle, letGo := newTestRenewer(t, 2*time.Second, 1)
 	block, in := make(chan struct{}), make(chan struct{}, 1)
 	h := &countedHold{clk: fc, block: block, in: in}
 	s.Add(h, fc.Now().Add(time.Second))
@@ -169,12 +169,12 @@ func TestSchedulerCloseWaitsForTheRenewalUnderWay(t *testing.T) {
 
 // A renewal handed to a worker while Close waits for another under way
 // never begins: nothing is renewed once Close has begun.
-func TestSchedulerRenewsNothingOnceCloseHasBegun(t *testing.T) {
+func TestRenewerRenewsNothingOnceCloseHasBegun(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	// This test never waits for the scheduler to be idle: it is told
+	// This test never waits for the renewer to be idle: it is told
 	// without blocking, so that Close is never held up by the test.
 	clk := &clocktest.Clock{FakeClock: fc, OnBlock: func(string) {}}
-	s := NewScheduler(clk, 2*time.Second, 2, "renewal")
+	s := NewRenewer(clk, 2*time.Second, 2, "renewal")
 	t0 := fc.Now()
 	block, in := make(chan struct{}), make(chan struct{}, 1)
 	a := &countedHold{clk: fc, block: block, in: in}
@@ -183,7 +183,7 @@ func TestSchedulerRenewsNothingOnceCloseHasBegun(t *testing.T) {
 	s.Add(b, t0.Add(2*time.Second))
 	for waited := time.Duration(0); !fc.HasWaiters(); waited += time.Millisecond { // the dispatcher's timer for a
 		if waited > 30*time.Second {
-			t.Fatal("the scheduler never set its timer")
+			t.Fatal("the renewer never set its timer")
 		}
 		time.Sleep(time.Millisecond)
 	}

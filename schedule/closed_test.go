@@ -169,7 +169,7 @@ func TestARunWhoseLockExpiredReleasesItsRow(t *testing.T) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, e)
-		if e.Kind == EventFinished && e.Outcome == Failed {
+		if e.Kind == EventFinished && e.Status == Failed {
 			if d := h.fc.Since(expiredAt); d >= testLease {
 				t.Errorf("the slot was closed %v after its run's lock expired, want at once", d)
 			}

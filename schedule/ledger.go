@@ -31,21 +31,22 @@ const (
 	lastAttempt = attemptsPerSlot - 1
 )
 
-// Outcome is how a slot ended, as the ledger keeps it.
-type Outcome int64
+// Status is how a slot ended, as the ledger keeps it (finished: succeeded
+// or failed), or that it has not (unfinished).
+type Status int64
 
 // The outcomes of a slot.
 const (
 	// Unfinished: no run of the slot has finished (it runs, or died).
-	Unfinished Outcome = 0
+	Unfinished Status = 0
 	// Succeeded: a run returned nil.
-	Succeeded Outcome = 1
+	Succeeded Status = 1
 	// Failed: a run returned an error, or the last attempt allowed died.
-	Failed Outcome = 2
+	Failed Status = 2
 )
 
-// String names the outcome.
-func (o Outcome) String() string {
+// String names the status.
+func (o Status) String() string {
 	switch o {
 	case Succeeded:
 		return "succeeded"
@@ -60,7 +61,7 @@ type slotLedger struct {
 	slot    time.Time // the last slot started; zero when none
 	attempt int
 	done    time.Time // the last slot finished; zero when none
-	outcome Outcome
+	outcome Status
 	// succeeded is the last slot that succeeded; zero when none.
 	succeeded time.Time
 }
@@ -73,7 +74,7 @@ func ledgerOf(numbers map[string]int64) slotLedger {
 	}
 	if done, ok := numbers[doneAttribute]; ok {
 		l.done = time.UnixMilli(done).UTC()
-		l.outcome = Outcome(numbers[outcomeAttribute])
+		l.outcome = Status(numbers[outcomeAttribute])
 	}
 	if ok, found := numbers[succeededAttribute]; found {
 		l.succeeded = time.UnixMilli(ok).UTC()
@@ -95,7 +96,7 @@ func startWrites(s time.Time, a int) (numbers, below map[string]int64) {
 }
 
 // doneWrites returns the numbers of the release that finishes slot s.
-func doneWrites(s time.Time, o Outcome) map[string]int64 {
+func doneWrites(s time.Time, o Status) map[string]int64 {
 	n := map[string]int64{doneAttribute: s.UnixMilli(), outcomeAttribute: int64(o)}
 	if o == Succeeded {
 		n[succeededAttribute] = s.UnixMilli()

@@ -17,10 +17,10 @@ type State struct {
 	// when none.
 	Started time.Time
 	Attempt int
-	// Finished is the last slot finished and Outcome how; zero and
+	// Finished is the last slot finished and Status how; zero and
 	// Unfinished when none.
 	Finished time.Time
-	Outcome  Outcome
+	Status   Status
 	// Holder is the instance that holds the job's lock (a run under way),
 	// empty when it is free.
 	Holder string
@@ -44,7 +44,7 @@ func List(ctx context.Context, c *lock.Client, prefix string) ([]State, error) {
 			continue
 		}
 		led := ledgerOf(info.Numbers)
-		st := State{Job: name, Started: led.slot, Attempt: led.attempt, Finished: led.done, Outcome: led.outcome}
+		st := State{Job: name, Started: led.slot, Attempt: led.attempt, Finished: led.done, Status: led.outcome}
 		if !info.Released {
 			st.Holder = info.HolderIdentity
 		}

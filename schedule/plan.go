@@ -7,7 +7,7 @@ import "time"
 type step struct {
 	slot    time.Time
 	attempt int
-	close   Outcome   // not Unfinished: close the slot so, without a run
+	close   Status    // not Unfinished: close the slot so, without a run
 	late    bool      // started after its deadline, by the missed-slot policy
 	until   time.Time // when trying to start it gives up
 }

@@ -75,10 +75,10 @@ type Event struct {
 	Kind    EventKind
 	Slot    time.Time
 	Attempt int
-	// Outcome is a finished slot's (EventFinished); Err the run's error,
+	// Status is a finished slot's (EventFinished); Err the run's error,
 	// or why a start failed.
-	Outcome Outcome
-	Err     error
+	Status Status
+	Err    error
 	// Lateness is how long after its slot a run started (EventStarted);
 	// Duration how long it ran (EventFinished).
 	Lateness, Duration time.Duration
@@ -304,7 +304,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	if st.close != Unfinished {
 		log.Info("closing a slot whose run died", "outcome", st.close)
 		s.release(l, st.slot, st.close, log)
-		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Outcome: st.close})
+		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Status: st.close})
 		return st.slot, nil
 	}
 	if st.late {
@@ -396,17 +396,17 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 		s.event(ev)
 		return
 	}
-	ev.Outcome = Succeeded
+	ev.Status = Succeeded
 	if err != nil {
-		ev.Outcome = Failed
+		ev.Status = Failed
 		log.Error(err, "run failed")
 	}
-	s.release(l, st.slot, ev.Outcome, log)
+	s.release(l, st.slot, ev.Status, log)
 	s.event(ev)
 }
 
 // release releases l with slot finished as o, even once ctx has ended.
-func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Outcome, log logr.Logger) {
+func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Status, log logr.Logger) {
 	if err := l.Release(context.Background(), ledgered.Close(doneWrites(slot, o))); err != nil {
 		log.Error(err, "releasing the job's lock; the slot stays unfinished until its lease runs out")
 	}
@@ -420,7 +420,7 @@ func (s *Scheduler) event(e Event) {
 		m.Slots(e.Job, metrics.SlotStarted, 1)
 		m.Lateness(e.Job, e.Lateness)
 	case EventFinished:
-		switch e.Outcome {
+		switch e.Status {
 		case Succeeded:
 			m.Slots(e.Job, metrics.SlotSucceeded, 1)
 			m.Succeeded(e.Job, s.wall.Now())

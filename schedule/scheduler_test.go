@@ -144,10 +144,10 @@ func TestASchedulerRunsEachSlotInTurn(t *testing.T) {
 			t.Fatalf("slots run %v, want %v first", slots, want)
 		}
 	}
-	var outcomes []Outcome
+	var outcomes []Status
 	for _, e := range events {
 		if e.Kind == EventFinished {
-			outcomes = append(outcomes, e.Outcome)
+			outcomes = append(outcomes, e.Status)
 		}
 		if e.Kind == EventStarted && (e.Lateness < 0 || e.Lateness > 2*time.Second) {
 			t.Errorf("a run started %v after its slot", e.Lateness)
@@ -226,7 +226,7 @@ func TestARunThatDiedIsTriedAgain(t *testing.T) {
 	if started[0].Lateness < testLease {
 		t.Fatalf("the retry started %v after its slot, before the dead run's lease %v ran out", started[0].Lateness, testLease)
 	}
-	if f := eventsOf(events, EventFinished); f[0].Outcome != Succeeded {
+	if f := eventsOf(events, EventFinished); f[0].Status != Succeeded {
 		t.Fatalf("finished %+v", f)
 	}
 }

@@ -29,7 +29,7 @@ func newJobs(c *common) *cobra.Command {
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "JOB\tLAST STARTED\tATTEMPT\tLAST FINISHED\tOUTCOME\tRUNNING ON")
 			for _, s := range states {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Job, stamp(s.Started), s.Attempt, stamp(s.Finished), s.Outcome, s.Holder)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Job, stamp(s.Started), s.Attempt, stamp(s.Finished), s.Status, s.Holder)
 			}
 			return w.Flush()
 		},

@@ -64,7 +64,8 @@
 //     write lands; stint: how long a client may take back its own released
 //     key before a release hands it over.
 //   - Outcome: how an operation ended (acquired, locked, lost, ...), in
-//     metrics, traces and events.
+//     metrics, traces and events. Status: a scheduled slot's place in its
+//     job's ledger (unfinished, succeeded, failed).
 //   - Scheduler: package schedule's runner of jobs; the library's renewals
 //     of held leases are renewals, never a scheduler.
 package dynalease

@@ -21,9 +21,9 @@ import (
 	"github.com/dynalease/dynalease/internal/testkit/testbin"
 )
 
-// The holder process of these tests is internal/testkit/stoptest/holder, built
+// The holder process of these tests is lock/internal/holder, built
 // here; see its documentation for the line protocol.
-const fgHolderPkg = "github.com/dynalease/dynalease/internal/testkit/stoptest/holder"
+const fgHolderPkg = "github.com/dynalease/dynalease/lock/internal/holder"
 
 // fgDDBTestAccessKey is the access key ddbtest.Client signs with.
 const fgDDBTestAccessKey = "ddbtest"

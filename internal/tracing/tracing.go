@@ -23,24 +23,25 @@ const Scope = "github.com/dynalease/dynalease"
 
 // The attributes of the library's spans.
 const (
-	Key          = attribute.Key("dynalease.lock.key")
-	Kind         = attribute.Key("dynalease.lock.kind")
-	Identity     = attribute.Key("dynalease.identity")
-	Outcome      = attribute.Key("dynalease.outcome")
-	Reason       = attribute.Key("dynalease.reason")
-	WaitMs       = attribute.Key("dynalease.wait_ms")
-	Polls        = attribute.Key("dynalease.polls")
-	Requests     = attribute.Key("dynalease.requests")
-	Try          = attribute.Key("dynalease.try")
-	Holder       = attribute.Key("dynalease.holder")
-	Token        = attribute.Key("dynalease.fencing.token")
-	Election     = attribute.Key("dynalease.election")
-	Renewals     = attribute.Key("dynalease.renewals")
-	Job          = attribute.Key("dynalease.job")
-	Slot         = attribute.Key("dynalease.job.slot")
-	Attempt      = attribute.Key("dynalease.job.attempt")
-	Permits      = attribute.Key("dynalease.permits")
-	ItemsWritten = attribute.Key("dynalease.guard.items")
+	Key      = attribute.Key("dynalease.lock.key")
+	Kind     = attribute.Key("dynalease.lock.kind")
+	Identity = attribute.Key("dynalease.identity")
+	Outcome  = attribute.Key("dynalease.outcome")
+	Reason   = attribute.Key("dynalease.reason")
+	WaitMs   = attribute.Key("dynalease.wait_ms")
+	Polls    = attribute.Key("dynalease.polls")
+	Requests = attribute.Key("dynalease.requests")
+	Try      = attribute.Key("dynalease.try")
+	Holder   = attribute.Key("dynalease.holder")
+	Token    = attribute.Key("dynalease.fencing.token")
+	Election = attribute.Key("dynalease.election")
+	Renewals = attribute.Key("dynalease.renewals")
+	Job      = attribute.Key("dynalease.job")
+	Slot     = attribute.Key("dynalease.job.slot")
+	Attempt  = attribute.Key("dynalease.job.attempt")
+	Permits  = attribute.Key("dynalease.permits")
+	// dynalease.guard.items, the items of a guarded write, is set by the
+	// store that commits it (dynamodbstore's Guard), on the caller's span.
 )
 
 // initial is the global provider as it was when this package was loaded:

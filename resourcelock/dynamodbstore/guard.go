@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/record"
-	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -76,7 +76,9 @@ func (d *Store) Guard(ctx context.Context, h resourcelock.Holding, items ...type
 		return fmt.Errorf("%w: the DynamoDB client has no TransactWriteItems and TransactGetItems (TransactAPI)", dynalease.ErrInvalid)
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetAttributes(tracing.ItemsWritten.Int(len(items)))
+		// On the span of the guarded write's caller (lock.Lock.Guard's
+		// dynalease.lock.guard): how many items it commits.
+		span.SetAttributes(attribute.Int("dynalease.guard.items", len(items)))
 	}
 	if err := d.checkGuarded(keys, h, items); err != nil {
 		return err

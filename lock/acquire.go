@@ -140,11 +140,10 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 		plain.numbers, plain.below = nil, nil
 		place.Plain = c.acquireLease(t, &plain)
 	}
-	w := c.wait(a, try, t.key.String())
-	sp.watch(w)
-	w.Places = []rvnlease.Place{place}
-	won, err := w.Run(ctx)
-	c.failing.Forget(t.key.String()) // nothing retries for this call any more
+	r := c.request(a, try, t.key.String())
+	sp.watch(&r)
+	r.Places = []rvnlease.Place{place}
+	won, err := c.k.Acquire(ctx, r)
 	if err != nil {
 		c.unclaimTarget(t)
 		return nil, closedOr(ctx, acquireError(ctx, t.key.String(), err))
@@ -152,20 +151,17 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 	return c.handOut(ctx, t, a, won, start)
 }
 
-// wait returns the engine's wait loop for one call with a's settings,
+// request returns the kernel's request for one call with a's settings,
 // without its places; failKey names the call in the client's failing
 // report.
-func (c *Client) wait(a acquireConfig, try bool, failKey string) *rvnlease.Wait {
-	return &rvnlease.Wait{
-		Engine:       c.engine,
+func (c *Client) request(a acquireConfig, try bool, failKey string) rvnlease.Request {
+	return rvnlease.Request{
 		OnlyIfExists: a.onlyIfExists,
 		Period:       a.refresh,
 		Budget:       rvnlease.Budget{Extra: a.additionalWait, OwnLease: c.cfg.lease},
 		Try:          try,
 		FailIfLocked: a.failIfLocked,
 		Fence:        c.cfg.fencing,
-		Watches:      c.seen,
-		Failing:      c.failing,
 		FailKey:      failKey,
 		Loop:         "acquire",
 	}
@@ -187,13 +183,13 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		_ = l.release(context.WithoutCancel(ctx), releaseConfig{ended: errClosedRelease})
 		return nil, ErrClosed
 	}
-	if c.sched != nil {
+	if c.k.Renews() {
 		l.mu.Lock()
-		sent := l.sent
+		sent := l.hold.Sent()
 		l.mu.Unlock()
 		// The first heartbeat is due a random part of the period early, so
 		// that locks taken together spread out.
-		c.sched.Add(background{l}, sent.Add(timing.Spread(c.cfg.heartbeat)))
+		c.k.Renew(background{l}, sent.Add(timing.Spread(c.cfg.heartbeat)))
 	}
 	c.log.V(1).Info("acquired", "key", t.key.String(), "rvn", l.RVN())
 	return l, nil

@@ -179,10 +179,10 @@ func TestObservationCacheIsBounded(t *testing.T) {
 		f.putForeign(k, "other", "r-"+k, lease)
 		_, _ = f.c.TryAcquire(context.Background(), k)
 	}
-	if n := f.c.seen.Len(); n != 2 {
+	if n := f.c.k.Watches().Len(); n != 2 {
 		t.Fatalf("cache holds %d keys, want 2", n)
 	}
-	if _, _, ok := f.c.seen.Get(resourcelock.Key{Partition: "a"}); ok {
+	if _, _, ok := f.c.k.Watches().Get(resourcelock.Key{Partition: "a"}); ok {
 		t.Fatal("the oldest key was not evicted")
 	}
 	f.fc.Step(lease)

@@ -21,17 +21,16 @@ import (
 // background heartbeats of every lock it holds. Its methods are safe for
 // concurrent use.
 type Client struct {
-	store   resourcelock.Store
-	cfg     config
-	clk     timing.Clock
-	log     logr.Logger
-	base    *keylease.Lease // the client's leases: its store, identity and hold options (At a key)
-	seen    *rvnlease.Watches
-	failing *rvnlease.Failing           // the failure its acquire rounds and heartbeats keep meeting
-	engine  *rvnlease.Config            // the engine's view of the client's settings
-	sched   *rvnlease.Renewer           // renews the locks held, unless heartbeats are manual
-	valid   *rvnlease.Validities[*Lock] // ends each lock held when its validity passes
-	born    time.Time                   // on clk: locks keep their stint's start as a Duration since
+	store resourcelock.Store
+	cfg   config
+	clk   timing.Clock
+	log   logr.Logger
+	base  *keylease.Lease // the client's leases: its store, identity and hold options (At a key)
+	// k is the kernel: the one wait loop, the validities of the locks
+	// held, their background heartbeats (unless manual), what the client
+	// watched and the failures it keeps retrying.
+	k    *rvnlease.Kernel[*Lock]
+	born time.Time // on clk: locks keep their stint's start as a Duration since
 
 	mu     sync.Mutex
 	claims map[resourcelock.Key]*claim
@@ -78,7 +77,6 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 		clk:    cfg.clock,
 		born:   cfg.clock.Now(),
 		log:    cfg.log.WithValues("identity", cfg.identity),
-		seen:   rvnlease.NewWatches(cfg.cacheSize),
 		claims: map[resourcelock.Key]*claim{},
 	}
 	// A lease at a placeholder key: every lease of the client is made
@@ -89,15 +87,12 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 	}
 	c.base = base.WithOptions(c.writeOptions(nil))
 	c.closing, c.closeAcquis = context.WithCancelCause(context.Background())
-	c.failing = rvnlease.NewFailing(cfg.clock, c.log, cfg.metrics.Failing)
-	c.engine = c.engineConfig()
-	c.valid = rvnlease.NewValidities(cfg.clock, cfg.validity(),
-		func(l *Lock) *time.Time { return &l.sent },
-		func(l *Lock) *rvnlease.Validity { return &l.valid },
-		(*Lock).expired)
-	if cfg.heartbeat > 0 {
-		c.sched = rvnlease.NewRenewer(cfg.clock, cfg.heartbeat, cfg.concurrency, "heartbeat")
-	}
+	c.k = rvnlease.New(rvnlease.Settings[*Lock]{
+		Clock: cfg.clock, Identity: cfg.identity, RequestTimeout: cfg.requestTimeout, Validity: cfg.validity(),
+		Log: c.log, Observe: c.observeRequest, Watches: cfg.cacheSize, Failing: cfg.metrics.Failing,
+		RenewEvery: cfg.heartbeat, RenewWorkers: cfg.concurrency, RenewLoop: "heartbeat",
+		HoldOf: func(l *Lock) *rvnlease.Hold { return &l.hold }, Expire: (*Lock).expired,
+	})
 	return c, nil
 }
 
@@ -298,13 +293,13 @@ func (c *Client) Close(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	if c.sched != nil {
+	if c.k.Renews() {
 		// Background heartbeats under way finish by themselves (each is
 		// bounded by the request timeout); Close does not wait for them
 		// past ctx's deadline.
 		stopped := make(chan struct{})
 		go func() {
-			c.sched.Close()
+			c.k.Close()
 			close(stopped)
 		}()
 		wctx, cancel := timing.KeepDeadline(ctx)

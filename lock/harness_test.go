@@ -127,7 +127,7 @@ func (f *fixture) acquire(key string, opts ...AcquireOption) *Lock {
 	if err != nil {
 		f.t.Fatalf("Acquire(%q): %v", key, err)
 	}
-	if f.c.sched != nil {
+	if f.c.k.Renews() {
 		f.waitIdle("heartbeat")
 	}
 	return l

@@ -66,7 +66,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	l.c.cfg.metrics.Heartbeat(w.Outcome(), d)
 	switch {
 	case w.Landed:
-		l.c.failing.Note(l.lease.Key().String(), nil)
+		l.c.k.Note(l.lease.Key().String(), nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
 			return l.err
 		}
@@ -75,7 +75,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		l.loseLocked(l.setLoss(w.Loss(l.lease.Key().String())))
 		return l.err
 	default:
-		l.c.failing.Note(l.lease.Key().String(), w.Err)
+		l.c.k.Note(l.lease.Key().String(), w.Err)
 		l.extrasLocked().lastErr = w.Err
 		return fmt.Errorf("lock %q: heartbeat not confirmed: %w", l.lease.Key(), w.Err)
 	}
@@ -93,7 +93,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // heldLocked returns nil while the lock is held, or why it is not. A lock
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
-	if l.err == nil && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.k.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 	switch {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/ledger"
-	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -17,19 +16,6 @@ import (
 // (keylease.Lease, setlease.Set): a holder's writes carry the
 // client's TTL (the client's hold lease, shared by every lock), an
 // acquisition's carry its attributes and data choice too.
-
-// engineConfig builds the engine's view of this client's settings, shared
-// by every lock and Acquire of the client.
-func (c *Client) engineConfig() *rvnlease.Config {
-	return &rvnlease.Config{
-		Clock:          c.clk,
-		Identity:       c.cfg.identity,
-		RequestTimeout: c.cfg.requestTimeout,
-		Validity:       c.cfg.validity(),
-		Log:            c.log,
-		Observe:        c.observeRequest,
-	}
-}
 
 // observeRequest reports one request to the store to the metrics.
 func (c *Client) observeRequest(op string, err error, d time.Duration) {

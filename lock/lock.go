@@ -35,17 +35,16 @@ type Lock struct {
 	lease keylease.Lease
 	claim *claim // the key's, or a set's first key's (which has the set)
 
-	// hold, the engine's holder of the row, is used only by the writer
-	// holding the write turn (writing): the lock's writes, heartbeats and
-	// release, go one at a time.
+	// hold is the kernel's hold of the row. Its writes are used only by
+	// the writer holding the write turn (writing): the lock's writes,
+	// heartbeats and release, go one at a time. Its validity (Sent, the
+	// kernel's Passed, Until, Extend) is read and moved under mu.
 	hold rvnlease.Hold
 
-	mu    sync.Mutex
-	row   heldRow   // the row as last confirmed
-	sent  time.Time // send time of the last confirmed write; written by c.valid
-	valid rvnlease.Validity
-	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
-	x     *extras // what most locks never need, made on first use
+	mu  sync.Mutex
+	row heldRow // the row as last confirmed
+	err error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
+	x   *extras // what most locks never need, made on first use
 	// stintStart is when this client's stint on the key began
 	// (rvnlease.Won.StintStart), as a time since c.born: a Duration, not a
 	// Time, to keep the lock in a smaller allocation.
@@ -119,16 +118,16 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 		delete:     a.deleteOnRelease,
 		holds:      1,
 	}
-	// A Holder kept by value, over a lease kept in the lock: no
+	// A hold kept by value, over a lease kept in the lock: no
 	// allocation of their own.
-	l.hold = *rvnlease.NewHold(c.engine, l.holdLease())
+	l.hold = c.k.Hold(l.holdLease())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepLocked(it)
 	if a.monitor != nil {
 		l.extrasLocked().monitor = a.monitor
 	}
-	c.valid.Start(l, sent)
+	c.k.Start(l, sent)
 	l.armMonitorLocked()
 	return l
 }
@@ -287,10 +286,10 @@ func (l *Lock) RVN() string {
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil || l.c.valid.Passed(l) {
+	if l.err != nil || l.c.k.Passed(l) {
 		return time.Time{}
 	}
-	return l.c.valid.Until(l)
+	return l.c.k.Until(l)
 }
 
 // IsHeld reports whether the lock is held now: not released or lost, and
@@ -301,7 +300,7 @@ func (l *Lock) ValidUntil() time.Time {
 func (l *Lock) IsHeld() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err == nil && !l.c.valid.Passed(l)
+	return l.err == nil && !l.c.k.Passed(l)
 }
 
 // Done returns a channel closed when the lock ends: lost, or released by
@@ -366,14 +365,14 @@ func (l *Lock) armMonitorLocked() {
 	if x.monitorT != nil {
 		x.monitorT.Stop()
 	}
-	x.monitorT = l.c.clk.AfterFunc(l.sent.Add(x.monitor.safeTime).Sub(l.c.clk.Now()), func() { go l.checkMonitor() })
+	x.monitorT = l.c.clk.AfterFunc(l.hold.Sent().Add(x.monitor.safeTime).Sub(l.c.clk.Now()), func() { go l.checkMonitor() })
 }
 
 // expired ends the lock when its validity has run out.
 func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err == nil && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.k.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 }
@@ -383,7 +382,7 @@ func (l *Lock) expired() {
 func (l *Lock) checkMonitor() {
 	l.mu.Lock()
 	x := l.x
-	run := l.err == nil && !x.monitorRan && !l.c.clk.Now().Before(l.sent.Add(x.monitor.safeTime))
+	run := l.err == nil && !x.monitorRan && !l.c.clk.Now().Before(l.hold.Sent().Add(x.monitor.safeTime))
 	if run {
 		x.monitorRan = true
 	}
@@ -400,10 +399,10 @@ func (l *Lock) checkMonitor() {
 // so that a release of the ended lock is conditioned on the RVN the row
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
-	if l.err == nil && l.c.valid.Passed(l) {
+	if l.err == nil && l.c.k.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
-	if !sent.Before(l.sent) {
+	if !sent.Before(l.hold.Sent()) {
 		l.keepLocked(it)
 	}
 	if l.err != nil {
@@ -412,8 +411,8 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if l.x != nil {
 		l.x.lastErr = nil
 	}
-	if sent.After(l.sent) {
-		l.c.valid.Extend(l, sent)
+	if sent.After(l.hold.Sent()) {
+		l.c.k.Extend(l, sent)
 		l.armMonitorLocked()
 	}
 	return true
@@ -459,8 +458,8 @@ func (l *Lock) loseLocked(err error) {
 // after its write).
 func (l *Lock) endLocked(err error) {
 	l.err = err
-	l.c.failing.Forget(l.lease.Key().String()) // its heartbeats are over
-	l.c.valid.End(l)
+	l.c.k.Forget(l.lease.Key().String()) // its heartbeats are over
+	l.c.k.End(l)
 	if x := l.x; x != nil {
 		if x.monitorT != nil {
 			x.monitorT.Stop()

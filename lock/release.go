@@ -113,7 +113,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 func (l *Lock) reenter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.reentrant || l.holds == 0 || l.err != nil || l.c.valid.Passed(l) {
+	if !l.reentrant || l.holds == 0 || l.err != nil || l.c.k.Passed(l) {
 		return false
 	}
 	l.holds++
@@ -163,11 +163,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		if keep && w.Landed && w.Item.Released && len(w.Item.Queue) > 0 {
 			// Kept for the stint: an Acquire of the key by this client
 			// takes it back at once, by a write conditioned on its RVN.
-			prev, _, _ := l.c.seen.Get(l.lease.Key())
-			obs := rvnlease.Observation{Pace: prev.Pace}
-			obs.Observe(w.Item, false, l.c.clk.Now())
-			obs.StintStart = l.c.born.Add(l.stintStart)
-			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
+			l.c.k.KeepForStint(l.lease.Key(), w.Item, l.c.born.Add(l.stintStart))
 		}
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
@@ -176,10 +172,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			// late (waiting longer is always safe), so that the waiters
 			// already queued, who see it a poll later at most, take over
 			// a hand-over nobody confirms before it does.
-			prev, _, _ := l.c.seen.Get(l.lease.Key())
-			obs := rvnlease.Observation{Pace: prev.Pace}
-			obs.Observe(w.Item, false, l.c.clk.Now().Add(2*l.c.cfg.refresh))
-			l.c.seen.Put(l.lease.Key(), obs, rvnlease.Attempts{})
+			l.c.k.HandedOver(l.lease.Key(), w.Item, 2*l.c.cfg.refresh)
 		}
 	} else {
 		// Unfair: an earlier heartbeat that landed unseen is written

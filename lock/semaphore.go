@@ -133,8 +133,8 @@ func (c *Client) takePermit(ctx context.Context, name string, permits int, store
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()
-	w := c.wait(a, try, "semaphore "+name)
-	sp.watch(w)
+	w := c.request(a, try, "semaphore "+name)
+	sp.watch(&w)
 	w.Budget.Restart = true
 	w.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
 		return store.GetMany(ctx, keys)
@@ -152,8 +152,7 @@ func (c *Client) takePermit(ctx context.Context, name string, permits int, store
 			Unclaim: func() { c.unclaim(k, slots[i]) },
 		}
 	}
-	won, err := w.Run(ctx)
-	c.failing.Forget(w.FailKey)
+	won, err := c.k.Acquire(ctx, w)
 	if err != nil {
 		return nil, closedOr(ctx, permitError(ctx, name, permits, err))
 	}

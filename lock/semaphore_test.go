@@ -15,7 +15,7 @@ import (
 func (f *fixture) tryPermit(name string, permits int) (*Lock, error) {
 	f.t.Helper()
 	l, err := f.c.TryAcquirePermit(context.Background(), name, permits)
-	if err == nil && f.c.sched != nil {
+	if err == nil && f.c.k.Renews() {
 		f.waitIdle("heartbeat")
 	}
 	return l, err

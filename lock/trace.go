@@ -48,19 +48,11 @@ func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, tr
 }
 
 // watch counts w's polls and requests into s.
-func (s *acquireSpan) watch(w *rvnlease.Wait) {
+func (s *acquireSpan) watch(w *rvnlease.Request) {
 	if s == nil {
 		return
 	}
-	eng := *w.Engine
-	observe := eng.Observe
-	eng.Observe = func(op string, err error, d time.Duration) {
-		s.requests.Add(1)
-		if observe != nil {
-			observe(op, err, d)
-		}
-	}
-	w.Engine = &eng
+	w.Observe = func(string, error, time.Duration) { s.requests.Add(1) }
 	onPoll := w.OnPoll
 	w.OnPoll = func(res rvnlease.Result, obs rvnlease.Observation, err error, took time.Duration) {
 		if s.polls.Add(1) == 1 && obs.Known && !obs.Free() {

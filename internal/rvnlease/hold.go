@@ -13,18 +13,28 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Holder writes over a row its identity holds: renewals and releases, each
-// conditioned on the identity and the RVN of the last confirmed write. It is
-// not safe for concurrent use: the caller serializes its writes.
+// Hold is one held lease as the kernel keeps it: the writes over the row
+// its identity holds (renewals and releases, each conditioned on the
+// identity and the RVN of the last confirmed write, settled when their
+// answers are lost), and its validity: the send time of the last
+// confirmed write, and the hold's place among the kernel's validities,
+// which only the kernel writes (Kernel.Start, Extend, End). Its writes are
+// not safe for concurrent use: the caller serializes them.
 type Hold struct {
-	w writer
+	w    writer
+	sent time.Time // the send time of the last confirmed write (Kernel's)
+	slot Validity
 }
 
-// NewHolder returns a holder of lease. cfg may be shared (a lock client's
+// NewHold returns a hold of lease. cfg may be shared (a lock client's
 // thousands of held locks share one), and must not change.
 func NewHold(cfg *Config, lease keylease.Port) *Hold {
 	return &Hold{w: writer{cfg: cfg, port: lease}}
 }
+
+// Sent returns the send time of the hold's last confirmed write. Read it
+// under the kind's lock of the hold, as Kernel.Passed.
+func (h *Hold) Sent() time.Time { return h.sent }
 
 // Via returns a holder of the same row that writes through lease (the
 // row written with other options), for one write: h itself is left as it

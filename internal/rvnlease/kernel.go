@@ -1,0 +1,209 @@
+package rvnlease
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Kernel is the protocol as one holder identity runs it (a lock client, an
+// elector), built once: its settings, what it watched of others' leases
+// and its writes still in doubt (kept for the next wait of the same keys),
+// the failures it keeps retrying, the validities of its holds (on one
+// timer), and the background renewals of its holds. A kind of lock
+// acquires through Acquire and holds through the Holds the kernel gives;
+// it builds none of these parts itself.
+//
+// H is the kind's hold (a pointer to its lock, or to an elector's term):
+// the kernel ends H when its validity passes (Settings.Expire), and H
+// keeps its Hold, whose send time and validity the kernel writes.
+type Kernel[H comparable] struct {
+	cfg     Config
+	watches *Watches
+	failing *Failing
+	valid   *Validities[H]
+	renewer *Renewer // nil without background renewals
+}
+
+// Settings configure a Kernel.
+type Settings[H comparable] struct {
+	// Clock times every request, wait and validity.
+	Clock timing.Clock
+	// Identity is the holder identity written into the kind's records.
+	Identity string
+	// RequestTimeout bounds each request, the SDK's retries included.
+	RequestTimeout time.Duration
+	// Validity is how long after the send of its last confirmed write a
+	// hold counts the lease as its own.
+	Validity time.Duration
+	// Log receives the kernel's lines; Observe, when set, is told of every
+	// request (see Config.Observe).
+	Log     logr.Logger
+	Observe func(op string, err error, d time.Duration)
+	// Watches is how many keys of others' leases the kernel remembers
+	// watching (at least 1).
+	Watches int
+	// Failing, when set, is told of every change of the failure retried
+	// longest (nil once none fails); it must not block.
+	Failing func(err error, since time.Time)
+	// RenewEvery, when positive, renews the holds given to Renew in the
+	// background, one period after the previous renewal began, at most
+	// RenewWorkers at once, on a loop named RenewLoop for a watching clock.
+	RenewEvery   time.Duration
+	RenewWorkers int
+	RenewLoop    string
+	// HoldOf returns H's Hold; Expire ends H once its validity has passed
+	// (called without any lock of the kernel's held).
+	HoldOf func(H) *Hold
+	Expire func(H)
+}
+
+// New returns the kernel of s.
+func New[H comparable](s Settings[H]) *Kernel[H] {
+	k := &Kernel[H]{
+		cfg: Config{Clock: s.Clock, Identity: s.Identity, RequestTimeout: s.RequestTimeout, Validity: s.Validity,
+			Log: s.Log, Observe: s.Observe},
+		watches: NewWatches(max(s.Watches, 1)),
+		failing: NewFailing(s.Clock, s.Log, s.Failing),
+	}
+	k.valid = NewValidities(s.Clock, s.Validity,
+		func(h H) *time.Time { return &s.HoldOf(h).sent },
+		func(h H) *Validity { return &s.HoldOf(h).slot },
+		s.Expire)
+	if s.RenewEvery > 0 {
+		k.renewer = NewRenewer(s.Clock, s.RenewEvery, max(s.RenewWorkers, 1), s.RenewLoop)
+	}
+	return k
+}
+
+// Hold returns the hold of a lease won through port: its writes over the
+// row (Renew, Release, Guard's loss), settled as every write of the kernel
+// is. It starts no validity: Start does.
+func (k *Kernel[H]) Hold(port keylease.Port) Hold {
+	return Hold{w: writer{cfg: &k.cfg, port: port}}
+}
+
+// Acquire runs the one wait loop (see Wait) over r, with the kernel's
+// watches and failures. The call's failure (r.FailKey) is forgotten when
+// it returns: nothing retries for it any more.
+func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
+	cfg := &k.cfg
+	if r.Observe != nil {
+		c := k.cfg
+		own, also := c.Observe, r.Observe
+		c.Observe = func(op string, err error, d time.Duration) {
+			also(op, err, d)
+			if own != nil {
+				own(op, err, d)
+			}
+		}
+		cfg = &c
+	}
+	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Budget: r.Budget,
+		OnlyIfExists: r.OnlyIfExists, Try: r.Try, FailIfLocked: r.FailIfLocked, Fence: r.Fence,
+		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
+	defer k.failing.Forget(r.FailKey)
+	return w.Run(ctx)
+}
+
+// Start starts h's validity, from the send time sent of the write that
+// won it; a validity already passed expires h at once (from the timer's
+// goroutine).
+func (k *Kernel[H]) Start(h H, sent time.Time) { k.valid.Start(h, sent) }
+
+// Extend moves h's validity to count from sent, when later; false once
+// it has passed or ended (a validity never resumes).
+func (k *Kernel[H]) Extend(h H, sent time.Time) bool { return k.valid.Extend(h, sent) }
+
+// End ends h's validity now; it is never expired.
+func (k *Kernel[H]) End(h H) { k.valid.End(h) }
+
+// Passed reports whether h's validity has passed or ended; Until returns
+// its end. Call them under the kind's lock of h.
+func (k *Kernel[H]) Passed(h H) bool { return k.valid.Passed(h) }
+
+// Until returns when h's validity ends.
+func (k *Kernel[H]) Until(h H) time.Time { return k.valid.Until(h) }
+
+// Renew renews r in the background from first on (Settings.RenewEvery);
+// nothing without background renewals.
+func (k *Kernel[H]) Renew(r Renewable, first time.Time) {
+	if k.renewer != nil {
+		k.renewer.Add(r, first)
+	}
+}
+
+// Renews reports whether the kernel renews holds in the background.
+func (k *Kernel[H]) Renews() bool { return k.renewer != nil }
+
+// Close stops the background renewals and waits for those under way.
+func (k *Kernel[H]) Close() {
+	if k.renewer != nil {
+		k.renewer.Close()
+	}
+}
+
+// Note records the outcome of a request or round for key (see Failing);
+// Forget drops key's failure; LastFailure returns the failure retried
+// longest, and since when.
+func (k *Kernel[H]) Note(key string, err error) { k.failing.Note(key, err) }
+
+// Forget drops key's failure: nothing retries for it any more.
+func (k *Kernel[H]) Forget(key string) { k.failing.Forget(key) }
+
+// LastFailure returns the failure retried longest and since when; nil and
+// the zero time when none fails.
+func (k *Kernel[H]) LastFailure() (error, time.Time) { return k.failing.Last() }
+
+// KeepForStint remembers it, this identity's own release of key within
+// its stint (begun at stintStart), as the watch of key: the next Acquire
+// of key by this identity takes the row back at once, by a write
+// conditioned on its RVN (see Acquirer.Offered).
+func (k *Kernel[H]) KeepForStint(key resourcelock.Key, it resourcelock.Item, stintStart time.Time) {
+	prev, _, _ := k.watches.Get(key)
+	obs := Observation{Pace: prev.Pace}
+	obs.Observe(it, false, k.cfg.Clock.Now())
+	obs.StintStart = stintStart
+	k.watches.Put(key, obs, Attempts{})
+}
+
+// HandedOver remembers it, this identity's release of key that handed it
+// to the queue's head, as the watch of key, its timer started late by
+// delay (waiting longer is always safe), so that the waiters already
+// queued, who see it sooner, take over a hand-over nobody confirms before
+// this identity does.
+func (k *Kernel[H]) HandedOver(key resourcelock.Key, it resourcelock.Item, delay time.Duration) {
+	prev, _, _ := k.watches.Get(key)
+	obs := Observation{Pace: prev.Pace}
+	obs.Observe(it, false, k.cfg.Clock.Now().Add(delay))
+	k.watches.Put(key, obs, Attempts{})
+}
+
+// Request is one acquiring call (see Wait for each field): its places,
+// polls, budget and rules; the kernel adds its settings, watches and
+// failures.
+type Request struct {
+	Places       []Place
+	Read         func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
+	Period       time.Duration
+	Budget       Budget
+	OnlyIfExists bool
+	Try          bool
+	FailIfLocked bool
+	Fence        bool
+	FailKey      string
+	OnPoll       func(res Result, obs Observation, err error, took time.Duration)
+	Loop         string
+	// Observe, when set, is told of each of this call's requests, before
+	// the kernel's own Observe.
+	Observe func(op string, err error, d time.Duration)
+}
+
+// Watches returns what the kernel remembers watching, for tests and
+// diagnostics.
+func (k *Kernel[H]) Watches() *Watches { return k.watches }

@@ -32,7 +32,7 @@ func benchElector(b *testing.B, store *memorystore.Store, identity string) *Elec
 
 // acquirer returns an acquirer of r's lease, as its campaign's wait makes.
 func acquirer(r *run) *rvnlease.Acquirer {
-	return rvnlease.NewAcquirer(r.cfg, r.e.lease, func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) })
+	return r.e.k.Acquirer(rvnlease.Place{Lease: r.e.lease, NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }})
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.
@@ -53,7 +53,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 	r := benchLeader(b, memorystore.New())
 	e := r.e
 	ctx := context.Background()
-	t := newTerm(ctx, e.clk, e.cfg.Lease.Describe(), r.sent.Add(e.cfg.RenewDeadline), func() {})
+	t := newTerm(ctx, e.k, &r.hold, e.cfg.Lease.Describe(), r.sent, func() {})
 	defer t.end(context.Canceled)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -62,7 +62,7 @@ func BenchmarkLeaderRenewal(b *testing.B) {
 			b.Fatalf("renew: %+v", w)
 		}
 		r.confirm(w.Item, w.Sent)
-		if !t.extend(w.Sent.Add(e.cfg.RenewDeadline)) {
+		if !t.extend(w.Sent) {
 			b.Fatal("term ended")
 		}
 	}
@@ -90,7 +90,7 @@ func BenchmarkCandidatePoll(b *testing.B) {
 func BenchmarkIsLeader(b *testing.B) {
 	r := benchLeader(b, memorystore.New())
 	e := r.e
-	t := newTerm(context.Background(), e.clk, e.cfg.Lease.Describe(), time.Now().Add(time.Hour), func() {})
+	t := newTerm(context.Background(), e.k, &r.hold, e.cfg.Lease.Describe(), e.clk.Now().Add(time.Hour), func() {})
 	defer t.end(context.Canceled)
 	e.mu.Lock()
 	e.current = t

@@ -10,9 +10,8 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// campaign waits, in the engine's one wait loop (see rvnlease.Wait),
-// until this Run holds the record with validity left, and returns when
-// that validity ends; or until ctx is done, or an error that waiting
+// campaign waits, in the kernel's one wait loop, until this Run holds the
+// record, and returns the send time of the write that won it; or until ctx is done, or an error that waiting
 // cannot fix ends it (a missing table, a record that cannot be decoded,
 // access denied; see resourcelock.Permanent).
 //
@@ -20,27 +19,23 @@ import (
 // sooner when the observed lease may be taken over, and retries transient
 // failures (a failed fencing request included) for as long as ctx allows;
 // the last failure is kept for LastError. What it watched, and its writes
-// in doubt, carry over to the next Run (Elector.watches).
+// in doubt, carry over to the next Run (the kernel's watches).
 func (r *run) campaign(ctx context.Context) (time.Time, error) {
 	e := r.e
-	w := &rvnlease.Wait{
-		Engine: r.cfg,
+	won, err := e.k.Acquire(ctx, rvnlease.Request{
 		Places: []rvnlease.Place{{Lease: e.lease,
 			NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }}},
-		Period:  e.cfg.RetryPeriod,
-		Budget:  rvnlease.Budget{Forever: true},
-		Fence:   e.cfg.Fencing,
-		Watches: e.watches,
-		Failing: e.failing,
-		OnPoll:  e.polled,
-		Loop:    "election",
-	}
-	won, err := w.Run(ctx)
+		Period: e.cfg.RetryPeriod,
+		Budget: rvnlease.Budget{Forever: true},
+		Fence:  e.cfg.Fencing,
+		OnPoll: e.polled,
+		Loop:   "election",
+	})
 	switch {
 	case err == nil:
 		r.confirm(won.Item, won.Sent)
 		e.setLeader(e.identity)
-		return won.Sent.Add(e.cfg.termValidity()), nil
+		return won.Sent, nil
 	case ctx.Err() != nil:
 		return time.Time{}, ctx.Err()
 	}

@@ -36,11 +36,11 @@ type Elector struct {
 	current *term  // the term of the last Run that led, nil before
 	leader  string // holder last observed, "" when none
 
-	failing *rvnlease.Failing // the failure the loop keeps retrying, and since when
-
-	// watches is what a Run that gave up campaigning leaves to the next:
-	// the watched record and the writes still in doubt (one key).
-	watches *rvnlease.Watches
+	// k is the kernel: the one wait loop, the failure the loop keeps
+	// retrying (and since when), the validity of the current term, its
+	// renewals, and what a Run that gave up campaigning leaves to the
+	// next (the watched record and the writes still in doubt).
+	k *rvnlease.Kernel[*term]
 }
 
 // New validates cfg and returns an Elector. Zero durations take the
@@ -64,7 +64,7 @@ func New(cfg Config) (*Elector, error) {
 		log.Info("LeaseDuration − RenewDeadline is shorter than RetryPeriod; the leader's work has little time to stop before others may take over", "severity", "warning",
 			"margin", margin.String(), "retryPeriod", cfg.RetryPeriod.String())
 	}
-	return &Elector{
+	e := &Elector{
 		cfg:      cfg,
 		lease:    lease,
 		clk:      cfg.Clock,
@@ -72,9 +72,14 @@ func New(cfg Config) (*Elector, error) {
 		identity: lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 		tracer:   tracing.New(cfg.TracerProvider),
-		failing:  rvnlease.NewFailing(cfg.Clock, log, cfg.Metrics.Failing),
-		watches:  rvnlease.NewWatches(1),
-	}, nil
+	}
+	e.k = rvnlease.New(rvnlease.Settings[*term]{
+		Clock: cfg.Clock, Identity: e.identity, RequestTimeout: cfg.RequestTimeout, Validity: cfg.termValidity(),
+		Log: log, Observe: e.observeRequest, Watches: 1, Failing: cfg.Metrics.Failing,
+		RenewEvery: cfg.RetryPeriod, RenewWorkers: 1, RenewLoop: "renewal",
+		HoldOf: func(t *term) *rvnlease.Hold { return t.hold }, Expire: (*term).expired,
+	})
+	return e, nil
 }
 
 // Identity returns this candidate's identity.
@@ -205,7 +210,7 @@ func (e *Elector) term() *term {
 // an alert uses it to tell "cannot reach the lock" from "another candidate
 // leads". Errors that end Run are returned by Run, and also kept here.
 func (e *Elector) LastError() (err error, since time.Time) {
-	return e.failing.Last()
+	return e.k.LastFailure()
 }
 
 // observeRequest reports one request to the lock to the metrics.
@@ -214,7 +219,7 @@ func (e *Elector) observeRequest(op string, err error, d time.Duration) {
 }
 
 // noteError records the outcome of a round: err nil clears the last error.
-func (e *Elector) noteError(err error) { e.failing.Note("", err) }
+func (e *Elector) noteError(err error) { e.k.Note("", err) }
 
 // forgetSelfAsLeader stops naming this candidate as the leader once its
 // term has ended: who leads now is unknown until the next observation.
@@ -267,10 +272,10 @@ func (e *Elector) Run(ctx context.Context) error {
 
 	r := newRun(e)
 	// Step 1: campaign until this Run holds the record with validity left.
-	validUntil, err := r.campaign(ctx)
+	sent, err := r.campaign(ctx)
 	if err != nil {
 		return err
 	}
 	// Step 2: lead until the term ends.
-	return r.lead(ctx, validUntil)
+	return r.lead(ctx, sent)
 }

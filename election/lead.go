@@ -19,8 +19,8 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// lead runs one term, from a confirmed acquisition valid until validUntil,
-// to its end.
+// lead runs one term, from a confirmed acquisition whose write was sent at
+// sent, to its end.
 //
 //  1. Start OnStartedLeading in its own goroutine with the term's context,
 //     unless the term's validity has already passed (a pause since the
@@ -39,9 +39,9 @@ import (
 //  5. When the term is lost, OnStoppedLeading runs at once (from the
 //     term's own timer when its validity ran out, so a stuck loop cannot
 //     delay it); Run returns once OnStartedLeading has returned as well.
-func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
+func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
 	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
-	t := r.startTerm(ctx, validUntil)
+	t := r.startTerm(ctx, sent)
 	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Identity.String(r.e.identity))
@@ -63,28 +63,27 @@ func (r *run) lead(ctx context.Context, validUntil time.Time) (err error) {
 		case <-reqCtx.Done():
 		}
 	}()
-	// The engine's renewer renews the term; watch watches the term's
-	// end, the cancel and the work. Every way out closes the renewer
-	// first, so that no renewal is under way when the term's record is
-	// touched again (a release, say).
+	// The kernel renews the term; watch watches the term's end, the
+	// cancel and the work. Every way out stops the renewals first, so
+	// that no renewal is under way when the term's record is touched
+	// again (a release, say).
 	rn := newRenewal(r, t, reqCtx)
-	sched := rvnlease.NewRenewer(r.e.clk, r.e.cfg.RetryPeriod, 1, "renewal")
-	sched.Add(rn, r.sent.Add(r.e.cfg.RetryPeriod))
+	stopRenewals := r.e.k.Renewing(rn, r.sent.Add(r.e.cfg.RetryPeriod))
 	stopRenewing := func() {
 		rn.stop()
-		sched.Close()
+		stopRenewals()
 	}
 	defer stopRenewing()
 	return r.watch(ctx, t, rn, stopRenewing)
 }
 
-// startTerm makes the term of a confirmed acquisition valid until
-// validUntil the Elector's current one, and starts its work in a goroutine
+// startTerm makes the term of a confirmed acquisition, whose write was
+// sent at sent, the Elector's current one, and starts its work in a goroutine
 // of its own (step 1 of lead).
-func (r *run) startTerm(ctx context.Context, validUntil time.Time) *term {
+func (r *run) startTerm(ctx context.Context, sent time.Time) *term {
 	e := r.e
-	t := newTerm(ctx, e.clk, e.lease.Describe(), validUntil, e.cfg.Callbacks.OnStoppedLeading)
-	t.hold = r.hold
+	t := newTerm(ctx, e.k, &r.hold, e.lease.Describe(), sent, e.cfg.Callbacks.OnStoppedLeading)
+	validUntil := t.until()
 	t.token = record.Token(r.cur.Record)
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	if k, ok := e.lease.(interface{ Key() resourcelock.Key }); ok {

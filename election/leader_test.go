@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/internal/timing"
@@ -415,7 +416,8 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	r := newRun(h.e)
 	r.cur.RVN = "rvn"
 	stopped := 0
-	tm := newTerm(context.Background(), h.fc, h.e.cfg.Lease.Describe(), h.now().Add(-time.Second), func() { stopped++ })
+	// Valid until a second ago.
+	tm := newTerm(context.Background(), h.e.k, &r.hold, h.e.cfg.Lease.Describe(), h.now().Add(-time.Second-h.e.cfg.termValidity()), func() { stopped++ })
 	tm.began = true // its work ran, and returned
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)
@@ -479,11 +481,20 @@ func TestNoRenewalOnceTheTermEndedWithItsDueTime(t *testing.T) {
 	}
 }
 
+// termUntil starts a term of lease on a kernel of its own on clk, valid
+// until validUntil.
+func termUntil(clk timing.Clock, lease string, validUntil time.Time, onStopped func()) *term {
+	const validity = time.Second
+	k := rvnlease.New(rvnlease.Settings[*term]{Clock: clk, Validity: validity,
+		HoldOf: func(t *term) *rvnlease.Hold { return t.hold }, Expire: (*term).expired})
+	return newTerm(context.Background(), k, &rvnlease.Hold{}, lease, validUntil.Add(-validity), onStopped)
+}
+
 // A term whose validity passed before lead had set it up ends at once on
 // its own timer; the loss names the lease all the same (the race detector
 // watches the timer read what newTerm set).
 func TestATermExpiredAtItsStartNamesItsLease(t *testing.T) {
-	tm := newTerm(context.Background(), timing.Real(), "memory/lease-x", time.Now().Add(-time.Second), func() {})
+	tm := termUntil(timing.Real(), "memory/lease-x", time.Now().Add(-time.Second), func() {})
 	select {
 	case <-tm.done:
 	case <-time.After(patience):
@@ -499,9 +510,9 @@ func TestATermExpiredAtItsStartNamesItsLease(t *testing.T) {
 // expires later does not report a long-past failure as its cause.
 func TestAConfirmedRenewalClearsTheLastFailure(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	tm := newTerm(context.Background(), fc, "memory/lease-x", fc.Now().Add(time.Second), func() {})
+	tm := termUntil(fc, "memory/lease-x", fc.Now().Add(time.Second), func() {})
 	tm.renewalFailed(errors.New("throttled"))
-	if !tm.extend(fc.Now().Add(2 * time.Second)) {
+	if !tm.extend(fc.Now().Add(time.Second)) { // valid until 2 s from now
 		t.Fatal("extend refused on a running term")
 	}
 	fc.Step(3 * time.Second)

@@ -100,7 +100,7 @@ func (rn *renewal) Renew() {
 	case w.Landed:
 		r.confirm(w.Item, w.Sent)
 		e.noteError(nil)
-		if t.extend(w.Sent.Add(e.cfg.termValidity())) {
+		if t.extend(w.Sent) {
 			e.cfg.Metrics.Leading(true, t.until())
 			e.log.V(1).Info("renewed", "rvn", w.Item.RVN, "sent", w.Sent, "validUntil", t.until())
 		}

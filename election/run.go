@@ -19,26 +19,14 @@ import (
 // doubt and what was observed of other holders.
 type run struct {
 	e        *Elector
-	cfg      *rvnlease.Config
-	hold     *rvnlease.Hold
+	hold     rvnlease.Hold // the kernel's hold of the record; the term's validity lives in it
 	cur      resourcelock.Item
 	sent     time.Time
 	acquired time.Time // wall-clock time of this Run's acquisition, informational
 }
 
 func newRun(e *Elector) *run {
-	r := &run{e: e}
-	cfg := rvnlease.Config{
-		Clock:          e.clk,
-		Identity:       e.identity,
-		RequestTimeout: e.cfg.RequestTimeout,
-		Validity:       e.cfg.termValidity(),
-		Log:            e.log,
-		Observe:        e.observeRequest,
-	}
-	r.cfg = &cfg
-	r.hold = rvnlease.NewHold(&cfg, e.lease)
-	return r
+	return &run{e: e, hold: e.k.Hold(e.lease)}
 }
 
 // newRecord returns a record for a write of this Run with a fresh RVN.

@@ -15,34 +15,31 @@ import (
 )
 
 // term is one period of leadership, from the confirmed acquisition to its
-// end. Invariant: while the term has not ended, validUntil is RenewDeadline
-// after the send time of the last confirmed write of this term, on the local
-// clock. The term ends, cancelling the leader's context, at the latest when
-// the clock reaches validUntil: the engine's timer of validities does that
-// on its own, without the election loop, and valid() compares with the
-// clock directly, so a stuck loop or a paused process cannot make the term
-// look longer.
+// end. Invariant: while the term has not ended, it is valid until
+// RenewDeadline after the send time of the last confirmed write of this
+// term, on the local clock (the kernel's validity of its hold). The term
+// ends, cancelling the leader's context, at the latest when the clock
+// reaches that bound: the kernel's timer of validities does that on its
+// own, without the election loop, and valid() compares with the clock
+// directly, so a stuck loop or a paused process cannot make the term look
+// longer.
 type term struct {
-	lease   string // what is held, for its LostError
-	hold    *rvnlease.Hold
+	lease   string         // what is held, for its LostError
+	hold    *rvnlease.Hold // the run's; the kernel keeps the term's validity in it
+	k       *rvnlease.Kernel[*term]
 	clk     timing.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
 	holding resourcelock.Holding
 
-	// valids ends the term when validUntil passes (a set of one hold, whose
-	// validity is zero past validUntil).
-	valids *rvnlease.Validities[*term]
-
-	mu         sync.Mutex
-	validUntil time.Time // see the invariant; once ended, when it ended
-	validity   rvnlease.Validity
-	lastErr    error // the last renewal's failure, for an Expired loss
-	began      bool  // OnStartedLeading was called: only then is OnStoppedLeading
-	ended      bool
-	cause      error
-	cancel     context.CancelCauseFunc
-	done       chan struct{} // closed when the term ends
+	mu      sync.Mutex
+	endedAt time.Time // once ended, when its validity ended (see until)
+	lastErr error     // the last renewal's failure, for an Expired loss
+	began   bool      // OnStartedLeading was called: only then is OnStoppedLeading
+	ended   bool
+	cause   error
+	cancel  context.CancelCauseFunc
+	done    chan struct{} // closed when the term ends
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 	renewals atomic.Int64  // renewals that landed, for the term's span
@@ -52,27 +49,26 @@ type term struct {
 	stoppedOnce sync.Once
 }
 
-// newTerm starts a term of the lease named lease, valid until validUntil,
-// whose leader context is a child of parent. Everything the term's timer
-// reads is set before the timer is armed: it may fire at once.
-func newTerm(parent context.Context, clk timing.Clock, lease string, validUntil time.Time, onStopped func()) *term {
+// newTerm starts a term of the lease named lease, held through hold by a
+// write sent at sent, on k's validities; its leader context is a child of
+// parent. Everything the term's timer reads is set before the timer is
+// armed: it may fire at once.
+func newTerm(parent context.Context, k *rvnlease.Kernel[*term], hold *rvnlease.Hold, lease string, sent time.Time, onStopped func()) *term {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &term{
 		lease:     lease,
+		hold:      hold,
+		k:         k,
 		onStopped: onStopped,
-		clk:       clk,
+		clk:       k.Clock(),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		workDone:  make(chan struct{}),
 	}
 	t.ctx = leaderContext{Context: context.WithValue(ctx, termKey{}, t), t: t}
-	t.valids = rvnlease.NewValidities(clk, 0,
-		func(t *term) *time.Time { return &t.validUntil },
-		func(t *term) *rvnlease.Validity { return &t.validity },
-		(*term).expired)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.valids.Start(t, validUntil)
+	k.Start(t, sent)
 	return t
 }
 
@@ -80,7 +76,7 @@ func newTerm(parent context.Context, clk timing.Clock, lease string, validUntil 
 // OnStoppedLeading, without waiting for the election loop.
 func (t *term) expired() {
 	t.mu.Lock()
-	if t.ended || !t.valids.Passed(t) {
+	if t.ended || !t.k.Passed(t) {
 		t.mu.Unlock()
 		return
 	}
@@ -119,7 +115,7 @@ func (t *term) endExpired() {
 func (t *term) begin() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || t.valids.Passed(t) {
+	if t.ended || t.k.Passed(t) {
 		return false
 	}
 	t.began = true
@@ -140,17 +136,17 @@ func (t *term) stopped() {
 	}
 }
 
-// extend moves validUntil later after a confirmed renewal, which also
-// clears the failure of an earlier one. It reports false when the term has
-// already ended: a term never resumes.
-func (t *term) extend(validUntil time.Time) bool {
+// extend moves the term's validity to count from sent, the send time of a
+// confirmed renewal, which also clears the failure of an earlier one. It
+// reports false when the term has already ended: a term never resumes.
+func (t *term) extend(sent time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
 		return false
 	}
 	t.lastErr = nil
-	return t.valids.Extend(t, validUntil)
+	return t.k.Extend(t, sent)
 }
 
 // end ends the term now with cause, unless it has ended already.
@@ -165,9 +161,10 @@ func (t *term) end(cause error) {
 func (t *term) endLocked(cause error) {
 	t.ended = true
 	t.cause = cause
-	t.valids.End(t)
-	if now := t.clk.Now(); now.Before(t.validUntil) {
-		t.validUntil = now
+	t.endedAt = t.k.Until(t)
+	t.k.End(t)
+	if now := t.clk.Now(); now.Before(t.endedAt) {
+		t.endedAt = now
 	}
 	t.cancel(cause)
 	close(t.done)
@@ -177,15 +174,18 @@ func (t *term) endLocked(cause error) {
 func (t *term) valid() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !t.ended && !t.valids.Passed(t)
+	return !t.ended && !t.k.Passed(t)
 }
 
-// until returns validUntil: while the term runs, the bound of its validity;
-// once ended, when it ended.
+// until returns, while the term runs, the bound of its validity; once
+// ended, when it ended.
 func (t *term) until() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.validUntil
+	if t.ended {
+		return t.endedAt
+	}
+	return t.k.Until(t)
 }
 
 // endCause returns why the term ended, or nil while it runs.

@@ -81,6 +81,9 @@ func New[H comparable](s Settings[H]) *Kernel[H] {
 	return k
 }
 
+// Clock returns the kernel's clock.
+func (k *Kernel[H]) Clock() timing.Clock { return k.cfg.Clock }
+
 // Hold returns the hold of a lease won through port: its writes over the
 // row (Renew, Release, Guard's loss), settled as every write of the kernel
 // is. It starts no validity: Start does.
@@ -88,9 +91,17 @@ func (k *Kernel[H]) Hold(port keylease.Port) Hold {
 	return Hold{w: writer{cfg: &k.cfg, port: port}}
 }
 
+// Acquirer returns the acquirer of one place with the kernel's settings:
+// its rounds outside the wait loop, for benchmarks and tests of a round.
+func (k *Kernel[H]) Acquirer(p Place) *Acquirer {
+	return NewAcquirer(&k.cfg, p.Lease, p.NewRecord)
+}
+
 // Acquire runs the one wait loop (see Wait) over r, with the kernel's
 // watches and failures. The call's failure (r.FailKey) is forgotten when
-// it returns: nothing retries for it any more.
+// it returns: nothing retries for it any more. A request without FailKey
+// keeps its failure after it returns (an elector's, which outlives one
+// campaign, until the elector notes the next outcome).
 func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 	cfg := &k.cfg
 	if r.Observe != nil {
@@ -107,7 +118,9 @@ func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Budget: r.Budget,
 		OnlyIfExists: r.OnlyIfExists, Try: r.Try, FailIfLocked: r.FailIfLocked, Fence: r.Fence,
 		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
-	defer k.failing.Forget(r.FailKey)
+	if r.FailKey != "" {
+		defer k.failing.Forget(r.FailKey)
+	}
 	return w.Run(ctx)
 }
 
@@ -136,6 +149,20 @@ func (k *Kernel[H]) Renew(r Renewable, first time.Time) {
 	if k.renewer != nil {
 		k.renewer.Add(r, first)
 	}
+}
+
+// Renewing renews r alone, on a renewer of its own, every RenewEvery from
+// first on, until stop: stop returns once no renewal of r is under way and
+// none will begin. It is for a kind that holds one lease at a time and
+// touches its row again after it stops renewing (an elector's term, which
+// releases its record then). Nothing is renewed without RenewEvery.
+func (k *Kernel[H]) Renewing(r Renewable, first time.Time) (stop func()) {
+	if k.renewer == nil {
+		return func() {}
+	}
+	s := NewRenewer(k.cfg.Clock, k.renewer.period, 1, k.renewer.loop)
+	s.Add(r, first)
+	return s.Close
 }
 
 // Renews reports whether the kernel renews holds in the background.

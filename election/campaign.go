@@ -11,8 +11,8 @@ import (
 )
 
 // campaign waits, in the kernel's one wait loop, until this Run holds the
-// record, and returns the send time of the write that won it; or until ctx is done, or an error that waiting
-// cannot fix ends it (a missing table, a record that cannot be decoded,
+// record, and returns the send time of the write that won it; or until
+// ctx is done, or an error that waiting cannot fix ends it (a missing table, a record that cannot be decoded,
 // access denied; see resourcelock.Permanent).
 //
 // A candidate never gives up: it polls every jittered RetryPeriod, or

@@ -271,7 +271,8 @@ func (e *Elector) Run(ctx context.Context) error {
 	}()
 
 	r := newRun(e)
-	// Step 1: campaign until this Run holds the record with validity left.
+	// Step 1: campaign until this Run holds the record. A term whose
+	// validity passed meanwhile ends at once, on the kernel's timer.
 	sent, err := r.campaign(ctx)
 	if err != nil {
 		return err

@@ -28,8 +28,8 @@ import (
 //     never starts its work, is not reported to OnStoppedLeading, and
 //     ends Run with an error matching dynalease.ErrLost after releasing
 //     the record.
-//  2. Renew every RetryPeriod (no jitter, no read first) on the engine's
-//     renewer: see renewal.
+//  2. Renew every RetryPeriod (no jitter, no read first) on the kernel's
+//     renewals: see renewal.
 //  3. When ctx is cancelled, keep renewing while OnStartedLeading returns,
 //     for at most RenewDeadline.
 //  4. When OnStartedLeading has returned without the term having been lost,
@@ -212,7 +212,7 @@ func (r *run) finish(ctx context.Context, t *term) error {
 
 // release marks the record released, conditioned on identity and RVN. An
 // earlier renewal whose answer was lost may have landed meanwhile; the
-// engine then confirms it and releases on top of it (WriteOwn).
+// kernel's hold then confirms it and releases on top of it (WriteOwn).
 func (r *run) release(ctx context.Context) {
 	e := r.e
 	rctx, cancel := timing.KeepDeadline(ctx)

@@ -10,17 +10,16 @@ import (
 	"github.com/dynalease/dynalease/internal/tracing"
 )
 
-// renewal is a term as the engine's renewer (rvnlease.Renewer) renews
-// it: every RetryPeriod from the start of the previous renewal (the first
+// renewal is a term as the kernel renews it (Kernel.Renewing): every RetryPeriod from the start of the previous renewal (the first
 // one RetryPeriod after the acquiring write was sent), with a write
 // conditioned on identity and RVN. A confirmed renewal extends the term to
 // RenewDeadline after its send time; a record found taken, released or
 // deleted ends the term at once; a failed renewal changes nothing and the
 // term ends by itself when its validity runs out.
 //
-// While the renewer runs, the renewals own the run's cur and sent; the
-// election loop touches them again only after closing the renewer, which
-// waits for a renewal under way.
+// While the renewals run, they own the run's cur and sent; the election
+// loop touches them again only after stopping the renewals, which waits
+// for a renewal under way.
 type renewal struct {
 	r   *run
 	t   *term

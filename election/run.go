@@ -15,8 +15,10 @@ import (
 // Invariants: cur is the record as last confirmed written by this Run and
 // sent the local time just before that write was sent (zero before the
 // first); only an RVN this Run wrote proves that it holds the record. The
-// engine (acq while campaigning, hold while leading) keeps the RVNs in
-// doubt and what was observed of other holders.
+// kernel (its wait loop while campaigning, the hold while leading) keeps
+// the RVNs in doubt and what was observed of other holders. sent is the
+// renewals' own (when the next is due); the term's validity counts from the
+// hold's send time, which the kernel moves with each confirmed renewal.
 type run struct {
 	e        *Elector
 	hold     rvnlease.Hold // the kernel's hold of the record; the term's validity lives in it

@@ -100,7 +100,7 @@ func (t target) kind() kind {
 }
 
 // acquireTarget takes t: its claims in this client, then the lease, through
-// the engine's one wait loop, in the acquisition's span.
+// the kernel's one wait loop, in the acquisition's span.
 func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, try bool) (*Lock, error) {
 	ctx, sp := c.startAcquire(ctx, t.kind(), t.key, try)
 	l, err := c.takeTarget(ctx, t, a, try, sp)

@@ -124,8 +124,8 @@
 // # Sets of keys
 //
 // AcquireSet takes several keys as one lock: all of them or none, never
-// some. It runs the one engine over a set of rows (the kernel's), which folds the
-// keys' rows into one lease (see its doc for the folding rules and the
+// some. It runs the one kernel over a set of rows, which folds the keys'
+// rows into one lease (see its doc for the folding rules and the
 // safety argument): every acquisition, heartbeat and release is one
 // transaction over all the rows, conditioned row by row on the state the
 // client saw, so two clients taking overlapping sets, in any order,

@@ -34,7 +34,7 @@ func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
 	return l.heartbeat(ctx, h)
 }
 
-// heartbeat writes one renewal through the engine, which settles every
+// heartbeat writes one renewal through the kernel's hold, which settles every
 // failure (a conditional one included: the SDK may have retried an attempt
 // that had landed) by the row the failure carries or a read.
 func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {

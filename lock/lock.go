@@ -23,9 +23,8 @@ import (
 // Invariant: while the lock is held, the deadline is the lease minus the
 // safety margin after the send time of the last write of this lock known to
 // have landed, on the client's clock. The lock ends at the latest when the
-// clock reaches the deadline: the client's timer of validities
-// (rvnlease.Validities, one timer for all its locks, set for the earliest
-// deadline) ends it without waiting for any heartbeat, and IsHeld compares
+// clock reaches the deadline: the kernel's timer of validities (one
+// timer for all the client's locks, set for the earliest deadline) ends it without waiting for any heartbeat, and IsHeld compares
 // with the clock directly, so a stuck heartbeat or a paused process cannot
 // make it look held longer.
 type Lock struct {

@@ -111,7 +111,7 @@ func (c *Client) readSlots(ctx context.Context, store resourcelock.Store, keys [
 	return rows, err
 }
 
-// acquirePermit takes a slot of the semaphore through the engine's one
+// acquirePermit takes a slot of the semaphore through the kernel's one
 // wait loop: its places are the slots, read in one request per poll, and
 // a slot is written only once this client has claimed it (a slot it
 // holds, or works on in another call, is passed over).
@@ -133,16 +133,16 @@ func (c *Client) takePermit(ctx context.Context, name string, permits int, store
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()
-	w := c.request(a, try, "semaphore "+name)
-	sp.watch(&w)
-	w.Budget.Restart = true
-	w.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
+	r := c.request(a, try, "semaphore "+name)
+	sp.watch(&r)
+	r.Budget.Restart = true
+	r.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
 		return store.GetMany(ctx, keys)
 	}
 	slots := make([]*claim, len(keys))
-	w.Places = make([]rvnlease.Place, len(keys))
+	r.Places = make([]rvnlease.Place, len(keys))
 	for i, k := range keys {
-		w.Places[i] = rvnlease.Place{
+		r.Places[i] = rvnlease.Place{
 			Key: k, Lease: c.acquireLease(target{key: k}, &a), NewRecord: c.newRecord(&a),
 			Claim: func() bool {
 				s, _, err := c.claim(ctx, k, acquireConfig{failIfLocked: true})
@@ -152,7 +152,7 @@ func (c *Client) takePermit(ctx context.Context, name string, permits int, store
 			Unclaim: func() { c.unclaim(k, slots[i]) },
 		}
 	}
-	won, err := c.k.Acquire(ctx, w)
+	won, err := c.k.Acquire(ctx, r)
 	if err != nil {
 		return nil, closedOr(ctx, permitError(ctx, name, permits, err))
 	}

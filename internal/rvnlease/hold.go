@@ -18,18 +18,20 @@ import (
 // identity and the RVN of the last confirmed write, settled when their
 // answers are lost), and its validity: the send time of the last
 // confirmed write, and the hold's place among the kernel's validities,
-// which only the kernel writes (Kernel.Start, Extend, End). Its writes are
-// not safe for concurrent use: the caller serializes them.
+// which only the kernel's validities write (Kernel.Start, Extend, End), under
+// the kind's lock of the hold. A new hold is unstarted: it counts as passed,
+// and ending it is a no-op. Its writes are not safe for concurrent use: the
+// caller serializes them.
 type Hold struct {
-	w    writer
-	sent time.Time // the send time of the last confirmed write (Kernel's)
-	slot Validity
+	w     writer
+	sent  time.Time // the send time of the last confirmed write (Kernel's)
+	valid Validity
 }
 
 // NewHold returns a hold of lease. cfg may be shared (a lock client's
 // thousands of held locks share one), and must not change.
 func NewHold(cfg *Config, lease keylease.Port) *Hold {
-	return &Hold{w: writer{cfg: cfg, port: lease}}
+	return &Hold{w: writer{cfg: cfg, port: lease}, valid: unstarted()}
 }
 
 // Sent returns the send time of the hold's last confirmed write. Read it
@@ -40,12 +42,13 @@ func (h *Hold) Sent() time.Time { return h.sent }
 // row written with other options), for one write: h itself is left as it
 // is, so its other users (a loss being confirmed by a read) never see its
 // lease change. The copy's writes in doubt are not h's: forgetting one can
-// only make a row of ours look like a stranger's (see Attempts).
+// only make a row of ours look like a stranger's (see Attempts). The copy
+// has no validity (it is unstarted): h's is read only under the kind's lock.
 func (h *Hold) Via(lease keylease.Port) *Hold {
-	c := *h
+	c := &Hold{w: h.w, valid: unstarted()}
 	c.w.port = lease
 	c.w.attempts = Attempts{list: append([]attempt(nil), h.w.attempts.list...)}
-	return &c
+	return c
 }
 
 // Written is what a holder's write found.

@@ -2,6 +2,7 @@ package rvnlease
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +28,14 @@ type Kernel[H comparable] struct {
 	watches *Watches
 	failing *Failing
 	valid   *Validities[H]
-	renewer *Renewer // nil without background renewals
+
+	renewEvery   time.Duration // zero: no background renewals
+	renewWorkers int
+	renewLoop    string
+
+	mu      sync.Mutex
+	renewer *Renewer // the shared renewer, made by the first Renew
+	closed  bool
 }
 
 // Settings configure a Kernel.
@@ -51,9 +59,10 @@ type Settings[H comparable] struct {
 	// Failing, when set, is told of every change of the failure retried
 	// longest (nil once none fails); it must not block.
 	Failing func(err error, since time.Time)
-	// RenewEvery, when positive, renews the holds given to Renew in the
-	// background, one period after the previous renewal began, at most
-	// RenewWorkers at once, on a loop named RenewLoop for a watching clock.
+	// RenewEvery, when positive, renews the holds given to Renew (or
+	// Renewing) in the background, one period after the previous renewal
+	// began, at most RenewWorkers at once (Renew's), on a loop named
+	// RenewLoop for a watching clock.
 	RenewEvery   time.Duration
 	RenewWorkers int
 	RenewLoop    string
@@ -69,14 +78,14 @@ func New[H comparable](s Settings[H]) *Kernel[H] {
 		cfg: Config{Clock: s.Clock, Identity: s.Identity, RequestTimeout: s.RequestTimeout, Validity: s.Validity,
 			Log: s.Log, Observe: s.Observe},
 		watches: NewWatches(max(s.Watches, 1)),
-		failing: NewFailing(s.Clock, s.Log, s.Failing),
+		failing: NewFailing(s.Clock, s.Log, orIgnore(s.Failing)),
 	}
 	k.valid = NewValidities(s.Clock, s.Validity,
 		func(h H) *time.Time { return &s.HoldOf(h).sent },
-		func(h H) *Validity { return &s.HoldOf(h).slot },
+		func(h H) *Validity { return &s.HoldOf(h).valid },
 		s.Expire)
 	if s.RenewEvery > 0 {
-		k.renewer = NewRenewer(s.Clock, s.RenewEvery, max(s.RenewWorkers, 1), s.RenewLoop)
+		k.renewEvery, k.renewWorkers, k.renewLoop = s.RenewEvery, max(s.RenewWorkers, 1), s.RenewLoop
 	}
 	return k
 }
@@ -86,9 +95,10 @@ func (k *Kernel[H]) Clock() timing.Clock { return k.cfg.Clock }
 
 // Hold returns the hold of a lease won through port: its writes over the
 // row (Renew, Release, Guard's loss), settled as every write of the kernel
-// is. It starts no validity: Start does.
+// is. The hold comes back unstarted (passed; End is a no-op on it): Start
+// starts its validity.
 func (k *Kernel[H]) Hold(port keylease.Port) Hold {
-	return Hold{w: writer{cfg: &k.cfg, port: port}}
+	return Hold{w: writer{cfg: &k.cfg, port: port}, valid: unstarted()}
 }
 
 // Acquirer returns the acquirer of one place with the kernel's settings:
@@ -136,48 +146,69 @@ func (k *Kernel[H]) Extend(h H, sent time.Time) bool { return k.valid.Extend(h, 
 // End ends h's validity now; it is never expired.
 func (k *Kernel[H]) End(h H) { k.valid.End(h) }
 
-// Passed reports whether h's validity has passed or ended; Until returns
-// its end. Call them under the kind's lock of h.
+// Passed reports whether h's validity has passed or ended. Call it under
+// the kind's lock of h.
 func (k *Kernel[H]) Passed(h H) bool { return k.valid.Passed(h) }
 
-// Until returns when h's validity ends.
+// Until returns when h's validity ends (its last confirmed send plus the
+// validity), whether or not it has passed. Call it under the kind's lock
+// of h.
 func (k *Kernel[H]) Until(h H) time.Time { return k.valid.Until(h) }
 
-// Renew renews r in the background from first on (Settings.RenewEvery);
-// nothing without background renewals.
+// Renew renews r on the kernel's shared renewer from first on, every
+// Settings.RenewEvery, until r reports it has ended or Close. It renews
+// nothing without RenewEvery, or once Close has begun.
 func (k *Kernel[H]) Renew(r Renewable, first time.Time) {
-	if k.renewer != nil {
-		k.renewer.Add(r, first)
+	if k.renewEvery <= 0 {
+		return
 	}
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return
+	}
+	if k.renewer == nil {
+		k.renewer = NewRenewer(k.cfg.Clock, k.renewEvery, k.renewWorkers, k.renewLoop)
+	}
+	s := k.renewer
+	k.mu.Unlock()
+	s.Add(r, first) // after a Close meanwhile, Add schedules nothing
 }
 
 // Renewing renews r alone, on a renewer of its own, every RenewEvery from
 // first on, until stop: stop returns once no renewal of r is under way and
 // none will begin. It is for a kind that holds one lease at a time and
 // touches its row again after it stops renewing (an elector's term, which
-// releases its record then). Nothing is renewed without RenewEvery.
+// releases its record then). Nothing is renewed without RenewEvery. Close
+// does not stop it: stop does.
 func (k *Kernel[H]) Renewing(r Renewable, first time.Time) (stop func()) {
-	if k.renewer == nil {
+	if k.renewEvery <= 0 {
 		return func() {}
 	}
-	s := NewRenewer(k.cfg.Clock, k.renewer.period, 1, k.renewer.loop)
+	s := NewRenewer(k.cfg.Clock, k.renewEvery, 1, k.renewLoop)
 	s.Add(r, first)
 	return s.Close
 }
 
-// Renews reports whether the kernel renews holds in the background.
-func (k *Kernel[H]) Renews() bool { return k.renewer != nil }
+// Renews reports whether the kernel renews holds in the background
+// (Settings.RenewEvery).
+func (k *Kernel[H]) Renews() bool { return k.renewEvery > 0 }
 
-// Close stops the background renewals and waits for those under way.
+// Close stops the shared renewer (Renew's) and waits for its renewals
+// under way; a Renew after it renews nothing. Renewing's renewers are
+// stopped by their own stop.
 func (k *Kernel[H]) Close() {
-	if k.renewer != nil {
-		k.renewer.Close()
+	k.mu.Lock()
+	k.closed = true
+	s := k.renewer
+	k.mu.Unlock()
+	if s != nil {
+		s.Close()
 	}
 }
 
-// Note records the outcome of a request or round for key (see Failing);
-// Forget drops key's failure; LastFailure returns the failure retried
-// longest, and since when.
+// Note records the outcome of a request or round for key (see Failing): a
+// nil err clears key's failure.
 func (k *Kernel[H]) Note(key string, err error) { k.failing.Note(key, err) }
 
 // Forget drops key's failure: nothing retries for it any more.
@@ -234,3 +265,11 @@ type Request struct {
 // Watches returns what the kernel remembers watching, for tests and
 // diagnostics.
 func (k *Kernel[H]) Watches() *Watches { return k.watches }
+
+// orIgnore returns report, or a report that ignores every change when nil.
+func orIgnore(report func(error, time.Time)) func(error, time.Time) {
+	if report == nil {
+		return func(error, time.Time) {}
+	}
+	return report
+}

@@ -50,6 +50,10 @@ type Validity struct {
 	ended bool
 }
 
+// unstarted is the validity of a hold never started: out of the heap,
+// passed, and ending it touches no other hold.
+func unstarted() Validity { return Validity{index: -1, ended: true} }
+
 // NewValidities returns an empty set of validities of validity each.
 func NewValidities[H comparable](clk timing.Clock, validity time.Duration, send func(H) *time.Time, of func(H) *Validity, expire func(H)) *Validities[H] {
 	return &Validities[H]{clk: clk, validity: validity, send: send, of: of, expire: expire}

@@ -1,0 +1,166 @@
+package rvnlease
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
+)
+
+// kept is a kind's hold as a test keeps it.
+type kept struct {
+	mu   sync.Mutex
+	hold Hold
+}
+
+// kernelOn returns a kernel named "me" on fc, logging each request's
+// operation to observed (when not nil) as "kernel:OP".
+func kernelOn(fc *clocktesting.FakeClock, observed *[]string) *Kernel[*kept] {
+	return New(Settings[*kept]{
+		Clock: fc, Identity: "me", RequestTimeout: time.Second, Validity: validity,
+		Observe: func(op string, _ error, _ time.Duration) {
+			if observed != nil {
+				*observed = append(*observed, "kernel:"+op)
+			}
+		},
+		HoldOf: func(h *kept) *Hold { return &h.hold },
+		Expire: func(*kept) {},
+	})
+}
+
+// tryOnce makes one Try request of the row at key through a store whose
+// every request fails with a transient error, noting its failure as
+// failKey.
+func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, observe func(string, error, time.Duration)) error {
+	t.Helper()
+	fs := faulty.New(memorystore.New())
+	for _, op := range []faulty.Op{faulty.OpGet, faulty.OpCreate, faulty.OpUpdate} {
+		fs.Inject(op, -1, faulty.Fault{Err: errTimeout})
+	}
+	kl, err := keylease.New(fs, key, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Acquire(context.Background(), Request{
+		Places: []Place{{Lease: kl, NewRecord: func(resourcelock.Item) resourcelock.Record {
+			return resourcelock.Record{HolderIdentity: "me", RVN: "r1", LeaseDuration: lease}
+		}}},
+		Period: period, Try: true, FailKey: failKey, Observe: observe, Loop: "test",
+	})
+	if !errors.Is(err, errTimeout) {
+		t.Fatalf("Acquire through a failing store = %v, want its failure", err)
+	}
+	return err
+}
+
+// A call with a FailKey takes its failure with it when it returns; a call
+// without one (an elector's campaign) leaves it for the kind to clear.
+func TestKernelAcquireForgetsTheFailureOfACallWithAFailKey(t *testing.T) {
+	k := kernelOn(clocktesting.NewFakeClock(t0), nil)
+	tryOnce(t, k, "call", nil)
+	if err, _ := k.LastFailure(); err != nil {
+		t.Fatalf("LastFailure after the call returned = %v, want none", err)
+	}
+	tryOnce(t, k, "", nil)
+	if err, _ := k.LastFailure(); !errors.Is(err, errTimeout) {
+		t.Fatalf("LastFailure after a call without FailKey = %v, want its failure kept", err)
+	}
+	k.Note("", nil)
+	if err, _ := k.LastFailure(); err != nil {
+		t.Fatalf("LastFailure after Note(nil) = %v, want none", err)
+	}
+}
+
+// A request's own Observe hears each of its requests before the kernel's
+// does, and only its own.
+func TestKernelTellsARequestsObserverFirst(t *testing.T) {
+	var observed []string
+	k := kernelOn(clocktesting.NewFakeClock(t0), &observed)
+	tryOnce(t, k, "call", func(op string, _ error, _ time.Duration) { observed = append(observed, "call:"+op) })
+	if len(observed) == 0 || len(observed)%2 != 0 {
+		t.Fatalf("observed %v, want each request twice", observed)
+	}
+	for i := 0; i < len(observed); i += 2 {
+		if observed[i] != "call:"+observed[i+1][len("kernel:"):] || observed[i+1][:len("kernel:")] != "kernel:" {
+			t.Fatalf("observed %v, want the call's observer first for each request", observed)
+		}
+	}
+	observed = nil
+	tryOnce(t, k, "other", nil)
+	if slices.ContainsFunc(observed, func(s string) bool { return s[:5] == "call:" }) {
+		t.Fatalf("observed %v: an earlier call's observer heard a later call", observed)
+	}
+}
+
+// A hold the kernel gives is unstarted: it counts as passed, and ending it
+// leaves every started hold's validity alone (its timer still ends it).
+func TestKernelEndingAnUnstartedHoldTouchesNoOther(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	var expired []*kept
+	var mu sync.Mutex
+	k := New(Settings[*kept]{Clock: fc, Identity: "me", Validity: validity,
+		HoldOf: func(h *kept) *Hold { return &h.hold },
+		Expire: func(h *kept) { mu.Lock(); expired = append(expired, h); mu.Unlock() }})
+	kl, err := keylease.New(memorystore.New(), key, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, fresh := &kept{hold: k.Hold(kl)}, &kept{hold: k.Hold(kl)}
+	started.mu.Lock()
+	k.Start(started, fc.Now())
+	started.mu.Unlock()
+	fresh.mu.Lock()
+	if !k.Passed(fresh) {
+		t.Fatal("an unstarted hold counts as valid")
+	}
+	k.End(fresh)
+	fresh.mu.Unlock()
+	if k.valid.Len() != 1 {
+		t.Fatalf("%d validities after ending an unstarted hold, want the started one", k.valid.Len())
+	}
+	fc.Step(validity)
+	deadline := time.Now().Add(30 * time.Second) // the timer's goroutine, not a timing
+	for {
+		mu.Lock()
+		n := len(expired)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the started hold never expired on the kernel's timer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if expired[0] != started {
+		t.Fatal("the kernel expired the unstarted hold")
+	}
+}
+
+// Renew after Close renews nothing; Renewing runs on its own until its
+// stop, which Close does not call.
+func TestKernelRenewAfterCloseRenewsNothing(t *testing.T) {
+	fc := clocktesting.NewFakeClock(t0)
+	k := New(Settings[*kept]{Clock: fc, Identity: "me", Validity: validity, RenewEvery: period,
+		HoldOf: func(h *kept) *Hold { return &h.hold }, Expire: func(*kept) {}})
+	if !k.Renews() {
+		t.Fatal("Renews = false with RenewEvery")
+	}
+	k.Close()
+	k.Renew(&countedHold{clk: fc}, fc.Now())
+	k.mu.Lock()
+	made := k.renewer != nil
+	k.mu.Unlock()
+	if made {
+		t.Fatal("Renew after Close made a renewer")
+	}
+}

@@ -151,7 +151,11 @@ func (l *Lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 //     Config.Identity): ler takes it over as a new acquisition.
 //
 // A release of a row this Lock does not hold writes nothing and returns
-// nil: there is nothing of its own to release.
+// nil: there is nothing of its own to release. A renewal or release that
+// finds, instead of the RVN last seen, a later write of this Lock's own
+// still held (one whose answer was lost and that landed after the row was
+// read) is written on top of it, conditioned on that RVN: a lost answer
+// never makes ReleaseOnCancel leave the row held.
 func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	l.mu.Lock()
 	last, mine := l.last, l.last != nil && slices.Contains(l.mine, l.last.RVN)
@@ -178,11 +182,29 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 	}
 	l.sending(rec.RVN)
 	it, err := l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
+	if cur, ok := resourcelock.CurrentItem(err); ok && ours && l.ownWrite(cur) {
+		// An earlier write of this Lock whose answer was lost (a renewal
+		// cut short by the elector's cancel, say) landed after the row was
+		// read: the row is still this Lock's own. The write goes on top of
+		// it, conditioned on that RVN, which only this Lock wrote.
+		expect.RVN = cur.RVN
+		rec.RVN = uuid.NewString()
+		l.sending(rec.RVN)
+		it, err = l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
+	}
 	if err != nil {
 		return l.failed(err)
 	}
 	l.remember(&it)
 	return nil
+}
+
+// ownWrite reports whether it is a row this Lock wrote and still holds: its
+// identity, an RVN of its own writes, not released or handed over.
+func (l *Lock) ownWrite(it resourcelock.Item) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return it.HolderIdentity == l.identity && !it.Released && it.HandedTo == "" && slices.Contains(l.mine, it.RVN)
 }
 
 // failed forgets the row after a write that failed, so that the next

@@ -241,6 +241,68 @@ func TestAReleaseMarksTheRowReleased(t *testing.T) {
 	}
 }
 
+// lateStore is a store on which a write's answer can be lost after it
+// landed, and a read can return the row as it was before that write (the
+// read served first, the write applied after it).
+type lateStore struct {
+	resourcelock.Store
+	loseAnswer bool               // the next Update lands, its caller sees a cancel
+	stale      *resourcelock.Item // the next Get returns this
+}
+
+func (s *lateStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+	it, err := s.Store.Update(ctx, key, expect, rec, opts)
+	if s.loseAnswer && err == nil {
+		s.loseAnswer = false
+		return resourcelock.Item{}, context.Canceled
+	}
+	return it, err
+}
+
+func (s *lateStore) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
+	if s.stale != nil {
+		it := *s.stale
+		s.stale = nil
+		return it, nil
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// A release (ReleaseOnCancel) after a renewal whose answer was lost, and
+// which landed after the elector read the row again, still releases: the
+// row it finds is its own, and it writes on top of it. So does a renewal.
+func TestAWriteOverOwnRenewalThatLandedLateSucceeds(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		mem := memorystore.New()
+		store := &lateStore{Store: mem}
+		l := newLock(t, store, "a")
+		ctx := context.Background()
+		if err := l.Create(ctx, leading("a", time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := mem.Item(resourcelock.Key{Partition: "controller"})
+		store.loseAnswer = true
+		if err := l.Update(ctx, leading("a", time.Now())); !errors.Is(err, context.Canceled) {
+			t.Fatalf("renewal whose answer is lost: %v", err)
+		}
+		store.stale = &before // the elector's read was served before the renewal landed
+		if _, _, err := l.Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := leading("a", time.Now())
+		if release {
+			next = rl.LeaderElectionRecord{LeaseDurationSeconds: 1}
+		}
+		if err := l.Update(ctx, next); err != nil {
+			t.Fatalf("write (release %t) after the late renewal: %v", release, err)
+		}
+		it, _ := mem.Item(resourcelock.Key{Partition: "controller"})
+		if it.Released != release || it.HolderIdentity != "a" || it.Acquisitions != before.Acquisitions {
+			t.Fatalf("row after the write (release %t): %+v", release, it.Record)
+		}
+	}
+}
+
 // A record naming another identity, or no lease, is refused before any
 // request.
 func TestInvalidRecordsAreRefused(t *testing.T) {

@@ -105,6 +105,11 @@ func checkBroken(v string) error {
 	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger)
 }
 
+// ledgered is package lock's bridge to a scheduled job's ledger
+// (internal/ledger), which the broken job reads and writes as package
+// schedule does.
+var ledgered = ledger.Lock[lock.AcquireOption, lock.ReleaseOption, lock.Info, *lock.Client]()
+
 // brokenJobs is the chaos job under brokenLedger: see there.
 func (w *worker) brokenJobs(ctx context.Context, c *lock.Client, every schedule.Schedule, wall offsetClock) {
 	key := schedule.DefaultKeyPrefix + jobName
@@ -116,7 +121,7 @@ func (w *worker) brokenJobs(ctx context.Context, c *lock.Client, every schedule.
 		case <-w.clk.After(slot.Sub(wall.Now())):
 		}
 		run := slot.UnixMilli()*1000 + 1
-		if info, err := c.Get(ctx, key); err == nil && info.Numbers["jobRun"] >= run {
+		if info, err := c.Get(ctx, key); err == nil && ledgered.Numbers(info)["jobRun"] >= run {
 			continue // started already, as far as this read shows
 		}
 		actx, cancel := context.WithTimeout(ctx, w.cfg.lockLease)
@@ -128,6 +133,6 @@ func (w *worker) brokenJobs(ctx context.Context, c *lock.Client, every schedule.
 		rctx, rcancel := l.Context(ctx)
 		w.runSlot(rctx, wall, slot, 1, run)
 		rcancel()
-		_ = l.Release(context.WithoutCancel(ctx), ledger.Lock[lock.AcquireOption, lock.ReleaseOption]().Close(map[string]int64{"jobRun": run}))
+		_ = l.Release(context.WithoutCancel(ctx), ledgered.Close(map[string]int64{"jobRun": run}))
 	}
 }

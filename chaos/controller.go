@@ -81,7 +81,7 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 }
 
 // DocumentedDrift is the clock-rate drift ρ that the library's smallest
-// accepted margins allow (election.MinLeaseMargin, lock.MinSafetyMargin:
+// accepted margins allow (rvnlease.MinMargin, for election and lock:
 // 1%): LeaseDuration > RenewDeadline·(1+ρ)² holds for ρ up to √1.01 − 1.
 // Real clocks drift about 1e-4.
 const DocumentedDrift = 0.0049

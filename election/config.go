@@ -94,19 +94,27 @@ type Config struct {
 	// none of dynalease's stores serves an Elector without Fencing.
 	Lease resourcelock.Interface
 	// LeaseDuration is how long other candidates wait, after they first
-	// see a record version, before taking the lease over.
+	// see a record version, before taking the lease over. It must exceed
+	// RenewDeadline by at least 1% of RenewDeadline, and 1 ms: the safety
+	// argument needs LeaseDuration > RenewDeadline·(1+ρ)² for a
+	// clock-rate drift ρ between hosts (about 1e-4 on real machines), and
+	// 1% leaves room for fifty times that. A margin below RetryPeriod is
+	// accepted with a warning: it leaves the leader's work very little
+	// time to stop.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long after sending a renewal that was confirmed
 	// the leader keeps acting as leader without another confirmed one.
 	RenewDeadline time.Duration
 	// RetryPeriod is the leader's renewal period and a candidate's polling
-	// period; candidates add up to 20% jitter. At least MinRetryPeriod.
+	// period; candidates add up to 20% jitter. At least 10 ms: polling a
+	// network store faster only turns a failing store into a busy loop
+	// of errors.
 	RetryPeriod time.Duration
 	// RequestTimeout bounds each request to the lock, the SDK's retries
 	// included; the Elector applies it (a store's own default timeout
 	// applies only to contexts without a deadline). It defaults to
 	// RetryPeriod (capped at RenewDeadline − RetryPeriod), may not exceed
-	// RenewDeadline − RetryPeriod, and is at least MinRequestTimeout.
+	// RenewDeadline − RetryPeriod, and is at least 10 ms.
 	RequestTimeout time.Duration
 	// Callbacks are called as leadership changes.
 	Callbacks Callbacks
@@ -141,26 +149,6 @@ type Config struct {
 	// global provider (otel.GetTracerProvider), which records nothing,
 	// and costs nothing, until the application sets one.
 	TracerProvider trace.TracerProvider
-}
-
-// Floors for a network store: New refuses a RetryPeriod or a
-// RequestTimeout below them. A request to DynamoDB takes milliseconds;
-// polling or giving up faster than this only turns a failing store into a
-// busy loop of errors.
-const (
-	MinRetryPeriod    = 10 * time.Millisecond
-	MinRequestTimeout = 10 * time.Millisecond
-)
-
-// MinLeaseMargin returns the smallest LeaseDuration − RenewDeadline that
-// New accepts: 1% of renewDeadline, and at least one millisecond. The safety
-// argument needs LeaseDuration > RenewDeadline·(1+ρ)² for a clock-rate
-// drift ρ between hosts (about 1e-4 on real machines); 1% leaves room for
-// fifty times that (ρ up to √1.01 − 1 ≈ 0.49%, which make chaos checks at
-// this smallest margin). A margin below RetryPeriod is accepted with a warning:
-// it leaves the leader's work very little time to stop.
-func MinLeaseMargin(renewDeadline time.Duration) time.Duration {
-	return rvnlease.MinMargin(renewDeadline)
 }
 
 // termValidity is how long after the send time of its last confirmed write
@@ -212,16 +200,16 @@ func (c Config) validate() error {
 		return bad("LeaseDuration", "is %v, want > 0", c.LeaseDuration)
 	case c.RenewDeadline <= 0:
 		return bad("RenewDeadline", "is %v, want > 0", c.RenewDeadline)
-	case c.RetryPeriod < MinRetryPeriod:
-		return bad("RetryPeriod", "is %v, want at least %v (MinRetryPeriod)", c.RetryPeriod, MinRetryPeriod)
+	case c.RetryPeriod < rvnlease.MinPeriod:
+		return bad("RetryPeriod", "is %v, want at least %v", c.RetryPeriod, rvnlease.MinPeriod)
 	case c.RenewDeadline <= timing.MaxJittered(c.RetryPeriod):
 		return bad("RenewDeadline", "is %v, want > %v (RetryPeriod %v plus the largest jitter)",
 			c.RenewDeadline, timing.MaxJittered(c.RetryPeriod), c.RetryPeriod)
-	case c.LeaseDuration-c.RenewDeadline < MinLeaseMargin(c.RenewDeadline):
-		return bad("LeaseDuration", "is %v, want at least RenewDeadline %v + %v (see MinLeaseMargin)",
-			c.LeaseDuration, c.RenewDeadline, MinLeaseMargin(c.RenewDeadline))
-	case c.RequestTimeout < MinRequestTimeout:
-		return bad("RequestTimeout", "is %v, want at least %v (MinRequestTimeout)", c.RequestTimeout, MinRequestTimeout)
+	case c.LeaseDuration-c.RenewDeadline < rvnlease.MinMargin(c.RenewDeadline):
+		return bad("LeaseDuration", "is %v, want at least RenewDeadline %v + %v (1%% of it, 1 ms at least)",
+			c.LeaseDuration, c.RenewDeadline, rvnlease.MinMargin(c.RenewDeadline))
+	case c.RequestTimeout < rvnlease.MinPeriod:
+		return bad("RequestTimeout", "is %v, want at least %v", c.RequestTimeout, rvnlease.MinPeriod)
 	case c.RequestTimeout > c.RenewDeadline-c.RetryPeriod:
 		return bad("RequestTimeout", "is %v, want at most RenewDeadline − RetryPeriod = %v",
 			c.RequestTimeout, c.RenewDeadline-c.RetryPeriod)

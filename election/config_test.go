@@ -66,8 +66,8 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"LeaseDuration", func(c *Config) { c.LeaseDuration = 10*time.Second + 99*time.Millisecond }},
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = -time.Second }},
 		{"RetryPeriod", func(c *Config) { c.RetryPeriod = time.Nanosecond }},               // bug 11: a busy loop
-		{"RetryPeriod", func(c *Config) { c.RetryPeriod = MinRetryPeriod - 1 }},            // the floor
-		{"RequestTimeout", func(c *Config) { c.RequestTimeout = MinRequestTimeout - 1 }},   // the floor
+		{"RetryPeriod", func(c *Config) { c.RetryPeriod = 10*time.Millisecond - 1 }},       // the floor
+		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 10*time.Millisecond - 1 }}, // the floor
 		{"Fencing", func(c *Config) { c.Fencing = true; c.Lease = noFenceTable{c.Lease} }}, // bug 2
 		{"RequestTimeout", func(c *Config) { c.RequestTimeout = 8*time.Second + 1 }},
 		{"Callbacks.OnStartedLeading", func(c *Config) { c.Callbacks.OnStartedLeading = nil }},
@@ -85,7 +85,7 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 
 func TestConfigBoundariesAccepted(t *testing.T) {
 	cfg := validConfig()
-	cfg.LeaseDuration = 10*time.Second + MinLeaseMargin(10*time.Second)
+	cfg.LeaseDuration = 10*time.Second + 100*time.Millisecond // 1% of RenewDeadline
 	cfg.RequestTimeout = 8 * time.Second
 	if _, err := New(cfg); err != nil {
 		t.Fatalf("New at the limits: %v", err)
@@ -107,15 +107,6 @@ func TestSmallLeaseMarginIsAWarning(t *testing.T) {
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], "warning") {
 		t.Fatalf("logged %q, want one warning", logged)
-	}
-}
-
-func TestMinLeaseMargin(t *testing.T) {
-	if got := MinLeaseMargin(10 * time.Second); got != 100*time.Millisecond {
-		t.Fatalf("MinLeaseMargin(10s) = %v", got)
-	}
-	if got := MinLeaseMargin(10 * time.Millisecond); got != time.Millisecond {
-		t.Fatalf("MinLeaseMargin(10ms) = %v", got)
 	}
 }
 

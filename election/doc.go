@@ -13,8 +13,9 @@
 // that send time. Since a renewal lands no earlier than it was sent, and a
 // candidate starts counting no earlier than it landed, the leader's term ends
 // before anyone may take over as long as LeaseDuration exceeds RenewDeadline
-// by more than the clocks' rates can drift apart over that time (see
-// MinLeaseMargin). Wall-clock times in the record are never used for this.
+// by more than the clocks' rates can drift apart over that time (New
+// requires at least 1% of RenewDeadline, and 1 ms: room for fifty times
+// what real clocks drift). Wall-clock times in the record are never used for this.
 //
 // A write whose answer is lost (a timeout, a reset connection, or a
 // conditional failure caused by the SDK retrying an attempt that had

@@ -58,7 +58,7 @@ func TestElectorThatCannotReachItsRecordIsLiveButNotReady(t *testing.T) {
 		Lease:         lock,
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
-		RetryPeriod:   election.MinRetryPeriod,
+		RetryPeriod:   10 * time.Millisecond, // the floor
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
 			OnStoppedLeading: func() {},

@@ -47,12 +47,11 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 }
 
 // TryAcquire takes the lock on key if it can without waiting: when the row
-// is missing or free, or kept for this client's stint, or when this
-// client has already watched the
-// holder's RVN unchanged for the holder's lease (in earlier Acquire or
-// TryAcquire calls). Otherwise it returns an error matching ErrLocked,
-// having noted the holder's RVN for a later call. Like an Acquire with
-// WithFailIfLocked, it never joins the queue.
+// is missing or free, or kept for this client's stint, or when this client
+// has already watched the holder's RVN unchanged for the holder's lease (in
+// earlier Acquire or TryAcquire calls). Otherwise it returns an error
+// matching ErrLocked, having noted the holder's RVN for a later call. It
+// never joins the queue.
 func (c *Client) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquire(ctx, key, opts, true)
 }

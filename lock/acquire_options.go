@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -68,10 +69,6 @@ func WithAttributes(attrs map[string]any) AcquireOption {
 // ledgerOption names a ledger's option (internal/ledger), for a refusal.
 func (a *acquireConfig) ledgerOption() string { return "ledger" }
 
-// WithFailIfLocked makes Acquire return ErrLocked at once when another holder
-// holds the lock, instead of waiting.
-func WithFailIfLocked() AcquireOption { return func(a *acquireConfig) { a.failIfLocked = true } }
-
 // WithReentrant lets this acquisition return a lock this client already holds
 // on the same key (itself acquired with WithReentrant), raising its hold count;
 // it is released when Release has been called as often. Without it, an
@@ -111,9 +108,9 @@ func (c *Client) acquireConfig(key string, opts []AcquireOption) (acquireConfig,
 	}
 	switch {
 	case record.CheckData(a.data) != nil:
-		return a, k, checkData(a.data)
-	case a.refresh < MinRefreshPeriod:
-		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, MinRefreshPeriod)
+		return a, k, checkData("WithData", a.data)
+	case a.refresh < rvnlease.MinPeriod:
+		return a, k, invalid("WithRefreshPeriodFor", "refresh period %v is below %v", a.refresh, rvnlease.MinPeriod)
 	case a.additionalWait < 0:
 		return a, k, invalid("WithAdditionalWait", "additional wait %v is negative", a.additionalWait)
 	}

@@ -99,17 +99,6 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 // Identity returns the identity this client writes into its locks.
 func (c *Client) Identity() string { return c.cfg.identity }
 
-// LeaseDuration returns the lease this client writes in its rows.
-func (c *Client) LeaseDuration() time.Duration { return c.cfg.lease }
-
-// RefreshPeriod returns how often this client's Acquire polls a held lock
-// by default (Config.RefreshPeriod).
-func (c *Client) RefreshPeriod() time.Duration { return c.cfg.refresh }
-
-// TTL returns the slack of the TTL this client's writes set (Config.TTL);
-// zero when they set none.
-func (c *Client) TTL() time.Duration { return c.cfg.ttlSlack }
-
 // isClosed reports whether Close has been called.
 func (c *Client) isClosed() bool {
 	c.mu.Lock()
@@ -146,7 +135,7 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 
 // waitClaimLocked waits, with the client's mu held on entry and released,
 // until claim s on key k is given up, or fails at once with ErrLocked for
-// a call that may not wait (WithFailIfLocked, TryAcquire).
+// a call that may not wait (TryAcquire and its kin).
 func (c *Client) waitClaimLocked(ctx context.Context, k resourcelock.Key, s *claim, a acquireConfig) error {
 	if a.failIfLocked {
 		c.mu.Unlock()
@@ -196,7 +185,7 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 		set  bool
 	}{
 		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
-		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil}, {"WithFailIfLocked", a.failIfLocked},
+		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil},
 		{"WithReentrant", a.reentrant}, {"WithSessionMonitor", a.monitor != nil}, {"WithRefreshPeriodFor", a.refresh != c.cfg.refresh},
 		{"WithAdditionalWait", a.additionalWait != 0}, {"ledger", a.numbers != nil || a.below != nil},
 	} {
@@ -217,24 +206,12 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 	return infoOf(it, nil), nil
 }
 
-// List returns every lock row of the table, held or not, with one paginated
-// consistent scan. A row that cannot be decoded is returned with Err set.
-// Once the client is closed it returns ErrClosed without a request.
-func (c *Client) List(ctx context.Context) ([]Info, error) {
-	return c.list(ctx, "")
-}
-
-// ListByPartition returns the lock rows whose partition key is key, for
-// tables with a sort key. Like List, it returns ErrClosed once the client
-// is closed.
-func (c *Client) ListByPartition(ctx context.Context, key string) ([]Info, error) {
-	if key == "" {
-		return nil, invalid("key", "key is empty")
-	}
-	return c.list(ctx, key)
-}
-
-func (c *Client) list(ctx context.Context, partition string) ([]Info, error) {
+// List returns the lock rows whose partition key is partition (the rows of
+// one key in a table with a sort key: one query), or every lock row of the
+// table when partition is empty (one paginated consistent scan), held or
+// not. A row that cannot be decoded is returned with Err set. Once the
+// client is closed it returns ErrClosed without a request.
+func (c *Client) List(ctx context.Context, partition string) ([]Info, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}

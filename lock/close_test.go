@@ -108,11 +108,11 @@ func TestAClosedClientReadsNothing(t *testing.T) {
 	f.store.ResetCalls()
 	ctx := context.Background()
 	_, getErr := f.c.Get(ctx, "k")
-	_, listErr := f.c.List(ctx)
-	_, partErr := f.c.ListByPartition(ctx, "k")
+	_, listErr := f.c.List(ctx, "")
+	_, partErr := f.c.List(ctx, "k")
 	_, permErr := f.c.Permits(ctx, "p", 2)
 	_, acqErr := f.c.TryAcquire(ctx, "k")
-	for what, err := range map[string]error{"Get": getErr, "List": listErr, "ListByPartition": partErr, "Permits": permErr, "TryAcquire": acqErr} {
+	for what, err := range map[string]error{"Get": getErr, "List": listErr, "List of a partition": partErr, "Permits": permErr, "TryAcquire": acqErr} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s on a closed client = %v, want ErrClosed", what, err)
 		}

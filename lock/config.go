@@ -24,9 +24,11 @@ import (
 // heartbeats (an Elector's lease is client-go's 15 s instead, see
 // election.DefaultLeaseDuration).
 const (
-	DefaultLeaseDuration   = 20 * time.Second
-	DefaultHeartbeatPeriod = 5 * time.Second
-	DefaultRefreshPeriod   = time.Second
+	DefaultLeaseDuration = 20 * time.Second
+	// defaultHeartbeatPeriod is the default Config.HeartbeatPeriod.
+	defaultHeartbeatPeriod = 5 * time.Second
+	// defaultRefreshPeriod is the default Config.RefreshPeriod.
+	defaultRefreshPeriod = time.Second
 	// defaultStintPeriods is the default Config.Stint, in refresh
 	// periods.
 	defaultStintPeriods = 4
@@ -61,23 +63,26 @@ type Config struct {
 	// client before taking it over (DefaultLeaseDuration).
 	LeaseDuration time.Duration
 	// HeartbeatPeriod is how often held locks are renewed in the background
-	// (DefaultHeartbeatPeriod), unless ManualHeartbeats.
+	// (5 s by default, at least 10 ms), unless ManualHeartbeats.
 	HeartbeatPeriod time.Duration
 	// ManualHeartbeats turns background heartbeats off: locks then stay
 	// valid only as long as the caller heartbeats them (Lock.Heartbeat).
 	// HeartbeatPeriod must then be zero.
 	ManualHeartbeats bool
 	// SafetyMargin is how much earlier than the lease a held lock stops
-	// counting as valid (a tenth of the lease; at least MinSafetyMargin of
-	// it). It leaves room for the holder's work to stop and for clock-rate
-	// drift.
+	// counting as valid: a tenth of the lease by default, and at least 1%
+	// of it and 1 ms. A holder counts its lock as held until lease − margin
+	// after its last confirmed write was sent; others take it over after a
+	// full lease on their own clocks, so the margin is the room for the
+	// holder's work to stop and for clock-rate drift between hosts (about
+	// 0.01% on real machines).
 	SafetyMargin time.Duration
 	// RequestTimeout bounds each request, the SDK's retries included. The
 	// default is 2 s, lowered when needed to fit the rule heartbeat period
 	// + request timeout ≤ (lease − safety margin) / 2.
 	RequestTimeout time.Duration
-	// RefreshPeriod is how often Acquire polls a held lock
-	// (DefaultRefreshPeriod, plus up to 20% jitter); an Acquire can
+	// RefreshPeriod is how often Acquire polls a held lock (1 s by
+	// default, at least 10 ms, plus up to 20% jitter); an Acquire can
 	// override it (WithRefreshPeriodFor). Under fair waiting it is the
 	// period of the queue's head; waiters further back read less often.
 	RefreshPeriod time.Duration
@@ -182,10 +187,10 @@ func (cfg Config) resolve() (config, error) {
 	case cfg.ManualHeartbeats:
 		c.heartbeat = 0
 	case c.heartbeat == 0:
-		c.heartbeat = DefaultHeartbeatPeriod
+		c.heartbeat = defaultHeartbeatPeriod
 	}
 	if c.refresh == 0 {
-		c.refresh = DefaultRefreshPeriod
+		c.refresh = defaultRefreshPeriod
 	}
 	switch {
 	case !c.fair || cfg.Stint < 0:
@@ -229,20 +234,20 @@ func (c config) validate() error {
 		return invalid("Identity", "identity is %d bytes, over %d", len(c.identity), record.MaxIdentityBytes)
 	case c.lease <= 0:
 		return invalid("LeaseDuration", "lease duration %v is not positive", c.lease)
-	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < MinHeartbeatPeriod):
-		return invalid("HeartbeatPeriod", "heartbeat period %v must be at least %v (ManualHeartbeats turns them off)", c.heartbeat, MinHeartbeatPeriod)
-	case c.margin < MinSafetyMargin(c.lease) || c.margin >= c.lease:
-		return invalid("SafetyMargin", "safety margin %v must be at least %v (MinSafetyMargin) and below the lease %v", c.margin, MinSafetyMargin(c.lease), c.lease)
-	case c.requestTimeout < MinRequestTimeout:
-		return invalid("RequestTimeout", "request timeout %v is below %v", c.requestTimeout, MinRequestTimeout)
+	case c.heartbeat < 0 || (c.heartbeat > 0 && c.heartbeat < rvnlease.MinPeriod):
+		return invalid("HeartbeatPeriod", "heartbeat period %v must be at least %v (ManualHeartbeats turns them off)", c.heartbeat, rvnlease.MinPeriod)
+	case c.margin < rvnlease.MinMargin(c.lease) || c.margin >= c.lease:
+		return invalid("SafetyMargin", "safety margin %v must be at least %v (1%% of the lease, 1 ms at least) and below the lease %v", c.margin, rvnlease.MinMargin(c.lease), c.lease)
+	case c.requestTimeout < rvnlease.MinPeriod:
+		return invalid("RequestTimeout", "request timeout %v is below %v", c.requestTimeout, rvnlease.MinPeriod)
 	case c.requestTimeout > (c.lease-c.margin)/2:
 		return invalid("RequestTimeout", "request timeout %v must be at most (lease %v − margin %v) / 2 = %v, less the heartbeat period",
 			c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
 	case timing.Add(c.heartbeat, c.requestTimeout) > (c.lease-c.margin)/2:
 		return invalid("HeartbeatPeriod", "heartbeat period %v + request timeout %v must be at most (lease %v − margin %v) / 2 = %v",
 			c.heartbeat, c.requestTimeout, c.lease, c.margin, (c.lease-c.margin)/2)
-	case c.refresh < MinRefreshPeriod:
-		return invalid("RefreshPeriod", "refresh period %v is below %v", c.refresh, MinRefreshPeriod)
+	case c.refresh < rvnlease.MinPeriod:
+		return invalid("RefreshPeriod", "refresh period %v is below %v", c.refresh, rvnlease.MinPeriod)
 	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < minTTLSlack):
 		return invalid("TTL", "TTL slack %v must be at least %v", c.ttlSlack, minTTLSlack)
 	case c.concurrency <= 0:
@@ -253,33 +258,15 @@ func (c config) validate() error {
 	return nil
 }
 
-// Floors for a network store: New and Acquire refuse shorter periods and
-// timeouts. A request to DynamoDB takes milliseconds; polling, beating or
-// giving up faster only turns a failing store into a busy loop of errors.
-const (
-	MinRefreshPeriod   = 10 * time.Millisecond
-	MinHeartbeatPeriod = 10 * time.Millisecond
-	MinRequestTimeout  = 10 * time.Millisecond
-)
-
-// MinSafetyMargin returns the smallest safety margin New accepts for a
-// lease: 1% of it, and at least one millisecond. A holder counts its lock
-// as held until lease − margin after its last confirmed write was sent;
-// others take it over after a full lease on their own clocks, so the
-// margin is the room for clock-rate drift between hosts (about 0.01% on
-// real machines) and for the holder's work to stop.
-func MinSafetyMargin(lease time.Duration) time.Duration {
-	return rvnlease.MinMargin(lease)
-}
-
 // validity is how long after a confirmed write's send time a lock counts
 // as held.
 func (c config) validity() time.Duration { return c.lease - c.margin }
 
-// checkData translates resourcelock's data limit into an option error.
-func checkData(data []byte) error {
+// checkData translates the store's data limit into the error of the
+// option or argument (field) that carried data.
+func checkData(field string, data []byte) error {
 	if err := record.CheckData(data); err != nil {
-		return refused("WithData", err) // the limit is resourcelock's
+		return refused(field, err)
 	}
 	return nil
 }

@@ -142,8 +142,7 @@
 // # Semaphores
 //
 // AcquirePermit takes one of n permits of a name. The semaphore is n
-// ordinary lock rows, its slots (PermitKey(name, 0) to PermitKey(name,
-// n-1)), and a permit is the lock on one slot: each slot is held by at
+// ordinary lock rows, its slots ("NAME#permit-0" to "NAME#permit-N-1"), and a permit is the lock on one slot: each slot is held by at
 // most one holder at a time, by the argument above, and nobody takes a
 // slot outside 0 to n-1, so at most n hold permits. No count is read and
 // then written, so no race between acquirers can exceed it. A waiter

@@ -271,8 +271,8 @@ func TestDynamoDBJavaHeldLockBlocksUntilSilentForItsLease(t *testing.T) {
 	if _, err := tryer.TryAcquire(ctx, "customer-7"); !errors.Is(err, lock.ErrLocked) {
 		t.Fatalf("TryAcquire of a held Java lock = %v, want ErrLocked", err)
 	}
-	if _, err := tryer.Acquire(ctx, "customer-7", lock.WithFailIfLocked()); !errors.Is(err, lock.ErrLocked) {
-		t.Fatalf("Acquire with WithFailIfLocked of a held Java lock = %v, want ErrLocked", err)
+	if _, err := tryer.TryAcquire(ctx, "customer-7"); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("TryAcquire of a held Java lock = %v, want ErrLocked", err)
 	}
 	if d := time.Since(start); d > slack {
 		t.Errorf("TryAcquire and FailIfLocked took %v", d)
@@ -402,7 +402,7 @@ func TestDynamoDBJavaGoldenRowsAreListed(t *testing.T) {
 	c := e.newTimedClient()
 	e.put(golden(t, "held_after_one_heartbeat"))
 	e.put(golden(t, "released_row_kept"))
-	infos, err := c.List(t.Context())
+	infos, err := c.List(t.Context(), "")
 	if err != nil || len(infos) != 2 {
 		t.Fatalf("List = %+v, %v", infos, err)
 	}
@@ -488,10 +488,10 @@ func TestDynamoDBJavaReadsEveryRowWeWrite(t *testing.T) {
 	check("Acquire with data and attributes", false)
 	mustHeartbeat(t, l)
 	check("Heartbeat", false)
-	mustHeartbeat(t, l, lock.HeartbeatWithData([]byte("e")))
-	check("HeartbeatWithData", false)
-	mustHeartbeat(t, l, lock.HeartbeatDeleteData())
-	check("HeartbeatDeleteData", false)
+	mustSetData(t, l, []byte("e"))
+	check("SetData", false)
+	mustSetData(t, l, nil)
+	check("SetData(nil)", false)
 	mustRelease(t, l, lock.ReleaseWithData([]byte("f")))
 	check("ReleaseWithData", true)
 	l = mustAcquire(t, c, "w", lock.WithReplaceData(false))

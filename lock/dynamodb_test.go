@@ -231,10 +231,17 @@ func mustRelease(t *testing.T, l *lock.Lock, opts ...lock.ReleaseOption) {
 	}
 }
 
-func mustHeartbeat(t *testing.T, l *lock.Lock, opts ...lock.HeartbeatOption) {
+func mustHeartbeat(t *testing.T, l *lock.Lock) {
 	t.Helper()
-	if err := l.Heartbeat(t.Context(), opts...); err != nil {
+	if err := l.Heartbeat(t.Context()); err != nil {
 		t.Fatalf("Heartbeat(%q): %v", l.Key(), err)
+	}
+}
+
+func mustSetData(t *testing.T, l *lock.Lock, data []byte) {
+	t.Helper()
+	if err := l.SetData(t.Context(), data); err != nil {
+		t.Fatalf("SetData(%q): %v", l.Key(), err)
 	}
 }
 
@@ -484,15 +491,15 @@ func TestDynamoDBData(t *testing.T) {
 	wantData(t, "WithData (Lock.Data)", l.Data(), "one")
 	mustHeartbeat(t, l)
 	wantData(t, "plain heartbeat", rowData(), "one")
-	mustHeartbeat(t, l, lock.HeartbeatWithData([]byte("two")))
-	wantData(t, "HeartbeatWithData", rowData(), "two")
-	wantData(t, "HeartbeatWithData (Lock.Data)", l.Data(), "two")
-	mustHeartbeat(t, l, lock.HeartbeatDeleteData())
+	mustSetData(t, l, []byte("two"))
+	wantData(t, "SetData", rowData(), "two")
+	wantData(t, "SetData (Lock.Data)", l.Data(), "two")
+	mustSetData(t, l, nil)
 	if it := e.item("d"); it["data"] != nil {
-		t.Errorf("HeartbeatDeleteData left data %#v", it["data"])
+		t.Errorf("SetData(nil) left data %#v", it["data"])
 	}
-	wantData(t, "HeartbeatDeleteData (Lock.Data)", l.Data(), "")
-	mustHeartbeat(t, l, lock.HeartbeatWithData([]byte("three")))
+	wantData(t, "SetData(nil) (Lock.Data)", l.Data(), "")
+	mustSetData(t, l, []byte("three"))
 	mustRelease(t, l, lock.ReleaseWithData([]byte("parting")))
 	it := e.item("d")
 	wantData(t, "ReleaseWithData", rawData(t, it), "parting")
@@ -619,7 +626,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 	}
 
 	mustRelease(t, l1b)
-	infos, err := c.ListByPartition(ctx, "p1")
+	infos, err := c.List(ctx, "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +638,7 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 		infos[1].Key != "p1" || infos[1].SortKey != "b" || !infos[1].Released || infos[1].HolderIdentity != c.Identity() {
 		t.Errorf("ListByPartition(p1) = %+v", infos)
 	}
-	all, err := c.List(ctx)
+	all, err := c.List(ctx, "")
 	if err != nil || len(all) != 3 {
 		t.Errorf("List = %d rows (%v), want 3", len(all), err)
 	}
@@ -686,7 +693,7 @@ func TestDynamoDBListManyRows(t *testing.T) {
 		wants[key] = w
 	}
 	c.ft.Reset()
-	infos, err := c.List(t.Context())
+	infos, err := c.List(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 
 // The errors callers of a lock client branch on.
 var (
-	// ErrLocked is returned by TryAcquire, and by Acquire with WithFailIfLocked,
-	// when someone else holds the lock; and by Acquire when the lock was still
-	// held at the end of its wait.
+	// ErrLocked is returned by TryAcquire, TryAcquireSet and
+	// TryAcquirePermit when someone else holds the lock, and by Acquire and
+	// its kin when the lock was still held at the end of their wait.
 	ErrLocked = errors.New("lock: held by another holder")
 
 	// ErrNotHeld is what Lock.Err returns after the lock's own Release, and

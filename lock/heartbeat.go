@@ -12,26 +12,25 @@ import (
 )
 
 // Heartbeat renews the lock now, with a fresh RVN, conditioned on this
-// identity and the lock's current RVN; it can also replace or delete the
-// lock's data. It returns nil once the renewal is confirmed, a *dynalease.LostError
-// when the lock turns out lost, ErrNotHeld after Release, and otherwise the
-// error of a renewal that could not be confirmed (the lock stays held until
-// its validity runs out, unless a later heartbeat is confirmed).
-func (l *Lock) Heartbeat(ctx context.Context, opts ...HeartbeatOption) error {
-	var h heartbeatConfig
-	if len(opts) > 0 {
-		// Options write through a pointer, which makes what it points to
-		// escape: a plain heartbeat allocates nothing for them.
-		p := new(heartbeatConfig)
-		for _, o := range opts {
-			o(p)
-		}
-		h = *p
-	}
-	if err := checkData(h.data); err != nil {
+// identity and the lock's current RVN, keeping its data. It returns nil
+// once the renewal is confirmed, a *dynalease.LostError when the lock turns
+// out lost, ErrNotHeld after Release, and otherwise the error of a renewal
+// that could not be confirmed (the lock stays held until its validity runs
+// out, unless a later heartbeat is confirmed).
+func (l *Lock) Heartbeat(ctx context.Context) error {
+	return l.heartbeat(ctx, heartbeatConfig{})
+}
+
+// SetData is a Heartbeat that also replaces the lock's data with data
+// (nil or empty removes it), in the same write; it returns as Heartbeat
+// does, and Data returns data once it returns nil. Data over the store's
+// limit is refused (an error matching dynalease.ErrInvalid) without a
+// request.
+func (l *Lock) SetData(ctx context.Context, data []byte) error {
+	if err := checkData("data", data); err != nil {
 		return err
 	}
-	return l.heartbeat(ctx, h)
+	return l.heartbeat(ctx, heartbeatConfig{data: data, setData: true})
 }
 
 // heartbeat writes one renewal through the kernel's hold, which settles every
@@ -125,20 +124,8 @@ func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Recor
 	}
 }
 
-// HeartbeatOption configures one Lock.Heartbeat.
-type HeartbeatOption func(*heartbeatConfig)
-
+// heartbeatConfig is what one heartbeat writes beyond a renewal.
 type heartbeatConfig struct {
 	data    []byte
 	setData bool
-}
-
-// HeartbeatWithData replaces the lock's data with this heartbeat.
-func HeartbeatWithData(data []byte) HeartbeatOption {
-	return func(h *heartbeatConfig) { h.data, h.setData = data, true }
-}
-
-// HeartbeatDeleteData removes the lock's data with this heartbeat.
-func HeartbeatDeleteData() HeartbeatOption {
-	return func(h *heartbeatConfig) { h.data, h.setData = nil, true }
 }

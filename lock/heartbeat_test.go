@@ -183,10 +183,10 @@ func TestHeartbeatConfirmedAfterValidityDoesNotResurrect(t *testing.T) {
 	}
 }
 
-func TestManualHeartbeatReplacesAndDeletesData(t *testing.T) {
+func TestSetDataReplacesAndDeletesData(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	l := f.acquire("k", WithData([]byte("v1")))
-	if err := l.Heartbeat(context.Background(), HeartbeatWithData([]byte("v2"))); err != nil {
+	if err := l.SetData(context.Background(), []byte("v2")); err != nil {
 		t.Fatal(err)
 	}
 	if string(l.Data()) != "v2" || string(f.item("k").Data) != "v2" {
@@ -195,7 +195,7 @@ func TestManualHeartbeatReplacesAndDeletesData(t *testing.T) {
 	if err := l.Heartbeat(context.Background()); err != nil || string(f.item("k").Data) != "v2" {
 		t.Fatalf("a plain heartbeat changed the data: %v", err)
 	}
-	if err := l.Heartbeat(context.Background(), HeartbeatDeleteData()); err != nil || f.item("k").Data != nil || l.Data() != nil {
+	if err := l.SetData(context.Background(), nil); err != nil || f.item("k").Data != nil || l.Data() != nil {
 		t.Fatalf("data not deleted: %v", err)
 	}
 	f.wantOps(faulty.OpCreate, faulty.OpUpdate, faulty.OpUpdate, faulty.OpUpdate)

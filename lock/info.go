@@ -25,9 +25,6 @@ type Info struct {
 	// Attributes are the row's additional attributes, their values of
 	// the store's own kind (dynamodbstore: types.AttributeValue).
 	Attributes map[string]any
-	// Numbers are the row's integer attributes (a scheduled job's ledger,
-	// say); the DynamoDB store shows them in Attributes too.
-	Numbers map[string]int64
 	// Acquisitions counts the acquisitions recorded in the row.
 	Acquisitions int64
 	// Token is the row's fencing token, 0 when it has none (never fenced).
@@ -38,6 +35,11 @@ type Info struct {
 	// Err is set for a row that could not be decoded; only Key and SortKey
 	// are meaningful then.
 	Err error
+
+	// numbers are the row's integer attributes (a scheduled job's
+	// ledger, read through internal/ledger); the DynamoDB store shows
+	// them in Attributes too.
+	numbers map[string]int64
 }
 
 func infoOf(it resourcelock.Item, err error) Info {
@@ -50,7 +52,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		Released:       it.Released,
 		Data:           it.Data,
 		Attributes:     cloneAttributes(it.Attributes),
-		Numbers:        it.Numbers,
+		numbers:        it.Numbers,
 		Acquisitions:   it.Acquisitions,
 		Token:          record.Token(it.Record),
 		RenewTime:      it.RenewTime,

@@ -5,7 +5,13 @@ import "github.com/dynalease/dynalease/internal/ledger"
 // The options of a scheduled job's ledger (internal/ledger), for package
 // schedule alone.
 func init() {
-	ledger.Register(ledger.Options[AcquireOption, ReleaseOption]{Take: takeLedger, Close: closeLedger})
+	ledger.Register(ledger.Options[AcquireOption, ReleaseOption, Info, *Client]{
+		Take: takeLedger, Close: closeLedger,
+		Numbers: func(i Info) map[string]int64 { return i.numbers },
+		Timing: func(c *Client) ledger.Timing {
+			return ledger.Timing{Lease: c.cfg.lease, Refresh: c.cfg.refresh, TTL: c.cfg.ttlSlack}
+		},
+	})
 }
 
 // takeLedger is ledger.Options.Take: the taking write sets numbers and is

@@ -169,7 +169,7 @@ func TestNumbersAreRefusedOnAClientWithATTL(t *testing.T) {
 	if _, err := f.c.TryAcquire(context.Background(), "job", withLedger(1)...); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("WithNumbers on a client with a TTL = %v, want ErrInvalid", err)
 	}
-	if f.c.TTL() != 2*minTTLSlack {
-		t.Fatalf("TTL() = %v", f.c.TTL())
+	if got := ledger.Lock[AcquireOption, ReleaseOption, Info, *Client]().Timing(f.c).TTL; got != 2*minTTLSlack {
+		t.Fatalf("the ledger's TTL = %v", got)
 	}
 }

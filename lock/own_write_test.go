@@ -17,7 +17,7 @@ import (
 // is conditioned on the old RVN and fails its condition; finding H1 in the
 // row must not make it report done with its own data never written. It
 // confirms H1 and writes again on top of it.
-func TestHeartbeatWithDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *testing.T) {
+func TestSetDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.freeRun()
 	l := f.acquire("k", WithData([]byte("old")))
@@ -31,8 +31,8 @@ func TestHeartbeatWithDataIsWrittenOverAnEarlierHeartbeatThatLandedUnseen(t *tes
 	if h1 == l.RVN() {
 		t.Fatal("the first heartbeat did not land")
 	}
-	if err := l.Heartbeat(context.Background(), HeartbeatWithData([]byte("new"))); err != nil {
-		t.Fatalf("Heartbeat(new data) = %v", err)
+	if err := l.SetData(context.Background(), []byte("new")); err != nil {
+		t.Fatalf("SetData(new data) = %v", err)
 	}
 	row := f.item("k")
 	if !bytes.Equal(row.Data, []byte("new")) || row.RVN == h1 || row.RVN != l.RVN() {

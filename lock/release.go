@@ -33,7 +33,7 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	for _, o := range opts {
 		o(&r)
 	}
-	if err := checkData(r.data); err != nil {
+	if err := checkData("ReleaseWithData", r.data); err != nil {
 		return err
 	}
 	if len(r.numbers) > 0 && (l.kind != kindLock || r.deletes(l.delete)) {

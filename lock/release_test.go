@@ -173,7 +173,7 @@ func TestNonReentrantAcquireWaitsInProcess(t *testing.T) {
 		t.Fatal("the waiter never acquired")
 	}
 	// A reentrant request of a lock taken without WithReentrant also waits.
-	if _, err := f.c.Acquire(context.Background(), "k", WithReentrant(), WithFailIfLocked()); !errors.Is(err, ErrLocked) {
+	if _, err := f.c.TryAcquire(context.Background(), "k", WithReentrant()); !errors.Is(err, ErrLocked) {
 		t.Fatalf("reentrant Acquire of a non-reentrant lock = %v, want ErrLocked", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestGetAndListNeverTakeALock(t *testing.T) {
 	if _, err := f.c.Get(context.Background(), "none"); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("Get of a missing lock = %v", err)
 	}
-	all, err := f.c.List(context.Background())
+	all, err := f.c.List(context.Background(), "")
 	if err != nil || len(all) != 3 {
 		t.Fatalf("List = %d rows, %v", len(all), err)
 	}

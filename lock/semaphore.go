@@ -12,13 +12,13 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// PermitKey returns the key of slot i of the semaphore name:
+// permitKey returns the key of slot i of the semaphore name:
 // "NAME#permit-I".
-func PermitKey(name string, i int) string { return name + "#permit-" + strconv.Itoa(i) }
+func permitKey(name string, i int) string { return name + "#permit-" + strconv.Itoa(i) }
 
 // AcquirePermit takes one of permits permits of the semaphore name,
 // waiting while all are held, and returns the lock on its slot (Key names
-// the slot: PermitKey). The permit heartbeats, is lost, released, fenced
+// the slot: "NAME#permit-I" for slot I, from 0). The permit heartbeats, is lost, released, fenced
 // (each permit has its own fencing token) and guards writes like any lock.
 //
 // Each poll reads all slots in one request and takes a free slot (missing
@@ -31,9 +31,8 @@ func PermitKey(name string, i int) string { return name + "#permit-" + strconv.I
 // several permits of one semaphore; each AcquirePermit takes another slot.
 //
 // permits must lie between 1 and the store's MaxMany (100 on DynamoDB).
-// WithReentrant, WithFailIfLocked (TryAcquirePermit does not wait) and
-// WithAcquireOnlyIfExists are refused; the other acquire options apply to the permit's row. See the
-// package doc for why at most permits hold, and what permits means when
+// WithReentrant and WithAcquireOnlyIfExists are refused; the other acquire
+// options apply to the permit's row. See the package doc for why at most permits hold, and what permits means when
 // callers disagree or change it.
 func (c *Client) AcquirePermit(ctx context.Context, name string, permits int, opts ...AcquireOption) (*Lock, error) {
 	return c.acquirePermit(ctx, name, permits, opts, false)
@@ -83,7 +82,7 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 	var a acquireConfig
 	for i := range keys {
 		var err error
-		if a, keys[i], err = c.acquireConfig(PermitKey(name, i), opts); err != nil {
+		if a, keys[i], err = c.acquireConfig(permitKey(name, i), opts); err != nil {
 			return nil, nil, a, err
 		}
 	}
@@ -92,8 +91,6 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 		return nil, nil, a, invalid("WithReentrant", "a permit is not reentrant")
 	case a.numbers != nil || a.below != nil:
 		return nil, nil, a, invalid(a.ledgerOption(), "a permit carries no integer attributes")
-	case a.failIfLocked:
-		return nil, nil, a, invalid("WithFailIfLocked", "use TryAcquirePermit")
 	case a.onlyIfExists:
 		return nil, nil, a, invalid("WithAcquireOnlyIfExists", "a semaphore's slots are made as they are first taken")
 	}

@@ -41,7 +41,7 @@ func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
 		held[l.Key()] = l
 	}
 	for i := range 3 {
-		if held[PermitKey("pay", i)] == nil || f.item(PermitKey("pay", i)).HolderIdentity != ownerName {
+		if held[permitKey("pay", i)] == nil || f.item(permitKey("pay", i)).HolderIdentity != ownerName {
 			t.Fatalf("slot %d not held after three permits: %v", i, held)
 		}
 	}
@@ -50,11 +50,11 @@ func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
 		t.Fatalf("a fourth of three permits: %v, want ErrLocked", err)
 	}
 	f.wantOps(faulty.OpGetMany) // one read of the three slots, no write
-	if err := held[PermitKey("pay", 1)].Release(context.Background()); err != nil {
+	if err := held[permitKey("pay", 1)].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	f.store.ResetCalls()
-	if l := f.mustPermit("pay", 3); l.Key() != PermitKey("pay", 1) {
+	if l := f.mustPermit("pay", 3); l.Key() != permitKey("pay", 1) {
 		t.Fatalf("the freed permit is slot %s, want slot 1", l.Key())
 	}
 	f.wantOps(faulty.OpGetMany, faulty.OpCreate)
@@ -70,8 +70,8 @@ func TestPermitsAreSlotsHeldLikeLocks(t *testing.T) {
 func TestAPermitOfASilentHolderIsTakenOverAfterItsLease(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 6 * time.Second
-	f.putForeign(PermitKey("pay", 0), "live", "l0", holderLease)
-	f.putForeign(PermitKey("pay", 1), "dead", "d0", holderLease)
+	f.putForeign(permitKey("pay", 0), "live", "l0", holderLease)
+	f.putForeign(permitKey("pay", 1), "dead", "d0", holderLease)
 	locks, errs := make(chan *Lock, 1), make(chan error, 1)
 	go func() {
 		l, err := f.c.AcquirePermit(context.Background(), "pay", 2)
@@ -83,7 +83,7 @@ func TestAPermitOfASilentHolderIsTakenOverAfterItsLease(t *testing.T) {
 	}()
 	f.waitIdle("acquire")
 	for i := 1; ; i++ {
-		f.putForeign(PermitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
+		f.putForeign(permitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
 		f.fc.Step(maxPoll)
 		select {
 		case <-f.idle:
@@ -92,13 +92,13 @@ func TestAPermitOfASilentHolderIsTakenOverAfterItsLease(t *testing.T) {
 			}
 			continue
 		case l := <-locks:
-			if l.Key() != PermitKey("pay", 1) {
+			if l.Key() != permitKey("pay", 1) {
 				t.Fatalf("took slot %s, want the silent holder's slot 1", l.Key())
 			}
 			if f.now().Before(epoch.Add(holderLease)) {
 				t.Fatalf("took the permit over at %v, before the holder's lease of %v", f.now().Sub(epoch), holderLease)
 			}
-			if f.item(PermitKey("pay", 0)).HolderIdentity != "live" {
+			if f.item(permitKey("pay", 0)).HolderIdentity != "live" {
 				t.Fatal("took the live holder's slot")
 			}
 			return
@@ -117,7 +117,7 @@ func TestAPermitIsTakenOverWithASmallObservationCache(t *testing.T) {
 	f := newFixture(t, WithObservationCacheSize(2))
 	const holderLease = 6 * time.Second
 	for i := range 3 {
-		f.putForeign(PermitKey("pay", i), fmt.Sprint("h", i), fmt.Sprint("r", i), holderLease)
+		f.putForeign(permitKey("pay", i), fmt.Sprint("h", i), fmt.Sprint("r", i), holderLease)
 	}
 	locks, errs := make(chan *Lock, 1), make(chan error, 1)
 	go func() {
@@ -131,8 +131,8 @@ func TestAPermitIsTakenOverWithASmallObservationCache(t *testing.T) {
 	f.waitIdle("acquire")
 	for i := 1; ; i++ {
 		// Slots 0 and 1 renew; slot 2's holder is silent.
-		f.putForeign(PermitKey("pay", 0), "h0", fmt.Sprint("r0-", i), holderLease)
-		f.putForeign(PermitKey("pay", 1), "h1", fmt.Sprint("r1-", i), holderLease)
+		f.putForeign(permitKey("pay", 0), "h0", fmt.Sprint("r0-", i), holderLease)
+		f.putForeign(permitKey("pay", 1), "h1", fmt.Sprint("r1-", i), holderLease)
 		f.fc.Step(maxPoll)
 		select {
 		case <-f.idle:
@@ -141,7 +141,7 @@ func TestAPermitIsTakenOverWithASmallObservationCache(t *testing.T) {
 			}
 			continue
 		case l := <-locks:
-			if l.Key() != PermitKey("pay", 2) || f.now().Before(epoch.Add(holderLease)) || f.now().After(epoch.Add(holderLease+2*maxPoll)) {
+			if l.Key() != permitKey("pay", 2) || f.now().Before(epoch.Add(holderLease)) || f.now().After(epoch.Add(holderLease+2*maxPoll)) {
 				t.Fatalf("took slot %s at %v; want slot 2 just after the %v lease", l.Key(), f.now().Sub(epoch), holderLease)
 			}
 			f.freeRun()
@@ -189,14 +189,14 @@ func TestAcquirePermitGivesUpWhenEveryHolderRenews(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 4 * time.Second
 	errs := make(chan error, 1)
-	f.putForeign(PermitKey("pay", 0), "a", "a0", holderLease)
+	f.putForeign(permitKey("pay", 0), "a", "a0", holderLease)
 	go func() {
 		_, err := f.c.AcquirePermit(context.Background(), "pay", 1, WithAdditionalWait(time.Second))
 		errs <- err
 	}()
 	f.waitIdle("acquire")
 	for i := 1; i < 100; i++ {
-		f.putForeign(PermitKey("pay", 0), "a", fmt.Sprint("a", i), holderLease)
+		f.putForeign(permitKey("pay", 0), "a", fmt.Sprint("a", i), holderLease)
 		f.fc.Step(maxPoll)
 		select {
 		case <-f.idle:
@@ -228,19 +228,19 @@ func TestChangingTheNumberOfPermits(t *testing.T) {
 	if _, err := f.tryPermit("jobs", 2); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a permit of 2 while slots 0 and 1 are held: %v, want ErrLocked", err)
 	}
-	if err := held[PermitKey("jobs", 2)].Release(context.Background()); err != nil {
+	if err := held[permitKey("jobs", 2)].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.tryPermit("jobs", 2); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a permit of 2 after slot 2 was released: %v, want ErrLocked (slot 2 is beyond 2 permits)", err)
 	}
-	if l := f.mustPermit("jobs", 4); l.Key() != PermitKey("jobs", 2) && l.Key() != PermitKey("jobs", 3) {
+	if l := f.mustPermit("jobs", 4); l.Key() != permitKey("jobs", 2) && l.Key() != permitKey("jobs", 3) {
 		t.Fatalf("a permit of 4 took slot %s, want 2 or 3", l.Key())
 	}
-	if err := held[PermitKey("jobs", 0)].Release(context.Background()); err != nil {
+	if err := held[permitKey("jobs", 0)].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if l := f.mustPermit("jobs", 2); l.Key() != PermitKey("jobs", 0) {
+	if l := f.mustPermit("jobs", 2); l.Key() != permitKey("jobs", 0) {
 		t.Fatalf("a permit of 2 took slot %s, want the freed slot 0", l.Key())
 	}
 }
@@ -267,18 +267,18 @@ func TestRepeatedTryAcquirePermitTakesADeadHoldersPermit(t *testing.T) {
 	f := newFixture(t)
 	f.freeRun()
 	const holderLease = 6 * time.Second
-	f.putForeign(PermitKey("pay", 0), "live", "l0", holderLease)
-	f.putForeign(PermitKey("pay", 1), "dead", "d0", holderLease)
+	f.putForeign(permitKey("pay", 0), "live", "l0", holderLease)
+	f.putForeign(permitKey("pay", 1), "dead", "d0", holderLease)
 	for i := 1; ; i++ {
 		l, err := f.c.TryAcquirePermit(context.Background(), "pay", 2)
 		if err == nil {
-			if l.Key() != PermitKey("pay", 1) {
+			if l.Key() != permitKey("pay", 1) {
 				t.Fatalf("took slot %s, want the dead holder's slot 1", l.Key())
 			}
 			if f.now().Before(epoch.Add(holderLease)) {
 				t.Fatalf("took the permit at %v, before the holder's lease of %v", f.now().Sub(epoch), holderLease)
 			}
-			if f.item(PermitKey("pay", 0)).HolderIdentity != "live" {
+			if f.item(permitKey("pay", 0)).HolderIdentity != "live" {
 				t.Fatal("took the live holder's slot")
 			}
 			return
@@ -289,7 +289,7 @@ func TestRepeatedTryAcquirePermitTakesADeadHoldersPermit(t *testing.T) {
 		if i > 20 {
 			t.Fatalf("polled for %v, over three of the dead holder's leases, and never took its permit", f.now().Sub(epoch))
 		}
-		f.putForeign(PermitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
+		f.putForeign(permitKey("pay", 0), "live", fmt.Sprint("l", i), holderLease) // renews
 		f.fc.Step(time.Second)
 	}
 }
@@ -303,7 +303,7 @@ func TestRepeatedTryAcquirePermitTakesADeadHoldersPermit(t *testing.T) {
 func TestAPermitWaitDoesNotSpinOnAFreeSlotThisClientClaims(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 20 * time.Second
-	slot := PermitKey("s", 0)
+	slot := permitKey("s", 0)
 	f.putForeign(slot, "other", "r0", holderLease)
 	errs := make(chan error, 1)
 	go func() {
@@ -358,7 +358,7 @@ func TestAPermitWaitDoesNotSpinOnAFreeSlotThisClientClaims(t *testing.T) {
 func TestAPermitWaitDoesNotSpinOnADueSlotThisClientClaims(t *testing.T) {
 	f := newFixture(t)
 	const holderLease = 6 * time.Second
-	slot := PermitKey("s", 0)
+	slot := permitKey("s", 0)
 	f.putForeign(slot, "other", "r0", holderLease) // silent holder
 	go func() { _, _ = f.c.AcquirePermit(context.Background(), "s", 1) }()
 	f.waitIdle("acquire")
@@ -387,7 +387,7 @@ func TestAPermitWaitDoesNotSpinOnADueSlotThisClientClaims(t *testing.T) {
 // handed out (found by a review of the kernel work).
 func TestAPermitFoundLandedByItsSlotsReadKeepsItsData(t *testing.T) {
 	f := newFixture(t)
-	slot := PermitKey("s", 0)
+	slot := permitKey("s", 0)
 	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errReset})
 	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errReset})
 	locks, errs := make(chan *Lock, 1), make(chan error, 1)

@@ -9,8 +9,9 @@ import (
 
 // ledgered are package lock's options that write the ledger: Take, of
 // the acquisition that starts or closes a slot, and Close, of the release
-// that finishes one (internal/ledger).
-var ledgered = ledger.Lock[lock.AcquireOption, lock.ReleaseOption]()
+// that finishes one; and what it reads: a row's ledger (Numbers) and a
+// client's lease, refresh period and TTL (Timing) (internal/ledger).
+var ledgered = ledger.Lock[lock.AcquireOption, lock.ReleaseOption, lock.Info, *lock.Client]()
 
 // The ledger: integers on the job's lock row (see the package doc).
 const (

@@ -96,7 +96,7 @@ func TestTheLedgerStartsEachSlotOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if led := ledgerOf(info.Numbers); !led.slot.Equal(s2) || led.attempt != 1 || !led.done.Equal(s2) || led.outcome != Failed {
+	if led := ledgerOf(ledgered.Numbers(info)); !led.slot.Equal(s2) || led.attempt != 1 || !led.done.Equal(s2) || led.outcome != Failed {
 		t.Fatalf("ledger %+v", led)
 	}
 }
@@ -117,7 +117,7 @@ func TestARetryTakesOverARunThatDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if led := ledgerOf(info.Numbers); led.attempt != 2 || !led.slot.Equal(t0) {
+	if led := ledgerOf(ledgered.Numbers(info)); led.attempt != 2 || !led.slot.Equal(t0) {
 		t.Fatalf("ledger after the retry %+v", led)
 	}
 	_ = l.Release(context.Background(), ledgered.Close(doneWrites(t0, Succeeded)))

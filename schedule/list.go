@@ -33,7 +33,7 @@ func List(ctx context.Context, c *lock.Client, prefix string) ([]State, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	infos, err := c.List(ctx)
+	infos, err := c.List(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func List(ctx context.Context, c *lock.Client, prefix string) ([]State, error) {
 		if !ok || info.Err != nil {
 			continue
 		}
-		led := ledgerOf(info.Numbers)
+		led := ledgerOf(ledgered.Numbers(info))
 		st := State{Job: name, Started: led.slot, Attempt: led.attempt, Finished: led.done, Status: led.outcome}
 		if !info.Released {
 			st.Holder = info.HolderIdentity

@@ -115,7 +115,7 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.Locks == nil {
 		return nil, &dynalease.InvalidError{Field: "Locks", Reason: "is nil"}
 	}
-	if cfg.Locks.TTL() > 0 {
+	if ledgered.Timing(cfg.Locks).TTL > 0 {
 		return nil, &dynalease.InvalidError{Field: "Locks", Reason: "its client sets a TTL on its rows (lock.Config.TTL): DynamoDB would delete a job's ledger with its row; use a client without one"}
 	}
 	if cfg.KeyPrefix == "" {
@@ -135,7 +135,7 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 	if cfg.WallClock != nil {
 		s.wall = cfg.WallClock
 	}
-	deadline := cfg.Locks.LeaseDuration() + cfg.Locks.RefreshPeriod()
+	deadline := ledgered.Timing(cfg.Locks).Lease + ledgered.Timing(cfg.Locks).Refresh
 	names := map[string]bool{}
 	for _, j := range jobs {
 		if err := j.check(deadline); err != nil {
@@ -208,7 +208,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 		if err != nil {
 			log.Error(err, "reading the job's ledger")
-			_ = timing.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+			_ = timing.Sleep(ctx, s.clk, ledgered.Timing(s.cfg.Locks).Refresh, "schedule")
 			continue
 		}
 		now := s.wall.Now()
@@ -251,7 +251,7 @@ func (s *Scheduler) read(ctx context.Context, key string) (slotLedger, error) {
 	if err != nil {
 		return slotLedger{}, err
 	}
-	return ledgerOf(info.Numbers), nil
+	return ledgerOf(ledgered.Numbers(info)), nil
 }
 
 // take tries st: takes the job's lock with the ledger's condition, then
@@ -297,7 +297,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Error(err, "taking the job's lock")
-			_ = timing.Sleep(ctx, s.clk, s.cfg.Locks.RefreshPeriod(), "schedule")
+			_ = timing.Sleep(ctx, s.clk, ledgered.Timing(s.cfg.Locks).Refresh, "schedule")
 		}
 		return time.Time{}, nil
 	}

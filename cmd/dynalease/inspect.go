@@ -97,7 +97,7 @@ func newList(c *common) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			infos, err := lc.List(ctx)
+			infos, err := lc.List(ctx, "")
 			if err != nil {
 				return classify(err)
 			}

@@ -305,10 +305,10 @@ func TestDynamoDBLockClientPolicy(t *testing.T) {
 	if _, err := c.Get(ctx, "k", lock.WithSortKeyValue("a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.List(ctx); err != nil {
+	if _, err := c.List(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ListByPartition(ctx, "k"); err != nil {
+	if _, err := c.List(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
 	check(t, "lock-client.json", r, map[string]string{table: "LockTable"})

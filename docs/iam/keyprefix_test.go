@@ -169,7 +169,7 @@ func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 	if _, err := lc.Get(ctx, prefix+"held"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lc.ListByPartition(ctx, prefix+"held"); err != nil {
+	if _, err := lc.List(ctx, prefix+"held"); err != nil {
 		t.Fatal(err)
 	}
 	params := map[string]string{table: "LockTable", fences: "FenceTable", app: "AppTable"}

@@ -7,16 +7,20 @@
 // package schedule alone, rather than in its own API.
 package ledger
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrNotBelow is matched by the error of an acquisition that found one of
 // the row's integers at or above its bound (or holding something else than
 // an integer): waiting cannot lower it.
 var ErrNotBelow = errors.New("lock: the row's integer attribute is not below the bound")
 
-// Options are package lock's options that write a ledger; A is
-// lock.AcquireOption and R lock.ReleaseOption.
-type Options[A, R any] struct {
+// Options are package lock's options that write a ledger, and what a
+// scheduler reads of a lock client and of a row; A is lock.AcquireOption,
+// R lock.ReleaseOption, I lock.Info and C *lock.Client.
+type Options[A, R, I, C any] struct {
 	// Take returns the option of an Acquire (or TryAcquire) of one key
 	// whose taking write sets numbers and is admitted only while each
 	// integer below names is missing or below its bound; an Acquire that
@@ -27,12 +31,23 @@ type Options[A, R any] struct {
 	// Close returns the option of a Release that sets numbers on the row
 	// it keeps.
 	Close func(numbers map[string]int64) R
+	// Numbers returns the integer attributes of a row as read (the
+	// ledger), nil when it has none.
+	Numbers func(I) map[string]int64
+	// Timing returns a client's lease, refresh period and TTL slack (zero
+	// when its writes set no TTL), defaults filled in.
+	Timing func(C) Timing
+}
+
+// Timing is what a scheduler needs of a lock client's configuration.
+type Timing struct {
+	Lease, Refresh, TTL time.Duration
 }
 
 var registered any
 
 // Register is called by package lock, in its init, with its options.
-func Register[A, R any](o Options[A, R]) { registered = o }
+func Register[A, R, I, C any](o Options[A, R, I, C]) { registered = o }
 
 // Lock returns the options package lock registered.
-func Lock[A, R any]() Options[A, R] { return registered.(Options[A, R]) }
+func Lock[A, R, I, C any]() Options[A, R, I, C] { return registered.(Options[A, R, I, C]) }

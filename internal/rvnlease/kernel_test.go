@@ -164,3 +164,14 @@ func TestKernelRenewAfterCloseRenewsNothing(t *testing.T) {
 		t.Fatal("Renew after Close made a renewer")
 	}
 }
+
+func TestMinMarginIsOnePercentAndAtLeastAMillisecond(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{
+		10 * time.Second:      100 * time.Millisecond,
+		10 * time.Millisecond: time.Millisecond,
+	} {
+		if got := MinMargin(d); got != want {
+			t.Errorf("MinMargin(%v) = %v, want %v", d, got, want)
+		}
+	}
+}

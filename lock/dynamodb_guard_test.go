@@ -203,7 +203,7 @@ func TestDynamoDBGuardClassifiesEveryOutcome(t *testing.T) {
 		e := e.sub(t)
 		lockTable := aws.String(e.locks)
 		lockKey := map[string]types.AttributeValue{"key": fgS("g")}
-		many := make([]types.TransactWriteItem, dynamodbstore.MaxTransactItemsLimit)
+		many := make([]types.TransactWriteItem, 100) // DynamoDB's limit on one TransactWriteItems
 		for i := range many {
 			many[i] = e.put(fgItem(fmt.Sprintf("many-%d", i), a.Identity(), 1))
 		}

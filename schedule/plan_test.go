@@ -81,7 +81,7 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := testJob(t, tc.job)
-			d := j.plan(tc.led, tc.handled, tc.now, DefaultHorizon)
+			d := j.plan(tc.led, tc.handled, tc.now, defaultHorizon)
 			if len(d.steps) != len(tc.want) {
 				t.Fatalf("steps %+v, want %+v", d.steps, tc.want)
 			}
@@ -114,7 +114,7 @@ func TestOverlapped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := testJob(t, func(j *Job) { j.Overlap = tc.overlap })
-			last, n, kind := j.overlapped(t0, t0.Add(time.Second), tc.now, DefaultHorizon)
+			last, n, kind := j.overlapped(t0, t0.Add(time.Second), tc.now, defaultHorizon)
 			if !last.Equal(tc.last) || n != tc.n || kind != tc.kind {
 				t.Fatalf("overlapped = %v, %d, %v; want %v, %d, %v", last, n, kind, tc.last, tc.n, tc.kind)
 			}
@@ -127,7 +127,7 @@ func TestOverlapped(t *testing.T) {
 func TestOverlappedCountsOnlySlotsDueDuringTheRun(t *testing.T) {
 	j := testJob(t, func(j *Job) { j.Overlap = OverlapSkip })
 	m := time.Minute
-	last, n, _ := j.overlapped(t0, t0.Add(3*m+time.Second), t0.Add(4*m+10*time.Second), DefaultHorizon)
+	last, n, _ := j.overlapped(t0, t0.Add(3*m+time.Second), t0.Add(4*m+10*time.Second), defaultHorizon)
 	if n != 1 || !last.Equal(t0.Add(4*m)) {
 		t.Fatalf("overlapped = %v, %d; want only %v", last, n, t0.Add(4*m))
 	}

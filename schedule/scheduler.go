@@ -24,8 +24,8 @@ import (
 // DefaultKeyPrefix is the default Config.KeyPrefix.
 const DefaultKeyPrefix = "dynalease/job/"
 
-// DefaultHorizon is the default Config.Horizon.
-const DefaultHorizon = 24 * time.Hour
+// defaultHorizon is the default Config.Horizon.
+const defaultHorizon = 24 * time.Hour
 
 // Config configures a Scheduler.
 type Config struct {
@@ -35,8 +35,8 @@ type Config struct {
 	// KeyPrefix is put before a job's name to make its lock's key.
 	// Default DefaultKeyPrefix.
 	KeyPrefix string
-	// Horizon is how far back an instance looks for missed slots.
-	// Default DefaultHorizon.
+	// Horizon is how far back an instance looks for missed slots; 24 h
+	// when zero.
 	Horizon time.Duration
 	// SpreadStep delays an instance's attempt at a slot by this much for
 	// each run it has under way (at most a quarter of the slot's starting
@@ -122,7 +122,7 @@ func New(cfg Config, jobs ...Job) (*Scheduler, error) {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
 	if cfg.Horizon <= 0 {
-		cfg.Horizon = DefaultHorizon
+		cfg.Horizon = defaultHorizon
 	}
 	if cfg.SpreadStep == 0 {
 		cfg.SpreadStep = 100 * time.Millisecond

@@ -17,16 +17,16 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
-// MinInterval is the shortest interval Every accepts, and the resolution
+// minInterval is the shortest interval Every accepts, and the resolution
 // of slots: a slot is a whole millisecond.
-const MinInterval = time.Second
+const minInterval = time.Second
 
 // Every returns the schedule of a slot every d, at the multiples of d
 // since the Unix epoch, so that every instance of a fleet names the same
-// slots whenever it started. d must be at least MinInterval.
+// slots whenever it started. d must be at least a second.
 func Every(d time.Duration) (Schedule, error) {
-	if d < MinInterval {
-		return nil, &dynalease.InvalidError{Field: "Every", Reason: fmt.Sprintf("interval %v is below %v", d, MinInterval)}
+	if d < minInterval {
+		return nil, &dynalease.InvalidError{Field: "Every", Reason: fmt.Sprintf("interval %v is below %v", d, minInterval)}
 	}
 	return every(d), nil
 }

@@ -539,7 +539,7 @@ func TestDynamoDBStoreMissingTable(t *testing.T) {
 	k := resourcelock.Key{Partition: "p"}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), s.Table()) {
+		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), s.Describe()) {
 			t.Errorf("%s on a missing table: %v, want a permanent error naming it", what, err)
 		}
 	}
@@ -717,8 +717,8 @@ func TestNewDynamoDBStoreValidation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dynamodbstore.New: %v", err)
 			}
-			if s.Table() != "locks" || s.Describe() != "dynamodb:locks" {
-				t.Errorf("Table() = %q, Describe() = %q; want locks and dynamodb:locks", s.Table(), s.Describe())
+			if s.Describe() != "dynamodb:locks" {
+				t.Errorf("Describe() = %q, want dynamodb:locks", s.Describe())
 			}
 		})
 	}

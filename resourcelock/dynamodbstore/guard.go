@@ -212,7 +212,7 @@ func (d *Store) checkGuarded(keys []resourcelock.Key, h resourcelock.Holding, it
 	}
 	if max := d.maxItems - len(keys); len(items) > max {
 		return fmt.Errorf("%w: guarded write of %d items; at most %d fit in one transaction beside the %d lock checks (MaxTransactItems %d; DynamoDB allows %d actions per TransactWriteItems)",
-			dynalease.ErrInvalid, len(items), max, len(keys), d.maxItems, MaxTransactItemsLimit)
+			dynalease.ErrInvalid, len(items), max, len(keys), d.maxItems, maxTransactItemsLimit)
 	}
 	for i, it := range items {
 		table, itemKey, err := d.target(it)

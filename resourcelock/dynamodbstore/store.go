@@ -26,17 +26,17 @@ const (
 	DefaultPartitionKeyAttribute = "key"
 	// DefaultTTLAttribute is the attribute a lock table's TTL is kept in.
 	DefaultTTLAttribute = "ttl"
-	// DefaultRequestTimeout bounds one DynamoDB operation, the SDK's own
+	// defaultRequestTimeout bounds one DynamoDB operation, the SDK's own
 	// retries included, when no request timeout is configured.
-	DefaultRequestTimeout = 5 * time.Second
-	// MaxTransactItemsLimit is Amazon DynamoDB's limit on the actions of
+	defaultRequestTimeout = 5 * time.Second
+	// maxTransactItemsLimit is Amazon DynamoDB's limit on the actions of
 	// one TransactWriteItems request. DynamoDB Local 3.x enforces the same.
-	MaxTransactItemsLimit = 100
-	// DefaultMaxTransactItems is the most items one TransactWriteItems may
+	maxTransactItemsLimit = 100
+	// defaultMaxTransactItems is the most items one TransactWriteItems may
 	// hold when Config.MaxTransactItems is zero: DynamoDB's own limit, so a
 	// guarded write carries up to 99 of the caller's items besides the
 	// check of the lock row.
-	DefaultMaxTransactItems = MaxTransactItemsLimit
+	defaultMaxTransactItems = maxTransactItemsLimit
 )
 
 // StoreAPI is the part of the DynamoDB client that a Store uses.
@@ -66,8 +66,7 @@ type Config struct {
 	// a TTL left by an earlier writer never deletes a live lease.
 	TTLAttribute string
 	// RequestTimeout bounds each operation, the SDK's retries included,
-	// whose context has no deadline of its own; DefaultRequestTimeout when
-	// zero. A caller's deadline is never shortened by it: the election and
+	// whose context has no deadline of its own; 5 s when zero. A caller's deadline is never shortened by it: the election and
 	// lock packages set each request's deadline themselves. A Scan's
 	// timeout applies per page.
 	RequestTimeout time.Duration
@@ -75,8 +74,8 @@ type Config struct {
 	// real clock when nil.
 	Clock clock.WithTickerAndDelayedExecution
 	// MaxTransactItems is the most items a TransactWriteItems may hold,
-	// from 2 to MaxTransactItemsLimit; DefaultMaxTransactItems (DynamoDB's
-	// limit) when zero. A guarded write carries the caller's items plus one
+	// from 2 to 100 (Amazon DynamoDB's limit, which DynamoDB Local 3.x
+	// enforces too); 100 when zero. A guarded write carries the caller's items plus one
 	// check of the lock row. Lower it only for a server with a lower limit.
 	MaxTransactItems int
 	// OnGuardConflict, when set, is called each time a guarded write is
@@ -164,17 +163,17 @@ func New(cfg Config) (*Store, error) {
 	}
 	timeout := cfg.RequestTimeout
 	if timeout == 0 {
-		timeout = DefaultRequestTimeout
+		timeout = defaultRequestTimeout
 	}
 	maxItems := cfg.MaxTransactItems
 	if maxItems == 0 {
-		maxItems = DefaultMaxTransactItems
+		maxItems = defaultMaxTransactItems
 	}
 	switch {
 	case maxItems < 2:
 		return nil, badConfig("MaxTransactItems", "is %d, which leaves no room for the caller's items", maxItems)
-	case maxItems > MaxTransactItemsLimit:
-		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, MaxTransactItemsLimit)
+	case maxItems > maxTransactItemsLimit:
+		return nil, badConfig("MaxTransactItems", "is %d, above DynamoDB's limit of %d actions per TransactWriteItems", maxItems, maxTransactItemsLimit)
 	}
 	d := &Store{client: cfg.Client, table: cfg.Table, fenceTable: cfg.FenceTable, keys: keys, timeout: timeout, maxItems: maxItems, clock: timing.OrReal(cfg.Clock), onConflict: cfg.OnGuardConflict, singleWriter: cfg.SingleWriterRegion}
 	if cfg.SkipTableCheck {
@@ -189,9 +188,6 @@ func New(cfg Config) (*Store, error) {
 
 // Describe returns "dynamodb:TABLE".
 func (d *Store) Describe() string { return "dynamodb:" + d.table }
-
-// Table returns the table's name.
-func (d *Store) Table() string { return d.table }
 
 func (d *Store) describeKey(k resourcelock.Key) string {
 	return d.Describe() + "/" + k.String()

@@ -92,9 +92,7 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 // heldLocked returns nil while the lock is held, or why it is not. A lock
 // whose validity has run out is ended here if its timer has not done so.
 func (l *Lock) heldLocked() error {
-	if l.err == nil && l.c.k.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
-	}
+	l.expireIfPassedLocked()
 	switch {
 	case l.err == nil:
 		return nil

@@ -371,6 +371,13 @@ func (l *Lock) armMonitorLocked() {
 func (l *Lock) expired() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.expireIfPassedLocked()
+}
+
+// expireIfPassedLocked ends a held lock whose validity has run out (its
+// timer may not have fired yet) with the Expired loss, naming the last
+// renewal's failure when there was one.
+func (l *Lock) expireIfPassedLocked() {
 	if l.err == nil && l.c.k.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
@@ -398,9 +405,7 @@ func (l *Lock) checkMonitor() {
 // so that a release of the ended lock is conditioned on the RVN the row
 // carries.
 func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
-	if l.err == nil && l.c.k.Passed(l) {
-		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
-	}
+	l.expireIfPassedLocked()
 	if !sent.Before(l.hold.Sent()) {
 		l.keepLocked(it)
 	}

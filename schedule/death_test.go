@@ -52,7 +52,7 @@ func (s *lateRead) Get(ctx context.Context, k resourcelock.Key) (resourcelock.It
 func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
 	store := memorystore.New()
 	sched := hourlyFrom{first: time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)}
-	started, retried := make(chan string, 2), make(chan Run, 2)
+	started, retried, finished := make(chan string, 2), make(chan Run, 2), make(chan Event, 2)
 	elsewhere := make(chan string, 16)
 	stops := map[string]context.CancelFunc{}
 	ends := map[string]chan error{}
@@ -80,7 +80,11 @@ func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
 				retried <- r
 				return nil
 			}}
-		s, err := New(Config{Locks: c, Log: log}, job)
+		s, err := New(Config{Locks: c, Log: log, OnEvent: func(e Event) {
+			if e.Kind == EventFinished && e.Attempt == 2 {
+				finished <- e
+			}
+		}}, job)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +112,10 @@ func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
 	r := within(t, retried, "the other instance to retry the slot")
 	if !r.Slot.Equal(sched.first) || r.Attempt != 2 {
 		t.Fatalf("retried slot %v attempt %d, want %v attempt 2", r.Slot, r.Attempt, sched.first)
+	}
+	// The run's release writes the ledger before its EventFinished.
+	if e := within(t, finished, "the retried run to be settled"); e.Status != Succeeded {
+		t.Fatalf("the retried run finished %v, want succeeded", e.Status)
 	}
 	if it, err := store.Get(context.Background(), resourcelock.Key{Partition: jobKey}); err != nil {
 		t.Fatal(err)

@@ -531,7 +531,8 @@ func TestDynamoDBStoreRequestsPerOperation(t *testing.T) {
 
 func TestDynamoDBStoreMissingTable(t *testing.T) {
 	t.Parallel()
-	s, err := dynamodbstore.New(dynamodbstore.Config{Client: ddbtest.Client(t), Table: "no-such-table-" + uuid.NewString()})
+	table := "no-such-table-" + uuid.NewString()
+	s, err := dynamodbstore.New(dynamodbstore.Config{Client: ddbtest.Client(t), Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +540,7 @@ func TestDynamoDBStoreMissingTable(t *testing.T) {
 	k := resourcelock.Key{Partition: "p"}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), s.Describe()) {
+		if !errors.Is(err, resourcelock.ErrPermanent) || !strings.Contains(err.Error(), table) {
 			t.Errorf("%s on a missing table: %v, want a permanent error naming it", what, err)
 		}
 	}

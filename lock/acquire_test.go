@@ -361,11 +361,17 @@ func TestClientConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.cfg.lease != 20*s || c.cfg.heartbeat != 5*s || c.cfg.margin != 2*s || c.Identity() == "" {
+	if c.cfg.lease != 20*s || c.cfg.heartbeat != 5*s || c.cfg.margin != 2*s || c.cfg.refresh != s || c.cfg.stint != s || c.Identity() == "" {
 		t.Fatalf("defaults %+v", c.cfg)
 	}
 	if other, _ := New(Config{Store: store}); other.Identity() == c.Identity() {
 		t.Fatal("two clients got the same default owner name")
+	}
+	if f, _ := New(Config{Store: store, RefreshPeriod: s / 10}); f.cfg.stint != s/10 {
+		t.Fatalf("default stint %v with a refresh period of %v, want one period", f.cfg.stint, s/10)
+	}
+	if u, _ := New(Config{Store: store, Unfair: true}); u.cfg.stint != 0 {
+		t.Fatalf("an unfair client's stint %v, want none", u.cfg.stint)
 	}
 	m, err := New(Config{Store: store, ManualHeartbeats: true})
 	if err != nil || m.cfg.heartbeat != 0 {

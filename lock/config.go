@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"math"
 	"os"
 	"time"
 
@@ -29,9 +28,6 @@ const (
 	defaultHeartbeatPeriod = 5 * time.Second
 	// defaultRefreshPeriod is the default Config.RefreshPeriod.
 	defaultRefreshPeriod = time.Second
-	// defaultStintPeriods is the default Config.Stint, in refresh
-	// periods.
-	defaultStintPeriods = 4
 	// defaultHeartbeatConcurrency bounds the heartbeats in flight at once.
 	defaultHeartbeatConcurrency = 16
 	// defaultObservationCacheSize bounds how many other owners' locks a
@@ -94,15 +90,15 @@ type Config struct {
 	// its place, and a release hands the lock to the queue's head once the
 	// releaser's stint is over.
 	Unfair bool
-	// Stint is how long a client that holds a key while others wait in
-	// its queue may take the key back after its own Release, ahead of
-	// them, before a Release hands it to the queue's head (see the
-	// package doc, Stints): a run of holds that costs no hand-over, as a
-	// goroutine that unlocks a sync.Mutex and locks it again does. It is
-	// counted on this client's clock from the acquisition that began the
-	// run. The default is 4 refresh periods; a negative
-	// Stint hands the key over at every Release. Unfair clients, sets
-	// and permits have none.
+	// Stint bounds how long the waiters in a key's queue wait while its
+	// holder takes the key back after its own Release, ahead of them (see
+	// the package doc, Stints): once they have waited Stint since this
+	// client first saw them, on its clock, its next Release hands the key
+	// to the queue's head. Until then each Release keeps the key for a
+	// taking back that costs no hand-over, as a goroutine that unlocks a
+	// sync.Mutex and locks it again does. The default is one refresh
+	// period; a negative Stint hands the key over at every Release.
+	// Unfair clients, sets and permits have none.
 	Stint time.Duration
 
 	// TTL, when set, makes every write set the row's TTL attribute to the
@@ -195,7 +191,7 @@ func (cfg Config) resolve() (config, error) {
 	switch {
 	case !c.fair || cfg.Stint < 0:
 	case cfg.Stint == 0:
-		c.stint = min(c.refresh, math.MaxInt64/defaultStintPeriods) * defaultStintPeriods
+		c.stint = c.refresh
 	default:
 		c.stint = cfg.Stint
 	}

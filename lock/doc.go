@@ -57,11 +57,15 @@
 // A hand-over costs the head's next poll, so a queue that handed the lock
 // over at every release would spend about a poll period per acquisition.
 // As a sync.Mutex lets the goroutine that unlocks lock again ahead of its
-// waiters until one has waited too long, a fair client has a stint:
-//   - It begins with an acquisition that is not the taking back below (a
-//     create, a takeover, a confirmed hand-over), at that write's send,
-//     and lasts Config.Stint on this client's clock (4
-//     refresh periods by default; a negative Stint has none).
+// waiters until one has waited too long, a fair client has a stint, which
+// bounds the waiters' wait rather than its own hold:
+//   - It begins when the holder first sees waiters in the row's queue
+//     since it last saw it empty: in the answer of the write that
+//     acquired the row (a create, a takeover, a confirmed hand-over), of
+//     a heartbeat, or of its release (whose expectation of the queue is
+//     then refused). It lasts Config.Stint on this client's clock (one
+//     refresh period by default; a negative Stint has none), and a
+//     taking back below continues it.
 //   - Within it, a release that finds others queued marks the row
 //     released and leaves their entries in the queue: a row kept for the
 //     stint. The client's next Acquire (or TryAcquire) of the key within
@@ -85,12 +89,15 @@
 //     hand-over costs it about an eighth of a period instead of half of
 //     one.
 //
-// The bound this gives a waiter: each stint ends with a hand-over at the
-// first release after Stint, and the head confirms it at its next poll.
-// With holds of at most H, a refresh period P (1.2 P with its jitter) and
-// requests of at most R, a waiter with n waiters ahead of it in the queue
-// is handed the lock within about (n+1) × (Stint + H + 1.2 P + 2R) of
-// joining, plus a lease for each dead waiter ahead. A waiter that is not
+// The bound this gives a waiter: the holder sees a waiter at its next
+// write, a release or a heartbeat, so within a hold H; each stint ends with
+// a hand-over at the first release after Stint, and the head confirms it
+// at its next poll. With holds of at most H, a refresh period P (1.2 P
+// with its jitter) and requests of at most R, a waiter with n waiters
+// ahead of it in the queue is handed the lock within about
+// H + (n+1) × (Stint + H + 1.2 P + 2R) of joining, plus a lease for each
+// dead waiter ahead; with the default Stint of one refresh period, about
+// H + (n+1) × (2.2 P + H + 2R). A waiter that is not
 // in the queue (it found the queue full, or an AWS Java client dropped
 // it) has no such bound.
 //

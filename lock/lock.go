@@ -44,9 +44,12 @@ type Lock struct {
 	row heldRow // the row as last confirmed
 	err error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
 	x   *extras // what most locks never need, made on first use
-	// stintStart is when this client's stint on the key began
-	// (rvnlease.Won.StintStart), as a time since c.born: a Duration, not a
-	// Time, to keep the lock in a smaller allocation.
+	// stintStart is when this client's stint on the key began: when it
+	// first saw waiters in the row's queue since it last saw the queue
+	// empty, or, for a row taken back within the stint, when the stint of
+	// the lock that kept it began (rvnlease.Won.StintStart). A time since
+	// c.born: a Duration, not a Time, to keep the lock in a smaller
+	// allocation.
 	stintStart time.Duration
 	holds      int32 // the holds of a reentrant lock; 0 once its Release began
 	marks      marks
@@ -108,9 +111,8 @@ var closed = func() chan struct{} {
 func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	it, sent := won.Item, won.Sent
 	l := &Lock{
-		c:          c,
-		stintStart: won.StintStart.Sub(c.born),
-		lease:      c.base.At(t.key),
+		c:         c,
+		lease:     c.base.At(t.key),
 		claim:      t.claim,
 		kind:       t.kind(),
 		reentrant:  a.reentrant,
@@ -123,6 +125,9 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepLocked(it)
+	// After keepLocked, which would count the waiters it shows as new: a
+	// row taken back within the stint continues it.
+	l.stintStart = won.StintStart.Sub(c.born)
 	if a.monitor != nil {
 		l.extrasLocked().monitor = a.monitor
 	}
@@ -165,6 +170,12 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		r.acquired = it.AcquireTime.UnixMilli()
 	}
 	l.row = r
+	if len(it.Queue) > 0 && (l.x == nil || len(l.x.queue) == 0) {
+		// The first waiters this lock sees since it last saw its queue
+		// empty: their wait, as this client can tell it, begins now, and
+		// so does the stint it bounds (see the package doc, Stints).
+		l.stintStart = l.c.clk.Since(l.c.born)
+	}
 	if len(it.Data) > 0 || len(it.Attributes) > 0 || len(it.Queue) > 0 {
 		x := l.extrasLocked()
 		x.data, x.attributes, x.queue = it.Data, it.Attributes, it.Queue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
@@ -158,12 +159,12 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// Handed to the queue's head when others wait (a set's first
 		// key: see setlease.Set), unless the stint is on; an earlier
 		// heartbeat that landed unseen is written over again.
-		keep := l.stintOn()
+		keep, start := l.stint(cur)
 		w = hold.ReleaseQueued(rctx, cur, next, keep)
-		if keep && w.Landed && w.Item.Released && len(w.Item.Queue) > 0 {
+		if w.Landed && w.Item.Released && w.Item.HandedTo == "" && len(w.Item.Queue) > 0 && keep(w.Item) {
 			// Kept for the stint: an Acquire of the key by this client
 			// takes it back at once, by a write conditioned on its RVN.
-			l.c.k.KeepForStint(l.lease.Key(), w.Item, l.c.born.Add(l.stintStart))
+			l.c.k.KeepForStint(l.lease.Key(), w.Item, start())
 		}
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
@@ -182,11 +183,29 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 	return l.afterRelease(w, cur)
 }
 
-// stintOn reports whether this client's stint on the key is on: a lock
-// on one key, fair, acquired less than Config.Stint ago counting from the
-// acquisition that began the stint.
-func (l *Lock) stintOn() bool {
-	return l.kind == kindLock && l.c.cfg.stint > 0 && l.c.clk.Since(l.c.born)-l.stintStart < l.c.cfg.stint
+// stint returns whether a release of a row, as it stands, keeps it for this
+// client's stint (see the package doc, Stints), and when that stint began.
+// A stint is on for a lock on one key of a fair client while the queue's
+// waiters, as seen before the release (cur), have waited less than
+// Config.Stint since this lock first saw them; waiters the release meets
+// that the lock had not seen (they joined since its last write) have
+// waited, as this client can tell, no time yet.
+func (l *Lock) stint(cur resourcelock.Item) (keep func(resourcelock.Item) bool, start func() time.Time) {
+	l.mu.Lock()
+	begun := l.stintStart
+	l.mu.Unlock()
+	seen := len(cur.Queue) > 0
+	on := l.kind == kindLock && l.c.cfg.stint > 0
+	keep = func(resourcelock.Item) bool {
+		return on && (!seen || l.c.clk.Since(l.c.born)-begun < l.c.cfg.stint)
+	}
+	start = func() time.Time {
+		if !seen {
+			return l.c.clk.Now()
+		}
+		return l.c.born.Add(begun)
+	}
+	return keep, start
 }
 
 // afterRelease classifies what a release over cur found (see

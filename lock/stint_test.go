@@ -11,14 +11,16 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// The switch between the two modes, and the bound it gives a waiter: while
-// the holder's stint lasts, each Release with a waiter queued marks the row
-// released and keeps the queue, and the holder's next Acquire takes the row
-// back in one write; the first Release once the stint has passed hands the
-// lock to the queue's head. The head thus waits at most the stint plus one
-// hold for the hand-over (and confirms it within a poll: see
-// TestAWaiterJoinsTheQueueAndConfirmsAHandOver); the releaser, asking
-// again, queues behind it.
+// The switch between the two modes, and the bound it gives a waiter: the
+// holder's stint begins when it first sees a waiter (here at its first
+// release, whose expectation of an empty queue is refused); while it
+// lasts, each Release with a waiter queued marks the row released and
+// keeps the queue, and the holder's next Acquire takes the row back in one
+// write; the first Release once the stint has passed hands the lock to the
+// queue's head. The head thus waits, from the holder's next write after it
+// joined, at most the stint plus one hold for the hand-over (and confirms
+// it within a poll: see TestAWaiterJoinsTheQueueAndConfirmsAHandOver); the
+// releaser, asking again, queues behind it.
 func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 	const (
 		stint = 3 * time.Second
@@ -27,8 +29,8 @@ func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
 	f.store.HideConflictRows(false)
 	l := f.acquire("k")
-	start := f.now()
 	w1 := f.join("w1", 7*time.Second)
+	var start time.Time // when the lock first saw w1
 	kept := 0
 	for {
 		f.fc.Step(hold)
@@ -39,7 +41,9 @@ func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 		if kept == 0 {
 			// The lock's row showed no waiter: the release expects none,
 			// is refused, and written again over the row its refusal
-			// carries.
+			// carries. The stint begins: w1 has waited no time yet as
+			// this client can tell, so the row is kept.
+			start = f.now()
 			f.wantOps(faulty.OpUpdate, faulty.OpUpdate)
 		} else {
 			f.wantOps(faulty.OpUpdate)
@@ -66,8 +70,8 @@ func TestReleasesWithinTheStintKeepTheLockThenHandItOver(t *testing.T) {
 		}
 		wantQueue(t, it, "w1")
 	}
-	if waited := f.now().Sub(start); waited > stint+hold || kept != int(stint/hold) {
-		t.Fatalf("handed over %v after the stint began, after %d holds taken back; want at most %v, %d holds", waited, kept, stint+hold, stint/hold)
+	if waited, holds := f.now().Sub(start), int((stint+hold-1)/hold); waited > stint+hold || kept != holds {
+		t.Fatalf("handed over %v after the stint began, after %d releases kept; want at most %v, %d releases", waited, kept, stint+hold, holds)
 	}
 	// Asking again, the releaser waits behind the head it handed to.
 	f.acquireAsync("k")
@@ -253,5 +257,49 @@ func TestTryAcquireWithinTheStintTakesTheKeptRowBack(t *testing.T) {
 	defer other.Close(context.Background())
 	if _, err := other.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("another client's TryAcquire of the kept row: %v, want ErrLocked", err)
+	}
+}
+
+// A stint bounds the wait of the waiters the holder has seen, not its own
+// hold: a lock held long with nobody queued keeps its first release after
+// a waiter joins unseen for the stint (the waiter has waited no time yet
+// as the holder can tell), and hands over at the first release once the
+// stint has passed since then. A waiter that a heartbeat showed the holder
+// starts the stint at that heartbeat.
+func TestAStintCountsFromTheFirstWaiterSeenNotFromTheAcquisition(t *testing.T) {
+	const stint = time.Second
+	f := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
+	f.store.HideConflictRows(false)
+	l := f.acquire("k")
+	f.fc.Step(5 * stint) // held alone, far longer than a stint (within its validity)
+	w1 := f.join("w1", 7*time.Second)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := f.item("k"); !it.Released || it.HandedTo != "" {
+		t.Fatalf("first release after w1 joined unseen: row %+v, want released and kept for the stint", it.Record)
+	}
+	l = f.acquire("k") // taken back within the stint
+	f.fc.Step(stint)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := f.item("k"); it.HandedTo != w1.Ticket {
+		t.Fatalf("release a stint after w1 was first seen: row %+v, want handed to w1", it.Record)
+	}
+
+	// Seen by a heartbeat: the stint begins there.
+	g := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
+	l = g.acquire("k")
+	w2 := g.join("w2", 7*time.Second)
+	if err := l.Heartbeat(context.Background()); err != nil {
+		t.Fatalf("Heartbeat: %v", err)
+	}
+	g.fc.Step(stint)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := g.item("k"); it.HandedTo != w2.Ticket {
+		t.Fatalf("release a stint after a heartbeat showed w2: row %+v, want handed to w2", it.Record)
 	}
 }

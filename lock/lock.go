@@ -113,11 +113,11 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	l := &Lock{
 		c:         c,
 		lease:     c.base.At(t.key),
-		claim:      t.claim,
-		kind:       t.kind(),
-		reentrant:  a.reentrant,
-		delete:     a.deleteOnRelease,
-		holds:      1,
+		claim:     t.claim,
+		kind:      t.kind(),
+		reentrant: a.reentrant,
+		delete:    a.deleteOnRelease,
+		holds:     1,
 	}
 	// A hold kept by value, over a lease kept in the lock: no
 	// allocation of their own.

@@ -159,7 +159,6 @@ func (c *Client) request(a acquireConfig, try bool, failKey string) rvnlease.Req
 		Period:       a.refresh,
 		Budget:       rvnlease.Budget{Extra: a.additionalWait, OwnLease: c.cfg.lease},
 		Try:          try,
-		FailIfLocked: a.failIfLocked,
 		Fence:        c.cfg.fencing,
 		FailKey:      failKey,
 		Loop:         "acquire",

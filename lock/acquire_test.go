@@ -254,6 +254,8 @@ func TestAttributesAreStoredAndReservedNamesRefused(t *testing.T) {
 
 func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 	f := newFixture(t)
+	held := f.acquire("held")
+	f.store.ResetCalls()
 	long := make([]byte, record.MaxNameBytes+1)
 	for i := range long {
 		long[i] = 'k'
@@ -264,6 +266,12 @@ func TestBadInputIsRefusedBeforeAnyRequest(t *testing.T) {
 		"big data": func() error {
 			_, err := f.c.Acquire(context.Background(), "k", WithData(make([]byte, record.MaxDataBytes+1)))
 			return err
+		},
+		"big data by SetData": func() error {
+			return held.SetData(context.Background(), make([]byte, record.MaxDataBytes+1))
+		},
+		"big data by ReleaseWithData": func() error {
+			return held.Release(context.Background(), ReleaseWithData(make([]byte, record.MaxDataBytes+1)))
 		},
 		"monitor below heartbeat": func() error {
 			_, err := f.c.Acquire(context.Background(), "k", WithSessionMonitor(period, func() {}))

@@ -631,12 +631,12 @@ func TestDynamoDBSortKeyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(infos) != 2 {
-		t.Fatalf("ListByPartition(p1) = %+v, want the two rows of p1", infos)
+		t.Fatalf("List(p1) = %+v, want the two rows of p1", infos)
 	}
 	slices.SortFunc(infos, func(a, b lock.Info) int { return strings.Compare(a.SortKey, b.SortKey) })
 	if infos[0].Key != "p1" || infos[0].SortKey != "a" || infos[0].RVN != l1a.RVN() || infos[0].Released ||
 		infos[1].Key != "p1" || infos[1].SortKey != "b" || !infos[1].Released || infos[1].HolderIdentity != c.Identity() {
-		t.Errorf("ListByPartition(p1) = %+v", infos)
+		t.Errorf("List(p1) = %+v", infos)
 	}
 	all, err := c.List(ctx, "")
 	if err != nil || len(all) != 3 {

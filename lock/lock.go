@@ -170,7 +170,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 		r.acquired = it.AcquireTime.UnixMilli()
 	}
 	l.row = r
-	if len(it.Queue) > 0 && (l.x == nil || len(l.x.queue) == 0) {
+	if l.othersQueued(it.Queue) && (l.x == nil || !l.othersQueued(l.x.queue)) {
 		// The first waiters this lock sees since it last saw its queue
 		// empty: their wait, as this client can tell it, begins now, and
 		// so does the stint it bounds (see the package doc, Stints).
@@ -182,6 +182,17 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 	} else if l.x != nil {
 		l.x.data, l.x.attributes, l.x.queue = nil, nil, nil
 	}
+}
+
+// othersQueued reports whether q holds an entry of another client: a
+// waiter (this client's own entries are stale ones of an earlier wait).
+func (l *Lock) othersQueued(q []resourcelock.Waiter) bool {
+	for _, w := range q {
+		if w.Identity != l.c.cfg.identity {
+			return true
+		}
+	}
+	return false
 }
 
 // itemLocked returns the row as last confirmed, for a write over it: the

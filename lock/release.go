@@ -161,7 +161,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// heartbeat that landed unseen is written over again.
 		keep, start := l.stint(cur)
 		w = hold.ReleaseQueued(rctx, cur, next, keep)
-		if w.Landed && w.Item.Released && w.Item.HandedTo == "" && len(w.Item.Queue) > 0 && keep(w.Item) {
+		if w.Landed && w.Item.Released && w.Item.HandedTo == "" && len(w.Item.Queue) > 0 && keep() {
 			// Kept for the stint: an Acquire of the key by this client
 			// takes it back at once, by a write conditioned on its RVN.
 			l.c.k.KeepForStint(l.lease.Key(), w.Item, start())
@@ -189,14 +189,15 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 // waiters, as seen before the release (cur), have waited less than
 // Config.Stint since this lock first saw them; waiters the release meets
 // that the lock had not seen (they joined since its last write) have
-// waited, as this client can tell, no time yet.
-func (l *Lock) stint(cur resourcelock.Item) (keep func(resourcelock.Item) bool, start func() time.Time) {
+// waited, as this client can tell, no time yet. Entries of this client's
+// own (stale ones of an earlier wait) are not waiters.
+func (l *Lock) stint(cur resourcelock.Item) (keep func() bool, start func() time.Time) {
 	l.mu.Lock()
 	begun := l.stintStart
 	l.mu.Unlock()
-	seen := len(cur.Queue) > 0
+	seen := l.othersQueued(cur.Queue)
 	on := l.kind == kindLock && l.c.cfg.stint > 0
-	keep = func(resourcelock.Item) bool {
+	keep = func() bool {
 		return on && (!seen || l.c.clk.Since(l.c.born)-begun < l.c.cfg.stint)
 	}
 	start = func() time.Time {

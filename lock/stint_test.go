@@ -288,18 +288,55 @@ func TestAStintCountsFromTheFirstWaiterSeenNotFromTheAcquisition(t *testing.T) {
 		t.Fatalf("release a stint after w1 was first seen: row %+v, want handed to w1", it.Record)
 	}
 
-	// Seen by a heartbeat: the stint begins there.
+	// Seen by a heartbeat: the stint begins there, not at the acquisition
+	// long before, and not at the release after it.
 	g := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
 	l = g.acquire("k")
+	g.fc.Step(5 * stint)
 	w2 := g.join("w2", 7*time.Second)
 	if err := l.Heartbeat(context.Background()); err != nil {
 		t.Fatalf("Heartbeat: %v", err)
 	}
-	g.fc.Step(stint)
+	g.fc.Step(stint / 2)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := g.item("k"); !it.Released || it.HandedTo != "" {
+		t.Fatalf("release half a stint after a heartbeat showed w2: row %+v, want kept", it.Record)
+	}
+	l = g.acquire("k")
+	g.fc.Step(stint / 2)
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if it := g.item("k"); it.HandedTo != w2.Ticket {
 		t.Fatalf("release a stint after a heartbeat showed w2: row %+v, want handed to w2", it.Record)
+	}
+}
+
+// A take-back sent within the stint continues it however late its answer
+// comes: it does not begin a new stint, which would let a holder whose
+// writes are slow keep the key from its queue for ever.
+func TestATakeBackAnsweredAfterTheStintContinuesIt(t *testing.T) {
+	const stint = time.Second
+	f := newFixture(t, WithHeartbeatPeriod(0), WithStint(stint))
+	f.store.HideConflictRows(false)
+	l := f.acquire("k")
+	w1 := f.join("w1", 7*time.Second)
+	if err := l.Release(context.Background()); err != nil { // sees w1: the stint begins
+		t.Fatalf("Release: %v", err)
+	}
+	f.fc.Step(stint * 9 / 10)
+	// The take-back is sent within the stint and answered after it.
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Stall: func() { f.fc.Step(stint / 5) }})
+	l = f.acquire("k")
+	if it := f.item("k"); it.Released || it.RVN != l.RVN() {
+		t.Fatalf("take-back: row %+v, want held by the lock", it.Record)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if it := f.item("k"); it.HandedTo != w1.Ticket {
+		t.Fatalf("release %v after the stint began: row %+v, want handed to w1", stint*11/10, it.Record)
 	}
 }

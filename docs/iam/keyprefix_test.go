@@ -103,8 +103,9 @@ func leadingKeyPatterns(t *testing.T, file string, params map[string]string) map
 // A service confined to the keys under its prefix (dynamodb:LeadingKeys)
 // can do everything its lock client does there: acquire (with fencing),
 // heartbeat, poll a held lock, guarded writes, release and delete, Get and
-// ListByPartition. Every key it sends matches the policy's condition, and
-// the policy allows no action without a leading key (a Scan: List).
+// List of one partition. Every key it sends matches the policy's
+// condition, and the policy allows no action without a leading key (a
+// Scan: List of the whole table).
 func TestDynamoDBKeyPrefixPolicy(t *testing.T) {
 	t.Parallel()
 	const prefix = "billing/"

@@ -183,8 +183,12 @@ func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
 	}
 	a.late = resourcelock.Item{}
 	stint := ans.sent
-	if a.ownRelease() && a.tried == a.Obs.RVN {
-		stint = a.Obs.StintStart // its own release, taken back
+	if o := a.Obs; a.tried == o.RVN && o.Known && o.Holder == a.w.cfg.Identity && !o.StintStart.IsZero() {
+		// Its own release kept for its stint, taken back: the stint
+		// goes on from where it began, however late the answer came (a
+		// take-back sent within the stint and answered after it must
+		// not begin a new one).
+		stint = o.StintStart
 	}
 	a.Obs = Observation{Pace: a.Obs.Pace}
 	it := ans.item

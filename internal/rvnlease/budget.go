@@ -13,8 +13,7 @@ import (
 // wait that may not wait, ends it: Try gives up with the failure unless
 // a place is held and not to be taken over now (then with a *HeldError
 // naming it), and with a *HeldError when every place is held or was
-// taken meanwhile; FailIfLocked gives up with a *HeldError once every
-// place is held. Otherwise it sets the budget from the holders seen.
+// taken meanwhile. Otherwise it sets the budget from the holders seen.
 func (s *waiting) settle(failure error, now time.Time) error {
 	s.note(failure)
 	switch {
@@ -29,7 +28,7 @@ func (s *waiting) settle(failure error, now time.Time) error {
 	switch {
 	case s.Try && failure != nil && !s.heldNotDue(now):
 		return failure
-	case (s.Try || s.FailIfLocked) && held:
+	case s.Try && held:
 		return &HeldError{Holder: s.holder(), Last: failure}
 	case s.Try:
 		return &HeldError{Last: failure}

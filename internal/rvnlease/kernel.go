@@ -126,7 +126,7 @@ func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 		cfg = &c
 	}
 	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Budget: r.Budget,
-		OnlyIfExists: r.OnlyIfExists, Try: r.Try, FailIfLocked: r.FailIfLocked, Fence: r.Fence,
+		OnlyIfExists: r.OnlyIfExists, Try: r.Try, Fence: r.Fence,
 		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
 	if r.FailKey != "" {
 		defer k.failing.Forget(r.FailKey)
@@ -252,7 +252,6 @@ type Request struct {
 	Budget       Budget
 	OnlyIfExists bool
 	Try          bool
-	FailIfLocked bool
 	Fence        bool
 	FailKey      string
 	OnPoll       func(res Result, obs Observation, err error, took time.Duration)

@@ -385,11 +385,12 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 // period, and a quarter of it while the hand-over to it is due: from the
 // holders' stint less one and a half periods to the stint plus one and a
 // half after it saw itself become the head. The hand-over comes at the
-// first release after the holder's stint, which began when the head's
-// predecessor confirmed its own hand-over, up to about a period before
-// the head saw itself at the head. A holder that keeps the lease longer (a
-// long hold, a longer stint) costs the head at most three periods of
-// faster reads, never safety.
+// first release after the holder's stint, which began when the holder
+// first saw waiters queued: at its own acquisition when the head was
+// queued by then (a confirmed hand-over names the next waiter at once),
+// up to a hold after the head joined otherwise. A holder that keeps the
+// lease longer (a long hold, a longer stint) costs the head at most three
+// periods of faster reads, never safety.
 func (a *Acquirer) headWait(period time.Duration) time.Duration {
 	q, stint := a.q, a.Stint
 	if stint <= 0 || q.headSince.IsZero() {
@@ -431,8 +432,8 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // holder's identity and RVN: to
 // the first other waiter in the row's queue (see HandOver), naming it
 // holder with its lease and ticket, or, with nobody else queued, marked
-// released. When keep reports true of the row about to be written over
-// (the holder's stint is on; nil: never) and others are queued in it, it
+// released. When keep reports true (the holder's stint is on; asked
+// before each write; nil: never) and others are queued in the row, it
 // marks the row released and leaves their entries in the queue:
 // a row the releaser may take back, and the queue's head take, by a write
 // conditioned on its RVN (see Acquirer.Offered). next returns the
@@ -448,13 +449,13 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep func(cur resourcelock.Item) bool) Written {
+func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep func() bool) Written {
 	identity := h.w.cfg.Identity
 	port := h.w.port
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)
-		if head != nil && keep != nil && keep(cur) {
+		if head != nil && keep != nil && keep() {
 			// Kept for the stint: only this holder's own stale entries
 			// leave the queue's head, so that the first other waiter
 			// heads it. (With nobody else seen, the release expects

@@ -41,9 +41,6 @@ type Wait struct {
 	OnlyIfExists bool
 	// Try makes the call one poll that never waits: TryAcquire.
 	Try bool
-	// FailIfLocked makes the wait give up as soon as a poll finds every
-	// place held (and, for one place, not to be taken over now).
-	FailIfLocked bool
 	// Fence gives a win a fencing generation (Acquirer.Fence) before it
 	// is handed out.
 	Fence bool
@@ -130,10 +127,10 @@ type Won struct {
 }
 
 // HeldError is the end of a wait that found its places held: Try or
-// FailIfLocked at once, or a wait whose budget ran out.
+// at once, or a wait whose budget ran out.
 type HeldError struct {
 	Holder string        // the holder of the first place, as last seen ("" when it was taken meanwhile)
-	Waited time.Duration // zero for Try and FailIfLocked
+	Waited time.Duration // zero for Try
 	Last   error         // the last failure of a request meanwhile, if any
 }
 
@@ -195,7 +192,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
 		a.OnlyIfExists, a.Stint, a.Admit, a.Plain = w.OnlyIfExists, p.Stint, p.Admit, p.Plain
-		if p.Fair && !w.Try && !w.FailIfLocked && len(w.Places) == 1 {
+		if p.Fair && !w.Try && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
 		}
 		if w.Watches != nil {

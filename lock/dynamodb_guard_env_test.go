@@ -109,6 +109,11 @@ func (e *fgEnv) newClient(name string, opts ...lock.Option) *fgClient {
 		lock.WithHeartbeatPeriod(0),
 		lock.WithRefreshPeriod(fgRefresh),
 		lock.WithRequestTimeout(fgTimeout),
+		// A queue's head reads every quarter period while a hand-over
+		// is due, from 1.5 periods before the holders' stint on: a stint
+		// of 4 periods keeps those reads after the leases the tests
+		// wait out, whose request counts are exact.
+		lock.WithStint(4 * fgRefresh),
 	}
 	lc, err := lock.NewOn(sdk, e.locks, append(all, opts...)...)
 	if err != nil {

@@ -161,10 +161,10 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		// heartbeat that landed unseen is written over again.
 		keep, start := l.stint(cur)
 		w = hold.ReleaseQueued(rctx, cur, next, keep)
-		if w.Landed && w.Item.Released && w.Item.HandedTo == "" && len(w.Item.Queue) > 0 && keep() {
+		if keep && w.Landed && w.Item.Released && w.Item.HandedTo == "" && len(w.Item.Queue) > 0 {
 			// Kept for the stint: an Acquire of the key by this client
 			// takes it back at once, by a write conditioned on its RVN.
-			l.c.k.KeepForStint(l.lease.Key(), w.Item, start())
+			l.c.k.KeepForStint(l.lease.Key(), w.Item, start)
 		}
 		if w.Landed && w.Item.HandedTo != "" {
 			// Handed over: an Acquire of the key by this client starts
@@ -191,22 +191,22 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 // that the lock had not seen (they joined since its last write) have
 // waited, as this client can tell, no time yet. Entries of this client's
 // own (stale ones of an earlier wait) are not waiters.
-func (l *Lock) stint(cur resourcelock.Item) (keep func() bool, start func() time.Time) {
+//
+// Without waiters in cur the decision matters only for waiters the
+// release meets (its first write, expecting none, is then refused and
+// written again over the row found): it keeps the row, and the stint
+// starts now. No closure: a release allocates nothing for it.
+func (l *Lock) stint(cur resourcelock.Item) (keep bool, start time.Time) {
+	if l.kind != kindLock || l.c.cfg.stint <= 0 {
+		return false, time.Time{}
+	}
+	if !l.othersQueued(cur.Queue) {
+		return true, l.c.clk.Now()
+	}
 	l.mu.Lock()
 	begun := l.stintStart
 	l.mu.Unlock()
-	seen := l.othersQueued(cur.Queue)
-	on := l.kind == kindLock && l.c.cfg.stint > 0
-	keep = func() bool {
-		return on && (!seen || l.c.clk.Since(l.c.born)-begun < l.c.cfg.stint)
-	}
-	start = func() time.Time {
-		if !seen {
-			return l.c.clk.Now()
-		}
-		return l.c.born.Add(begun)
-	}
-	return keep, start
+	return l.c.clk.Since(l.c.born)-begun < l.c.cfg.stint, l.c.born.Add(begun)
 }
 
 // afterRelease classifies what a release over cur found (see

@@ -334,7 +334,7 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 		rec.Released = true
 		return rec
 	}
-	w := NewHold(cfg, lease).ReleaseQueued(ctx, it, next, nil)
+	w := NewHold(cfg, lease).ReleaseQueued(ctx, it, next, false)
 	cfg.Log.V(1).Info("declined a hand-over on giving up", "landed", w.Landed)
 }
 
@@ -432,9 +432,8 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // holder's identity and RVN: to
 // the first other waiter in the row's queue (see HandOver), naming it
 // holder with its lease and ticket, or, with nobody else queued, marked
-// released. When keep reports true (the holder's stint is on; asked
-// before each write; nil: never) and others are queued in the row, it
-// marks the row released and leaves their entries in the queue:
+// released. With keep (the holder's stint is on) and others queued in
+// the row, it marks the row released and leaves their entries in the queue:
 // a row the releaser may take back, and the queue's head take, by a write
 // conditioned on its RVN (see Acquirer.Offered). next returns the
 // record of the release (marked released, with a fresh RVN); the hand-over
@@ -449,13 +448,13 @@ func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *r
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep func() bool) Written {
+func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
 	identity := h.w.cfg.Identity
 	port := h.w.port
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
 		d, head := HandOver(cur, identity)
-		if head != nil && keep != nil && keep() {
+		if head != nil && keep {
 			// Kept for the stint: only this holder's own stale entries
 			// leave the queue's head, so that the first other waiter
 			// heads it. (With nobody else seen, the release expects

@@ -170,7 +170,7 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 		}
 	})
 	next := func(cur resourcelock.Item) resourcelock.Record { return e.record(true) }
-	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, nil)
+	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, false)
 	if !w.Landed {
 		t.Fatalf("ReleaseQueued = %+v, want landed", w)
 	}

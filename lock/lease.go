@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -72,14 +73,34 @@ func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
 		}
 		for name, bound := range bounds {
 			if n, ok := it.Numbers[name]; ok && n >= bound {
-				return fmt.Errorf("%w: %s is %d, the bound %d", ledger.ErrNotBelow, name, n, bound)
+				return &notBelowError{fmt.Sprintf("%s is %d, the bound %d", name, n, bound), maps.Clone(it.Numbers)}
 			}
 			if _, ok := it.Numbers[name]; !ok {
 				if _, other := it.Attributes[name]; other {
-					return fmt.Errorf("%w: %s is not an integer", ledger.ErrNotBelow, name)
+					return &notBelowError{name + " is not an integer", maps.Clone(it.Numbers)}
 				}
 			}
 		}
 		return nil
 	}
+}
+
+// notBelowError is the refusal of an acquisition by a ledger's bound
+// (matching ledger.ErrNotBelow), with the row's integer attributes as
+// found: the scheduler plans from them without reading the row again.
+type notBelowError struct {
+	reason  string
+	numbers map[string]int64
+}
+
+func (e *notBelowError) Error() string { return ledger.ErrNotBelow.Error() + ": " + e.reason }
+func (e *notBelowError) Unwrap() error { return ledger.ErrNotBelow }
+
+// refusedNumbers is ledger.Options.Refused.
+func refusedNumbers(err error) (map[string]int64, bool) {
+	var nb *notBelowError
+	if !errors.As(err, &nb) {
+		return nil, false
+	}
+	return nb.numbers, true
 }

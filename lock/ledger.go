@@ -8,6 +8,7 @@ func init() {
 	ledger.Register(ledger.Options[AcquireOption, ReleaseOption, Info, *Client]{
 		Take: takeLedger, Close: closeLedger,
 		Numbers: func(i Info) map[string]int64 { return i.numbers },
+		Refused: refusedNumbers,
 		Timing: func(c *Client) ledger.Timing {
 			return ledger.Timing{Lease: c.cfg.lease, Refresh: c.cfg.refresh, TTL: c.cfg.ttlSlack}
 		},

@@ -201,8 +201,10 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	key := s.cfg.KeyPrefix + j.Name
 	log := s.cfg.Log.WithValues("job", j.Name)
 	var handled, started time.Time
+	var known *slotLedger // the ledger as the last step's refusal found it
 	for ctx.Err() == nil {
-		led, err := s.read(ctx, key)
+		led, err := s.readOr(ctx, key, known)
+		known = nil
 		if unfixable(err) {
 			return err
 		}
@@ -225,11 +227,11 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
 		}
 		for _, st := range d.steps {
-			settled, err := s.take(ctx, j, key, st)
+			settled, found, err := s.take(ctx, j, key, st)
 			if err != nil {
 				return err
 			}
-			handled = later(handled, settled)
+			handled, known = later(handled, settled), found
 		}
 		if len(d.steps) == 0 {
 			if d.wake.IsZero() {
@@ -240,6 +242,15 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 	}
 	return nil
+}
+
+// readOr returns known, the ledger as a refusal of the loop's last step
+// found it (as fresh as a read right after it), or else reads it.
+func (s *Scheduler) readOr(ctx context.Context, key string, known *slotLedger) (slotLedger, error) {
+	if known != nil {
+		return *known, nil
+	}
+	return s.read(ctx, key)
 }
 
 // read returns the ledger of the job's row; a missing row has none.
@@ -259,9 +270,11 @@ func (s *Scheduler) read(ctx context.Context, key string) (slotLedger, error) {
 // finished. It returns the latest slot the step settled: st's when done
 // here, refused by the ledger (another instance started or finished it),
 // or given up at its deadline, and after a run here also the slots the
-// overlap policy settled; zero asks the loop to look again. Its error is
-// one that waiting cannot fix.
-func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time.Time, error) {
+// overlap policy settled; zero asks the loop to look again. found is the
+// ledger as a refusal by the ledger's bound found it, when one ended the
+// step (the loop plans from it without reading the row again). Its error
+// is one that waiting cannot fix.
+func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (settled time.Time, found *slotLedger, err error) {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
 	wait := st.until.Sub(s.wall.Now())
 	actx, cancel := timing.WithTimeout(ctx, s.clk, wait)
@@ -269,7 +282,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	if n := s.running.Load(); n > 0 && s.cfg.SpreadStep > 0 {
 		delay := min(time.Duration(n)*s.cfg.SpreadStep, j.StartingDeadline/4)
 		if err := timing.Sleep(actx, s.clk, delay, "schedule"); err != nil {
-			return s.gaveUp(ctx, j, st, err), nil
+			return s.gaveUp(ctx, j, st, err), nil, nil
 		}
 	}
 	numbers, below := startWrites(st.slot, st.attempt)
@@ -286,26 +299,30 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	switch {
 	case errors.Is(err, ledger.ErrNotBelow):
 		log.V(1).Info("started or finished elsewhere")
-		return st.slot, nil
+		if numbers, ok := ledgered.Refused(err); ok {
+			led := ledgerOf(numbers)
+			found = &led
+		}
+		return st.slot, found, nil
 	case errors.Is(err, lock.ErrLocked) && j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished:
 		s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: st.slot, Count: 1, Err: err})
-		return st.slot, nil
+		return st.slot, nil, nil
 	case err != nil && ctx.Err() == nil && (actx.Err() != nil || errors.Is(err, lock.ErrLocked)):
-		return s.gaveUp(ctx, j, st, err), nil
+		return s.gaveUp(ctx, j, st, err), nil, nil
 	case unfixable(err):
-		return time.Time{}, err
+		return time.Time{}, nil, err
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Error(err, "taking the job's lock")
 			_ = timing.Sleep(ctx, s.clk, ledgered.Timing(s.cfg.Locks).Refresh, "schedule")
 		}
-		return time.Time{}, nil
+		return time.Time{}, nil, nil
 	}
 	if st.close != Unfinished {
 		log.Info("closing a slot whose run died", "outcome", st.close)
 		s.release(l, st.slot, st.close, log)
 		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Status: st.close})
-		return st.slot, nil
+		return st.slot, nil, nil
 	}
 	if st.late {
 		log.Info("starting a slot after its starting deadline, by the missed-slot policy")
@@ -316,7 +333,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (time
 	if n > 0 {
 		s.event(Event{Job: j.Name, Kind: kind, Slot: last, Count: n})
 	}
-	return last, nil
+	return last, nil, nil
 }
 
 // gaveUp settles st, which could not take the job's lock by its deadline

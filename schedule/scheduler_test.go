@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,5 +310,46 @@ func TestSlotsDueDuringALongRunFollowTheOverlapPolicy(t *testing.T) {
 				t.Fatalf("events of kind %v: %+v, want one of 3 slots up to %v", kind, settled, t0.Add(3*time.Minute))
 			}
 		})
+	}
+}
+
+// staleLedger is a store whose reads show no ledger, as a read sent just
+// before another instance started the slot would; it counts them.
+type staleLedger struct {
+	resourcelock.Store
+	gets *atomic.Int32
+}
+
+func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+	s.gets.Add(1)
+	it, err := s.Store.Get(ctx, k)
+	it.Numbers = nil
+	return it, err
+}
+
+// A step refused by the ledger's bound (the slot started or finished
+// elsewhere since this instance read the ledger) plans from the ledger its
+// refusal carried, without reading the row again: one read per slot here,
+// not two.
+func TestARefusalByTheLedgerIsNotFollowedByARead(t *testing.T) {
+	var gets atomic.Int32
+	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
+	finishedElsewhere := func(mem *memorystore.Store) {
+		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease, Released: true},
+			Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(), outcomeAttribute: int64(Succeeded)}})
+	}
+	var ran atomic.Bool
+	job := Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { ran.Store(true); return nil }}
+	events := oneInstanceFrom(t, t0.Add(-30*time.Second), finishedElsewhere, nil, func([]Event) bool {
+		return !soloClock.Now().Before(t0) // the loop is back asleep after slot t0
+	}, job)
+	if ran.Load() || count(events, EventStarted) != 0 {
+		t.Fatalf("slot t0, finished elsewhere, ran here: events %+v", events)
+	}
+	// One read before t0, one at it; none after the refusal.
+	if n := gets.Load(); n != 2 {
+		t.Fatalf("%d reads of the ledger, want 2", n)
 	}
 }

@@ -34,6 +34,11 @@ type Options[A, R, I, C any] struct {
 	// Numbers returns the integer attributes of a row as read (the
 	// ledger), nil when it has none.
 	Numbers func(I) map[string]int64
+	// Refused returns the integer attributes of the row that refused an
+	// acquisition with ErrNotBelow, as that acquisition found it, and
+	// whether err carries them: the ledger as a read at that moment would
+	// have shown it.
+	Refused func(err error) (map[string]int64, bool)
 	// Timing returns a client's lease, refresh period and TTL slack (zero
 	// when its writes set no TTL), defaults filled in.
 	Timing func(C) Timing

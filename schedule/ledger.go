@@ -96,6 +96,17 @@ func startWrites(s time.Time, a int) (numbers, below map[string]int64) {
 	return map[string]int64{runAttribute: r}, map[string]int64{runAttribute: r, doneAttribute: s.UnixMilli()}
 }
 
+// settledBy returns the ledger that a confirmed release finishing st as o
+// leaves over led, the ledger st was planned from: st's run, st's slot
+// done as o, and the last success moved only by a success (doneWrites).
+func settledBy(led slotLedger, st step, o Status) *slotLedger {
+	after := slotLedger{slot: st.slot, attempt: st.attempt, done: st.slot, outcome: o, succeeded: led.succeeded}
+	if o == Succeeded {
+		after.succeeded = st.slot
+	}
+	return &after
+}
+
 // doneWrites returns the numbers of the release that finishes slot s.
 func doneWrites(s time.Time, o Status) map[string]int64 {
 	n := map[string]int64{doneAttribute: s.UnixMilli(), outcomeAttribute: int64(o)}

@@ -227,7 +227,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
 		}
 		for _, st := range d.steps {
-			settled, found, err := s.take(ctx, j, key, st)
+			settled, found, err := s.take(ctx, j, key, led, st)
 			if err != nil {
 				return err
 			}
@@ -271,10 +271,12 @@ func (s *Scheduler) read(ctx context.Context, key string) (slotLedger, error) {
 // here, refused by the ledger (another instance started or finished it),
 // or given up at its deadline, and after a run here also the slots the
 // overlap policy settled; zero asks the loop to look again. found is the
-// ledger as a refusal by the ledger's bound found it, when one ended the
-// step (the loop plans from it without reading the row again). Its error
-// is one that waiting cannot fix.
-func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (settled time.Time, found *slotLedger, err error) {
+// ledger as the step left it, when it knows it: as a refusal by the
+// ledger's bound found it, or as its own confirmed release wrote it over
+// led, the ledger the step was planned from (the loop plans from it
+// without reading the row again). Its error is one that waiting cannot
+// fix.
+func (s *Scheduler) take(ctx context.Context, j *Job, key string, led slotLedger, st step) (settled time.Time, found *slotLedger, err error) {
 	log := s.cfg.Log.WithValues("job", j.Name, "slot", st.slot, "attempt", st.attempt)
 	wait := st.until.Sub(s.wall.Now())
 	actx, cancel := timing.WithTimeout(ctx, s.clk, wait)
@@ -320,20 +322,24 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, st step) (sett
 	}
 	if st.close != Unfinished {
 		log.Info("closing a slot whose run died", "outcome", st.close)
-		s.release(l, st.slot, st.close, log)
+		if s.release(l, st.slot, st.close, log) {
+			found = settledBy(led, st, st.close)
+		}
 		s.event(Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Status: st.close})
-		return st.slot, nil, nil
+		return st.slot, found, nil
 	}
 	if st.late {
 		log.Info("starting a slot after its starting deadline, by the missed-slot policy")
 	}
 	began := s.wall.Now()
-	s.runSlot(ctx, j, l, st, log)
+	if o := s.runSlot(ctx, j, l, st, log); o != Unfinished {
+		found = settledBy(led, st, o)
+	}
 	last, n, kind := j.overlapped(st.slot, began, s.wall.Now(), s.cfg.Horizon)
 	if n > 0 {
 		s.event(Event{Job: j.Name, Kind: kind, Slot: last, Count: n})
 	}
-	return last, nil, nil
+	return last, found, nil
 }
 
 // gaveUp settles st, which could not take the job's lock by its deadline
@@ -352,7 +358,7 @@ func (s *Scheduler) gaveUp(ctx context.Context, j *Job, st step, err error) time
 
 // runSlot runs st's slot under l, and releases l with the slot finished
 // unless l was lost meanwhile.
-func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, log logr.Logger) {
+func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, log logr.Logger) (finished Status) {
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	start := s.clk.Now()
@@ -389,7 +395,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 		ev.Err = ended
 		log.Info("the lock client was closed during the run; the slot stays unfinished", "error", ended.Error())
 		s.event(ev)
-		return
+		return Unfinished
 	} else if ended != nil {
 		// The row may already be another instance's: no ledger is
 		// written. A lock lost only because its validity passed is still
@@ -399,7 +405,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 		log.Info("the run's lock was lost; the slot stays unfinished", "error", ended.Error())
 		_ = l.Release(context.Background()) // returns the loss; the client logs a failed write
 		s.event(ev)
-		return
+		return Unfinished
 	}
 	if err != nil && ctx.Err() != nil {
 		// The scheduler stops: the run was cut short, not failed. The
@@ -411,22 +417,29 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 			log.Error(rerr, "releasing the job's lock; another instance takes it after its lease")
 		}
 		s.event(ev)
-		return
+		return Unfinished
 	}
 	ev.Status = Succeeded
 	if err != nil {
 		ev.Status = Failed
 		log.Error(err, "run failed")
 	}
-	s.release(l, st.slot, ev.Status, log)
+	finished = ev.Status
+	if !s.release(l, st.slot, ev.Status, log) {
+		finished = Unfinished // the row may not say so
+	}
 	s.event(ev)
+	return finished
 }
 
 // release releases l with slot finished as o, even once ctx has ended.
-func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Status, log logr.Logger) {
+// It reports whether the release was confirmed.
+func (s *Scheduler) release(l *lock.Lock, slot time.Time, o Status, log logr.Logger) bool {
 	if err := l.Release(context.Background(), ledgered.Close(doneWrites(slot, o))); err != nil {
 		log.Error(err, "releasing the job's lock; the slot stays unfinished until its lease runs out")
+		return false
 	}
+	return true
 }
 
 // event reports e to the metrics and to Config.OnEvent.

@@ -313,17 +313,21 @@ func TestSlotsDueDuringALongRunFollowTheOverlapPolicy(t *testing.T) {
 	}
 }
 
-// staleLedger is a store whose reads show no ledger, as a read sent just
-// before another instance started the slot would; it counts them.
+// staleLedger is a store that counts its reads and, when stale, shows no
+// ledger in them, as a read sent just before another instance started the
+// slot would.
 type staleLedger struct {
 	resourcelock.Store
-	gets *atomic.Int32
+	gets  *atomic.Int32
+	stale bool
 }
 
 func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
 	s.gets.Add(1)
 	it, err := s.Store.Get(ctx, k)
-	it.Numbers = nil
+	if s.stale {
+		it.Numbers = nil
+	}
 	return it, err
 }
 
@@ -333,7 +337,9 @@ func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (resourcelock.
 // not two.
 func TestARefusalByTheLedgerIsNotFollowedByARead(t *testing.T) {
 	var gets atomic.Int32
-	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	soloStore = func(mem *memorystore.Store) resourcelock.Store {
+		return staleLedger{Store: mem, gets: &gets, stale: true}
+	}
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	finishedElsewhere := func(mem *memorystore.Store) {
 		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
@@ -349,6 +355,26 @@ func TestARefusalByTheLedgerIsNotFollowedByARead(t *testing.T) {
 		t.Fatalf("slot t0, finished elsewhere, ran here: events %+v", events)
 	}
 	// One read before t0, one at it; none after the refusal.
+	if n := gets.Load(); n != 2 {
+		t.Fatalf("%d reads of the ledger, want 2", n)
+	}
+}
+
+// After its own run, confirmed released with the slot finished, the loop
+// plans from the ledger that release wrote: no read of the row until the
+// next slot's.
+func TestAReleasedRunIsNotFollowedByARead(t *testing.T) {
+	var gets atomic.Int32
+	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
+	job := Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }}
+	events := oneInstanceFrom(t, t0.Add(-30*time.Second), nil, nil, func([]Event) bool {
+		return !soloClock.Now().Before(t0) // the loop is back asleep after slot t0
+	}, job)
+	if fin := eventsOf(events, EventFinished); len(fin) != 1 || !fin[0].Slot.Equal(t0) || fin[0].Status != Succeeded {
+		t.Fatalf("events %+v, want slot t0 run here and succeeded", events)
+	}
+	// One read before t0, one at it; none after the release.
 	if n := gets.Load(); n != 2 {
 		t.Fatalf("%d reads of the ledger, want 2", n)
 	}

@@ -189,7 +189,9 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		// that locks taken together spread out.
 		c.k.Renew(background{l}, sent.Add(timing.Spread(c.cfg.heartbeat)))
 	}
-	c.log.V(1).Info("acquired", "key", t.key.String(), "rvn", l.RVN())
+	if log := c.log.V(1); log.Enabled() {
+		log.Info("acquired", "key", t.key.String(), "rvn", l.RVN())
+	}
 	return l, nil
 }
 

@@ -54,7 +54,7 @@ func (l *Lock) Guard(ctx context.Context, w resourcelock.Guarded) (err error) {
 		l.mu.Unlock()
 		return err
 	}
-	h := resourcelock.Holding{Keys: []resourcelock.Key{l.lease.Key()}, HolderIdentity: l.c.cfg.identity, AcquisitionID: l.row.acquisitionID}
+	h := resourcelock.Holding{Keys: []resourcelock.Key{l.lease.Key()}, HolderIdentity: l.c.cfg.identity, AcquisitionID: l.acquisitionIDLocked()}
 	l.mu.Unlock()
 	if set := l.claim.set; set != nil {
 		h.Keys = set.keys

@@ -40,19 +40,12 @@ type Lock struct {
 	// kernel's Passed, Until, Extend) is read and moved under mu.
 	hold rvnlease.Hold
 
-	mu  sync.Mutex
-	row heldRow // the row as last confirmed
-	err error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
-	x   *extras // what most locks never need, made on first use
-	// stintStart is when this client's stint on the key began: when it
-	// first saw waiters in the row's queue since it last saw the queue
-	// empty, or, for a row taken back within the stint, when the stint of
-	// the lock that kept it began (rvnlease.Won.StintStart). A time since
-	// c.born: a Duration, not a Time, to keep the lock in a smaller
-	// allocation.
-	stintStart time.Duration
-	holds      int32 // the holds of a reentrant lock; 0 once its Release began
-	marks      marks
+	mu    sync.Mutex
+	row   heldRow // the row as last confirmed
+	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
+	x     *extras // what most locks never need, made on first use
+	holds int32   // the holds of a reentrant lock; 0 once its Release began
+	marks marks
 
 	// Set when the lock is made, never changed.
 	kind      kind
@@ -64,17 +57,19 @@ type Lock struct {
 type marks uint8
 
 const (
-	writing     marks = 1 << iota // a writer holds the write turn
-	handedOut                     // Acquire returned it, so its end is counted in the metrics
-	releaseSent                   // a release of the row was sent after the lock expired
+	writing            marks = 1 << iota // a writer holds the write turn
+	handedOut                            // Acquire returned it, so its end is counted in the metrics
+	releaseSent                          // a release of the row was sent after the lock expired
+	foreignRVN                           // the row's RVN is not a rowID: extras.rvn has it
+	foreignAcquisition                   // the row's acquisition ID is not a rowID: extras.acquisitionID has it
 )
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
 // its next write and its methods read. The rest of the row is this
 // client's (identity, lease) or needs no keeping (renew time, key).
 type heldRow struct {
-	rvn           string
-	acquisitionID string
+	rvn           rowID // unless marked foreignRVN
+	acquisitionID rowID // unless marked foreignAcquisition
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
 	token         int64 // the row's fencing token (record.Token)
 }
@@ -86,6 +81,16 @@ type extras struct {
 	attributes map[string]any        // the row's, when it has any
 	queue      []resourcelock.Waiter // the row's waiters, when it has any
 	lastErr    error                 // the last failure of a heartbeat, for dynalease.Expired
+	// rvn and acquisitionID are the row's when they are not rowIDs
+	// (marked foreignRVN, foreignAcquisition).
+	rvn, acquisitionID string
+	// stintStart is when this client's stint on the key began: when it
+	// first saw waiters in the row's queue since it last saw the queue
+	// empty, or, for a row taken back within the stint, when the stint of
+	// the lock that kept it began (rvnlease.Won.StintStart). A time since
+	// the client's born. Kept only with a queue: a lock whose row shows
+	// waiters has its extras, which hold them.
+	stintStart time.Duration
 
 	monitor    *sessionMonitor
 	monitorT   clock.Timer
@@ -126,8 +131,11 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	defer l.mu.Unlock()
 	l.keepLocked(it)
 	// After keepLocked, which would count the waiters it shows as new: a
-	// row taken back within the stint continues it.
-	l.stintStart = won.StintStart.Sub(c.born)
+	// row taken back within the stint continues it. A row without
+	// waiters has no stint to continue (the first waiters start one).
+	if l.x != nil && len(l.x.queue) > 0 {
+		l.x.stintStart = won.StintStart.Sub(c.born)
+	}
 	if a.monitor != nil {
 		l.extrasLocked().monitor = a.monitor
 	}
@@ -146,38 +154,25 @@ func (l *Lock) extrasLocked() *extras {
 
 // keepLocked keeps what the lock needs of the row it, as last confirmed.
 func (l *Lock) keepLocked(it resourcelock.Item) {
-	r := heldRow{
-		// Not a copy: the DynamoDB store answers a write with the
-		// strings it wrote, not ones that share memory with the rest of
-		// the answer (dynamodbstore's shareStrings). A row settled by a
-		// read keeps that read's answer alive until the next renewal.
-		rvn:           it.RVN,
-		acquisitionID: it.AcquisitionID,
-		token:         record.Token(it.Record),
-	}
-	switch {
-	case r.acquisitionID == l.row.acquisitionID:
-		r.acquisitionID = l.row.acquisitionID // one copy of the string
-		if r.token == 0 {
-			// A renewal never changes the acquisition's token: an answer
-			// that does not carry it (a store's omission) does not lose it.
-			r.token = l.row.token
-		}
-	case r.acquisitionID == r.rvn:
-		r.acquisitionID = r.rvn
+	r := heldRow{token: record.Token(it.Record)}
+	if l.setIDsLocked(&r, it.RVN, it.AcquisitionID) && r.token == 0 {
+		// A renewal never changes the acquisition's token: an answer
+		// that does not carry it (a store's omission) does not lose it.
+		r.token = l.row.token
 	}
 	if !it.AcquireTime.IsZero() {
 		r.acquired = it.AcquireTime.UnixMilli()
 	}
 	l.row = r
-	if l.othersQueued(it.Queue) && (l.x == nil || !l.othersQueued(l.x.queue)) {
-		// The first waiters this lock sees since it last saw its queue
-		// empty: their wait, as this client can tell it, begins now, and
-		// so does the stint it bounds (see the package doc, Stints).
-		l.stintStart = l.c.clk.Since(l.c.born)
-	}
 	if len(it.Data) > 0 || len(it.Attributes) > 0 || len(it.Queue) > 0 {
 		x := l.extrasLocked()
+		if l.othersQueued(it.Queue) && !l.othersQueued(x.queue) {
+			// The first waiters this lock sees since it last saw its
+			// queue empty: their wait, as this client can tell it,
+			// begins now, and so does the stint it bounds (see the
+			// package doc, Stints).
+			x.stintStart = l.c.clk.Since(l.c.born)
+		}
 		x.data, x.attributes, x.queue = it.Data, it.Attributes, it.Queue
 	} else if l.x != nil {
 		l.x.data, l.x.attributes, l.x.queue = nil, nil, nil
@@ -202,9 +197,9 @@ func (l *Lock) itemLocked() resourcelock.Item {
 		Key: l.lease.Key(),
 		Record: resourcelock.Record{
 			HolderIdentity: l.c.cfg.identity,
-			RVN:            l.row.rvn,
+			RVN:            l.rvnLocked(),
 			LeaseDuration:  l.c.cfg.lease,
-			AcquisitionID:  l.row.acquisitionID,
+			AcquisitionID:  l.acquisitionIDLocked(),
 		},
 	}
 	if l.row.acquired != 0 {
@@ -296,7 +291,7 @@ func (l *Lock) Attributes() map[string]any {
 func (l *Lock) RVN() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.row.rvn
+	return l.rvnLocked()
 }
 
 // ValidUntil returns, on the client's clock, when the lock stops counting

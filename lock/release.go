@@ -204,7 +204,13 @@ func (l *Lock) stint(cur resourcelock.Item) (keep bool, start time.Time) {
 		return true, l.c.clk.Now()
 	}
 	l.mu.Lock()
-	begun := l.stintStart
+	if l.x == nil {
+		// Waiters this lock never kept (cur is not its row): their wait
+		// is unknown, so the stint is over.
+		l.mu.Unlock()
+		return false, time.Time{}
+	}
+	begun := l.x.stintStart
 	l.mu.Unlock()
 	return l.c.clk.Since(l.c.born)-begun < l.c.cfg.stint, l.c.born.Add(begun)
 }

@@ -24,7 +24,7 @@ import (
 // caller serializes them.
 type Hold struct {
 	w     writer
-	sent  time.Time // the send time of the last confirmed write (Kernel's)
+	sent  time.Duration // the send time of the last confirmed write since the Config's Epoch (Kernel's)
 	valid Validity
 }
 
@@ -36,7 +36,7 @@ func NewHold(cfg *Config, lease keylease.Port) *Hold {
 
 // Sent returns the send time of the hold's last confirmed write. Read it
 // under the kind's lock of the hold, as Kernel.Passed.
-func (h *Hold) Sent() time.Time { return h.sent }
+func (h *Hold) Sent() time.Time { return h.w.cfg.Epoch.Add(h.sent) }
 
 // Via returns a holder of the same row that writes through lease (the
 // row written with other options), for one write: h itself is left as it

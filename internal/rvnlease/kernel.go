@@ -76,12 +76,12 @@ type Settings[H comparable] struct {
 func New[H comparable](s Settings[H]) *Kernel[H] {
 	k := &Kernel[H]{
 		cfg: Config{Clock: s.Clock, Identity: s.Identity, RequestTimeout: s.RequestTimeout, Validity: s.Validity,
-			Log: s.Log, Observe: s.Observe},
+			Log: s.Log, Observe: s.Observe, Epoch: s.Clock.Now()},
 		watches: NewWatches(max(s.Watches, 1)),
 		failing: NewFailing(s.Clock, s.Log, orIgnore(s.Failing)),
 	}
-	k.valid = NewValidities(s.Clock, s.Validity,
-		func(h H) *time.Time { return &s.HoldOf(h).sent },
+	k.valid = NewValidities(s.Clock, k.cfg.Epoch, s.Validity,
+		func(h H) *time.Duration { return &s.HoldOf(h).sent },
 		func(h H) *Validity { return &s.HoldOf(h).valid },
 		s.Expire)
 	if s.RenewEvery > 0 {

@@ -28,6 +28,9 @@ type Config struct {
 	// ("get", "create", "update", "remove", "fence", "join" or "leave"),
 	// its error and its latency.
 	Observe func(op string, err error, d time.Duration)
+	// Epoch is the time of the clock from which a hold keeps its send
+	// time, as a Duration (see Hold.Sent); the Kernel sets it.
+	Epoch time.Time
 }
 
 // observe reports one request to cfg.Observe.

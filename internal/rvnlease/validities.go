@@ -25,7 +25,9 @@ import (
 // every renewal is confirmed.
 //
 // H is the holder's hold (a pointer); send returns where the hold keeps
-// its send time, and validity its Validity. The set writes the send time
+// its send time (as a Duration since the set's epoch: a third of a
+// time.Time, in every one of thousands of holds), and validity its
+// Validity. The set writes the send time
 // and the Validity only under its own lock, and only in the calls below;
 // the holder serializes those calls under a mutex of its own and may read
 // the send time, Passed and Until under that mutex alone. The set calls
@@ -33,8 +35,9 @@ import (
 // call the set.
 type Validities[H comparable] struct {
 	clk      timing.Clock
+	epoch    time.Time
 	validity time.Duration
-	send     func(H) *time.Time
+	send     func(H) *time.Duration
 	of       func(H) *Validity
 	expire   func(H)
 
@@ -54,9 +57,11 @@ type Validity struct {
 // passed, and ending it touches no other hold.
 func unstarted() Validity { return Validity{index: -1, ended: true} }
 
-// NewValidities returns an empty set of validities of validity each.
-func NewValidities[H comparable](clk timing.Clock, validity time.Duration, send func(H) *time.Time, of func(H) *Validity, expire func(H)) *Validities[H] {
-	return &Validities[H]{clk: clk, validity: validity, send: send, of: of, expire: expire}
+// NewValidities returns an empty set of validities of validity each,
+// keeping send times as Durations since epoch (any time of the clock: a
+// send time before it is a negative Duration).
+func NewValidities[H comparable](clk timing.Clock, epoch time.Time, validity time.Duration, send func(H) *time.Duration, of func(H) *Validity, expire func(H)) *Validities[H] {
+	return &Validities[H]{clk: clk, epoch: epoch, validity: validity, send: send, of: of, expire: expire}
 }
 
 // Start adds h, valid until the validity after sent. A hold whose end has
@@ -64,7 +69,7 @@ func NewValidities[H comparable](clk timing.Clock, validity time.Duration, send 
 func (s *Validities[H]) Start(h H, sent time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	*s.send(h) = sent
+	*s.send(h) = sent.Sub(s.epoch)
 	v := s.of(h)
 	v.ended = false
 	v.index = int32(len(s.heap))
@@ -82,8 +87,8 @@ func (s *Validities[H]) Extend(h H, sent time.Time) bool {
 	if s.passedLocked(h) {
 		return false
 	}
-	if p := s.send(h); sent.After(*p) {
-		*p = sent
+	if p, d := s.send(h), sent.Sub(s.epoch); d > *p {
+		*p = d
 		s.down(int(s.of(h).index))
 	}
 	return true
@@ -118,7 +123,7 @@ func (s *Validities[H]) passedLocked(h H) bool {
 // Until returns h's end: its send time plus the validity. Call it under
 // the holder's mutex (or the set's).
 func (s *Validities[H]) Until(h H) time.Time {
-	return s.send(h).Add(s.validity)
+	return s.epoch.Add(timing.Add(*s.send(h), s.validity))
 }
 
 // armLocked sets the timer for the earliest end, unless it is already set
@@ -181,7 +186,7 @@ func (s *Validities[H]) Len() int {
 // The heap: a binary min-heap of holds by end, each hold knowing its index.
 
 func (s *Validities[H]) less(i, j int) bool {
-	return s.send(s.heap[i]).Before(*s.send(s.heap[j]))
+	return *s.send(s.heap[i]) < *s.send(s.heap[j])
 }
 
 func (s *Validities[H]) swap(i, j int) {

@@ -12,14 +12,14 @@ import (
 type testHold struct {
 	name  string
 	mu    sync.Mutex
-	sent  time.Time
+	sent  time.Duration
 	valid Validity
 }
 
 func newTestValidities(fc *clocktesting.FakeClock, validity time.Duration) (*Validities[*testHold], chan string) {
 	expired := make(chan string, 100)
-	s := NewValidities(fc, validity,
-		func(h *testHold) *time.Time { return &h.sent },
+	s := NewValidities(fc, fc.Now(), validity,
+		func(h *testHold) *time.Duration { return &h.sent },
 		func(h *testHold) *Validity { return &h.valid },
 		func(h *testHold) { expired <- h.name })
 	return s, expired

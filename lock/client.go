@@ -33,7 +33,7 @@ type Client struct {
 	born time.Time // on clk: locks keep their stint's start as a Duration since
 
 	mu     sync.Mutex
-	claims map[resourcelock.Key]*claim
+	claims claims
 	closed bool
 
 	// closing is cancelled, with ErrClosed, when Close starts: Acquire
@@ -77,7 +77,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 		clk:    cfg.clock,
 		born:   cfg.clock.Now(),
 		log:    cfg.log.WithValues("identity", cfg.identity),
-		claims: map[resourcelock.Key]*claim{},
+		claims: newClaims(),
 	}
 	// A lease at a placeholder key: every lease of the client is made
 	// from it At a key, sharing its store, identity and options.
@@ -116,10 +116,10 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 			c.mu.Unlock()
 			return nil, nil, ErrClosed
 		}
-		s := c.claims[k]
+		s := c.claims.get(k)
 		if s == nil {
 			s = &claim{}
-			c.claims[k] = s
+			c.claims.put(k, s)
 			c.mu.Unlock()
 			return s, nil, nil
 		}
@@ -158,8 +158,8 @@ func (c *Client) waitClaimLocked(ctx context.Context, k resourcelock.Key, s *cla
 func (c *Client) unclaim(k resourcelock.Key, s *claim) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.claims[k] == s {
-		delete(c.claims, k)
+	if c.claims.get(k) == s {
+		c.claims.remove(k)
 		if s.free != nil {
 			close(s.free)
 		}
@@ -241,13 +241,13 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	var held []*Lock
-	for _, s := range c.claims {
+	c.claims.each(func(s *claim) {
 		// A set's lock holds several claims, and is listed from its
 		// first one only: released once.
 		if s.lock != nil && (s.lock.claim == s) {
 			held = append(held, s.lock)
 		}
-	}
+	})
 	c.mu.Unlock()
 	errs := make([]error, len(held))
 	sem := make(chan struct{}, c.cfg.concurrency)

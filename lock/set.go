@@ -110,19 +110,19 @@ func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) er
 			c.mu.Unlock()
 			return ErrClosed
 		}
-		busy := slices.IndexFunc(set.keys, func(k resourcelock.Key) bool { return c.claims[k] != nil })
+		busy := slices.IndexFunc(set.keys, func(k resourcelock.Key) bool { return c.claims.get(k) != nil })
 		if busy < 0 {
 			set.claims = make([]*claim, len(set.keys))
 			for i, k := range set.keys {
 				set.claims[i] = &claim{}
-				c.claims[k] = set.claims[i]
+				c.claims.put(k, set.claims[i])
 			}
 			set.claims[0].set = set
 			c.mu.Unlock()
 			return nil
 		}
 		k := set.keys[busy]
-		if err := c.waitClaimLocked(ctx, k, c.claims[k], a); err != nil {
+		if err := c.waitClaimLocked(ctx, k, c.claims.get(k), a); err != nil {
 			return err
 		}
 	}

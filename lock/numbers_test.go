@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ledger"
@@ -172,4 +173,36 @@ func TestNumbersAreRefusedOnAClientWithATTL(t *testing.T) {
 	if got := ledger.Lock[AcquireOption, ReleaseOption, Info, *Client]().Timing(f.c).TTL; got != 2*minTTLSlack {
 		t.Fatalf("the ledger's TTL = %v", got)
 	}
+}
+
+// TestARowReadPastTheBoundEndsTheWaitWithoutAWrite: a waiter whose poll
+// reads the row released past its bound (the run it waited for finished
+// the slot) gives up on that read: no write of its could be admitted, so
+// none is sent.
+func TestARowReadPastTheBoundEndsTheWaitWithoutAWrite(t *testing.T) {
+	f := newFixture(t)
+	key := resourcelock.Key{Partition: "job"}
+	f.mem.PutItem(resourcelock.Item{Key: key,
+		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease},
+		Numbers: map[string]int64{"run": 5}})
+	bounds := map[string]int64{"run": 6, "done": 5}
+	locks, errs := f.acquireAsync("job", takeLedger(map[string]int64{"run": 6}, bounds))
+	f.waitIdle("acquire")
+	f.store.ResetCalls()
+	// The run finishes its slot: the row released with "done" at the bound.
+	f.mem.PutItem(resourcelock.Item{Key: key,
+		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r2", LeaseDuration: lease, Released: true},
+		Numbers: map[string]int64{"run": 5, "done": 5}})
+	f.fc.Step(maxPoll)
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ledger.ErrNotBelow) {
+			t.Fatalf("Acquire = %v, want ErrNotBelow", err)
+		}
+	case l := <-locks:
+		t.Fatalf("Acquire took the row past its bound: %+v", l)
+	case <-time.After(patience):
+		t.Fatalf("Acquire did not return; calls %v", f.ops())
+	}
+	f.wantOps(faulty.OpGet)
 }

@@ -262,11 +262,21 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 // (missing, unless OnlyIfExists, or released with nobody queued) is
 // followed by a create in the same round; any other answer goes on to
 // queued.
+//
+// A row that the acquirer's rule (Admit) refuses ends the round as it is:
+// no write would be admitted on it, so none is sent, and Round returns the
+// rule's error.
 func (a *Acquirer) orCreate(ctx context.Context, ans answer) answer {
-	if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) {
+	if !ans.landed && ans.err == nil && a.Obs.Free() && !(ans.missing && a.OnlyIfExists) && a.admits(ans) {
 		return a.queued(ctx, a.create(ctx))
 	}
 	return a.queued(ctx, ans)
+}
+
+// admits reports whether the acquirer's rule (Admit) admits the row an
+// answer that did not land found: true without a rule.
+func (a *Acquirer) admits(ans answer) bool {
+	return a.Admit == nil || a.Admit(ans.item, ans.missing) == nil
 }
 
 // Feed gives the acquirer the row it (none when missing) as a read of the
@@ -330,8 +340,8 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 // row: a hand-over to it found by that answer is confirmed at once, and a
 // waiter not in the queue joins it. Other answers pass through.
 func (a *Acquirer) queued(ctx context.Context, ans answer) answer {
-	if a.q == nil || ans.landed || ans.err != nil {
-		return ans
+	if a.q == nil || ans.landed || ans.err != nil || !a.admits(ans) {
+		return ans // a row the rule refuses is not waited for
 	}
 	if a.Offered() && a.Obs.RVN != a.tried {
 		a.w.cfg.Log.V(1).Info("the lease is offered to this waiter; taking it", "rvn", a.Obs.RVN, "released", a.Obs.Released)

@@ -12,6 +12,10 @@ type step struct {
 	until   time.Time // when trying to start it gives up
 }
 
+// watches reports whether st is a step that waits on a running slot: a
+// retry, or the close of a slot whose run may have died (Job.afterDeath).
+func (st step) watches() bool { return st.attempt > 1 || st.close != Unfinished }
+
 // decision is what a job's loop does next.
 type decision struct {
 	steps  []step

@@ -204,6 +204,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	var known *slotLedger // the ledger as the last step's refusal found it
 	for ctx.Err() == nil {
 		led, err := s.readOr(ctx, key, known)
+		fresh := known != nil
 		known = nil
 		if unfixable(err) {
 			return err
@@ -227,6 +228,9 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
 		}
 		for _, st := range d.steps {
+			if fresh && st.watches() && !s.pause(ctx, st) {
+				break
+			}
 			settled, found, err := s.take(ctx, j, key, led, st)
 			if err != nil {
 				return err
@@ -242,6 +246,19 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 	}
 	return nil
+}
+
+// pause waits, before a step that watches a running slot (st.watches),
+// one refresh period of the lock client, or until the step's deadline if
+// that comes first, and reports whether ctx lasted. The loop pauses when
+// it planned the step from a ledger it did not read (a refusal's, just
+// now): the row was seen held by the slot's run, and a wait that began at
+// once would only read it again. The lock client keeps what the refusal
+// saw, so the wait's takeover of a run that dies still counts from that
+// sighting: the pause costs no lateness, only the read.
+func (s *Scheduler) pause(ctx context.Context, st step) bool {
+	d := min(ledgered.Timing(s.cfg.Locks).Refresh, st.until.Sub(s.wall.Now()))
+	return timing.Sleep(ctx, s.clk, d, "schedule") == nil
 }
 
 // readOr returns known, the ledger as a refusal of the loop's last step

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,5 +378,59 @@ func TestAReleasedRunIsNotFollowedByARead(t *testing.T) {
 	// One read before t0, one at it; none after the release.
 	if n := gets.Load(); n != 2 {
 		t.Fatalf("%d reads of the ledger, want 2", n)
+	}
+}
+
+// timedCalls records, on the solo clock, when each Get and Create of the
+// store is made.
+type timedCalls struct {
+	resourcelock.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *timedCalls) note(op string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, fmt.Sprintf("%s@%v", op, soloClock.Now().Sub(t0)))
+}
+
+func (s *timedCalls) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+	s.note("get")
+	it, err := s.Store.Get(ctx, k)
+	it.Numbers = nil // a ledger read before the slot started
+	return it, err
+}
+
+func (s *timedCalls) Create(ctx context.Context, k resourcelock.Key, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
+	s.note("create")
+	return s.Store.Create(ctx, k, rec, o)
+}
+
+// A step refused because the slot's run holds the row (started elsewhere)
+// is followed by the wait for that run only after a pause: the refusal
+// just saw the row, so the wait does not read it again at once.
+func TestARefusalByARunningSlotIsNotFollowedByARead(t *testing.T) {
+	calls := &timedCalls{}
+	soloStore = func(mem *memorystore.Store) resourcelock.Store { calls.Store = mem; return calls }
+	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
+	startedElsewhere := func(mem *memorystore.Store) {
+		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: time.Hour},
+			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
+	}
+	job := Job{Name: "j", Schedule: minutely(t), Retries: 1, StartingDeadline: 30 * time.Second,
+		Run: func(context.Context, Run) error { return nil }}
+	oneInstanceFrom(t, t0.Add(-30*time.Second), startedElsewhere, nil, func([]Event) bool {
+		return soloClock.Now().After(t0.Add(time.Second)) // the harness starts slot t0 at t0 + 1 s
+	}, job)
+	calls.mu.Lock()
+	defer calls.mu.Unlock()
+	at0 := slices.Index(calls.calls, "create@1s")
+	if at0 < 0 {
+		t.Fatalf("calls %v: no refused start at t0", calls.calls)
+	}
+	if after := calls.calls[at0+1:]; len(after) == 0 || slices.Contains(after, "get@1s") {
+		t.Fatalf("calls %v: the row was read again at once after the refusal", calls.calls)
 	}
 }

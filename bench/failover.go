@@ -47,6 +47,12 @@ type failoverResult struct {
 	RTTSamples     int          `json:"rtt_samples"`
 	Crash          failoverKind `json:"crash"`
 	Graceful       failoverKind `json:"graceful"`
+	// StandbyReadsPerPeriod is the standbys' reads (GetItem attempts) per
+	// standby and RetryPeriod while the leader lived: from the standbys'
+	// start to the crash or the cancel, over every trial.
+	StandbyReadsPerPeriod float64 `json:"standby_reads_per_retry_period"`
+	standbyReads          int64
+	standbyTime           time.Duration
 }
 
 type leaderEvent struct {
@@ -100,8 +106,11 @@ func (b *bench) rowFailover(ctx context.Context) error {
 		}
 		// Let the standbys settle into polling, and exit at a random phase
 		// of the leader's renewal period.
+		standbysFrom, readsFrom := time.Now(), ctrS.snapshot()
 		time.Sleep(time.Second + rand.N(electRetry))
 		eventAt := time.Now()
+		res.standbyReads += ctrS.since(readsFrom).attempts["GetItem"]
+		res.standbyTime += 2 * eventAt.Sub(standbysFrom)
 		if crash {
 			h := ft.Add(faulthttp.Rule{Op: "UpdateItem", Fault: faulthttp.Delay(time.Hour)})
 			defer h.Remove()
@@ -171,6 +180,10 @@ func (b *bench) rowFailover(ctx context.Context) error {
 	b.progress("  graceful release: %d trials", b.sc.GracefulTrials)
 	res.Graceful.Measured = "from the send of the old leader's release write (ReleaseOnCancel, its \"released the lease\" log entry) to a standby's OnStartedLeading"
 	runKind(&res.Graceful, "graceful", b.sc.GracefulTrials, false)
+
+	if res.standbyTime > 0 {
+		res.StandbyReadsPerPeriod = round2(float64(res.standbyReads) / (float64(res.standbyTime) / float64(electRetry)))
+	}
 
 	// Round trips of the standbys' requests (polls, takeovers, releases).
 	var rtts []time.Duration

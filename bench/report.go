@@ -256,6 +256,7 @@ func printFailover(w io.Writer, r *results) {
 	k.add("crash", "%s; bound %s", f.Crash.Measured, f.Crash.BoundFormula)
 	k.add("graceful", "%s; bound %s", f.Graceful.Measured, f.Graceful.BoundFormula)
 	k.add("round trip", "p50 %.2f ms, p99 %.2f ms over %d requests of the standbys; 1.2 × RetryPeriod is the longest jittered poll", f.RTTP50Ms, f.RTTP99Ms, f.RTTSamples)
+	k.add("standby reads", "%.2f per standby and RetryPeriod while the leader lived (reads placed just after the leader's expected renewals, plus one at a random time)", f.StandbyReadsPerPeriod)
 	k.add("crash, ms", "%s", joinF(f.Crash.PerTrial))
 	k.add("graceful, ms", "%s", joinF(f.Graceful.PerTrial))
 	k.add("from event, ms", "crash: %s; graceful (from the cancel): %s", joinF(f.Crash.FromEventMs), joinF(f.Graceful.FromEventMs))

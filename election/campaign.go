@@ -26,6 +26,9 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 		Places: []rvnlease.Place{{Lease: e.lease,
 			NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }}},
 		Period: e.cfg.RetryPeriod,
+		// A leader renews one RetryPeriod after its previous renewal
+		// began: a standby reads just after each renewal lands.
+		Rhythm: e.cfg.RetryPeriod,
 		Budget: rvnlease.Budget{Forever: true},
 		Fence:  e.cfg.Fencing,
 		OnPoll: e.polled,

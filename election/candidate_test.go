@@ -51,7 +51,7 @@ func (h *harness) advanceUntilLeading(notBefore time.Time) {
 	for i := 0; i < 100; i++ {
 		h.stepIdle(maxPoll)
 		if h.now().Before(notBefore) {
-			h.wantOps(faulty.OpGet)
+			h.wantReads()
 			h.noEvent()
 			continue
 		}
@@ -134,7 +134,7 @@ func TestWaitRestartsWhenTheRVNChanges(t *testing.T) {
 	}
 	h.putForeign("b", "r2") // b renewed
 	h.stepIdle(maxPoll)
-	h.wantOps(faulty.OpGet)
+	h.wantReads()
 	seen := h.now()
 	h.advanceUntilLeading(seen.Add(lease))
 }

@@ -17,6 +17,23 @@
 // requires at least 1% of RenewDeadline, and 1 ms: room for fifty times
 // what real clocks drift). Wall-clock times in the record are never used for this.
 //
+// # When a standby reads
+//
+// A failover is the lease duration plus the time between the leader's
+// last renewal and a standby's first read of it, since the standby counts
+// from that read. A standby therefore reads in the leader's rhythm: the
+// leader renews one RetryPeriod after its previous renewal began, so each
+// new RVN a standby sees narrows down when the next one will land, and the
+// standby reads just after it does (within a few round trips once it has
+// seen four or five renewals), plus once a period at a random time, so
+// that a release is seen as soon as with random reads. That is about two
+// and a half reads per RetryPeriod per standby, against about one with
+// reads at random times; a leader that renews at another period (a
+// different RetryPeriod) turns the rhythm off for the standbys that watch
+// it, which then read once per jittered RetryPeriod. The rhythm only moves
+// when a standby reads: the takeover still counts from the standby's own
+// first sighting of the RVN it takes over, so nothing above depends on it.
+//
 // A write whose answer is lost (a timeout, a reset connection, or a
 // conditional failure caused by the SDK retrying an attempt that had
 // landed) is resolved by reading the record: an RVN this Run tried to write

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -214,6 +215,20 @@ func (h *harness) wantOps(want ...faulty.Op) {
 		if got[i] != want[i] {
 			h.t.Fatalf("requests = %v, want %v", got, want)
 		}
+	}
+}
+
+// wantReads checks that the operations sent since the last check are
+// reads, one or more, then the operations of last: a standby's rhythm
+// (see rvnlease's rhythm) reads again soon after it saw a renewal, until
+// the next renewal or its rhythm is lost.
+func (h *harness) wantReads(last ...faulty.Op) {
+	h.t.Helper()
+	got := h.ops()
+	h.lock.ResetCalls()
+	n := len(got) - len(last)
+	if n < 1 || !slices.Equal(got[n:], last) || slices.ContainsFunc(got[:n], func(op faulty.Op) bool { return op != faulty.OpGet }) {
+		h.t.Fatalf("requests = %v, want one or more Get, then %v", got, last)
 	}
 }
 

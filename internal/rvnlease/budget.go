@@ -152,6 +152,11 @@ func (s *waiting) wake(now time.Time) time.Duration {
 		return 0
 	}
 	wait := timing.Jittered(s.at[0].queueWait(s.Period))
+	if s.rh != nil {
+		if t, ok := s.rh.next(now); ok {
+			wait = max(0, min(wait, t.Sub(now)))
+		}
+	}
 	for _, a := range s.at {
 		if a.Obs.Known && !a.Obs.Free() && a.watchesExpiry() {
 			if d := a.Obs.Expiry().Add(a.Yield()).Sub(now); d > 0 && d < wait {

@@ -125,7 +125,7 @@ func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 		}
 		cfg = &c
 	}
-	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Budget: r.Budget,
+	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Rhythm: r.Rhythm, Budget: r.Budget,
 		OnlyIfExists: r.OnlyIfExists, Try: r.Try, Fence: r.Fence,
 		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
 	if r.FailKey != "" {
@@ -249,6 +249,7 @@ type Request struct {
 	Places       []Place
 	Read         func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
 	Period       time.Duration
+	Rhythm       time.Duration
 	Budget       Budget
 	OnlyIfExists bool
 	Try          bool

@@ -34,6 +34,11 @@ type Wait struct {
 	Read func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
 	// Period is the poll period (a fair waiter's at the queue's head).
 	Period time.Duration
+	// Rhythm, when positive, is the period at which the holder of a single
+	// place is assumed to renew it: the wait then places its reads just
+	// after the holder's renewals (see rhythm), never further apart than
+	// Period's. Zero: reads a jittered Period apart.
+	Rhythm time.Duration
 	// Budget says when the wait gives up.
 	Budget Budget
 	// OnlyIfExists makes a missing row end the wait with an error
@@ -166,6 +171,9 @@ type waiting struct {
 	// row was released): a failing write, to be tried again within the
 	// grace of one.
 	fenceFailed bool
+	// rh times the reads of a single place by its holder's renewals
+	// (Wait.Rhythm); nil without one.
+	rh *rhythm
 }
 
 // placeState is what a wait keeps of one place: its acquirer, its holder
@@ -201,6 +209,9 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		}
 		s.at[i].Acquirer = a
 	}
+	if w.Rhythm > 0 && !w.Try && len(w.Places) == 1 && w.Read == nil {
+		s.rh = newRhythm(w.Rhythm)
+	}
 	won := -1
 	defer func() { s.remember(ctx, won) }()
 	for {
@@ -224,6 +235,10 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 			return Won{}, err
 		}
 		now := w.Engine.Clock.Now()
+		if s.rh != nil && res.Err == nil {
+			o := s.at[0].Obs
+			s.rh.saw(started, now, o.RVN, o.Holder, o.Known && !o.Free() && o.Holder != w.Engine.Identity)
+		}
 		if err := s.settle(res.Err, now); err != nil {
 			return Won{}, err
 		}

@@ -20,7 +20,8 @@ import (
 // Each loop of the library tells the clock, just before it blocks on it
 // with its timers set, that it is about to (Blocking, with the loop's
 // name); WaitBlocked waits for that. The loops' names:
-//   - "acquire": an Acquire (or a set's, or a permit's) between two polls;
+//   - "acquire": an Acquire (or a set's, or a permit's) between two polls,
+//     and a job's loop pausing before it waits on a slot run elsewhere;
 //   - "heartbeat": a lock client's background heartbeats, between two;
 //   - "election": an Elector's Run, campaigning or leading;
 //   - "renewal": a leader's renewals, between two;

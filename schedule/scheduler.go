@@ -201,11 +201,19 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	key := s.cfg.KeyPrefix + j.Name
 	log := s.cfg.Log.WithValues("job", j.Name)
 	var handled, started time.Time
-	var known *slotLedger // the ledger as the last step's refusal found it
+	// known is the ledger as the last step left it (its refusal's, or its
+	// own release's), or as the loop planned from it before sleeping
+	// until the next slot (slept: not fresh): the loop plans from it once,
+	// without reading the row. A ledger behind the row costs a refused
+	// write, never a slot started twice: the write that starts a slot is
+	// conditioned on the row's own ledger.
+	var known *slotLedger
+	var slept bool
 	for ctx.Err() == nil {
 		led, err := s.readOr(ctx, key, known)
-		fresh := known != nil
-		known = nil
+		fresh := known != nil && !slept
+		reusable := known != nil && !slept // a step's outcome, not a ledger kept over a sleep
+		known, slept = nil, false
 		if unfixable(err) {
 			return err
 		}
@@ -242,6 +250,12 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 				log.Info("the schedule names no more slots; the job's loop ends")
 				return nil
 			}
+			if reusable && d.skipTo.IsZero() && d.missed == 0 {
+				// Planned from a step's own outcome: nobody writes
+				// the row before the next slot but a start of it,
+				// which the next step's write meets.
+				known, slept = &led, true
+			}
 			_ = timing.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
 	}
@@ -258,7 +272,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 // sighting: the pause costs no lateness, only the read.
 func (s *Scheduler) pause(ctx context.Context, st step) bool {
 	d := min(ledgered.Timing(s.cfg.Locks).Refresh, st.until.Sub(s.wall.Now()))
-	return timing.Sleep(ctx, s.clk, d, "schedule") == nil
+	return timing.Sleep(ctx, s.clk, d, "acquire") == nil // a wait on the lock, begun by a pause
 }
 
 // readOr returns known, the ledger as a refusal of the loop's last step

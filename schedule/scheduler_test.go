@@ -434,3 +434,23 @@ func TestARefusalByARunningSlotIsNotFollowedByARead(t *testing.T) {
 		t.Fatalf("calls %v: the row was read again at once after the refusal", calls.calls)
 	}
 }
+
+// The next slot after a run here, confirmed released, is planned from the
+// ledger that release wrote, kept over the sleep: its start needs no read
+// (its write meets any start elsewhere). One read before t0, one at it,
+// none after.
+func TestTheSlotAfterARunHereIsStartedWithoutARead(t *testing.T) {
+	var gets atomic.Int32
+	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
+	job := Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }}
+	events := oneInstanceFrom(t, t0.Add(-30*time.Second), nil, nil, func(ev []Event) bool {
+		return count(ev, EventFinished) >= 2
+	}, job)
+	if fin := eventsOf(events, EventFinished); len(fin) != 2 || !fin[1].Slot.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("events %+v, want slots t0 and t0+1m run here", events)
+	}
+	if n := gets.Load(); n != 2 {
+		t.Fatalf("%d reads of the ledger, want 2", n)
+	}
+}

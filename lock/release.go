@@ -205,8 +205,9 @@ func (l *Lock) stint(cur resourcelock.Item) (keep bool, start time.Time) {
 	}
 	l.mu.Lock()
 	if l.x == nil {
-		// Waiters this lock never kept (cur is not its row): their wait
-		// is unknown, so the stint is over.
+		// Defensive only: cur is the lock's row (itemLocked), and a row
+		// with waiters is kept in the extras, so this cannot happen;
+		// if it did, the waiters' wait would be unknown: hand over.
 		l.mu.Unlock()
 		return false, time.Time{}
 	}

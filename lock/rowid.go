@@ -39,6 +39,9 @@ func (l *Lock) setIDsLocked(r *heldRow, rvn, acquisitionID string) (sameAcquisit
 		sameAcquisition = l.marks&foreignAcquisition != 0 && l.x.acquisitionID == acquisitionID
 	}
 	l.marks &^= foreignRVN | foreignAcquisition
+	if l.x != nil {
+		l.x.rvn, l.x.acquisitionID = "", "" // set again below when still foreign
+	}
 	if !ok {
 		l.marks |= foreignAcquisition
 		l.extrasLocked().acquisitionID = acquisitionID

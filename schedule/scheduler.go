@@ -209,7 +209,13 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 	// conditioned on the row's own ledger.
 	var known *slotLedger
 	var slept bool
+	var keptUntil time.Time // a ledger kept over a sleep is used only before the slot after the one slept for
 	for ctx.Err() == nil {
+		if slept && !keptUntil.IsZero() && !s.wall.Now().Before(keptUntil) {
+			// Overslept (a suspended host, a clock stepped forward):
+			// slots may have run elsewhere since; read the row.
+			known = nil
+		}
 		led, err := s.readOr(ctx, key, known)
 		fresh := known != nil && !slept
 		reusable := known != nil && !slept // a step's outcome, not a ledger kept over a sleep
@@ -254,7 +260,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 				// Planned from a step's own outcome: nobody writes
 				// the row before the next slot but a start of it,
 				// which the next step's write meets.
-				known, slept = &led, true
+				known, slept, keptUntil = &led, true, j.Schedule.Next(d.wake)
 			}
 			_ = timing.Sleep(ctx, s.clk, d.wake.Sub(s.wall.Now()), "schedule")
 		}
@@ -268,8 +274,10 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 // it planned the step from a ledger it did not read (a refusal's, just
 // now): the row was seen held by the slot's run, and a wait that began at
 // once would only read it again. The lock client keeps what the refusal
-// saw, so the wait's takeover of a run that dies still counts from that
-// sighting: the pause costs no lateness, only the read.
+// saw (while its cache of watched keys, Config.ObservationCacheSize, keeps
+// the key), so the wait's takeover of a run that dies still counts from
+// that sighting: the pause costs no lateness, only the read. A key evicted
+// meanwhile costs a dead run's takeover one refresh period more.
 func (s *Scheduler) pause(ctx context.Context, st step) bool {
 	d := min(ledgered.Timing(s.cfg.Locks).Refresh, st.until.Sub(s.wall.Now()))
 	return timing.Sleep(ctx, s.clk, d, "acquire") == nil // a wait on the lock, begun by a pause

@@ -22,9 +22,11 @@ import (
 //
 // How: every read that shows a new RVN brackets that write's landing
 // between the send of the previous read (which still showed the old RVN)
-// and its own return. The next write lands no earlier than a period after
-// the bracket's start (a holder's timer never fires early), so the next
-// read goes to the middle of the bracket moved a period on; if it still
+// and its own return. The holder sends the next write a period after it
+// sent this one (a timer never fires early), so it lands no earlier than
+// about a period after the bracket's start (less the margin eps, for a
+// write that took longer to land than the next), and the next read goes
+// to the middle of the bracket moved a period on; if it still
 // shows the old RVN, the landing is in the upper half and one more read
 // at the top of the bracket sees it. Each renewal halves the bracket, to
 // about a round trip; a bracket wider than sixteen times the top's margin
@@ -43,9 +45,12 @@ import (
 // it only at the same moments.
 //
 // Reads: about two and a half per period once the bracket is narrow (up
-// to five while it is quartered), never a wait longer than the ordinary poll (the caller takes
-// the sooner of the two), and at most six more for each renewal that
-// does not come.
+// to five while it is quartered), never a wait longer than the ordinary
+// poll (the caller takes the sooner of the two), and at most seven more
+// (nine while quartered) for each renewal that does not come. A poll that
+// failed counts as a read that saw nothing (failed), and the caller
+// ignores the rhythm while its polls fail: a failing table is polled at
+// the ordinary period.
 type rhythm struct {
 	period time.Duration // the holder's renewal period, as assumed
 	eps    time.Duration // how long after a bracket's top its read is sent
@@ -92,7 +97,7 @@ func (r *rhythm) saw(send, ret time.Time, rvn, holder string, held bool) {
 		if !r.lo.IsZero() && r.misses == 0 {
 			// The write expected a period after the bracketed one: it
 			// landed no earlier than a period after that one's start.
-			lo = later(lo, r.lo.Add(r.period))
+			lo = later(lo, r.due())
 		}
 		if !r.lo.IsZero() {
 			// Found where the rhythm looked for it: eight such in a
@@ -122,8 +127,22 @@ func (r *rhythm) planBetween(ret time.Time) {
 	}
 }
 
-// due returns the earliest landing of the write after the bracketed one.
-func (r *rhythm) due() time.Time { return r.lo.Add(r.period) }
+// failed notes a read sent at send that failed: it showed nothing, but it
+// was made (a read due at the random time is not made again, and one
+// after the next write was due counts as a miss, so the rhythm moves on).
+func (r *rhythm) failed(send time.Time) {
+	if !r.between.IsZero() && !send.Before(r.between) {
+		r.between = time.Time{}
+	}
+	if !r.lo.IsZero() && !send.Before(r.due()) {
+		r.misses++
+	}
+}
+
+// due returns the earliest landing of the write after the bracketed one
+// (a period after the bracket's start, less eps for the difference of two
+// writes' times to land).
+func (r *rhythm) due() time.Time { return r.lo.Add(r.period - r.eps) }
 
 // next returns when the next read should be sent, and false when the
 // rhythm has nothing to say (the ordinary period applies).

@@ -235,9 +235,13 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 			return Won{}, err
 		}
 		now := w.Engine.Clock.Now()
-		if s.rh != nil && res.Err == nil {
+		switch {
+		case s.rh == nil:
+		case res.Err == nil:
 			o := s.at[0].Obs
 			s.rh.saw(started, now, o.RVN, o.Holder, o.Known && !o.Free() && o.Holder != w.Engine.Identity)
+		default:
+			s.rh.failed(started)
 		}
 		if err := s.settle(res.Err, now); err != nil {
 			return Won{}, err

@@ -40,9 +40,43 @@ type holdResult struct {
 
 	HeapBytesPerLock          float64 `json:"heap_bytes_per_held_lock"`
 	HeapBytesPerLockAfterHold float64 `json:"heap_bytes_per_held_lock_after_hold"`
+	// The same from a warmed client (its connections open, its maps
+	// made: a first batch acquired and released by the same goroutines):
+	// what each held lock adds, without the client's fixed costs, which
+	// the figures above spread over the locks.
+	HeapBytesPerLockWarm          float64 `json:"heap_bytes_per_held_lock_warm_client"`
+	HeapBytesPerLockAfterHoldWarm float64 `json:"heap_bytes_per_held_lock_after_hold_warm_client"`
 
 	ReleaseS      float64 `json:"release_duration_s"`
 	ReleaseErrors int     `json:"release_errors"`
+}
+
+// warmHold has g goroutines acquire and release four locks each through
+// lc, so that its connections are open before the heap is measured.
+func warmHold(ctx context.Context, lc *lock.Client, runID string, g int) error {
+	errs := make(chan error, g)
+	for w := range g {
+		go func() {
+			for i := range 4 {
+				l, err := lc.Acquire(ctx, fmt.Sprintf("warm-%s-%d-%d", runID, w, i))
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range g {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // heapInUse returns the live heap after a full collection.
@@ -120,6 +154,11 @@ func (b *bench) rowHold(ctx context.Context) error {
 		}
 	}()
 
+	if err := warmHold(ctx, lc, b.runID, b.sc.acquireConcurrency); err != nil {
+		return err
+	}
+	heapWarm := heapInUse()
+
 	b.progress("  acquiring %d locks with %d goroutines (lease %v, heartbeat every %v)", n, b.sc.acquireConcurrency, leaseDur, period)
 	s0 := ctr.snapshot()
 	start := time.Now()
@@ -162,7 +201,9 @@ func (b *bench) rowHold(ctx context.Context) error {
 	if res.AcquireErrors > 0 {
 		return fmt.Errorf("%d acquisitions failed, first: %v", res.AcquireErrors, firstErr.Load())
 	}
-	res.HeapBytesPerLock = round2(float64(int64(heapInUse())-int64(heapBefore)) / float64(n))
+	heapHeld := heapInUse()
+	res.HeapBytesPerLock = round2(float64(int64(heapHeld)-int64(heapBefore)) / float64(n))
+	res.HeapBytesPerLockWarm = round2(float64(int64(heapHeld)-int64(heapWarm)) / float64(n))
 	b.progress("  %d locks acquired in %.1f s; holding for %d periods (%v)", n, acquired.Seconds(), b.sc.HoldPeriods, time.Duration(b.sc.HoldPeriods)*period)
 
 	// Hold: count the heartbeats (UpdateItem attempts) in each period.
@@ -201,7 +242,9 @@ func (b *bench) rowHold(ctx context.Context) error {
 	if res.LocksLost < n {
 		res.MinValidityLeftS = round2(minLeft.Seconds())
 	}
-	res.HeapBytesPerLockAfterHold = round2(float64(int64(heapInUse())-int64(heapBefore)) / float64(n))
+	heapHeld = heapInUse()
+	res.HeapBytesPerLockAfterHold = round2(float64(int64(heapHeld)-int64(heapBefore)) / float64(n))
+	res.HeapBytesPerLockAfterHoldWarm = round2(float64(int64(heapHeld)-int64(heapWarm)) / float64(n))
 
 	b.progress("  releasing %d locks with %d goroutines", n, b.sc.acquireConcurrency)
 	start = time.Now()

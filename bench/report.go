@@ -299,6 +299,7 @@ func printHold(w io.Writer, r *results) {
 	k.add("requests in hold", "%s over %.1f s; errors: %s", byOp(h.RequestsDuringHold), h.HoldS, byOp(h.ErrorsDuringHold))
 	k.add("goroutines", "%d before, max %d while holding, max %d over the row (incl. %d acquiring goroutines)", h.GoroutinesBefore, h.GoroutinesMaxHold, h.GoroutinesMax, h.AcquireGoroutines)
 	k.add("heap", "%.0f bytes per held lock after acquisition, %.0f after %d periods (live heap after GC, whole process)", h.HeapBytesPerLock, h.HeapBytesPerLockAfterHold, h.Periods)
+	k.add("heap, warm", "%.0f bytes per held lock after acquisition, %.0f after %d periods, from a warmed client (its connections open: the client's fixed costs left out)", h.HeapBytesPerLockWarm, h.HeapBytesPerLockAfterHoldWarm, h.Periods)
 	k.add("release", "%d locks in %.1f s, %d errors", h.Locks, h.ReleaseS, h.ReleaseErrors)
 	k.print(w)
 }

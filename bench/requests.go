@@ -171,6 +171,10 @@ func (b *bench) rowRequests(ctx context.Context) error {
 	return nil
 }
 
+// roundGap is the longest gap between one request's answer and the next
+// request that counts them as one round (no sleep between them).
+const roundGap = 300 * time.Microsecond
+
 // electionRequests measures one leader's acquisition, its renewals while a
 // candidate polls, the candidate's polls and the leader's release.
 func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc func(string, float64, string) *opAcc) error {
@@ -220,9 +224,11 @@ func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc
 		ren.add(n, byOp)
 	}
 
-	// A candidate's poll: the candidate's attempts, grouped into polls by
-	// the idle gap between them, leaving out its first round (which tries
-	// to create the record before it has seen it).
+	// A candidate's poll: the candidate's attempts, grouped into polls
+	// (rounds) by being sent back to back, within roundGap of the previous
+	// answer (a sleep between two polls is longer: its reads come in the
+	// leader's rhythm, some only milliseconds apart), leaving out its first
+	// round (which tries to create the record before it has seen it).
 	poll := acc("election: candidate's poll (leader steady)", 1, "")
 	var group []attempt
 	flush := func() {
@@ -247,7 +253,7 @@ func (b *bench) electionRequests(ctx context.Context, table string, rep int, acc
 		if a.start.After(candStop) {
 			break
 		}
-		if len(group) > 0 && a.start.Sub(group[len(group)-1].start) > electRetry/2 {
+		if len(group) > 0 && a.start.Sub(group[len(group)-1].start.Add(group[len(group)-1].dur)) > roundGap {
 			flush()
 		}
 		group = append(group, a)

@@ -18,5 +18,5 @@ func (b background) Renew() {
 func (b background) Ended() bool {
 	b.l.mu.Lock()
 	defer b.l.mu.Unlock()
-	return b.l.err != nil
+	return b.l.errLocked() != nil
 }

@@ -67,12 +67,12 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	case w.Landed:
 		l.c.k.Note(l.lease.Key().String(), nil)
 		if !l.confirmLocked(w.Item, w.Sent) {
-			return l.err
+			return l.errLocked()
 		}
 		return nil
 	case w.Lost:
 		l.loseLocked(l.setLoss(w.Loss(l.lease.Key().String())))
-		return l.err
+		return l.errLocked()
 	default:
 		l.c.k.Note(l.lease.Key().String(), w.Err)
 		l.extrasLocked().lastErr = w.Err
@@ -94,12 +94,12 @@ func (l *Lock) confirmEarlier(w rvnlease.Written) bool {
 func (l *Lock) heldLocked() error {
 	l.expireIfPassedLocked()
 	switch {
-	case l.err == nil:
+	case l.errLocked() == nil:
 		return nil
-	case errors.Is(l.err, ErrNotHeld):
-		return fmt.Errorf("%q was released: %w", l.lease.Key(), l.err) // ErrNotHeld, and ErrClosed after Close
+	case errors.Is(l.errLocked(), ErrNotHeld):
+		return fmt.Errorf("%q was released: %w", l.lease.Key(), l.errLocked()) // ErrNotHeld, and ErrClosed after Close
 	default:
-		return l.err
+		return l.errLocked()
 	}
 }
 

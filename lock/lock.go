@@ -42,7 +42,6 @@ type Lock struct {
 
 	mu    sync.Mutex
 	row   heldRow // the row as last confirmed
-	err   error   // nil while the lock lasts; why it ended: ErrNotHeld or a *dynalease.LostError
 	x     *extras // what most locks never need, made on first use
 	holds int32   // the holds of a reentrant lock; 0 once its Release began
 	marks marks
@@ -62,6 +61,7 @@ const (
 	releaseSent                          // a release of the row was sent after the lock expired
 	foreignRVN                           // the row's RVN is not a rowID: extras.rvn has it
 	foreignAcquisition                   // the row's acquisition ID is not a rowID: extras.acquisitionID has it
+	ended                                // the lock ended: errLocked says why
 )
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields
@@ -81,6 +81,9 @@ type extras struct {
 	attributes map[string]any        // the row's, when it has any
 	queue      []resourcelock.Waiter // the row's waiters, when it has any
 	lastErr    error                 // the last failure of a heartbeat, for dynalease.Expired
+	// err is why the lock ended, when that is not ErrNotHeld (a
+	// *dynalease.LostError, or a release's own error): see errLocked.
+	err error
 	// rvn and acquisitionID are the row's when they are not rowIDs
 	// (marked foreignRVN, foreignAcquisition).
 	rvn, acquisitionID string
@@ -142,6 +145,32 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	c.k.Start(l, sent)
 	l.armMonitorLocked()
 	return l
+}
+
+// errLocked returns nil while the lock lasts, and why it ended after:
+// ErrNotHeld (a release), or the error kept in the extras (a
+// *dynalease.LostError, the error of a release by Close). A released lock
+// keeps no error of its own: the Lock stays in a smaller allocation, and
+// a release allocates nothing for it.
+func (l *Lock) errLocked() error {
+	switch {
+	case l.marks&ended == 0:
+		return nil
+	case l.x != nil && l.x.err != nil:
+		return l.x.err
+	default:
+		return ErrNotHeld
+	}
+}
+
+// setErrLocked ends the lock with err (not nil).
+func (l *Lock) setErrLocked(err error) {
+	l.marks |= ended
+	if err != ErrNotHeld {
+		l.extrasLocked().err = err
+	} else if l.x != nil {
+		l.x.err = nil
+	}
 }
 
 // extrasLocked returns the lock's extras, making them first.
@@ -302,7 +331,7 @@ func (l *Lock) RVN() string {
 func (l *Lock) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil || l.c.k.Passed(l) {
+	if l.errLocked() != nil || l.c.k.Passed(l) {
 		return time.Time{}
 	}
 	return l.c.k.Until(l)
@@ -316,7 +345,7 @@ func (l *Lock) ValidUntil() time.Time {
 func (l *Lock) IsHeld() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err == nil && !l.c.k.Passed(l)
+	return l.errLocked() == nil && !l.c.k.Passed(l)
 }
 
 // Done returns a channel closed when the lock ends: lost, or released by
@@ -324,7 +353,7 @@ func (l *Lock) IsHeld() bool {
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil && (l.x == nil || l.x.ctx == nil) {
+	if l.errLocked() != nil && (l.x == nil || l.x.ctx == nil) {
 		return closed
 	}
 	return l.ctxLocked().Done()
@@ -336,8 +365,8 @@ func (l *Lock) ctxLocked() context.Context {
 	x := l.extrasLocked()
 	if x.ctx == nil {
 		x.ctx, x.cancel = context.WithCancelCause(context.Background())
-		if l.err != nil {
-			x.cancel(l.err)
+		if l.errLocked() != nil {
+			x.cancel(l.errLocked())
 		}
 	}
 	return x.ctx
@@ -350,7 +379,7 @@ func (l *Lock) ctxLocked() context.Context {
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err
+	return l.errLocked()
 }
 
 // Context returns a context derived from parent that is also cancelled,
@@ -395,7 +424,7 @@ func (l *Lock) expired() {
 // timer may not have fired yet) with the Expired loss, naming the last
 // renewal's failure when there was one.
 func (l *Lock) expireIfPassedLocked() {
-	if l.err == nil && l.c.k.Passed(l) {
+	if l.errLocked() == nil && l.c.k.Passed(l) {
 		l.loseLocked(rvnlease.Expired(l.lease.Key().String(), l.lastErrLocked()))
 	}
 }
@@ -405,7 +434,7 @@ func (l *Lock) expireIfPassedLocked() {
 func (l *Lock) checkMonitor() {
 	l.mu.Lock()
 	x := l.x
-	run := l.err == nil && !x.monitorRan && !l.c.clk.Now().Before(l.hold.Sent().Add(x.monitor.safeTime))
+	run := l.errLocked() == nil && !x.monitorRan && !l.c.clk.Now().Before(l.hold.Sent().Add(x.monitor.safeTime))
 	if run {
 		x.monitorRan = true
 	}
@@ -426,7 +455,7 @@ func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
 	if !sent.Before(l.hold.Sent()) {
 		l.keepLocked(it)
 	}
-	if l.err != nil {
+	if l.errLocked() != nil {
 		return false
 	}
 	if l.x != nil {
@@ -447,7 +476,7 @@ func (l *Lock) countAcquired(wait time.Duration) {
 	defer l.mu.Unlock()
 	l.marks |= handedOut
 	l.c.cfg.metrics.Acquired(l.kind.String(), wait)
-	if le, ok := l.err.(*dynalease.LostError); ok {
+	if le, ok := l.errLocked().(*dynalease.LostError); ok {
 		l.c.cfg.metrics.LockLost(l.kind.String(), strings.ReplaceAll(le.Reason.String(), " ", "_"))
 	}
 }
@@ -461,7 +490,7 @@ func (l *Lock) reportReleasedLocked() {
 
 // loseLocked ends the lock with err.
 func (l *Lock) loseLocked(err error) {
-	if l.err != nil {
+	if l.errLocked() != nil {
 		return
 	}
 	l.c.log.Info("lock lost", "key", l.lease.Key().String(), "reason", err.Error())
@@ -478,7 +507,7 @@ func (l *Lock) loseLocked(err error) {
 // lock's claims (loseLocked does, once the lock's mutex is released; Release
 // after its write).
 func (l *Lock) endLocked(err error) {
-	l.err = err
+	l.setErrLocked(err)
 	l.c.k.Forget(l.lease.Key().String()) // its heartbeats are over
 	l.c.k.End(l)
 	if x := l.x; x != nil {

@@ -114,7 +114,7 @@ func (l *Lock) release(ctx context.Context, r releaseConfig) error {
 func (l *Lock) reenter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.reentrant || l.holds == 0 || l.err != nil || l.c.k.Passed(l) {
+	if !l.reentrant || l.holds == 0 || l.errLocked() != nil || l.c.k.Passed(l) {
 		return false
 	}
 	l.holds++
@@ -230,8 +230,8 @@ func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
 	case w.Lost:
 		lost := l.setLoss(w.Loss(l.lease.Key().String()))
 		l.mu.Lock()
-		if _, already := l.err.(*dynalease.LostError); !already {
-			l.err = lost
+		if _, already := l.errLocked().(*dynalease.LostError); !already {
+			l.setErrLocked(lost)
 		}
 		l.mu.Unlock()
 		return lost

@@ -92,6 +92,9 @@ type Item struct {
 	// it has none. Writes of a record leave it as it is unless they carry
 	// WriteOptions.Dequeue.
 	Queue []Waiter
+	// Readers are the row's shared holders, in ticket order, while it is
+	// held by readers (HeldByReaders; see Store.Share); nil otherwise.
+	Readers []Reader
 }
 
 // Free reports whether the row may be taken by anyone, by Create: it is

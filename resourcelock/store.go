@@ -87,6 +87,14 @@ type Store interface {
 	// holder and carry acquisitionID (ErrConflict otherwise). It returns
 	// the generation.
 	FenceMany(ctx context.Context, keys []Key, holder, acquisitionID string) (int64, error)
+	// Share writes one change of the readers of the row at key (see
+	// ShareOp for each change and the row it requires), in one request,
+	// and returns the row as stored; a row that does not satisfy the
+	// change's condition refuses it with an error matching ErrConflict
+	// carrying the row (ErrNotFound when there is none, for a change that
+	// needs one). Create and Update, which write a holder's record, drop
+	// the row's readers: a row held by one holder has none.
+	Share(ctx context.Context, key Key, w Share) (Item, error)
 	// CanFence reports whether Fence and FenceMany can give generations:
 	// false for a store without a place to keep them, whose fences fail
 	// with dynalease.ErrInvalid.

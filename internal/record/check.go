@@ -71,6 +71,61 @@ func CheckWaiter(w resourcelock.Waiter) error {
 	return nil
 }
 
+// PrepareShare returns w as a store writes it (leases rounded up to whole
+// milliseconds, the time at millisecond precision, the TTL at whole
+// seconds), or an error matching dynalease.ErrInvalid when it cannot be
+// sent (see checkShare).
+func PrepareShare(w resourcelock.Share) (resourcelock.Share, error) {
+	if err := checkShare(w); err != nil {
+		return resourcelock.Share{}, err
+	}
+	w.Reader.Lease = roundUpToMillisecond(w.Reader.Lease)
+	w.Lease = roundUpToMillisecond(w.Lease)
+	w.Time = normalizeTime(w.Time)
+	w.Expires = ExpiresSeconds(w.Expires)
+	return w, nil
+}
+
+// checkShare reports whether w can be sent: a known change, a reader
+// with a ticket, an identity within MaxIdentityBytes, a lease and an RVN,
+// the row's new RVN and a lease at least the reader's, an expected RVN
+// where the change needs one, a Dequeue only on a take, and times that
+// can be stored.
+func checkShare(w resourcelock.Share) error {
+	r := w.Reader
+	op := w.Op
+	writes := op != resourcelock.ShareLeave && op != resourcelock.ShareEnd // the entry
+	switch {
+	case op < resourcelock.ShareBegin || op > resourcelock.ShareEnd:
+		return invalid("share change %d is not one of ShareBegin to ShareEnd", op)
+	case r.Ticket == "":
+		return invalid("reader has no ticket")
+	case w.RVN == "":
+		return invalid("share without the row's new RVN")
+	case op != resourcelock.ShareBegin && op != resourcelock.ShareJoin && w.Expect == "":
+		return invalid("share change %d needs the RVN it expects", op)
+	case op != resourcelock.ShareTake && len(w.Dequeue) > 0:
+		return invalid("only a ShareTake dequeues")
+	case len(w.Dequeue) > MaxQueueLength:
+		return invalid("dequeue of %d tickets, over the queue's %d", len(w.Dequeue), MaxQueueLength)
+	case writes && r.RVN == "":
+		return invalid("reader entry has no RVN")
+	case writes && (r.Lease <= 0 || r.Lease > MaxLeaseDuration):
+		return invalid("reader lease %v is not within (0, %v]", r.Lease, MaxLeaseDuration)
+	case writes && (w.Lease < r.Lease || w.Lease > MaxLeaseDuration):
+		return invalid("share's row lease %v is not within [%v, %v]", w.Lease, r.Lease, MaxLeaseDuration)
+	case !w.Expires.IsZero() && (w.Expires.Year() < 1970 || w.Expires.Year() > 9999):
+		return invalid("TTL %v is not a plausible epoch time", w.Expires)
+	}
+	if err := checkTime("Time", w.Time); err != nil {
+		return err
+	}
+	if !writes {
+		return nil
+	}
+	return CheckIdentity(r.Identity)
+}
+
 // CheckLeave reports whether a Leave of ticket at index can be sent.
 func CheckLeave(ticket string, index int) error {
 	if ticket == "" {

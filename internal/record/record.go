@@ -142,6 +142,9 @@ func Clone(it resourcelock.Item) resourcelock.Item {
 	if it.Queue != nil {
 		it.Queue = slices.Clone(it.Queue)
 	}
+	if it.Readers != nil {
+		it.Readers = slices.Clone(it.Readers)
+	}
 	return it
 }
 

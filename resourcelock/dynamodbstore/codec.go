@@ -27,6 +27,7 @@ const (
 	attrAcquisition = "acquisitionId"       // S, optional
 	attrQueue       = "dynaleaseQueue"      // L of M, optional: the waiters
 	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
+	attrReaders     = "dynaleaseReaders"    // M of M, optional: the readers of a row held by readers
 
 	releasedValue = "1"
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"
@@ -36,7 +37,7 @@ const (
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
 	attrTransitions, attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition,
-	attrQueue, attrHandedTo,
+	attrQueue, attrHandedTo, attrReaders,
 }
 
 // expression collects an update or condition expression with its attribute
@@ -62,7 +63,7 @@ func newExpression() *expression {
 var literalAttributes = map[string]bool{
 	attrOwner: true, attrLease: true, attrRVN: true, attrReleased: true,
 	attrTransitions: true, attrAcquireTime: true, attrRenewTime: true, attrGeneration: true,
-	attrAcquisition: true, attrQueue: true, attrHandedTo: true,
+	attrAcquisition: true, attrQueue: true, attrHandedTo: true, attrReaders: true,
 }
 
 // Placeholders for the first names and values of an expression, made once.
@@ -165,6 +166,7 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 		u.set(e, k.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.Expires.Unix(), 10)})
 	}
 	u.optional(e, attrHandedTo, rec.HandedTo)
+	u.remove(e, attrReaders) // a row held by one holder has no readers
 	if rec.HandedTo != "" && !acquiring {
 		// A hand-over is nobody's acquisition: no guard or Fence
 		// conditioned on an earlier one may pass on it.
@@ -210,14 +212,19 @@ type updateClauses struct {
 }
 
 func (u *updateClauses) set(e *expression, attr string, v types.AttributeValue) {
+	u.setPath(e.name(attr), e.value(v))
+}
+
+// setPath adds a SET clause of a document path to a value placeholder.
+func (u *updateClauses) setPath(path, value string) {
 	if u.sets.Len() == 0 {
 		u.sets.Grow(256)
 	} else {
 		u.sets.WriteString(", ")
 	}
-	u.sets.WriteString(e.name(attr))
+	u.sets.WriteString(path)
 	u.sets.WriteString(" = ")
-	u.sets.WriteString(e.value(v))
+	u.sets.WriteString(value)
 }
 
 func (u *updateClauses) remove(e *expression, attr string) { u.removePath(e.name(attr)) }

@@ -89,6 +89,9 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 	if it.Queue, err = decodeQueue(item); err != nil {
 		return it, err
 	}
+	if it.Readers, err = decodeReaders(item, it.HeldByReaders()); err != nil {
+		return it, err
+	}
 	for name, v := range item {
 		if k.reserved(name) {
 			continue

@@ -101,6 +101,13 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"QueueLeave", testStoreQueueLeave},
 		{"QueueHandOver", testStoreQueueHandOver},
 		{"QueueFull", testStoreQueueFull},
+		{"ShareReadersCome", testStoreShareReaders},
+		{"ShareLastReaderReleases", testStoreShareEnd},
+		{"ShareRespectsWriters", testStoreShareWriters},
+		{"ShareTakeOnRVN", testStoreShareTake},
+		{"ShareKeepsTokenAndData", testStoreShareKeeps},
+		{"ShareMissingAndInvalid", testStoreShareInvalid},
+		{"ShareConcurrentJoinsAllLand", testStoreShareConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,8 @@ func asTakeover(it resourcelock.Item) resourcelock.Precondition {
 // attribute maps are the same.
 func sameStoreItem(a, b resourcelock.Item) bool {
 	return a.Key == b.Key && record.Equal(a.Record, b.Record) && a.Expires.Equal(b.Expires) &&
-		sameAttributeValues(a.Attributes, b.Attributes) && slices.Equal(a.Queue, b.Queue)
+		sameAttributeValues(a.Attributes, b.Attributes) && slices.Equal(a.Queue, b.Queue) &&
+		slices.Equal(a.Readers, b.Readers)
 }
 
 func sameAttributeValues(a, b map[string]any) bool {

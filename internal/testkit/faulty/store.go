@@ -77,11 +77,18 @@ func (f *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisi
 // CanFence forwards the wrapped store's CanFence.
 func (f *Store) CanFence() bool { return f.inner.CanFence() }
 
-// OpJoin and OpLeave name Store.Join and Store.Leave.
+// OpJoin, OpLeave and OpShare name Store.Join, Store.Leave and
+// Store.Share.
 const (
 	OpJoin  Op = "Join"
 	OpLeave Op = "Leave"
+	OpShare Op = "Share"
 )
+
+// Share passes through the wrapped store, subject to faults for OpShare.
+func (f *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {
+	return f.item(ctx, OpShare, func() (resourcelock.Item, error) { return f.inner.Share(context.WithoutCancel(ctx), key, w) })
+}
 
 // Join passes through the wrapped store, subject to faults for OpJoin.
 func (f *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.Waiter) (resourcelock.Item, error) {

@@ -1,0 +1,149 @@
+package dynamodbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// The readers of a row: a map (M) from each reader's ticket to its entry, a
+// map with the reader's owner name, lease in milliseconds and the entry's
+// RVN. A ticket is a map key, so a renewal or a leave names its entry by
+// path without knowing its place, and readers never conflict on it.
+const (
+	readerIdentity = "o" // S
+	readerLease    = "l" // N, milliseconds
+	readerRVN      = "r" // S
+)
+
+// encodeReader returns r as an entry of the readers map.
+func encodeReader(r resourcelock.Reader) types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		readerIdentity: s(r.Identity),
+		readerLease:    &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Lease.Milliseconds(), 10)},
+		readerRVN:      s(r.RVN),
+	}}
+}
+
+// decodeReaders reads the readers attribute of a row held by readers, in
+// ticket order; any other row has none (an older client's write may leave
+// entries behind, which mean nothing once the row is not the readers').
+func decodeReaders(item map[string]types.AttributeValue, held bool) ([]resourcelock.Reader, error) {
+	v, ok := item[attrReaders]
+	if !ok || !held {
+		return nil, nil
+	}
+	m, ok := v.(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, wrongType(attrReaders, "M", v)
+	}
+	if len(m.Value) == 0 {
+		return nil, nil
+	}
+	readers := make([]resourcelock.Reader, 0, len(m.Value))
+	for ticket, e := range m.Value {
+		em, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, wrongType(attrReaders+"."+ticket, "M", e)
+		}
+		o, _ := em.Value[readerIdentity].(*types.AttributeValueMemberS)
+		n, _ := em.Value[readerLease].(*types.AttributeValueMemberN)
+		r, _ := em.Value[readerRVN].(*types.AttributeValueMemberS)
+		if o == nil || n == nil || r == nil {
+			return nil, fmt.Errorf("%w: invalid record: %s.%s lacks an owner, lease or RVN", resourcelock.ErrPermanent, attrReaders, ticket)
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || ms <= 0 || ms > record.MaxLeaseDuration.Milliseconds() {
+			return nil, fmt.Errorf("%w: invalid record: %s.%s lease %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrReaders, ticket, n.Value)
+		}
+		readers = append(readers, resourcelock.Reader{Ticket: ticket, Identity: o.Value, Lease: time.Duration(ms) * time.Millisecond, RVN: r.Value})
+	}
+	sort.Slice(readers, func(i, j int) bool { return readers[i].Ticket < readers[j].Ticket })
+	return readers, nil
+}
+
+// Share writes one change of the row's readers with one UpdateItem.
+func (d *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {
+	if err := d.keys.checkKey(key); err != nil {
+		return resourcelock.Item{}, err
+	}
+	w, err := record.PrepareShare(w)
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	if !w.Expires.IsZero() && d.keys.ttl == "" {
+		return resourcelock.Item{}, fmt.Errorf("%w: a TTL was given but the store has no TTL attribute", dynalease.ErrInvalid)
+	}
+	e := newExpression()
+	update, cond := d.shareExpressions(e, w)
+	it, err := d.update(ctx, key, "share", e, update, cond)
+	if _, found := resourcelock.CurrentItem(err); errors.Is(err, resourcelock.ErrConflict) && !found && w.Op != resourcelock.ShareBegin {
+		// A failed condition answers with the row when there is one.
+		return it, fmt.Errorf("%s: share: %w", d.describeKey(key), resourcelock.ErrNotFound)
+	}
+	return it, err
+}
+
+// shareExpressions returns the update and condition expressions of w.
+func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, cond string) {
+	var u updateClauses
+	readers := e.name(attrReaders)
+	entry := func() string { return readers + "." + e.name(w.Reader.Ticket) }
+	u.set(e, attrRVN, s(w.RVN))
+	u.time(e, attrRenewTime, w.Time)
+	switch {
+	case d.keys.ttl == "":
+	case w.Expires.IsZero():
+		u.remove(e, d.keys.ttl)
+	default:
+		u.set(e, d.keys.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(w.Expires.Unix(), 10)})
+	}
+	if w.Op != resourcelock.ShareLeave && w.Op != resourcelock.ShareEnd {
+		u.set(e, attrLease, s(strconv.FormatInt(w.Lease.Milliseconds(), 10)))
+	}
+	held := func() string {
+		return e.name(attrOwner) + " = " + e.value(s(resourcelock.ReadersHolder)) +
+			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
+	}
+	own := func() string { return held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect)) }
+	switch w.Op {
+	case resourcelock.ShareBegin, resourcelock.ShareTake:
+		u.set(e, attrOwner, s(resourcelock.ReadersHolder))
+		u.time(e, attrAcquireTime, w.Time)
+		u.set(e, attrReaders, &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{w.Reader.Ticket: encodeReader(w.Reader)}})
+		u.remove(e, attrReleased)
+		u.remove(e, attrHandedTo)
+		if w.Op == resourcelock.ShareBegin {
+			cond = d.keys.createCondition(e)
+		} else {
+			cond = "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND " + e.name(attrRVN) + " = " + e.value(s(w.Expect))
+			cond = withDequeue(e, cond, &resourcelock.Dequeue{Tickets: w.Dequeue})
+			dequeueRemoves(&u, e, &resourcelock.Dequeue{Tickets: w.Dequeue})
+		}
+	case resourcelock.ShareJoin:
+		u.setPath(entry(), e.value(encodeReader(w.Reader)))
+		q := e.name(attrQueue)
+		cond = held() + " AND (attribute_not_exists(" + q + ") OR size(" + q + ") = " + e.value(&types.AttributeValueMemberN{Value: "0"}) + ")" +
+			" AND size(" + readers + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(resourcelock.MaxReaders)})
+	case resourcelock.ShareRenew:
+		u.setPath(entry(), e.value(encodeReader(w.Reader)))
+		cond = own()
+	case resourcelock.ShareLeave:
+		u.removePath(entry())
+		cond = own() + " AND size(" + readers + ") > " + e.value(&types.AttributeValueMemberN{Value: "1"})
+	case resourcelock.ShareEnd:
+		u.remove(e, attrReaders)
+		u.set(e, attrReleased, s(releasedValue))
+		cond = own() + " AND size(" + readers + ") = " + e.value(&types.AttributeValueMemberN{Value: "1"})
+	}
+	return u.expression(""), cond
+}

@@ -1,0 +1,100 @@
+package memorystore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Share writes one change of the readers of the row at key.
+func (s *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {
+	if err := record.CheckKey(key); err != nil {
+		return resourcelock.Item{}, err
+	}
+	w, err := record.PrepareShare(w)
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return resourcelock.Item{}, fmt.Errorf("memory/%s: share: %w", key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.items[key]
+	if !ok && w.Op != resourcelock.ShareBegin {
+		return resourcelock.Item{}, fmt.Errorf("memory/%s: share: %w", key, resourcelock.ErrNotFound)
+	}
+	if !shareAdmits(cur, ok, w) {
+		return resourcelock.Item{}, conflict(key, "share", cur, ok)
+	}
+	next := shareApplied(record.Clone(cur), ok, key, w)
+	s.items[key] = next
+	return record.Clone(next), nil
+}
+
+// shareAdmits reports whether the condition of the change w holds on the
+// row cur (ok when there is one).
+func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
+	i := cur.ReaderPlace(w.Reader.Ticket)
+	own := ok && cur.HeldByReaders() && i >= 0 && cur.Readers[i].RVN == w.Expect
+	switch w.Op {
+	case resourcelock.ShareBegin:
+		return !ok || cur.Free()
+	case resourcelock.ShareJoin:
+		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) < resourcelock.MaxReaders
+	case resourcelock.ShareTake:
+		return cur.RVN == w.Expect && len(cur.Queue) >= len(w.Dequeue) &&
+			record.QueueMatches(cur.Queue, &resourcelock.Dequeue{Tickets: w.Dequeue})
+	case resourcelock.ShareRenew:
+		return own
+	case resourcelock.ShareLeave:
+		return own && len(cur.Readers) > 1
+	case resourcelock.ShareEnd:
+		return own && len(cur.Readers) == 1
+	}
+	return false
+}
+
+// shareApplied returns the row cur (ok when there is one) after the
+// change w, whose condition held.
+func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resourcelock.Share) resourcelock.Item {
+	if !ok {
+		cur = resourcelock.Item{Key: key}
+	}
+	switch w.Op {
+	case resourcelock.ShareBegin, resourcelock.ShareTake:
+		cur.HolderIdentity, cur.Released, cur.HandedTo = resourcelock.ReadersHolder, false, ""
+		cur.AcquireTime = w.Time
+		cur.Readers = []resourcelock.Reader{w.Reader}
+		cur.Queue = slices.Clone(cur.Queue[len(w.Dequeue):])
+		if len(cur.Queue) == 0 {
+			cur.Queue = nil
+		}
+	case resourcelock.ShareJoin, resourcelock.ShareRenew:
+		cur.Readers = withReader(cur.Readers, w.Reader)
+	case resourcelock.ShareLeave:
+		cur.Readers = slices.Delete(cur.Readers, cur.ReaderPlace(w.Reader.Ticket), cur.ReaderPlace(w.Reader.Ticket)+1)
+	case resourcelock.ShareEnd:
+		cur.Readers, cur.Released = nil, true
+	}
+	if w.Op != resourcelock.ShareLeave && w.Op != resourcelock.ShareEnd {
+		cur.LeaseDuration = w.Lease
+	}
+	cur.RVN, cur.RenewTime, cur.Expires = w.RVN, w.Time, w.Expires
+	return cur
+}
+
+// withReader returns readers with r in ticket order, replacing an entry
+// of its ticket.
+func withReader(readers []resourcelock.Reader, r resourcelock.Reader) []resourcelock.Reader {
+	i, found := slices.BinarySearchFunc(readers, r.Ticket, func(e resourcelock.Reader, t string) int { return strings.Compare(e.Ticket, t) })
+	if found {
+		readers[i] = r
+		return readers
+	}
+	return slices.Insert(readers, i, r)
+}

@@ -1,0 +1,278 @@
+package resourcelocktest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// reader returns a reader entry for identity with a fresh ticket and RVN.
+func reader(identity string, lease time.Duration) resourcelock.Reader {
+	return resourcelock.Reader{Ticket: uuid.NewString(), Identity: identity, Lease: lease, RVN: uuid.NewString()}
+}
+
+// share returns the change op of r's entry, expecting expect.
+func share(op resourcelock.ShareOp, r resourcelock.Reader, expect string) resourcelock.Share {
+	return resourcelock.Share{Op: op, Reader: r, Expect: expect, RVN: uuid.NewString(), Lease: r.Lease, Time: wallClock}
+}
+
+// mustShare sends w at k, which must land, checks that the row it returns
+// is what a Get returns and carries w's RVN, and returns it.
+func mustShare(t *testing.T, s resourcelock.Store, k resourcelock.Key, w resourcelock.Share) resourcelock.Item {
+	t.Helper()
+	it, err := s.Share(ctx(t), k, w)
+	if err != nil {
+		t.Fatalf("Share %d of %s at %s: %v", w.Op, w.Reader.Identity, k, err)
+	}
+	if it.RVN != w.RVN {
+		t.Fatalf("Share %d: row RVN %q, want the write's %q", w.Op, it.RVN, w.RVN)
+	}
+	wantStoredItem(t, fmt.Sprintf("after Share %d", w.Op), s, k, it)
+	return it
+}
+
+// wantReaders fails unless it is held by readers with exactly want, in
+// ticket order.
+func wantReaders(t *testing.T, what string, it resourcelock.Item, want ...resourcelock.Reader) {
+	t.Helper()
+	want = slices.Clone(want)
+	slices.SortFunc(want, func(a, b resourcelock.Reader) int { return strings.Compare(a.Ticket, b.Ticket) })
+	if !it.HeldByReaders() || it.HolderIdentity != resourcelock.ReadersHolder {
+		t.Fatalf("%s: row held by %q (released %v), want held by readers", what, it.HolderIdentity, it.Released)
+	}
+	if !slices.Equal(it.Readers, want) {
+		t.Fatalf("%s: readers %+v, want %+v", what, it.Readers, want)
+	}
+}
+
+// renewed returns r with a fresh RVN.
+func renewed(r resourcelock.Reader) resourcelock.Reader {
+	r.RVN = uuid.NewString()
+	return r
+}
+
+func testStoreShareReaders(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share")
+	a, b := reader("a", 2*time.Second), reader("b", 3*time.Second)
+	w := share(resourcelock.ShareBegin, a, "")
+	got := mustShare(t, s, k, w)
+	wantReaders(t, "a ShareBegin of a missing row", got, a)
+	if got.LeaseDuration != a.Lease || !got.AcquireTime.Equal(wallClock) || !got.RenewTime.Equal(wallClock) || got.Acquisitions != 0 {
+		t.Fatalf("ShareBegin's row: %+v; want a's lease, the write's time, no acquisition counted", got.Record)
+	}
+	_, err := s.Share(ctx(t), k, share(resourcelock.ShareBegin, b, ""))
+	wantConflict(t, "ShareBegin of a row held by readers", err)
+
+	got = mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	wantReaders(t, "after b joined", got, a, b)
+	if got.LeaseDuration != b.Lease {
+		t.Fatalf("row lease %v after b joined, want the write's %v", got.LeaseDuration, b.Lease)
+	}
+
+	a2 := renewed(a)
+	wa := share(resourcelock.ShareRenew, a2, a.RVN)
+	wa.Lease = 3 * time.Second
+	got = mustShare(t, s, k, wa)
+	wantReaders(t, "after a renewed", got, a2, b)
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareRenew, renewed(a), a.RVN))
+	wantConflict(t, "ShareRenew at the entry's old RVN", err)
+	if cur, ok := resourcelock.CurrentItem(err); ok && !sameStoreItem(cur, got) {
+		t.Fatalf("ShareRenew's conflict carries %s, want %s", formatStoreItem(cur), formatStoreItem(got))
+	}
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareRenew, reader("c", time.Second), "x"))
+	wantConflict(t, "ShareRenew of an entry the row lacks", err)
+
+	got = mustShare(t, s, k, share(resourcelock.ShareLeave, b, b.RVN))
+	wantReaders(t, "after b left", got, a2)
+	if got.LeaseDuration != 3*time.Second {
+		t.Fatalf("row lease %v after a leave, want it kept (3s)", got.LeaseDuration)
+	}
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareLeave, a2, a2.RVN))
+	wantConflict(t, "ShareLeave of the last entry", err)
+}
+
+func testStoreShareEnd(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-end")
+	a, b := reader("a", time.Second), reader("b", time.Second)
+	mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	_, err := s.Share(ctx(t), k, share(resourcelock.ShareEnd, a, a.RVN))
+	wantConflict(t, "ShareEnd of one of two entries", err)
+	mustShare(t, s, k, share(resourcelock.ShareLeave, a, a.RVN))
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareEnd, b, "x"))
+	wantConflict(t, "ShareEnd at another RVN", err)
+	got := mustShare(t, s, k, share(resourcelock.ShareEnd, b, b.RVN))
+	if !got.Released || got.HeldByReaders() || got.Readers != nil || !got.Free() {
+		t.Fatalf("after the last reader ended: %s; want a free row without readers", formatStoreItem(got))
+	}
+	// Free: a writer takes it, and a reader begins again.
+	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
+	if held.Acquisitions != 1 || held.Readers != nil {
+		t.Fatalf("a writer's Create after the readers: %s; want the first acquisition, no readers", formatStoreItem(held))
+	}
+	rel := mustUpdate(t, s, k, asHolder(held), releasedBy("w"), resourcelock.WriteOptions{})
+	c := reader("c", time.Second)
+	got = mustShare(t, s, k, share(resourcelock.ShareBegin, c, ""))
+	wantReaders(t, "a ShareBegin of a released row", got, c)
+	if got.AcquisitionID != rel.AcquisitionID || got.Acquisitions != rel.Acquisitions {
+		t.Fatalf("ShareBegin's row: %+v; want the writer's acquisition kept", got.Record)
+	}
+}
+
+func testStoreShareWriters(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-writers")
+	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
+	a := reader("a", time.Second)
+	for _, op := range []resourcelock.ShareOp{resourcelock.ShareBegin, resourcelock.ShareJoin} {
+		_, err := s.Share(ctx(t), k, share(op, a, ""))
+		wantConflict(t, fmt.Sprintf("Share %d of a row a writer holds", op), err)
+	}
+	mustJoin(t, s, k, waiter("v"))
+	mustUpdate(t, s, k, asHolder(held), releasedBy("w"), resourcelock.WriteOptions{})
+	_, err := s.Share(ctx(t), k, share(resourcelock.ShareBegin, a, ""))
+	wantConflict(t, "ShareBegin of a released row with a writer queued", err)
+
+	k = storeKey("share-writers-wait")
+	mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	_, err = s.Create(ctx(t), k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
+	wantConflict(t, "a writer's Create of a row held by readers", err)
+	v := waiter("v")
+	got := mustJoin(t, s, k, v)
+	wantReaders(t, "a writer queued behind the readers", got, a)
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareJoin, reader("b", time.Second), ""))
+	wantConflict(t, "ShareJoin while a writer waits", err)
+	a2 := renewed(a)
+	got = mustShare(t, s, k, share(resourcelock.ShareRenew, a2, a.RVN))
+	wantQueue(t, "a reader's renewal", got, v)
+	// A writer takes the row over at its RVN: the readers are gone.
+	taken := mustUpdate(t, s, k, asTakeover(got), heldBy("w", time.Second, ""), resourcelock.WriteOptions{Dequeue: &resourcelock.Dequeue{Tickets: []string{v.Ticket}}})
+	if taken.Readers != nil || len(taken.Queue) != 0 || taken.HolderIdentity != "w" {
+		t.Fatalf("a writer's takeover of the readers' row: %s; want w holding, no readers, no queue", formatStoreItem(taken))
+	}
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareRenew, renewed(a2), a2.RVN))
+	wantConflict(t, "a reader's renewal after a writer took the row", err)
+	_, err = s.Share(ctx(t), k, share(resourcelock.ShareEnd, a2, a2.RVN))
+	wantConflict(t, "a reader's end after a writer took the row", err)
+}
+
+func testStoreShareTake(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-take")
+	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
+	v, u := waiter("v"), waiter("u")
+	mustJoin(t, s, k, v)
+	got := mustJoin(t, s, k, u)
+	a := reader("a", time.Second)
+	w := share(resourcelock.ShareTake, a, "x")
+	_, err := s.Share(ctx(t), k, w)
+	wantConflict(t, "ShareTake at another RVN", err)
+	w = share(resourcelock.ShareTake, a, held.RVN)
+	w.Dequeue = []string{u.Ticket}
+	_, err = s.Share(ctx(t), k, w)
+	wantConflict(t, "ShareTake dequeuing a waiter that is not the queue's head", err)
+	w.Dequeue = []string{v.Ticket}
+	got = mustShare(t, s, k, w)
+	wantReaders(t, "after ShareTake", got, a)
+	wantQueue(t, "after ShareTake", got, u)
+	if got.Acquisitions != held.Acquisitions || got.AcquisitionID != held.AcquisitionID {
+		t.Fatalf("ShareTake's row: %+v; want no acquisition counted", got.Record)
+	}
+	// A take over readers (all of them silent) leaves the taker alone.
+	b := reader("b", time.Second)
+	mustLeave(t, s, k, u.Ticket)
+	mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	cur := mustGetItem(t, s, k)
+	c := reader("c", time.Second)
+	got = mustShare(t, s, k, share(resourcelock.ShareTake, c, cur.RVN))
+	wantReaders(t, "a ShareTake of a row of silent readers", got, c)
+}
+
+// mustLeave takes ticket, at the head of the queue at k, out of it.
+func mustLeave(t *testing.T, s resourcelock.Store, k resourcelock.Key, ticket string) {
+	t.Helper()
+	if _, err := s.Leave(ctx(t), k, ticket, 0); err != nil {
+		t.Fatalf("Leave: %v", err)
+	}
+}
+
+func testStoreShareKeeps(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-keeps")
+	held := mustCreate(t, s, k, heldBy("w", time.Second, "w's data"), resourcelock.WriteOptions{})
+	if s.CanFence() {
+		var err error
+		if held, err = s.Fence(ctx(t), k, "w", held.AcquisitionID); err != nil {
+			t.Fatalf("Fence: %v", err)
+		}
+	}
+	rel := releasedBy("w")
+	rel.Data = held.Data
+	released := mustUpdate(t, s, k, asHolder(held), rel, resourcelock.WriteOptions{})
+	a := reader("a", time.Second)
+	got := mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	got2 := mustShare(t, s, k, share(resourcelock.ShareRenew, renewed(a), a.RVN))
+	for _, it := range []resourcelock.Item{got, got2} {
+		if it.Acquisitions != released.Acquisitions || it.FenceGeneration != released.FenceGeneration ||
+			string(it.Data) != "w's data" || it.AcquisitionID != released.AcquisitionID {
+			t.Fatalf("a reader's row: %s; want the writer's token (%d, %d), acquisition and data kept", formatStoreItem(it), released.FenceGeneration, released.Acquisitions)
+		}
+	}
+}
+
+func testStoreShareInvalid(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-missing")
+	a := reader("a", time.Second)
+	for _, op := range []resourcelock.ShareOp{resourcelock.ShareJoin, resourcelock.ShareTake, resourcelock.ShareRenew, resourcelock.ShareLeave, resourcelock.ShareEnd} {
+		_, err := s.Share(ctx(t), k, share(op, a, "x"))
+		if !errors.Is(err, resourcelock.ErrNotFound) {
+			t.Fatalf("Share %d of a missing row: %v, want ErrNotFound", op, err)
+		}
+	}
+	wantNoItem(t, "after Shares of a missing row", s, k)
+	bad := map[string]resourcelock.Share{
+		"no change":                 {Reader: a, RVN: "r", Lease: time.Second},
+		"an unknown change":         {Op: 99, Reader: a, RVN: "r", Lease: time.Second},
+		"no ticket":                 {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Identity: "a", Lease: time.Second, RVN: "e"}, RVN: "r", Lease: time.Second},
+		"no identity":               {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Lease: time.Second, RVN: "e"}, RVN: "r", Lease: time.Second},
+		"no entry RVN":              {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", Lease: time.Second}, RVN: "r", Lease: time.Second},
+		"no lease":                  {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", RVN: "e"}, RVN: "r", Lease: time.Second},
+		"a row lease short":         {Op: resourcelock.ShareBegin, Reader: a, RVN: "r", Lease: time.Millisecond},
+		"no row RVN":                {Op: resourcelock.ShareBegin, Reader: a, Lease: time.Second},
+		"a renewal expects nothing": {Op: resourcelock.ShareRenew, Reader: a, RVN: "r", Lease: time.Second},
+		"a join dequeues":           {Op: resourcelock.ShareJoin, Reader: a, RVN: "r", Lease: time.Second, Dequeue: []string{"x"}},
+	}
+	for what, w := range bad {
+		if _, err := s.Share(ctx(t), k, w); !errors.Is(err, dynalease.ErrInvalid) {
+			t.Errorf("Share with %s: %v, want ErrInvalid", what, err)
+		}
+	}
+	wantNoItem(t, "after refused Shares", s, k)
+}
+
+func testStoreShareConcurrent(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-concurrent")
+	first := reader("first", time.Second)
+	mustShare(t, s, k, share(resourcelock.ShareBegin, first, ""))
+	const n = 8
+	readers := make([]resourcelock.Reader, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range readers {
+		readers[i] = reader(fmt.Sprintf("r%d", i), time.Second)
+		wg.Go(func() { _, errs[i] = s.Share(ctx(t), k, share(resourcelock.ShareJoin, readers[i], "")) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("join %d: %v; readers never conflict with each other", i, err)
+		}
+	}
+	wantReaders(t, "after concurrent joins", mustGetItem(t, s, k), append(readers, first)...)
+}

@@ -1,0 +1,106 @@
+package resourcelock
+
+import "time"
+
+// ReadersHolder is the HolderIdentity of a row held by readers: shared
+// holders, each an entry of Item.Readers. To a client that knows nothing of
+// readers (the AWS Java lock client, an older dynalease) such a row is held
+// by this identity, and every reader's write gives it a fresh RVN.
+const ReadersHolder = "dynalease:readers"
+
+// MaxReaders is the most entries a row's readers hold: a join to a row
+// with that many is refused. About 200 bytes an entry keeps the row well
+// within DynamoDB's 400 KB item.
+const MaxReaders = 1000
+
+// HeldByReaders reports whether the row is held by readers: named
+// ReadersHolder and not released.
+func (it Item) HeldByReaders() bool { return it.HolderIdentity == ReadersHolder && !it.Released }
+
+// Reader is one entry of a row's readers: one shared hold of the row.
+//
+// An entry is advice for nobody but its writer: a reader holds only while
+// writes of its own RVN land, as any holder does, and a writer takes the
+// row from readers only by a write conditioned on the row's RVN (see
+// Share).
+type Reader struct {
+	// Ticket names this one hold: a fresh unique string (a UUID).
+	Ticket string
+	// Identity is the reader's holder identity.
+	Identity string
+	// Lease is how long the reader claims its hold after each write of
+	// its entry, as measured by others from the moment they observe it.
+	Lease time.Duration
+	// RVN is the entry's record version number, fresh on each write of
+	// the entry.
+	RVN string
+}
+
+// ShareOp is what a Share does to the row's readers.
+type ShareOp uint8
+
+const (
+	// ShareBegin begins a read hold on a row that is missing or free
+	// (Item.Free): the row becomes held by readers, with Reader its only
+	// entry (entries an earlier write left are dropped), and AcquireTime
+	// is set to the write's Time.
+	ShareBegin ShareOp = iota + 1
+	// ShareJoin adds Reader to a row held by readers whose queue is
+	// empty (no writer waits) and that has fewer than MaxReaders
+	// entries.
+	ShareJoin
+	// ShareTake takes over a row that carries the RVN Expect, whoever
+	// holds it (its RVN having stayed unchanged for its lease, as any
+	// takeover's): the row becomes held by readers with Reader its only
+	// entry, and the queue entries Dequeue names, which the queue must
+	// begin with, leave the queue.
+	ShareTake
+	// ShareRenew writes Reader's entry (its new RVN and lease) on a row
+	// held by readers where the entry carries the RVN Expect.
+	ShareRenew
+	// ShareLeave removes Reader's entry, which must carry the RVN Expect,
+	// from a row held by readers that has other entries too.
+	ShareLeave
+	// ShareEnd removes Reader's entry, which must carry the RVN Expect and
+	// be the row's only one, and marks the row released.
+	ShareEnd
+)
+
+// Share is one change of a row's readers (Store.Share). Every Share gives
+// the row a fresh RVN, so that a writer that watches the row's RVN sees
+// every reader's write; none counts an acquisition, and the row's
+// Acquisitions, FenceGeneration, AcquisitionID, Data and Attributes stay
+// as they are (a reader's fencing token is the last writer's).
+type Share struct {
+	Op ShareOp
+	// Reader is the entry written (Begin, Join, Take, Renew: with its new
+	// RVN) or removed (Leave, End: its Ticket).
+	Reader Reader
+	// Expect is the RVN the entry must carry (Renew, Leave, End), or the
+	// row (Take).
+	Expect string
+	// RVN is the row's new RVN.
+	RVN string
+	// Lease is the row's LeaseDuration after the write: at least
+	// Reader.Lease, and the longest lease of the entries the writer saw,
+	// so that a client that watches only the row waits out every reader.
+	Lease time.Duration
+	// Dequeue names the queue entries a Take removes (its head first).
+	Dequeue []string
+	// Time is the writer's wall-clock time: the row's RenewTime.
+	Time time.Time
+	// Expires sets the row's TTL (rounded up to whole seconds); the zero
+	// time removes it.
+	Expires time.Time
+}
+
+// ReaderPlace returns the index of the entry of ticket in it's readers,
+// and -1 when it has none.
+func (it Item) ReaderPlace(ticket string) int {
+	for i, r := range it.Readers {
+		if r.Ticket == ticket {
+			return i
+		}
+	}
+	return -1
+}

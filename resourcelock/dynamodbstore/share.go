@@ -114,7 +114,9 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 		return e.name(attrOwner) + " = " + e.value(s(resourcelock.ReadersHolder)) +
 			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
 	}
-	own := func() string { return held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect)) }
+	own := func() string {
+		return held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
+	}
 	switch w.Op {
 	case resourcelock.ShareBegin, resourcelock.ShareTake:
 		u.set(e, attrOwner, s(resourcelock.ReadersHolder))

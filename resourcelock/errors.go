@@ -81,6 +81,7 @@ func CurrentItem(err error) (Item, bool) {
 	it := *ce.current
 	it.Attributes, it.Numbers = maps.Clone(it.Attributes), maps.Clone(it.Numbers)
 	it.Queue, it.Data = slices.Clone(it.Queue), slices.Clone(it.Data)
+	it.Readers = slices.Clone(it.Readers)
 	return it, true
 }
 

@@ -42,21 +42,24 @@ type ShareOp uint8
 const (
 	// ShareBegin begins a read hold on a row that is missing or free
 	// (Item.Free): the row becomes held by readers, with Reader its only
-	// entry (entries an earlier write left are dropped), and AcquireTime
-	// is set to the write's Time.
+	// entry (entries an earlier write left are dropped), its
+	// LeaseDuration Reader.Lease, and AcquireTime the write's Time.
 	ShareBegin ShareOp = iota + 1
 	// ShareJoin adds Reader to a row held by readers whose queue is
-	// empty (no writer waits) and that has fewer than MaxReaders
-	// entries.
+	// empty (no writer waits), that has fewer than MaxReaders entries and
+	// whose LeaseDuration is SeenLease; the row's LeaseDuration becomes
+	// the longer of SeenLease and Reader.Lease.
 	ShareJoin
 	// ShareTake takes over a row that carries the RVN Expect, whoever
 	// holds it (its RVN having stayed unchanged for its lease, as any
 	// takeover's): the row becomes held by readers with Reader its only
 	// entry, and the queue entries Dequeue names, which the queue must
-	// begin with, leave the queue.
+	// begin with, leave the queue. Its LeaseDuration becomes
+	// Reader.Lease.
 	ShareTake
-	// ShareRenew writes Reader's entry (its new RVN and lease) on a row
-	// held by readers where the entry carries the RVN Expect.
+	// ShareRenew gives Reader's entry its new RVN (Reader.RVN; the entry
+	// keeps its lease) on a row held by readers where the entry carries
+	// the RVN Expect.
 	ShareRenew
 	// ShareLeave removes Reader's entry, which must carry the RVN Expect,
 	// from a row held by readers that has other entries too.
@@ -71,6 +74,12 @@ const (
 // every reader's write; none counts an acquisition, and the row's
 // Acquisitions, FenceGeneration, AcquisitionID, Data and Attributes stay
 // as they are (a reader's fencing token is the last writer's).
+//
+// While a row is held by readers its LeaseDuration is at least every
+// entry's lease: set by the write that begins the hold, raised by joins
+// (which are conditioned on the lease they raise), kept by every other
+// change. So a client that knows nothing of readers, and watches the
+// row's RVN for the row's lease, waits out every live reader.
 type Share struct {
 	Op ShareOp
 	// Reader is the entry written (Begin, Join, Take, Renew: with its new
@@ -81,10 +90,8 @@ type Share struct {
 	Expect string
 	// RVN is the row's new RVN.
 	RVN string
-	// Lease is the row's LeaseDuration after the write: at least
-	// Reader.Lease, and the longest lease of the entries the writer saw,
-	// so that a client that watches only the row waits out every reader.
-	Lease time.Duration
+	// SeenLease is the row's LeaseDuration that a join expects.
+	SeenLease time.Duration
 	// Dequeue names the queue entries a Take removes (its head first).
 	Dequeue []string
 	// Time is the writer's wall-clock time: the row's RenewTime.

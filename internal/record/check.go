@@ -80,7 +80,7 @@ func PrepareShare(w resourcelock.Share) (resourcelock.Share, error) {
 		return resourcelock.Share{}, err
 	}
 	w.Reader.Lease = roundUpToMillisecond(w.Reader.Lease)
-	w.Lease = roundUpToMillisecond(w.Lease)
+	w.SeenLease = roundUpToMillisecond(w.SeenLease)
 	w.Time = normalizeTime(w.Time)
 	w.Expires = ExpiresSeconds(w.Expires)
 	return w, nil
@@ -88,7 +88,7 @@ func PrepareShare(w resourcelock.Share) (resourcelock.Share, error) {
 
 // checkShare reports whether w can be sent: a known change, a reader
 // with a ticket, an identity within MaxIdentityBytes, a lease and an RVN,
-// the row's new RVN and a lease at least the reader's, an expected RVN
+// the row's new RVN, a join's seen lease, an expected RVN
 // where the change needs one, a Dequeue only on a take, and times that
 // can be stored.
 func checkShare(w resourcelock.Share) error {
@@ -112,8 +112,8 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("reader entry has no RVN")
 	case writes && (r.Lease <= 0 || r.Lease > MaxLeaseDuration):
 		return invalid("reader lease %v is not within (0, %v]", r.Lease, MaxLeaseDuration)
-	case writes && (w.Lease < r.Lease || w.Lease > MaxLeaseDuration):
-		return invalid("share's row lease %v is not within [%v, %v]", w.Lease, r.Lease, MaxLeaseDuration)
+	case op == resourcelock.ShareJoin && (w.SeenLease <= 0 || w.SeenLease > MaxLeaseDuration):
+		return invalid("join's seen lease %v is not within (0, %v]", w.SeenLease, MaxLeaseDuration)
 	case !w.Expires.IsZero() && (w.Expires.Year() < 1970 || w.Expires.Year() > 9999):
 		return invalid("TTL %v is not a plausible epoch time", w.Expires)
 	}

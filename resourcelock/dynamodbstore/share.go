@@ -71,6 +71,11 @@ func decodeReaders(item map[string]types.AttributeValue, held bool) ([]resourcel
 	return readers, nil
 }
 
+// leaseValue returns a lease as the leaseDuration attribute keeps it.
+func leaseValue(d time.Duration) types.AttributeValue {
+	return s(strconv.FormatInt(d.Milliseconds(), 10))
+}
+
 // Share writes one change of the row's readers with one UpdateItem.
 func (d *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {
 	if err := d.keys.checkKey(key); err != nil {
@@ -107,9 +112,6 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	default:
 		u.set(e, d.keys.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(w.Expires.Unix(), 10)})
 	}
-	if w.Op != resourcelock.ShareLeave && w.Op != resourcelock.ShareEnd {
-		u.set(e, attrLease, s(strconv.FormatInt(w.Lease.Milliseconds(), 10)))
-	}
 	held := func() string {
 		return e.name(attrOwner) + " = " + e.value(s(resourcelock.ReadersHolder)) +
 			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
@@ -120,6 +122,7 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	switch w.Op {
 	case resourcelock.ShareBegin, resourcelock.ShareTake:
 		u.set(e, attrOwner, s(resourcelock.ReadersHolder))
+		u.set(e, attrLease, leaseValue(w.Reader.Lease))
 		u.time(e, attrAcquireTime, w.Time)
 		u.set(e, attrReaders, &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{w.Reader.Ticket: encodeReader(w.Reader)}})
 		u.remove(e, attrReleased)
@@ -133,11 +136,13 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 		}
 	case resourcelock.ShareJoin:
 		u.setPath(entry(), e.value(encodeReader(w.Reader)))
+		u.set(e, attrLease, leaseValue(max(w.SeenLease, w.Reader.Lease)))
 		q := e.name(attrQueue)
-		cond = held() + " AND (attribute_not_exists(" + q + ") OR size(" + q + ") = " + e.value(&types.AttributeValueMemberN{Value: "0"}) + ")" +
+		cond = held() + " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease)) +
+			" AND (attribute_not_exists(" + q + ") OR size(" + q + ") = " + e.value(&types.AttributeValueMemberN{Value: "0"}) + ")" +
 			" AND size(" + readers + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(resourcelock.MaxReaders)})
 	case resourcelock.ShareRenew:
-		u.setPath(entry(), e.value(encodeReader(w.Reader)))
+		u.setPath(entry()+"."+e.name(readerRVN), e.value(s(w.Reader.RVN)))
 		cond = own()
 	case resourcelock.ShareLeave:
 		u.removePath(entry())

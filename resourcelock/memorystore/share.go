@@ -45,7 +45,8 @@ func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 	case resourcelock.ShareBegin:
 		return !ok || cur.Free()
 	case resourcelock.ShareJoin:
-		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) < resourcelock.MaxReaders
+		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) < resourcelock.MaxReaders &&
+			cur.LeaseDuration == w.SeenLease
 	case resourcelock.ShareTake:
 		return cur.RVN == w.Expect && len(cur.Queue) >= len(w.Dequeue) &&
 			record.QueueMatches(cur.Queue, &resourcelock.Dequeue{Tickets: w.Dequeue})
@@ -70,19 +71,21 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 		cur.HolderIdentity, cur.Released, cur.HandedTo = resourcelock.ReadersHolder, false, ""
 		cur.AcquireTime = w.Time
 		cur.Readers = []resourcelock.Reader{w.Reader}
+		cur.LeaseDuration = w.Reader.Lease
 		cur.Queue = slices.Clone(cur.Queue[len(w.Dequeue):])
 		if len(cur.Queue) == 0 {
 			cur.Queue = nil
 		}
-	case resourcelock.ShareJoin, resourcelock.ShareRenew:
+	case resourcelock.ShareJoin:
 		cur.Readers = withReader(cur.Readers, w.Reader)
+		cur.LeaseDuration = max(w.SeenLease, w.Reader.Lease)
+	case resourcelock.ShareRenew:
+		i := cur.ReaderPlace(w.Reader.Ticket)
+		cur.Readers[i].RVN = w.Reader.RVN
 	case resourcelock.ShareLeave:
 		cur.Readers = slices.Delete(cur.Readers, cur.ReaderPlace(w.Reader.Ticket), cur.ReaderPlace(w.Reader.Ticket)+1)
 	case resourcelock.ShareEnd:
 		cur.Readers, cur.Released = nil, true
-	}
-	if w.Op != resourcelock.ShareLeave && w.Op != resourcelock.ShareEnd {
-		cur.LeaseDuration = w.Lease
 	}
 	cur.RVN, cur.RenewTime, cur.Expires = w.RVN, w.Time, w.Expires
 	return cur

@@ -22,7 +22,14 @@ func reader(identity string, lease time.Duration) resourcelock.Reader {
 
 // share returns the change op of r's entry, expecting expect.
 func share(op resourcelock.ShareOp, r resourcelock.Reader, expect string) resourcelock.Share {
-	return resourcelock.Share{Op: op, Reader: r, Expect: expect, RVN: uuid.NewString(), Lease: r.Lease, Time: wallClock}
+	return resourcelock.Share{Op: op, Reader: r, Expect: expect, RVN: uuid.NewString(), Time: wallClock}
+}
+
+// joinAt returns the join of r to a row whose lease is seen.
+func joinAt(r resourcelock.Reader, seen time.Duration) resourcelock.Share {
+	w := share(resourcelock.ShareJoin, r, "")
+	w.SeenLease = seen
+	return w
 }
 
 // mustShare sends w at k, which must land, checks that the row it returns
@@ -72,15 +79,23 @@ func testStoreShareReaders(t *testing.T, s resourcelock.Store) {
 	_, err := s.Share(ctx(t), k, share(resourcelock.ShareBegin, b, ""))
 	wantConflict(t, "ShareBegin of a row held by readers", err)
 
-	got = mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	_, err = s.Share(ctx(t), k, joinAt(b, time.Second))
+	wantConflict(t, "ShareJoin expecting another row lease", err)
+	got = mustShare(t, s, k, joinAt(b, a.Lease))
 	wantReaders(t, "after b joined", got, a, b)
 	if got.LeaseDuration != b.Lease {
-		t.Fatalf("row lease %v after b joined, want the write's %v", got.LeaseDuration, b.Lease)
+		t.Fatalf("row lease %v after b joined, want b's longer %v", got.LeaseDuration, b.Lease)
 	}
+	short := reader("short", time.Second)
+	got = mustShare(t, s, k, joinAt(short, b.Lease))
+	if got.LeaseDuration != b.Lease {
+		t.Fatalf("row lease %v after a shorter lease joined, want it kept (%v)", got.LeaseDuration, b.Lease)
+	}
+	got = mustShare(t, s, k, share(resourcelock.ShareLeave, short, short.RVN))
 
 	a2 := renewed(a)
 	wa := share(resourcelock.ShareRenew, a2, a.RVN)
-	wa.Lease = 3 * time.Second
+	wa.Reader.Lease = time.Hour // a renewal keeps the entry's lease
 	got = mustShare(t, s, k, wa)
 	wantReaders(t, "after a renewed", got, a2, b)
 	_, err = s.Share(ctx(t), k, share(resourcelock.ShareRenew, renewed(a), a.RVN))
@@ -104,7 +119,7 @@ func testStoreShareEnd(t *testing.T, s resourcelock.Store) {
 	k := storeKey("share-end")
 	a, b := reader("a", time.Second), reader("b", time.Second)
 	mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
-	mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	mustShare(t, s, k, joinAt(b, time.Second))
 	_, err := s.Share(ctx(t), k, share(resourcelock.ShareEnd, a, a.RVN))
 	wantConflict(t, "ShareEnd of one of two entries", err)
 	mustShare(t, s, k, share(resourcelock.ShareLeave, a, a.RVN))
@@ -132,9 +147,9 @@ func testStoreShareWriters(t *testing.T, s resourcelock.Store) {
 	k := storeKey("share-writers")
 	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
 	a := reader("a", time.Second)
-	for _, op := range []resourcelock.ShareOp{resourcelock.ShareBegin, resourcelock.ShareJoin} {
-		_, err := s.Share(ctx(t), k, share(op, a, ""))
-		wantConflict(t, fmt.Sprintf("Share %d of a row a writer holds", op), err)
+	for _, w := range []resourcelock.Share{share(resourcelock.ShareBegin, a, ""), joinAt(a, time.Second)} {
+		_, err := s.Share(ctx(t), k, w)
+		wantConflict(t, fmt.Sprintf("Share %d of a row a writer holds", w.Op), err)
 	}
 	mustJoin(t, s, k, waiter("v"))
 	mustUpdate(t, s, k, asHolder(held), releasedBy("w"), resourcelock.WriteOptions{})
@@ -148,7 +163,7 @@ func testStoreShareWriters(t *testing.T, s resourcelock.Store) {
 	v := waiter("v")
 	got := mustJoin(t, s, k, v)
 	wantReaders(t, "a writer queued behind the readers", got, a)
-	_, err = s.Share(ctx(t), k, share(resourcelock.ShareJoin, reader("b", time.Second), ""))
+	_, err = s.Share(ctx(t), k, joinAt(reader("b", time.Second), time.Second))
 	wantConflict(t, "ShareJoin while a writer waits", err)
 	a2 := renewed(a)
 	got = mustShare(t, s, k, share(resourcelock.ShareRenew, a2, a.RVN))
@@ -188,7 +203,7 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	// A take over readers (all of them silent) leaves the taker alone.
 	b := reader("b", time.Second)
 	mustLeave(t, s, k, u.Ticket)
-	mustShare(t, s, k, share(resourcelock.ShareJoin, b, ""))
+	mustShare(t, s, k, joinAt(b, time.Second))
 	cur := mustGetItem(t, s, k)
 	c := reader("c", time.Second)
 	got = mustShare(t, s, k, share(resourcelock.ShareTake, c, cur.RVN))
@@ -230,23 +245,28 @@ func testStoreShareInvalid(t *testing.T, s resourcelock.Store) {
 	k := storeKey("share-missing")
 	a := reader("a", time.Second)
 	for _, op := range []resourcelock.ShareOp{resourcelock.ShareJoin, resourcelock.ShareTake, resourcelock.ShareRenew, resourcelock.ShareLeave, resourcelock.ShareEnd} {
-		_, err := s.Share(ctx(t), k, share(op, a, "x"))
+		w := share(op, a, "x")
+		w.SeenLease = a.Lease
+		if op == resourcelock.ShareJoin {
+			w.Expect = ""
+		}
+		_, err := s.Share(ctx(t), k, w)
 		if !errors.Is(err, resourcelock.ErrNotFound) {
 			t.Fatalf("Share %d of a missing row: %v, want ErrNotFound", op, err)
 		}
 	}
 	wantNoItem(t, "after Shares of a missing row", s, k)
 	bad := map[string]resourcelock.Share{
-		"no change":                 {Reader: a, RVN: "r", Lease: time.Second},
-		"an unknown change":         {Op: 99, Reader: a, RVN: "r", Lease: time.Second},
-		"no ticket":                 {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Identity: "a", Lease: time.Second, RVN: "e"}, RVN: "r", Lease: time.Second},
-		"no identity":               {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Lease: time.Second, RVN: "e"}, RVN: "r", Lease: time.Second},
-		"no entry RVN":              {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", Lease: time.Second}, RVN: "r", Lease: time.Second},
-		"no lease":                  {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", RVN: "e"}, RVN: "r", Lease: time.Second},
-		"a row lease short":         {Op: resourcelock.ShareBegin, Reader: a, RVN: "r", Lease: time.Millisecond},
-		"no row RVN":                {Op: resourcelock.ShareBegin, Reader: a, Lease: time.Second},
-		"a renewal expects nothing": {Op: resourcelock.ShareRenew, Reader: a, RVN: "r", Lease: time.Second},
-		"a join dequeues":           {Op: resourcelock.ShareJoin, Reader: a, RVN: "r", Lease: time.Second, Dequeue: []string{"x"}},
+		"no change":                 {Reader: a, RVN: "r"},
+		"an unknown change":         {Op: 99, Reader: a, RVN: "r"},
+		"no ticket":                 {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Identity: "a", Lease: time.Second, RVN: "e"}, RVN: "r"},
+		"no identity":               {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Lease: time.Second, RVN: "e"}, RVN: "r"},
+		"no entry RVN":              {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", Lease: time.Second}, RVN: "r"},
+		"no lease":                  {Op: resourcelock.ShareBegin, Reader: resourcelock.Reader{Ticket: "t", Identity: "a", RVN: "e"}, RVN: "r"},
+		"a join seeing no lease":    {Op: resourcelock.ShareJoin, Reader: a, RVN: "r"},
+		"no row RVN":                {Op: resourcelock.ShareBegin, Reader: a},
+		"a renewal expects nothing": {Op: resourcelock.ShareRenew, Reader: a, RVN: "r"},
+		"a join dequeues":           {Op: resourcelock.ShareJoin, Reader: a, RVN: "r", SeenLease: time.Second, Dequeue: []string{"x"}},
 	}
 	for what, w := range bad {
 		if _, err := s.Share(ctx(t), k, w); !errors.Is(err, dynalease.ErrInvalid) {
@@ -266,7 +286,7 @@ func testStoreShareConcurrent(t *testing.T, s resourcelock.Store) {
 	var wg sync.WaitGroup
 	for i := range readers {
 		readers[i] = reader(fmt.Sprintf("r%d", i), time.Second)
-		wg.Go(func() { _, errs[i] = s.Share(ctx(t), k, share(resourcelock.ShareJoin, readers[i], "")) })
+		wg.Go(func() { _, errs[i] = s.Share(ctx(t), k, joinAt(readers[i], time.Second)) })
 	}
 	wg.Wait()
 	for i, err := range errs {

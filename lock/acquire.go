@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -71,6 +72,7 @@ type target struct {
 	claim  *claim           // one key's claim
 	set    *setHold         // a set's rows and claims
 	permit bool             // the key is a semaphore's slot
+	shared *readlease.Reader // a shared hold of the key
 }
 
 // kind is a lock's kind: one key, a set of keys, a semaphore's permit.
@@ -80,11 +82,21 @@ const (
 	kindLock kind = iota
 	kindSet
 	kindPermit
+	kindShared
 )
 
 // String names the kind for the metrics.
 func (k kind) String() string {
-	return [...]string{metrics.KindLock, metrics.KindSet, metrics.KindPermit}[k]
+	return [...]string{metrics.KindLock, metrics.KindSet, metrics.KindPermit, metrics.KindShared}[k]
+}
+
+// claimKey returns the key of t's claim in this client, and of the
+// kernel's watch: its key, or a shared hold's own (sharedKey).
+func (t target) claimKey() resourcelock.Key {
+	if t.shared != nil {
+		return sharedKey(t.key, t.shared)
+	}
+	return t.key
 }
 
 // kind returns t's kind of lock.
@@ -94,6 +106,8 @@ func (t target) kind() kind {
 		return kindSet
 	case t.permit:
 		return kindPermit
+	case t.shared != nil:
+		return kindShared
 	}
 	return kindLock
 }
@@ -119,17 +133,17 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 		}
 		t.claim = t.set.claims[0]
 	} else {
-		s, held, err := c.claim(ctx, t.key, a)
+		s, held, err := c.claim(ctx, t.claimKey(), a)
 		if err != nil || held != nil {
 			return held, closedOr(ctx, err)
 		}
 		t.claim = s
 	}
 	start := c.clk.Now()
-	place := rvnlease.Place{Key: t.key, Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair && a.below == nil, LeaseDuration: c.cfg.lease}
-	if t.set == nil {
-		place.Stint = c.cfg.stint // sets have none
+	place := rvnlease.Place{Key: t.claimKey(), Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
+		Fair: c.cfg.fair && a.below == nil && t.shared == nil, LeaseDuration: c.cfg.lease}
+	if t.set == nil && t.shared == nil {
+		place.Stint = c.cfg.stint // sets and shared holds have none
 	}
 	if a.below != nil {
 		place.Admit = belowAdmits(a.below)

@@ -49,6 +49,9 @@ func (l *Lock) Guard(ctx context.Context, w resourcelock.Guarded) (err error) {
 	if w == nil {
 		return invalid("Guard", "the guarded write is nil (dynamodbstore's Store.Writes makes one)")
 	}
+	if l.kind == kindShared {
+		return invalid("Guard", "a shared lock guards no writes: take the lock exclusively (Acquire) to guard a write")
+	}
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
 		l.mu.Unlock()

@@ -30,6 +30,9 @@ func (l *Lock) SetData(ctx context.Context, data []byte) error {
 	if err := checkData("data", data); err != nil {
 		return err
 	}
+	if l.kind == kindShared {
+		return invalid("SetData", "a shared lock writes no data: the row's data is its writer's")
+	}
 	return l.heartbeat(ctx, heartbeatConfig{data: data, setData: true})
 }
 

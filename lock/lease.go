@@ -45,6 +45,9 @@ func (c *Client) acquireLease(t target, a *acquireConfig) keylease.Port {
 	if t.set != nil {
 		return t.set.rows.With(o)
 	}
+	if t.shared != nil {
+		return t.shared.With(o)
+	}
 	base := c.base // the hold options are an acquisition's without options
 	if a.attributes != nil || !a.replaceData || a.onlyIfExists || a.numbers != nil || a.below != nil {
 		o.OnlyIfExists = a.onlyIfExists
@@ -59,6 +62,9 @@ func (c *Client) acquireLease(t target, a *acquireConfig) keylease.Port {
 func (l *Lock) holdLease() keylease.Port {
 	if set := l.claim.set; set != nil {
 		return set.hold
+	}
+	if l.x != nil && l.x.shared != nil {
+		return l.x.shared
 	}
 	return &l.lease
 }

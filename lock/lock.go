@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -95,6 +96,10 @@ type extras struct {
 	// waiters has its extras, which hold them.
 	stintStart time.Duration
 
+	// shared is a shared hold's lease, with the client's hold options;
+	// set when the lock is made.
+	shared *readlease.Reader
+
 	monitor    *sessionMonitor
 	monitorT   clock.Timer
 	monitorRan bool
@@ -126,6 +131,9 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 		reentrant: a.reentrant,
 		delete:    a.deleteOnRelease,
 		holds:     1,
+	}
+	if t.shared != nil {
+		l.x = &extras{shared: t.shared.WithOptions(c.writeOptions(nil))}
 	}
 	// A hold kept by value, over a lease kept in the lock: no
 	// allocation of their own.

@@ -40,6 +40,12 @@ func (l *Lock) Release(ctx context.Context, opts ...ReleaseOption) error {
 	if len(r.numbers) > 0 && (l.kind != kindLock || r.deletes(l.delete)) {
 		return invalid("ledger", "only the kept row of a lock on one key takes numbers as it is released")
 	}
+	switch {
+	case l.kind == kindShared && r.setData:
+		return invalid("ReleaseWithData", "a shared lock's release writes no data: the row's data is its writer's")
+	case l.kind == kindShared && r.deletes(false):
+		return invalid("ReleaseDelete", "a shared lock's release deletes no row: other shared holders may hold it")
+	}
 	l.mu.Lock()
 	if l.holds > 1 {
 		l.holds--

@@ -131,7 +131,7 @@ func (c *Client) claimSet(ctx context.Context, set *setHold, a acquireConfig) er
 // unclaimTarget gives up the claims of t.
 func (c *Client) unclaimTarget(t target) {
 	if t.set == nil {
-		c.unclaim(t.key, t.claim)
+		c.unclaim(t.claimKey(), t.claim)
 		return
 	}
 	for i, k := range t.set.keys {
@@ -141,7 +141,11 @@ func (c *Client) unclaimTarget(t target) {
 
 // unclaimLock gives up the claims of l.
 func (c *Client) unclaimLock(l *Lock) {
-	c.unclaimTarget(target{key: l.lease.Key(), claim: l.claim, set: l.claim.set})
+	t := target{key: l.lease.Key(), claim: l.claim, set: l.claim.set}
+	if l.x != nil {
+		t.shared = l.x.shared
+	}
+	c.unclaimTarget(t)
 }
 
 // own records l as the holder of t's claims. The client's mu is held.

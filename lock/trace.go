@@ -30,6 +30,7 @@ var acquireSpanNames = [...]string{
 	kindLock:   "dynalease.lock.acquire",
 	kindSet:    "dynalease.lock.acquire_set",
 	kindPermit: "dynalease.lock.acquire_permit",
+	kindShared: "dynalease.lock.acquire_shared",
 }
 
 // startAcquire starts the span of an acquisition of kind k of what (a key,

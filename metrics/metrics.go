@@ -67,7 +67,8 @@ type Election interface {
 // Locks receives one lock Client's reports.
 type Locks interface {
 	Requests
-	// Acquired reports a lock of kind (KindLock, KindSet or KindPermit)
+	// Acquired reports a lock of kind (KindLock, KindSet, KindPermit or
+	// KindShared)
 	// handed out after waiting d.
 	Acquired(kind string, wait time.Duration)
 	// Released reports a lock of kind given up by its holder.
@@ -80,15 +81,16 @@ type Locks interface {
 }
 
 // The kinds of lock a Locks is told of: a lock on one key, on a set of
-// keys, or a permit of a semaphore.
+// keys, a permit of a semaphore, or a shared hold of one key (a reader).
 const (
 	KindLock   = "lock"
 	KindSet    = "set"
 	KindPermit = "permit"
+	KindShared = "shared"
 )
 
 // Kinds lists every kind, for recorders that make their series up front.
-var Kinds = []string{KindLock, KindSet, KindPermit}
+var Kinds = []string{KindLock, KindSet, KindPermit, KindShared}
 
 // ElectionWork is implemented by an Election recorder that also reports
 // whether the leader's work runs: an Elector whose Config.Metrics

@@ -1,0 +1,364 @@
+// Package readlease is one shared hold of a key's row, a reader, as a
+// keylease.Port: the kernel acquires, holds, renews and releases it with
+// the same wait loop and hold as any lease, and the reader's writes are
+// the store's changes of the row's readers (resourcelock.Store.Share).
+//
+// # How the row folds for a reader
+//
+// Get reads the row and folds it into the Item this reader sees:
+//   - A row held by readers that has this reader's entry: the reader's own
+//     lease, named by its identity, carrying the entry's RVN and lease and
+//     the row's fencing token, with no queue. Its holder's writes (a
+//     renewal, a release) are conditioned on the entry's RVN.
+//   - A row held by readers with no writer queued, and room for another
+//     entry: free (released, no queue), so that the kernel joins at once.
+//   - Any other row as it is: held by a writer, by readers behind which a
+//     writer waits, or released with writers queued. The reader waits for
+//     it like for any held row, never joins its queue, and takes it over
+//     (ShareTake, conditioned on the row's RVN, taking out the queue
+//     entries it saw) only once that RVN has stayed unchanged for the
+//     row's lease on this client's clock: the rule for any takeover.
+//
+// # Why that is safe
+//
+// A reader never excludes another reader, so the only claims to check are
+// between readers and a writer. Every change of the readers gives the row
+// a fresh RVN, and the row's lease is at least every entry's (see
+// resourcelock.Share). A writer takes a row of readers only by a write
+// conditioned on a row RVN it watched unchanged for that lease, so after
+// the last write of every entry's holder by at least that entry's lease:
+// each reader's hold, counted from the send of its last confirmed write,
+// has ended by then on its own clock, as a lock's does. A reader joins
+// only a row held by readers (or missing, free, or unchanged for its
+// lease), in the write that adds its entry, so never while a writer holds;
+// and once a writer is queued no reader joins, so the readers that hold
+// finish and the writer's wait is bounded (see package lock).
+//
+// # What is not kept
+//
+// A reader writes no data and no attributes, cannot delete the row, and
+// takes no fencing token of its own: its token is the row's, the last
+// writer's. Its queue, and its hand-overs, are the writers'.
+package readlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// Reader is one read hold of a key's row (see the package doc).
+type Reader struct {
+	*state
+	opts keylease.Options // what its writes carry (With): the TTL
+}
+
+var _ keylease.Port = (*Reader)(nil)
+
+// state is what a Reader's views (With) share: the key, the ticket of
+// this hold and the row last seen.
+type state struct {
+	store    resourcelock.Store
+	key      resourcelock.Key
+	identity string
+	ticket   string
+
+	mu      sync.Mutex
+	last    resourcelock.Item // the row as last seen, unfolded
+	missing bool              // the last look found no row
+	seen    bool              // a row (or its absence) was seen
+}
+
+// New returns a read hold of the row at key of store, written as
+// identity, with a fresh ticket. It checks the key and the identity and
+// sends no request.
+func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Reader, error) {
+	if store == nil {
+		return nil, &dynalease.InvalidError{Field: "store", Reason: "is nil"}
+	}
+	if err := record.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := record.CheckIdentity(identity); err != nil {
+		return nil, err
+	}
+	return &Reader{state: &state{store: store, key: key, identity: identity, ticket: uuid.NewString()}}, nil
+}
+
+// With returns the hold writing o's TTL with every write.
+func (r *Reader) With(o keylease.Options) keylease.Port { return r.WithOptions(o) }
+
+// WithOptions is With, returning the Reader itself.
+func (r *Reader) WithOptions(o keylease.Options) *Reader { return &Reader{state: r.state, opts: o} }
+
+// Identity returns the holder identity the reader writes.
+func (r *Reader) Identity() string { return r.identity }
+
+// Ticket names this hold: its entry's key in the row's readers.
+func (r *Reader) Ticket() string { return r.ticket }
+
+// Describe returns the store's description and the key.
+func (r *Reader) Describe() string { return r.store.Describe() + "/" + r.key.String() }
+
+// Key returns the key of the row.
+func (r *Reader) Key() resourcelock.Key { return r.key }
+
+// Get reads the row and folds it (see the package doc).
+func (r *Reader) Get(ctx context.Context) (resourcelock.Item, error) {
+	it, err := r.store.Get(ctx, r.key)
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		r.mu.Lock()
+		r.last, r.missing, r.seen = resourcelock.Item{}, true, true
+		r.mu.Unlock()
+	}
+	if err != nil {
+		return resourcelock.Item{}, err
+	}
+	return r.fold(it), nil
+}
+
+// fold notes the row it as the last seen and returns it as this reader
+// sees it.
+func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
+	r.mu.Lock()
+	r.last, r.missing, r.seen = it, false, true
+	r.mu.Unlock()
+	i := it.ReaderPlace(r.ticket)
+	switch {
+	case it.HeldByReaders() && i >= 0:
+		e := it.Readers[i]
+		own := it
+		own.HolderIdentity, own.RVN, own.LeaseDuration = r.identity, e.RVN, e.Lease
+		own.AcquisitionID, own.HandedTo = r.ticket, ""
+		own.Queue, own.Readers = nil, nil
+		return own
+	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) < resourcelock.MaxReaders:
+		it.Released, it.Readers = true, nil
+		return it
+	}
+	return it
+}
+
+// refusal returns the error of a change the store refused: a Conflict
+// carrying the row folded, when the store's carried one.
+func (r *Reader) refusal(op string, err error) error {
+	cur, ok := resourcelock.CurrentItem(err)
+	if !ok {
+		return err
+	}
+	it := r.fold(cur)
+	return resourcelock.Conflict(fmt.Sprintf("%s: %s", r.Describe(), op), &it, errors.New(err.Error()))
+}
+
+// send writes w and returns the row as this reader sees it.
+func (r *Reader) send(ctx context.Context, op string, w resourcelock.Share) (resourcelock.Item, error) {
+	it, err := r.store.Share(ctx, r.key, w)
+	if err != nil {
+		return resourcelock.Item{}, r.refusal(op, err)
+	}
+	return r.fold(it), nil
+}
+
+// share returns the change op of this reader's entry, written with rec
+// (its RVN and lease) at the wall-clock time now. The row gets the
+// entry's new RVN as its own: fresh (the kernel's), and the kernel tells
+// its writes by it, a release's too, whose entry is gone.
+func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now time.Time) resourcelock.Share {
+	t := rec.RenewTime
+	if t.IsZero() {
+		t = now
+	}
+	return resourcelock.Share{
+		Op:      op,
+		Reader:  resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
+		RVN:     rec.RVN, // the row's too: a write whose answer was lost is found by it
+
+		Time:    t,
+		Expires: r.opts.At(now).Expires,
+	}
+}
+
+// Create joins the row as a reader: it begins a read hold on a row last
+// seen missing or free, and joins one last seen held by readers (or not
+// seen yet). A guess the row refuses, because it is in the other state,
+// is followed at once by the other write, once.
+func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	if rec.HolderIdentity != "" && rec.HolderIdentity != r.identity {
+		return resourcelock.Item{}, fmt.Errorf("%w: record names holder %q but this reader's identity is %q", dynalease.ErrInvalid, rec.HolderIdentity, r.identity)
+	}
+	r.mu.Lock()
+	last, missing := r.last, !r.seen || r.missing
+	r.mu.Unlock()
+	for try := 0; ; try++ {
+		var w resourcelock.Share
+		if missing || !last.HeldByReaders() {
+			w = r.share(resourcelock.ShareBegin, rec, time.Now())
+		} else {
+			w = r.share(resourcelock.ShareJoin, rec, time.Now())
+			w.SeenLease = last.LeaseDuration
+		}
+		it, err := r.store.Share(ctx, r.key, w)
+		switch {
+		case err == nil:
+			return r.fold(it), nil
+		case try > 0:
+		case errors.Is(err, resourcelock.ErrNotFound):
+			// Deleted since it was seen: begin on the missing row.
+			missing = true
+			continue
+		case errors.Is(err, resourcelock.ErrConflict):
+			// Refused on a row that takes the other write (or a join
+			// with the lease now seen): send that. A refusal that
+			// carries no row is read.
+			cur, ok := resourcelock.CurrentItem(err)
+			if !ok {
+				if cur, err = r.store.Get(ctx, r.key); errors.Is(err, resourcelock.ErrNotFound) {
+					missing = true
+					continue
+				} else if err != nil {
+					return resourcelock.Item{}, err
+				}
+			}
+			if cur.Free() || cur.HeldByReaders() && len(cur.Queue) == 0 {
+				last, missing = cur, false
+				continue
+			}
+			it := r.fold(cur)
+			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": join", &it, errors.New("the row is held"))
+		}
+		if errors.Is(err, resourcelock.ErrNotFound) {
+			return resourcelock.Item{}, err
+		}
+		return resourcelock.Item{}, r.refusal("join", err)
+	}
+}
+
+// Update writes this reader's entry when the row satisfies expect: its
+// holder's renewal (a new entry RVN) or release (the entry removed),
+// conditioned on the entry's RVN; or, with no holder expected, a takeover
+// of the row at its RVN (ShareTake), taking out the queue entries seen
+// with that RVN.
+func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	if err := record.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
+	}
+	now := time.Now()
+	if expect.HolderIdentity == "" {
+		w := r.share(resourcelock.ShareTake, rec, now)
+		w.Expect = expect.RVN
+		r.mu.Lock()
+		if r.last.RVN == expect.RVN {
+			for _, q := range r.last.Queue {
+				w.Dequeue = append(w.Dequeue, q.Ticket)
+			}
+		}
+		r.mu.Unlock()
+		return r.send(ctx, "take", w)
+	}
+	if expect.HolderIdentity != r.identity {
+		return resourcelock.Item{}, fmt.Errorf("%w: a reader's own write expects its identity %q, not %q", dynalease.ErrInvalid, r.identity, expect.HolderIdentity)
+	}
+	if !rec.Released {
+		w := r.share(resourcelock.ShareRenew, rec, now)
+		w.Expect = expect.RVN
+		return r.send(ctx, "renew", w)
+	}
+	return r.leave(ctx, expect.RVN, rec, now)
+}
+
+// leave removes this reader's entry at rvn: an end when it was the row's
+// only entry as last seen, a leave otherwise, and the other once more when
+// the row refuses the guess only.
+func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
+	r.mu.Lock()
+	op := resourcelock.ShareLeave
+	if len(r.last.Readers) <= 1 {
+		op = resourcelock.ShareEnd
+	}
+	r.mu.Unlock()
+	for try := 0; ; try++ {
+		w := r.share(op, rec, now)
+		w.Expect = rvn
+		it, err := r.store.Share(ctx, r.key, w)
+		if err == nil {
+			return r.fold(it), nil
+		}
+		if try > 0 || !errors.Is(err, resourcelock.ErrConflict) {
+			return resourcelock.Item{}, r.refusal("leave", err)
+		}
+		cur, ok := resourcelock.CurrentItem(err)
+		if !ok {
+			// A refusal that carries no row: read it.
+			var rerr error
+			if cur, rerr = r.store.Get(ctx, r.key); rerr != nil {
+				return resourcelock.Item{}, err
+			}
+		}
+		if i := cur.ReaderPlace(r.ticket); !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
+			it := r.fold(cur)
+			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
+		}
+		// Still ours: the other readers came or went since the row was
+		// last seen.
+		op = resourcelock.ShareLeave
+		if len(cur.Readers) == 1 {
+			op = resourcelock.ShareEnd
+		}
+	}
+}
+
+func (r *Reader) cannot(what string) error {
+	return fmt.Errorf("%w: a reader of %s cannot %s", dynalease.ErrInvalid, r.Describe(), what)
+}
+
+// UpdateDequeue is Update. A reader's release ignores the queue, which is
+// the writers' (a release that would hand over to nobody expects no
+// waiter; a reader's leaves any waiter in place): d may name no ticket.
+func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if d != nil && len(d.Tickets) > 0 {
+		return resourcelock.Item{}, r.cannot("take waiters out of the queue")
+	}
+	return r.Update(ctx, expect, rec)
+}
+
+// Join refuses: the queue is the writers'.
+func (r *Reader) Join(context.Context, resourcelock.Waiter) (resourcelock.Item, error) {
+	return resourcelock.Item{}, r.cannot("queue")
+}
+
+// Leave refuses: the queue is the writers'.
+func (r *Reader) Leave(context.Context, string, int) (resourcelock.Item, error) {
+	return resourcelock.Item{}, r.cannot("queue")
+}
+
+// Joinable reports false: a reader waits without a place.
+func (r *Reader) Joinable(resourcelock.Waiter) bool { return false }
+
+// Remove refuses: the row is shared.
+func (r *Reader) Remove(context.Context, resourcelock.Precondition) error {
+	return r.cannot("delete the row")
+}
+
+// Fence returns the row as this reader last saw it, without a request: a
+// reader's token is the row's, the last writer's, and it gives none.
+func (r *Reader) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	if acquisitionID != r.ticket {
+		return resourcelock.Item{}, fmt.Errorf("%s: fence: %w: another acquisition", r.Describe(), resourcelock.ErrConflict)
+	}
+	return r.fold(last), nil
+}
+
+// CanFence reports whether the store keeps fencing generations.
+func (r *Reader) CanFence() bool { return r.store.CanFence() }

@@ -1,0 +1,82 @@
+package lock
+
+import (
+	"context"
+
+	"github.com/dynalease/dynalease/internal/readlease"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// AcquireShared takes a shared hold of the lock on key, a read lock:
+// any number of shared holders may hold the key at once, and none while a
+// holder of the lock itself (Acquire: exclusive, a writer) holds it. It
+// waits while a writer holds the key, and while a writer waits for it
+// (see the package doc, Read and write), and returns a Lock like
+// Acquire's: it heartbeats, is lost (typed loss, Done, Context) and
+// released like any lock, and its Key is key.
+//
+// A shared lock's Token is the key's fencing token as the last writer
+// left it (0 before any writer of a client with fencing tokens held the
+// key): a resource that refuses a token below the largest it has seen
+// refuses a reader that read before a writer that has since written. It
+// carries no data of its own (Data is the row's, as the last writer left
+// it) and guards no writes (Guard refuses: a writer's Guard is the
+// guarded write of a key).
+//
+// A writer holding the key is taken over once its RVN has stayed
+// unchanged for its lease, as Acquire takes over a silent holder; the
+// budget, WithAdditionalWait and ctx work as for Acquire. A shared hold
+// never joins the key's queue: the queue is the writers'.
+//
+// It takes WithSortKeyValue, WithRefreshPeriodFor, WithAdditionalWait and
+// WithSessionMonitor; the other acquire options are refused with an error
+// matching dynalease.ErrInvalid that names the option. Each call takes
+// another hold, also in one client: shared holds of one key in one
+// process do not wait for each other.
+func (c *Client) AcquireShared(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
+	return c.acquireShared(ctx, key, opts, false)
+}
+
+// TryAcquireShared takes a shared hold of the lock on key if it can
+// without waiting: the row is missing or free, or held by shared holders
+// with no writer waiting. Otherwise it returns an error matching
+// ErrLocked.
+func (c *Client) TryAcquireShared(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
+	return c.acquireShared(ctx, key, opts, true)
+}
+
+func (c *Client) acquireShared(ctx context.Context, key string, opts []AcquireOption, try bool) (*Lock, error) {
+	a, k, err := c.acquireConfig(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
+		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil},
+		{"WithReentrant", a.reentrant}, {"ledger", a.numbers != nil || a.below != nil},
+	} {
+		if o.set {
+			return nil, invalid(o.name, "a shared lock writes no data, attributes or numbers, is not reentrant and takes a missing row as it is")
+		}
+	}
+	reader, err := readlease.New(c.store, k, c.cfg.identity)
+	if err != nil {
+		return nil, refused("key", err)
+	}
+	return c.acquireTarget(ctx, target{key: k, shared: reader}, a, try)
+}
+
+// sharedKey returns the key under which this client keeps the claim of
+// one shared hold of k, and the kernel its watch: one of its own per
+// hold, never a key's (a NUL byte no key holds), so that shared holds of
+// one key do not wait for each other in process, and a hold never inherits
+// another's writes in doubt.
+func sharedKey(k resourcelock.Key, r *readlease.Reader) resourcelock.Key {
+	return resourcelock.Key{Partition: k.Partition, Sort: k.Sort + "\x00shared " + r.Ticket()}
+}
+
+// Shared reports whether the lock is a shared hold (AcquireShared).
+func (l *Lock) Shared() bool { return l.kind == kindShared }

@@ -178,9 +178,9 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 		t = now
 	}
 	return resourcelock.Share{
-		Op:      op,
-		Reader:  resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
-		RVN:     rec.RVN, // the row's too: a write whose answer was lost is found by it
+		Op:     op,
+		Reader: resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
+		RVN:    rec.RVN, // the row's too: a write whose answer was lost is found by it
 
 		Time:    t,
 		Expires: r.opts.At(now).Expires,

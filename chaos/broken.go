@@ -43,6 +43,9 @@ const (
 	// releases. Two workers that read before either records start a slot
 	// twice.
 	brokenLedger = "ledger"
+	// brokenRW makes the writers of the read-write key take it shared:
+	// a writer then holds together with readers, and with other writers.
+	brokenRW = "rw"
 )
 
 // admitAnyLockCheck is a client option that rewrites the lock check of
@@ -99,10 +102,10 @@ func (w *worker) electionStore() (resourcelock.Store, error) {
 // checkBroken refuses an unknown variant.
 func checkBroken(v string) error {
 	switch v {
-	case "", brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger:
+	case "", brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger, brokenRW:
 		return nil
 	}
-	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger)
+	return fmt.Errorf("unknown broken variant %q (want %q, %q, %q, %q, %q or %q)", v, brokenGuard, brokenTerm, brokenSet, brokenPermit, brokenLedger, brokenRW)
 }
 
 // ledgered is package lock's bridge to a scheduled job's ledger

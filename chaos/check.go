@@ -170,6 +170,7 @@ func (ch *checker) run() {
 	ch.liveness()
 	ch.deadWaiters()
 	ch.permits()
+	ch.readWrite()
 	ch.sets()
 	ch.jobs()
 	ch.processes()
@@ -213,6 +214,9 @@ func cmp64(a, b int64) int {
 func (ch *checker) overlaps() {
 	byRole := ch.termsByRole()
 	for role, ts := range byRole {
+		if strings.HasPrefix(role, "read:") {
+			continue // shared holds: check 9
+		}
 		kind := "leadership"
 		if role != "elect" {
 			kind = "holds of " + role
@@ -241,8 +245,8 @@ func (ch *checker) overlaps() {
 	}
 	for _, p := range ch.procs {
 		for _, e := range p.events {
-			if e.Ev != "sample" || e.Until <= e.Before {
-				continue // not in force at any instant of the reading
+			if e.Ev != "sample" || e.Until <= e.Before || strings.HasPrefix(e.Role, "read:") {
+				continue // not in force at any instant of the reading, or shared
 			}
 			ch.r.Samples++
 			for _, t := range byRole[e.Role] {
@@ -383,6 +387,9 @@ func (ch *checker) writes() {
 // the other's acquiring write was even sent.
 func (ch *checker) tokens() {
 	for role, ts := range ch.termsByRole() {
+		if strings.HasPrefix(role, "read:") {
+			continue // readers share the last writer's token: check 9
+		}
 		ts = slices.Clone(ts)
 		slices.SortFunc(ts, func(a, b *term) int { return cmp64(a.start, b.start) })
 		for i, u := range ts {

@@ -33,6 +33,7 @@ type runConfig struct {
 	unfair     int // workers (the last slots) whose lock clients wait unfairly
 	keys       int
 	permits    int // the semaphore's permits (0: no permit loop)
+	rw         bool // the workers also read and write the key "rw" (rwLoop)
 	lease      time.Duration
 	renew      time.Duration
 	retry      time.Duration
@@ -61,13 +62,14 @@ func (c *runConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.unfair, "unfair-workers", 1, "workers, the last slots, whose lock clients wait unfairly (lock.Config.Unfair); the others wait fairly, the default")
 	fs.IntVar(&c.keys, "keys", 3, "lock keys the workers contend for, one at a time or two as a set")
 	fs.IntVar(&c.permits, "permits", 2, "permits of the semaphore the workers also contend for (0: none)")
+	fs.BoolVar(&c.rw, "rw", true, "the workers also take the key rw shared (four times in five) or exclusively")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "election LeaseDuration")
 	fs.DurationVar(&c.renew, "renew", 1500*time.Millisecond, "election RenewDeadline")
 	fs.DurationVar(&c.retry, "retry", 200*time.Millisecond, "election RetryPeriod")
 	fs.DurationVar(&c.lockLease, "lock-lease", 0, "lock lease (LeaseDuration when zero)")
 	fs.DurationVar(&c.lockMargin, "lock-margin", 0, "lock safety margin (the client's default, a tenth of the lock lease, when zero)")
 	fs.Float64Var(&c.drift, "drift", DocumentedDrift, "clock-rate drift ρ of the drift action: rates 1+ρ and 1/(1+ρ)")
-	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term, set, permit, ledger) to show the checker catches it")
+	fs.StringVar(&c.broken, "broken", "", "run a deliberately broken variant (guard, term, set, permit, ledger, rw) to show the checker catches it")
 	fs.DurationVar(&c.jobEvery, "job-every", time.Second, "the scheduled chaos job's interval between slots (0: no schedule workers)")
 	fs.Func("actions", "comma-separated nemesis actions (all when empty): "+strings.Join(allActions, ","), func(s string) error {
 		for _, a := range strings.Split(s, ",") {
@@ -228,7 +230,7 @@ func run(ctx context.Context, cfg runConfig) (*Report, error) {
 		"dir": cfg.dir, "seed": strconv.FormatUint(cfg.seed, 10), "workers": strconv.Itoa(cfg.workers),
 		"lease": cfg.lease.String(), "renew": cfg.renew.String(), "retry": cfg.retry.String(),
 		"lock lease": cfg.lockLease.String(), "lock margin": cfg.lockMargin.String(), "round trip": rtt.String(),
-		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair), "permits": strconv.Itoa(cfg.permits), "job every": cfg.jobEvery.String(),
+		"drift": strconv.FormatFloat(cfg.drift, 'g', -1, 64), "unfair workers": strconv.Itoa(cfg.unfair), "permits": strconv.Itoa(cfg.permits), "read-write": strconv.FormatBool(cfg.rw), "job every": cfg.jobEvery.String(),
 	}
 	return r, nil
 }
@@ -256,7 +258,7 @@ func (c *controller) start(slot int, id string) error {
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
 		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair),
-		"-permits", strconv.Itoa(c.cfg.permits), "-job-every", c.cfg.jobEvery.String(), "-offset-file", in.offsetFile)
+		"-permits", strconv.Itoa(c.cfg.permits), "-rw="+strconv.FormatBool(c.cfg.rw), "-job-every", c.cfg.jobEvery.String(), "-offset-file", in.offsetFile)
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

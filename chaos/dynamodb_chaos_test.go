@@ -107,7 +107,7 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	bin := buildChaos(t)
 	var seen activity
 	for run := 0; run < 3; run++ {
-		r := runChaos(t, bin, runConfig{duration: 60 * time.Second, seed: 20261125 + uint64(run), permits: 2, jobEvery: time.Second})
+		r := runChaos(t, bin, runConfig{duration: 60 * time.Second, seed: 20261125 + uint64(run), permits: 2, rw: true, jobEvery: time.Second})
 		if !r.Safe() {
 			t.Errorf("%d safety violations (the table above lists them)", len(r.Violations))
 		}
@@ -133,6 +133,7 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 // activity adds up what short runs saw.
 type activity struct {
 	terms, holds, acked, samples, jobStarts, setHolds, permitHolds, maxPermitHolders int
+	readHolds, writeHolds, maxReaders                                                int
 	nemesis                                                                          map[string]int
 }
 
@@ -145,6 +146,9 @@ func (a *activity) add(r *Report) {
 	a.setHolds += r.SetHolds
 	a.permitHolds += r.PermitHolds
 	a.maxPermitHolders = max(a.maxPermitHolders, r.MaxPermitHolders)
+	a.readHolds += r.ReadHolds
+	a.writeHolds += r.WriteHolds
+	a.maxReaders = max(a.maxReaders, r.MaxReaders)
 	if a.nemesis == nil {
 		a.nemesis = map[string]int{}
 	}
@@ -165,7 +169,22 @@ func (a *activity) enough() string {
 	if a.setHolds < 5 || a.permitHolds < 20 || a.maxPermitHolders != 2 {
 		lack = append(lack, fmt.Sprintf("%d set holds, %d permit holds, at most %d permit holders at once (want the bound, 2, reached)", a.setHolds, a.permitHolds, a.maxPermitHolders))
 	}
+	if a.readHolds < 20 || a.writeHolds < 5 || a.maxReaders < 2 {
+		lack = append(lack, fmt.Sprintf("%d shared holds, %d exclusive holds of the read-write key, at most %d readers at once (want 2 or more)", a.readHolds, a.writeHolds, a.maxReaders))
+	}
 	return strings.Join(lack, "; ")
+}
+
+// TestDynamoDBChaosCatchesAWriterThatDoesNotExcludeReaders runs the
+// variant whose writers of the read-write key take it shared: a writer
+// then holds with readers, and the checker must say so.
+func TestDynamoDBChaosCatchesAWriterThatDoesNotExcludeReaders(t *testing.T) {
+	t.Parallel()
+	r := catch(t, buildChaos(t), runConfig{seed: 9, broken: brokenRW, rw: true, actions: []string{"quiet"}},
+		func(r *Report) bool { return r.count("rw") > 0 })
+	if r.count("rw") == 0 {
+		t.Errorf("the checker found no writer holding with readers in a build whose writers take the key shared (%d shared, %d exclusive holds)", r.ReadHolds, r.WriteHolds)
+	}
 }
 
 // TestDynamoDBChaosCatchesASetTakenByItsFirstKey runs the variant whose

@@ -40,6 +40,13 @@ type Report struct {
 	PermitHolds      int `json:"permitHolds"`
 	MaxPermitHolders int `json:"maxPermitHolders"`
 
+	// ReadHolds and WriteHolds: shared and exclusive holds of the
+	// read-write key; MaxReaders: the most shared terms in force at one
+	// instant.
+	ReadHolds  int `json:"readHolds"`
+	WriteHolds int `json:"writeHolds"`
+	MaxReaders int `json:"maxReaders"`
+
 	// JobStarts: runs of the scheduled chaos job; JobEarliest: how long
 	// before its slot (by the shared clock) the earliest began, in seconds
 	// (the offset action sets wall clocks up to 3 s ahead);
@@ -114,6 +121,8 @@ func (r *Report) print(w io.Writer) {
 	row("   holds of sets of two keys", r.SetHolds)
 	row("7. more permit holders at once than permits", r.count("permits"))
 	row("   permit holds / the most holders at once", fmt.Sprintf("%d / %d (permits: %s)", r.PermitHolds, r.MaxPermitHolders, r.Config["permits"]))
+	row("9. read-write key: a writer holding with readers, a reader's token below a finished writer's, a writer's not above a finished reader's", r.count("rw"))
+	row("   shared holds / exclusive holds / the most readers at once", fmt.Sprintf("%d / %d / %d", r.ReadHolds, r.WriteHolds, r.MaxReaders))
 	row("8. scheduled job: slots started twice, or after a later slot", r.count("job"))
 	row("   job runs / the earliest before its slot (wall clocks up to 3 s ahead) / slots no worker started", fmt.Sprintf("%d / %.3f s / %d", r.JobStarts, r.JobEarliest, r.JobSlotsNeverStarted))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)

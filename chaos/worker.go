@@ -44,6 +44,7 @@ type workerConfig struct {
 	broken                         string // a deliberately broken variant (broken.go), or ""
 	unfair                         bool   // the lock client waits unfairly (lock.Config.Unfair)
 	permits                        int    // the semaphore's permits (0: no permit loop)
+	rw                             bool   // also take the key rw shared or exclusively (rwLoop)
 	jobEvery                       time.Duration
 	offsetFile                     string // this worker's wall-clock offset, read on SIGUSR2
 }
@@ -68,6 +69,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.broken, "broken", "", "a deliberately broken variant: guard or term (make test proves the checker catches each)")
 	fs.BoolVar(&c.unfair, "unfair", false, "the lock client waits unfairly (lock.Config.Unfair); fair waiting is the default")
 	fs.IntVar(&c.permits, "permits", 2, "permits of the semaphore the workers also contend for (0: none)")
+	fs.BoolVar(&c.rw, "rw", false, "also take the key rw shared (four times in five) or exclusively")
 	fs.DurationVar(&c.jobEvery, "job-every", time.Second, "the chaos job's interval between slots (0: no schedule worker)")
 	fs.StringVar(&c.offsetFile, "offset-file", "", "file holding this worker's wall-clock offset, read on SIGUSR2")
 }
@@ -318,6 +320,9 @@ func (w *worker) lockLoop(ctx context.Context) error {
 	if w.cfg.permits > 0 {
 		wg.Go(func() { w.permitLoop(ctx, c, validity) })
 	}
+	if w.cfg.rw {
+		wg.Go(func() { w.rwLoop(ctx, c, validity) })
+	}
 	defer wg.Wait()
 	for ctx.Err() == nil {
 		i := w.intn(w.cfg.keys)
@@ -364,6 +369,32 @@ func (w *worker) permitLoop(ctx context.Context, c *lock.Client, validity time.D
 	}
 }
 
+// rwLoop takes the key "rw" shared four times in five (role read:rw) and
+// exclusively otherwise (role write:rw), holds it as hold does, and again,
+// until ctx ends. Under the "rw" broken variant a writer takes a shared
+// hold: it then holds with readers.
+func (w *worker) rwLoop(ctx context.Context, c *lock.Client, validity time.Duration) {
+	for ctx.Err() == nil {
+		if w.intn(5) > 0 {
+			w.hold(ctx, []string{"read:rw"}, validity, func(actx context.Context) (*lock.Lock, error) { return c.AcquireShared(actx, "rw") })
+			continue
+		}
+		w.hold(ctx, []string{"write:rw"}, validity, func(actx context.Context) (*lock.Lock, error) {
+			if w.cfg.broken == brokenRW {
+				return c.AcquireShared(actx, "rw")
+			}
+			return c.Acquire(actx, "rw")
+		})
+	}
+}
+
+// readWrite reports whether role is a read-write key's (read: or write:),
+// whose rows are never deleted: a reader's token is the row's, which a
+// deletion would forget.
+func readWrite(role string) bool {
+	return strings.HasPrefix(role, "read:") || strings.HasPrefix(role, "write:")
+}
+
 // hold acquires a lock with acquire, logs a term for each of roles (nil:
 // the role of the slot it took, "permit:" and its key), holds it a while
 // with samples of its validity and guarded writes, each to the history of
@@ -406,6 +437,11 @@ func (w *worker) hold(ctx context.Context, roles []string, validity time.Duratio
 	deadline := time.Now().Add(holdFor)
 	for time.Now().Before(deadline) && hctx.Err() == nil && !ended(l) {
 		role := roles[w.intn(len(roles))]
+		if l.Shared() {
+			// A shared hold guards no writes: it holds and samples.
+			sleepCtx(hctx, time.Duration(80+w.intn(40))*time.Millisecond)
+			continue
+		}
 		w.guardedWrite(hctx, role, l.Token(), func(ctx context.Context, item types.TransactWriteItem) error {
 			return l.Guard(ctx, w.guards.Writes(item))
 		})
@@ -422,7 +458,7 @@ func (w *worker) hold(ctx context.Context, roles []string, validity time.Duratio
 	case ctx.Err() == nil:
 		// The application stops acting on the lock when it calls
 		// Release; the lock ends before the release write leaves.
-		del := w.intn(4) == 0
+		del := w.intn(4) == 0 && !readWrite(roles[0])
 		how := "release"
 		if del {
 			how = "release, deleting the row" // no hand-over: the queue goes with the row

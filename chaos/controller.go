@@ -32,7 +32,7 @@ type runConfig struct {
 	workers    int
 	unfair     int // workers (the last slots) whose lock clients wait unfairly
 	keys       int
-	permits    int // the semaphore's permits (0: no permit loop)
+	permits    int  // the semaphore's permits (0: no permit loop)
 	rw         bool // the workers also read and write the key "rw" (rwLoop)
 	lease      time.Duration
 	renew      time.Duration

@@ -115,6 +115,9 @@ func (t target) kind() kind {
 // acquireTarget takes t: its claims in this client, then the lease, through
 // the kernel's one wait loop, in the acquisition's span.
 func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, try bool) (*Lock, error) {
+	k := t.kind().String()
+	c.cfg.waits.Waiting(k, 1)
+	defer c.cfg.waits.Waiting(k, -1)
 	ctx, sp := c.startAcquire(ctx, t.kind(), t.key, try)
 	l, err := c.takeTarget(ctx, t, a, try, sp)
 	sp.end(c, l, err)

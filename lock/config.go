@@ -158,6 +158,7 @@ type config struct {
 	clock          timing.Clock
 	log            logr.Logger
 	metrics        metrics.Locks
+	waits          metrics.LockWaits // metrics, when it reports waits
 	tracer         tracing.Tracer
 	concurrency    int
 	cacheSize      int
@@ -214,6 +215,10 @@ func (cfg Config) resolve() (config, error) {
 	}
 	if c.metrics == nil {
 		c.metrics = metrics.Nop{}
+	}
+	c.waits, _ = c.metrics.(metrics.LockWaits)
+	if c.waits == nil {
+		c.waits = metrics.Nop{}
 	}
 	if c.requestTimeout == 0 {
 		c.requestTimeout = 2 * time.Second

@@ -173,6 +173,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 			l.c.k.KeepForStint(l.lease.Key(), w.Item, start)
 		}
 		if w.Landed && w.Item.HandedTo != "" {
+			l.c.cfg.waits.HandedOver(l.kind.String())
 			// Handed over: an Acquire of the key by this client starts
 			// from the row it left, and joins the queue at once.
 			// Its timer of the handed RVN starts two poll periods

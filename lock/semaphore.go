@@ -117,6 +117,8 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	if err != nil {
 		return nil, err
 	}
+	c.cfg.waits.Waiting(kindPermit.String(), 1)
+	defer c.cfg.waits.Waiting(kindPermit.String(), -1)
 	ctx, sp := c.startAcquire(ctx, kindPermit, semName(name), try)
 	if sp != nil {
 		sp.span.SetAttributes(tracing.Permits.Int(permits))

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
@@ -356,4 +358,59 @@ func TestACancelledSharedWaitLeavesNoEntry(t *testing.T) {
 		t.Fatalf("readers after the cancelled wait: %+v, want other's alone", it.Readers)
 	}
 	mustRelease(t, r)
+}
+
+// waitRecorder records Waiting and HandedOver (metrics.LockWaits).
+type waitRecorder struct {
+	metrics.Nop
+	mu       sync.Mutex
+	waiting  map[string]int
+	most     map[string]int
+	handOffs map[string]int
+}
+
+func (r *waitRecorder) Waiting(kind string, delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waiting[kind] += delta
+	r.most[kind] = max(r.most[kind], r.waiting[kind])
+}
+
+func (r *waitRecorder) HandedOver(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handOffs[kind]++
+}
+
+// A client whose recorder reports waits counts each acquisition under way
+// by kind while it runs, and the releases that hand a lock over.
+func TestWaitsAndHandOversAreReported(t *testing.T) {
+	rec := &waitRecorder{waiting: map[string]int{}, most: map[string]int{}, handOffs: map[string]int{}}
+	f := newFixture(t, WithHeartbeatPeriod(0), WithMetrics(rec), WithStint(-1)) // no stint: a release with a waiter hands over
+	readers := f.otherClient("readers")
+	r := mustShared(t, readers, "k")
+	locks, _ := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	rec.mu.Lock()
+	if rec.waiting["lock"] != 1 {
+		t.Errorf("a writer waiting for readers: waiting{lock} = %d, want 1", rec.waiting["lock"])
+	}
+	rec.mu.Unlock()
+	mustRelease(t, r)
+	f.fc.Step(maxPoll)
+	var w *Lock
+	select {
+	case w = <-locks:
+	case <-f.idle:
+		t.Fatal("the writer did not take the released row at its next read")
+	case <-time.After(patience):
+		t.Fatal("Acquire did not return")
+	}
+	f.join("next", lease)
+	mustRelease(t, w)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.waiting["lock"] != 0 || rec.most["lock"] != 1 || rec.handOffs["lock"] != 1 {
+		t.Errorf("after the writer's acquisition and hand-over: waiting %v (most %v), hand-overs %v; want 0 (1) and 1", rec.waiting, rec.most, rec.handOffs)
+	}
 }

@@ -102,6 +102,18 @@ type ElectionWork interface {
 	Working(running bool)
 }
 
+// LockWaits is implemented by a Locks recorder that also reports the
+// acquisitions under way and the hand-overs: a lock Client whose
+// Config.Metrics implements it calls Waiting(kind, 1) as an acquisition of
+// kind starts (Acquire, TryAcquire and their kin), Waiting(kind, -1) as it
+// returns, and HandedOver(kind) when a release hands the lock to the next
+// waiter of its queue. Waiting for KindLock, beside held for KindShared,
+// is a read-write key's writers waiting while readers hold.
+type LockWaits interface {
+	Waiting(kind string, delta int)
+	HandedOver(kind string)
+}
+
 // The slot events of Jobs.Slots.
 const (
 	SlotStarted   = "started"
@@ -140,9 +152,10 @@ type Jobs interface {
 type Nop struct{}
 
 var (
-	_ Election = Nop{}
-	_ Locks    = Nop{}
-	_ Jobs     = Nop{}
+	_ Election  = Nop{}
+	_ Locks     = Nop{}
+	_ LockWaits = Nop{}
+	_ Jobs      = Nop{}
 )
 
 func (Nop) Slots(string, string, int)         {}
@@ -164,3 +177,5 @@ func (Nop) Acquired(string, time.Duration)         {}
 func (Nop) Released(string)                        {}
 func (Nop) LockLost(string, string)                {}
 func (Nop) Heartbeat(Outcome, time.Duration)       {}
+func (Nop) Waiting(string, int)                    {}
+func (Nop) HandedOver(string)                      {}

@@ -18,7 +18,9 @@
 //	dynalease_election_renewals_total{election,outcome}        leader renewals: ok, lost, error
 //	dynalease_election_renewal_duration_seconds{election}
 //	dynalease_election_work_running{election}                  1 while the leader's work (OnStartedLeading) runs
-//	dynalease_lock_held{client,kind}                           locks held now; kind: lock, set, permit
+//	dynalease_lock_held{client,kind}                           locks held now; kind: lock, set, permit, shared
+//	dynalease_lock_waiting{client,kind}                        acquisitions under way
+//	dynalease_lock_handovers_total{client,kind}                releases that handed the lock to the next waiter
 //	dynalease_lock_acquisitions_total{client,kind}
 //	dynalease_lock_acquire_wait_seconds{client,kind}           from Acquire's call to the lock
 //	dynalease_lock_lost_total{client,kind,reason}              expired, stolen, released_elsewhere, deleted
@@ -66,6 +68,8 @@ type Metrics struct {
 	workRunning   *prometheus.GaugeVec
 
 	held         *prometheus.GaugeVec
+	waiting      *prometheus.GaugeVec
+	handovers    *prometheus.CounterVec
 	acquisitions *prometheus.CounterVec
 	acquireWait  *prometheus.HistogramVec
 	lost         *prometheus.CounterVec
@@ -124,8 +128,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		renewalDur:    histogram("dynalease_election_renewal_duration_seconds", "Duration of leader renewals, settling included.", requestBuckets, "election"),
 		workRunning:   gauge("dynalease_election_work_running", "1 while the leader's work (OnStartedLeading) runs, else 0.", "election"),
 
-		held:         gauge("dynalease_lock_held", "Locks held now, by kind (lock, set, permit: permits in use).", "client", "kind"),
-		acquisitions: counter("dynalease_lock_acquisitions_total", "Locks acquired, by kind (lock, set, permit).", "client", "kind"),
+		held:         gauge("dynalease_lock_held", "Locks held now, by kind (lock, set, permit: permits in use, shared: readers).", "client", "kind"),
+		waiting:      gauge("dynalease_lock_waiting", "Acquisitions under way, by kind.", "client", "kind"),
+		handovers:    counter("dynalease_lock_handovers_total", "Releases that handed the lock to the next waiter of its queue, by kind.", "client", "kind"),
+		acquisitions: counter("dynalease_lock_acquisitions_total", "Locks acquired, by kind (lock, set, permit, shared).", "client", "kind"),
 		acquireWait:  histogram("dynalease_lock_acquire_wait_seconds", "Time from an Acquire's call to the lock, by kind.", waitBuckets, "client", "kind"),
 		lost:         counter("dynalease_lock_lost_total", "Locks lost, by kind and reason (expired, stolen, released_elsewhere, deleted).", "client", "kind", "reason"),
 		heartbeats:   counter("dynalease_lock_heartbeats_total", "Heartbeats by outcome (ok, lost, error).", "client", "outcome"),
@@ -148,7 +154,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		electionState{m},
 		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
-		m.held, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
+		m.held, m.waiting, m.handovers, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
 		m.requests, m.requestDur, m.guarded, m.failing, m.failingSince,
 		m.jobSlots, m.jobLateness, m.jobDuration, m.jobLastSuccess, m.jobDue,
 	} {
@@ -180,6 +186,8 @@ func (m *Metrics) Election(name string) metrics.Election {
 func (m *Metrics) Locks(name string) metrics.Locks {
 	for _, kind := range metrics.Kinds {
 		m.held.WithLabelValues(name, kind)
+		m.waiting.WithLabelValues(name, kind)
+		m.handovers.WithLabelValues(name, kind)
 		m.acquisitions.WithLabelValues(name, kind)
 		// Made up front, so that the first loss of a kind is an
 		// increase from 0 (an alert on increase() sees it).
@@ -311,6 +319,16 @@ func (l *locks) Acquired(kind string, wait time.Duration) {
 }
 
 func (l *locks) Released(kind string) { l.m.held.WithLabelValues(l.name, kind).Dec() }
+
+var _ metrics.LockWaits = (*locks)(nil)
+
+// Waiting counts acquisitions under way (metrics.LockWaits).
+func (l *locks) Waiting(kind string, delta int) {
+	l.m.waiting.WithLabelValues(l.name, kind).Add(float64(delta))
+}
+
+// HandedOver counts a release that handed the lock over (metrics.LockWaits).
+func (l *locks) HandedOver(kind string) { l.m.handovers.WithLabelValues(l.name, kind).Inc() }
 
 func (l *locks) LockLost(kind, reason string) {
 	l.m.lost.WithLabelValues(l.name, kind, reason).Inc()

@@ -26,6 +26,8 @@
 //	dynalease.election.renewal.duration     histogram s        → dynalease_election_renewal_duration_seconds
 //	dynalease.election.work_running         gauge {work}       → dynalease_election_work_running
 //	dynalease.lock.held                     updown {lock}      → dynalease_lock_held
+//	dynalease.lock.waiting                  updown {call}      → dynalease_lock_waiting
+//	dynalease.lock.handovers                counter {lock}     → dynalease_lock_handovers_total
 //	dynalease.lock.acquisitions             counter {lock}     → dynalease_lock_acquisitions_total
 //	dynalease.lock.acquire.wait             histogram s        → dynalease_lock_acquire_wait_seconds
 //	dynalease.lock.lost                     counter {lock}     → dynalease_lock_lost_total
@@ -71,6 +73,8 @@ type Metrics struct {
 	roundDur, renewalDur            metric.Float64Histogram
 	workRunning                     metric.Int64Gauge
 	held                            metric.Int64UpDownCounter
+	waiting                         metric.Int64UpDownCounter
+	handovers                       metric.Int64Counter
 	acquisitions, lost, heartbeats  metric.Int64Counter
 	acquireWait, heartbeatDur       metric.Float64Histogram
 	requests, guarded               metric.Int64Counter
@@ -116,9 +120,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.renewals = counter("dynalease.election.renewals", "{renewal}", "Leader renewals by outcome (ok, lost, error).")
 	m.renewalDur = histogram("dynalease.election.renewal.duration", "Duration of leader renewals, settling included.", requestBuckets)
 	m.workRunning = intGauge("dynalease.election.work_running", "{work}", "1 while the leader's work (OnStartedLeading) runs, else 0.")
-	held, err := meter.Int64UpDownCounter("dynalease.lock.held", metric.WithUnit("{lock}"), metric.WithDescription("Locks held now, by kind (lock, set, permit: permits in use)."))
+	held, err := meter.Int64UpDownCounter("dynalease.lock.held", metric.WithUnit("{lock}"), metric.WithDescription("Locks held now, by kind (lock, set, permit: permits in use, shared: readers)."))
 	m.held, errs = held, append(errs, err)
-	m.acquisitions = counter("dynalease.lock.acquisitions", "{lock}", "Locks acquired, by kind (lock, set, permit).")
+	waiting, err := meter.Int64UpDownCounter("dynalease.lock.waiting", metric.WithUnit("{call}"), metric.WithDescription("Acquisitions under way, by kind."))
+	m.waiting, errs = waiting, append(errs, err)
+	m.handovers = counter("dynalease.lock.handovers", "{lock}", "Releases that handed the lock to the next waiter of its queue, by kind.")
+	m.acquisitions = counter("dynalease.lock.acquisitions", "{lock}", "Locks acquired, by kind (lock, set, permit, shared).")
 	m.acquireWait = histogram("dynalease.lock.acquire.wait", "Time from an Acquire's call to the lock, by kind.", waitBuckets)
 	m.lost = counter("dynalease.lock.lost", "{lock}", "Locks lost, by kind and reason (expired, stolen, released_elsewhere, deleted).")
 	m.heartbeats = counter("dynalease.lock.heartbeats", "{beat}", "Heartbeats by outcome (ok, lost, error).")
@@ -191,6 +198,8 @@ func (m *Metrics) Locks(name string) metrics.Locks {
 	for _, kind := range metrics.Kinds {
 		set := metric.WithAttributes(attribute.String("client", name), attribute.String("kind", kind))
 		m.held.Add(ctx, 0, set)
+		m.waiting.Add(ctx, 0, set)
+		m.handovers.Add(ctx, 0, set)
 		m.acquisitions.Add(ctx, 0, set)
 		// Made up front, so that the first loss of a kind is an increase
 		// from 0 (an alert on increase() sees it).
@@ -307,6 +316,14 @@ func (l *locks) Acquired(kind string, wait time.Duration) {
 }
 
 func (l *locks) Released(kind string) { l.m.held.Add(ctx, -1, l.kind(kind)) }
+
+var _ metrics.LockWaits = (*locks)(nil)
+
+// Waiting counts acquisitions under way (metrics.LockWaits).
+func (l *locks) Waiting(kind string, delta int) { l.m.waiting.Add(ctx, int64(delta), l.kind(kind)) }
+
+// HandedOver counts a release that handed the lock over (metrics.LockWaits).
+func (l *locks) HandedOver(kind string) { l.m.handovers.Add(ctx, 1, l.kind(kind)) }
 
 func (l *locks) LockLost(kind, reason string) {
 	l.m.lost.Add(ctx, 1, metric.WithAttributes(attribute.String("client", l.name), attribute.String("kind", kind), attribute.String("reason", reason)))

@@ -24,9 +24,10 @@ func newRun(c *common) *cobra.Command {
 		noWait      bool
 		keys        []string
 		permits     int
+		shared      bool
 	)
 	cmd := &cobra.Command{
-		Use:         "run {NAME | --keys K1,K2,... | --permits N NAME} -- COMMAND [ARGS...]",
+		Use:         "run {NAME | --shared NAME | --keys K1,K2,... | --permits N NAME} -- COMMAND [ARGS...]",
 		Annotations: map[string]string{servesMetrics: "yes"},
 		Short:       "Run COMMAND while holding the lock NAME; stop it if the lock is lost",
 		Long: `run acquires the lock NAME (waiting while another owner holds it, up to
@@ -51,6 +52,13 @@ With --permits N, NAME is a semaphore of N permits: run takes one of them
 command runs while it holds it. DYNALEASE_LOCK then names the permit's slot
 (NAME#permit-I), and DYNALEASE_TOKEN is the permit's own fencing token.
 
+With --shared, run takes a shared hold of NAME, a read lock (see
+lock.Client.AcquireShared): any number of shared runs hold NAME at once,
+and none while a run without --shared (a writer) holds it; a writer that
+waits holds new shared runs back. DYNALEASE_TOKEN is then the token of the
+last writer of NAME (0 before any), so that a resource can refuse a reader
+that read before a later writer wrote.
+
 If the lock is lost while COMMAND runs, its whole process group gets SIGTERM
 at once, SIGKILL after --grace, and run exits 74. The lock's safety margin is
 set to --grace plus one second, so the group is stopped before any other
@@ -60,6 +68,9 @@ refused.`,
 			if len(keys) > 0 && permits != 0 {
 				return exit(exitUsage, errors.New("--keys and --permits do not go together"))
 			}
+			if shared && (len(keys) > 0 || permits != 0) {
+				return exit(exitUsage, errors.New("--shared takes one NAME: not with --keys or --permits"))
+			}
 			if len(keys) > 0 {
 				return commandOnly("usage: dynalease run --keys K1,K2,... -- COMMAND [ARGS...]")(cmd, args)
 			}
@@ -68,7 +79,7 @@ refused.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t := target{keys: keys}
 			if len(keys) == 0 {
-				t, args = target{name: args[0], permits: permits}, args[1:]
+				t, args = target{name: args[0], permits: permits, shared: shared}, args[1:]
 			}
 			// One span for the whole run: the acquire, the command (whose
 			// TRACEPARENT names it) and the release.
@@ -79,6 +90,7 @@ refused.`,
 		},
 	}
 	cmd.Flags().IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: take one of them")
+	cmd.Flags().BoolVar(&shared, "shared", false, "take a shared hold of NAME (a read lock): shared runs hold it together, never with a writer")
 	cmd.Flags().StringSliceVar(&keys, "keys", nil, "take these keys all at once, or none, instead of the lock NAME")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "give up acquiring after this long; 0 waits the holder's lease (the lock client's budget)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once (exit 73) when the lock is held")
@@ -115,7 +127,8 @@ func (c *common) lockClient(ctx context.Context, log logr.Logger, grace time.Dur
 type target struct {
 	name    string
 	keys    []string
-	permits int // NAME is a semaphore of this many permits; 0 for a lock
+	permits int  // NAME is a semaphore of this many permits; 0 for a lock
+	shared  bool // a shared hold of NAME
 }
 
 // String names the target: the lock name, or the keys joined by commas.
@@ -129,6 +142,10 @@ func (t target) String() string {
 // acquire takes t, waiting (Acquire) or not (TryAcquire).
 func (t target) acquire(ctx context.Context, lc *lock.Client, try bool, opts ...lock.AcquireOption) (*lock.Lock, error) {
 	switch {
+	case t.shared && try:
+		return lc.TryAcquireShared(ctx, t.name, opts...)
+	case t.shared:
+		return lc.AcquireShared(ctx, t.name, opts...)
 	case t.permits != 0 && try:
 		return lc.TryAcquirePermit(ctx, t.name, t.permits, opts...)
 	case t.permits != 0:

@@ -184,6 +184,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"8 semaphore", b.rowSemaphore},
 		{"9 sets", b.rowSets},
 		{"10 jobs", b.rowJobs},
+		{"11 read-write", b.rowReadWrite},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

@@ -24,6 +24,7 @@ type results struct {
 	ContentionUnfair     *contentionResult   `json:"contention_unfair"`
 	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
 	Semaphore            *semaphoreResult    `json:"semaphore"`
+	ReadWrite            *readWriteResult    `json:"read_write"`
 	Sets                 *setsResult         `json:"sets"`
 	Jobs                 *jobsResult         `json:"scheduled_jobs"`
 	Microbenchmarks      *microResult        `json:"microbenchmarks"`
@@ -176,6 +177,7 @@ func printTable(w io.Writer, r *results) {
 	printContention(w, r)
 	printKilledWaiter(w, r)
 	printSemaphore(w, r)
+	printReadWrite(w, r)
 	printSets(w, r)
 	printJobs(w, r)
 	printMicro(w, r)

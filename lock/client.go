@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -35,6 +36,9 @@ type Client struct {
 	mu     sync.Mutex
 	claims claims
 	closed bool
+	// readHints are what the last shared hold of each key saw of its row
+	// (see keepHint).
+	readHints map[resourcelock.Key]readlease.Hint
 
 	// closing is cancelled, with ErrClosed, when Close starts: Acquire
 	// calls still waiting end then.
@@ -77,7 +81,7 @@ func newClient(store resourcelock.Store, cfg config) (*Client, error) {
 		clk:    cfg.clock,
 		born:   cfg.clock.Now(),
 		log:    cfg.log.WithValues("identity", cfg.identity),
-		claims: newClaims(),
+		claims: newClaims(), readHints: map[resourcelock.Key]readlease.Hint{},
 	}
 	// A lease at a placeholder key: every lease of the client is made
 	// from it At a key, sharing its store, identity and options.

@@ -66,7 +66,34 @@ func (c *Client) acquireShared(ctx context.Context, key string, opts []AcquireOp
 	if err != nil {
 		return nil, refused("key", err)
 	}
-	return c.acquireTarget(ctx, target{key: k, shared: reader}, a, try)
+	c.mu.Lock()
+	h, ok := c.readHints[k]
+	c.mu.Unlock()
+	if ok {
+		reader.Guess(h)
+	}
+	l, err := c.acquireTarget(ctx, target{key: k, shared: reader}, a, try)
+	c.keepHint(k, reader.Hint())
+	return l, err
+}
+
+// maxReadHints bounds the keys whose rows a client remembers for its
+// shared holds' first joins.
+const maxReadHints = 1024
+
+// keepHint remembers what a shared hold of k saw of its row, for the
+// next one's first join: a join to readers when they held it, a begin
+// otherwise (one request each, when the row has not changed since).
+func (c *Client) keepHint(k resourcelock.Key, h readlease.Hint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.readHints[k]; !ok && len(c.readHints) >= maxReadHints {
+		for old := range c.readHints {
+			delete(c.readHints, old) // any one: a hint is worth a request
+			break
+		}
+	}
+	c.readHints[k] = h
 }
 
 // sharedKey returns the key under which this client keeps the claim of

@@ -76,6 +76,34 @@ type state struct {
 	last    resourcelock.Item // the row as last seen, unfolded
 	missing bool              // the last look found no row
 	seen    bool              // a row (or its absence) was seen
+	guess   Hint              // what the first join guesses, before any look
+}
+
+// Hint is what an earlier hold of the key saw of its row, for the first
+// join of a later one (Guess): whether readers held it, and its lease. A
+// wrong hint costs a request, never a wrong write.
+type Hint struct {
+	Readers bool
+	Lease   time.Duration
+}
+
+// Guess makes the first join, before this hold has seen the row, guess it
+// as h says.
+func (r *Reader) Guess(h Hint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.guess = h
+}
+
+// Hint returns what this hold saw of the row last, for a later hold's
+// Guess.
+func (r *Reader) Hint() Hint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen {
+		return r.guess
+	}
+	return Hint{Readers: !r.missing && r.last.HeldByReaders(), Lease: r.last.LeaseDuration}
 }
 
 // New returns a read hold of the row at key of store, written as
@@ -197,6 +225,10 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 	}
 	r.mu.Lock()
 	last, missing := r.last, !r.seen || r.missing
+	if !r.seen && r.guess.Readers {
+		// Not seen yet: an earlier hold saw readers.
+		last.HolderIdentity, last.LeaseDuration, missing = resourcelock.ReadersHolder, r.guess.Lease, false
+	}
 	r.mu.Unlock()
 	for try := 0; ; try++ {
 		var w resourcelock.Share

@@ -393,6 +393,13 @@ func (a *Acquirer) queueWait(period time.Duration) time.Duration {
 // periods of faster reads, never safety.
 func (a *Acquirer) headWait(period time.Duration) time.Duration {
 	q, stint := a.q, a.Stint
+	if !q.headSince.IsZero() && q.last.HeldByReaders() && q.seenAt.Sub(q.headSince) < 2*period {
+		// Behind readers, who no longer admit others: the last of them
+		// leaves about when its hold ends, which no row tells. The first
+		// two periods at the head are read four times as often, so that
+		// short reads hand over promptly; long ones cost eight reads.
+		return max(period/4, time.Millisecond)
+	}
 	if stint <= 0 || q.headSince.IsZero() {
 		return period
 	}

@@ -181,3 +181,38 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 		t.Fatalf("row %+v, want released", it.Record)
 	}
 }
+
+// The queue's head behind readers (a row held by resourcelock.ReadersHolder)
+// reads a quarter period for its first two periods there, since the last
+// reader leaves when its hold ends, which no row tells; a period after
+// that, and a period behind a holder that is not readers.
+func TestTheHeadBehindReadersReadsOftenForTwoPeriods(t *testing.T) {
+	e := newEngine(t)
+	e.acq.Queue(lease, period)
+	e.put("other", "r0", false)
+	e.round()
+	readers := func(rvn string) {
+		e.mem.PutItem(resourcelock.Item{Key: key, Queue: []resourcelock.Waiter{e.acq.q.me},
+			Record:  resourcelock.Record{HolderIdentity: resourcelock.ReadersHolder, RVN: rvn, LeaseDuration: lease},
+			Readers: []resourcelock.Reader{{Ticket: "t", Identity: "reader", Lease: lease, RVN: rvn}}})
+	}
+	readers("r1")
+	e.round()
+	became := e.fc.Now()
+	for e.fc.Now().Sub(became) < 2*period {
+		if got := e.wait(); got < period/4 || got > period/4*6/5 {
+			t.Fatalf("wait %v behind readers: %v, want a quarter period", e.fc.Now().Sub(became), got)
+		}
+		e.fc.Step(period / 4)
+		readers(fmt.Sprintf("r-%v", e.fc.Now())) // they renew
+		e.round()
+	}
+	if got := e.wait(); got < period {
+		t.Fatalf("wait %v behind readers: %v, want a period", e.fc.Now().Sub(became), got)
+	}
+	e.queueAhead("w", 0, 0) // a writer holds: no stint, a period
+	e.round()
+	if got := e.wait(); got < period {
+		t.Fatalf("wait at the head behind a writer: %v, want a period", got)
+	}
+}

@@ -524,3 +524,68 @@ func TestDynamoDBJavaStaleTakeoverOfOurLockIsReportedStolen(t *testing.T) {
 		t.Errorf("row owner %q after our loss; our heartbeat or release overwrote the Java holder", got)
 	}
 }
+
+// A key held by readers is, to the AWS Java lock client, held by the owner
+// "dynalease:readers" with the readers' lease, and renewed by every
+// reader's heartbeat: Java never takes it from a live reader, takes it once
+// the readers released it, and takes it over once every reader went
+// silent for the lease, which our readers then find lost.
+func TestDynamoDBJavaSeesReadersAsOneLiveHolder(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	java := javaHost{e: e, owner: "java-host", lease: 1500 * time.Millisecond}
+	a, b := e.newTimedClient(), e.newTimedClient()
+	ra, err := a.AcquireShared(ctx, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.AcquireShared(ctx, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJavaReadable(t, "held by two readers", e.item("cfg"), "dynalease:readers", testLease, false)
+	if _, err := java.acquireNew(ctx, "cfg"); !conditionFailed(err) {
+		t.Errorf("Java acquire (new) of a key two read = %v, want a conditional-check failure", err)
+	}
+	if _, err := java.acquireReleased(ctx, "cfg"); !conditionFailed(err) {
+		t.Errorf("Java acquire (released) of a key two read = %v, want a conditional-check failure", err)
+	}
+	seen := str(e.item("cfg"), "recordVersionNumber")
+	time.Sleep(2*testHeartbeat + testHeartbeat/2)
+	if _, err := java.acquireStale(ctx, "cfg", seen); !conditionFailed(err) {
+		t.Errorf("Java acquire (stale) of a key whose readers heartbeat = %v, want a conditional-check failure", err)
+	}
+	mustRelease(t, ra)
+	checkJavaReadable(t, "held by one reader", e.item("cfg"), "dynalease:readers", testLease, false)
+	mustRelease(t, rb)
+	checkJavaReadable(t, "released by the last reader", e.item("cfg"), "dynalease:readers", testLease, true)
+	if _, err := java.acquireReleased(ctx, "cfg"); err != nil {
+		t.Fatalf("Java acquire (released) after the readers: %v", err)
+	}
+	if _, err := a.TryAcquireShared(ctx, "cfg"); !errors.Is(err, lock.ErrLocked) {
+		t.Errorf("TryAcquireShared of the Java-held key = %v, want ErrLocked", err)
+	}
+
+	// A silent reader is taken over by Java once its RVN stood for the
+	// lease, by when the reader counted itself no longer a holder.
+	silent := e.newTimedClient(lock.WithHeartbeatPeriod(0))
+	r, err := silent.AcquireShared(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen = str(e.item("other"), "recordVersionNumber")
+	time.Sleep(testLease)
+	if r.IsHeld() {
+		t.Fatal("a reader silent for its lease still counts itself a holder")
+	}
+	if _, err := java.acquireStale(ctx, "other", seen); err != nil {
+		t.Fatalf("Java takeover of a silent reader after its lease: %v", err)
+	}
+	if str(e.item("other"), "ownerName") != "java-host" {
+		t.Fatal("the Java takeover did not land")
+	}
+	if err := r.Heartbeat(ctx); !errors.Is(err, dynalease.ErrLost) {
+		t.Errorf("the silent reader's heartbeat after the Java takeover: %v, want a loss", err)
+	}
+}

@@ -57,6 +57,10 @@
 //     than every earlier one's, for a resource to refuse older holders.
 //   - Guarded write: a write of the caller's own, committed in one
 //     transaction with a check that the lock or term still holds.
+//   - Shared hold (a reader): a lock on a key that any number of shared
+//     holders hold at once, and none with the key's exclusive lock (a
+//     writer: Acquire); each reader is an entry of the key's row, with
+//     its own RVN.
 //   - Permit: one of a semaphore's N rows. Slot: an instant a scheduled
 //     job's schedule names (never a permit's row).
 //   - Queue: the waiters kept in a lock's row, oldest first; hand-over: a

@@ -167,6 +167,60 @@
 // semaphore should use one n, changed by a rolling restart, with the
 // bound above meanwhile.
 //
+// # Read and write
+//
+// AcquireShared takes a shared hold of a key (a reader); Acquire takes
+// the key exclusively (a writer). Any number of readers hold a key at
+// once, and a writer holds it alone.
+//
+// The key keeps its one row. While readers hold it, the row names the
+// holder resourcelock.ReadersHolder ("dynalease:readers"), and each reader
+// is an entry of the row (resourcelock.Reader) with a ticket and an RVN of
+// its own: a reader's acquisition adds its entry, its heartbeat gives the
+// entry (and the row) a new RVN conditioned on the entry's, its release
+// removes the entry, and the last release marks the row released. Readers
+// never conflict with each other, and every one of their writes changes
+// the row's RVN. The row's lease is at least every entry's.
+//
+// Why a writer never holds with a reader: a reader joins only a row that
+// is missing, free or held by readers with nobody queued, or whose RVN it
+// watched unchanged for the row's lease (a silent holder's), in the write
+// that adds its entry; no live writer holds such a row. A writer takes
+// a row of readers only by a write conditioned on the row's RVN, after
+// watching that RVN unchanged for the row's lease on its own clock (or
+// once the last reader released it). Every reader's heartbeat changes
+// the row's RVN, so the writer's write lands only after every reader's
+// last confirmed write by at least that reader's lease: each reader,
+// counting its validity from the send of that write, stopped holding
+// before. A Java client or an older dynalease sees the same row held by
+// "dynalease:readers" and renewed, and takes it only the same way.
+//
+// Writers are not starved: a writer that finds readers joins the key's
+// queue (with fair waiting, the default), and a reader joins a row of
+// readers only while its queue is empty, so new readers wait while the
+// readers that hold finish; writers queued behind each other are served
+// in their order, as for any lock. A writer at the head behind readers
+// reads a quarter refresh period for its first two periods there. Its
+// wait is the longest hold of the readers already there, plus about a
+// quarter refresh period to see the last release (a period once it has
+// waited two), plus a refresh period's jitter and two round trips; a
+// reader that dies holding costs it that reader's lease instead of its
+// hold. Readers wait while writers are queued or hold: with writers
+// always queued, readers wait for as long (writer preference). A reader
+// never queues, and waits out a silent writer, or a writer's dead queue
+// entry, for the lease, as any waiter does.
+//
+// A reader's fencing token is the row's: that of the last writer of a
+// client with fencing tokens (0 before any). Every writer's acquisition
+// counts a new one, above every reader's; a resource that refuses tokens
+// below the largest it has seen refuses a reader that read before a
+// writer that has since written. Guard is for writers: a reader holds no
+// exclusivity to guard a write with. Upgrading a reader to a writer is
+// not offered: release the shared hold, take the key exclusively, and
+// read again under it (what was read under the shared hold may have
+// changed in between; see docs/design/read-write-locks.md for why an
+// upgrade that never releases needs more than one row can promise).
+//
 // # What is not guaranteed
 //
 // A set queues on its first key only (see AcquireSet): waiters for sets

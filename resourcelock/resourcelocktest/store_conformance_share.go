@@ -184,7 +184,7 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
 	v, u := waiter("v"), waiter("u")
 	mustJoin(t, s, k, v)
-	got := mustJoin(t, s, k, u)
+	mustJoin(t, s, k, u)
 	a := reader("a", time.Second)
 	w := share(resourcelock.ShareTake, a, "x")
 	_, err := s.Share(ctx(t), k, w)
@@ -194,7 +194,7 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	_, err = s.Share(ctx(t), k, w)
 	wantConflict(t, "ShareTake dequeuing a waiter that is not the queue's head", err)
 	w.Dequeue = []string{v.Ticket}
-	got = mustShare(t, s, k, w)
+	got := mustShare(t, s, k, w)
 	wantReaders(t, "after ShareTake", got, a)
 	wantQueue(t, "after ShareTake", got, u)
 	if got.Acquisitions != held.Acquisitions || got.AcquisitionID != held.AcquisitionID {

@@ -87,16 +87,23 @@ var _ Port = (*Lease)(nil)
 // the key's and the identity's limits (an error matching
 // dynalease.ErrInvalid) and sends no request.
 func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Lease, error) {
-	if store == nil {
-		return nil, &dynalease.InvalidError{Field: "store", Reason: "is nil"}
-	}
-	if err := record.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := record.CheckIdentity(identity); err != nil {
+	if err := Check(store, key, identity); err != nil {
 		return nil, err
 	}
 	return &Lease{binding: &binding{store: store, identity: identity}, key: key}, nil
+}
+
+// Check reports whether a lease at key of store, written as identity, can
+// be made: a store, and the key's and the identity's limits (an error
+// matching dynalease.ErrInvalid).
+func Check(store resourcelock.Store, key resourcelock.Key, identity string) error {
+	if store == nil {
+		return &dynalease.InvalidError{Field: "store", Reason: "is nil"}
+	}
+	if err := record.CheckKey(key); err != nil {
+		return err
+	}
+	return record.CheckIdentity(identity)
 }
 
 // With returns the lease writing o with every Create and Update.

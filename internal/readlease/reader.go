@@ -110,13 +110,7 @@ func (r *Reader) Hint() Hint {
 // identity, with a fresh ticket. It checks the key and the identity and
 // sends no request.
 func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Reader, error) {
-	if store == nil {
-		return nil, &dynalease.InvalidError{Field: "store", Reason: "is nil"}
-	}
-	if err := record.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := record.CheckIdentity(identity); err != nil {
+	if err := keylease.Check(store, key, identity); err != nil {
 		return nil, err
 	}
 	return &Reader{state: &state{store: store, key: key, identity: identity, ticket: uuid.NewString()}}, nil

@@ -62,6 +62,9 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 	if err != nil {
 		return nil, err
 	}
+	if a.upgradeable {
+		return nil, invalid("WithUpgradeable", "only AcquireShared takes it")
+	}
 	return c.acquireTarget(ctx, target{key: k}, a, try)
 }
 
@@ -72,7 +75,8 @@ type target struct {
 	claim  *claim            // one key's claim
 	set    *setHold          // a set's rows and claims
 	permit bool              // the key is a semaphore's slot
-	shared *readlease.Reader // a shared hold of the key
+	shared  *readlease.Reader  // a shared hold of the key
+	upgrade *readlease.Upgrade // a shared hold's upgrade to the writer
 }
 
 // kind is a lock's kind: one key, a set of keys, a semaphore's permit.

@@ -24,6 +24,7 @@ type acquireConfig struct {
 	refresh         time.Duration
 	additionalWait  time.Duration
 	numbers, below  map[string]int64
+	upgradeable     bool
 }
 
 type sessionMonitor struct {

@@ -192,6 +192,7 @@ func (c *Client) Get(ctx context.Context, key string, opts ...AcquireOption) (In
 		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil},
 		{"WithReentrant", a.reentrant}, {"WithSessionMonitor", a.monitor != nil}, {"WithRefreshPeriodFor", a.refresh != c.cfg.refresh},
 		{"WithAdditionalWait", a.additionalWait != 0}, {"ledger", a.numbers != nil || a.below != nil},
+		{"WithUpgradeable", a.upgradeable},
 	} {
 		if o.set {
 			return Info{}, invalid(o.name, "is an acquisition's option; Get takes WithSortKeyValue only")

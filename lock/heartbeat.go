@@ -74,7 +74,12 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		}
 		return nil
 	case w.Lost:
-		l.loseLocked(l.setLoss(w.Loss(l.lease.Key().String())))
+		lost := l.setLoss(w.Loss(l.lease.Key().String()))
+		if l.upgradedLocked(lost) {
+			l.endUpgradedLocked()
+			return l.errLocked()
+		}
+		l.loseLocked(lost)
 		return l.errLocked()
 	default:
 		l.c.k.Note(l.lease.Key().String(), w.Err)

@@ -48,6 +48,9 @@ func (c *Client) acquireLease(t target, a *acquireConfig) keylease.Port {
 	if t.shared != nil {
 		return t.shared.With(o)
 	}
+	if t.upgrade != nil {
+		return t.upgrade.With(o)
+	}
 	base := c.base // the hold options are an acquisition's without options
 	if a.attributes != nil || !a.replaceData || a.onlyIfExists || a.numbers != nil || a.below != nil {
 		o.OnlyIfExists = a.onlyIfExists

@@ -63,6 +63,7 @@ const (
 	foreignRVN                           // the row's RVN is not a rowID: extras.rvn has it
 	foreignAcquisition                   // the row's acquisition ID is not a rowID: extras.acquisitionID has it
 	ended                                // the lock ended: errLocked says why
+	upgrading                            // a shared lock's Upgrade is under way
 )
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields

@@ -93,6 +93,8 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 		return nil, nil, a, invalid(a.ledgerOption(), "a permit carries no integer attributes")
 	case a.onlyIfExists:
 		return nil, nil, a, invalid("WithAcquireOnlyIfExists", "a semaphore's slots are made as they are first taken")
+	case a.upgradeable:
+		return nil, nil, a, invalid("WithUpgradeable", "a permit has no shared hold: only AcquireShared takes it")
 	}
 	return store, keys, a, nil
 }

@@ -87,6 +87,8 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 		return a, nil, invalid(a.ledgerOption(), "a set of keys carries no integer attributes")
 	case a.onlyIfExists:
 		return a, nil, invalid("WithAcquireOnlyIfExists", "a set of keys takes missing rows too")
+	case a.upgradeable:
+		return a, nil, invalid("WithUpgradeable", "a set of keys has no shared hold: only AcquireShared takes it")
 	}
 	store := c.store
 	rows, err := setlease.New(store, members, c.cfg.identity)

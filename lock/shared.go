@@ -66,6 +66,9 @@ func (c *Client) acquireShared(ctx context.Context, key string, opts []AcquireOp
 	if err != nil {
 		return nil, refused("key", err)
 	}
+	if a.upgradeable {
+		reader.SetUpgradeable()
+	}
 	c.mu.Lock()
 	h, ok := c.readHints[k]
 	c.mu.Unlock()

@@ -414,3 +414,122 @@ func TestWaitsAndHandOversAreReported(t *testing.T) {
 		t.Errorf("after the writer's acquisition and hand-over: waiting %v (most %v), hand-overs %v; want 0 (1) and 1", rec.waiting, rec.most, rec.handOffs)
 	}
 }
+
+// An upgradeable reader becomes the writer without releasing: its upgrade
+// holds new readers back, waits for the other reader, and takes the key
+// within a poll of that reader's release, ahead of a writer queued before
+// it; the shared lock then ends as released, and the writer's token is
+// above every earlier one.
+func TestAnUpgradeableReaderBecomesTheWriterWithoutReleasing(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	others := f.otherClient("others")
+	up, err := f.c.TryAcquireShared(context.Background(), "k", WithUpgradeable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := others.TryAcquireShared(context.Background(), "k", WithUpgradeable()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second upgradeable reader: %v, want ErrLocked", err)
+	}
+	other := mustShared(t, others, "k")
+	f.join("queued-writer", lease) // a writer queued before the upgrade
+	before := f.item("k").Acquisitions
+	locks, errs := make(chan *Lock, 1), make(chan error, 1)
+	go func() {
+		w, err := up.Upgrade(context.Background())
+		if err != nil {
+			errs <- err
+			return
+		}
+		locks <- w
+	}()
+	f.waitIdle("acquire")
+	if _, err := others.TryAcquireShared(context.Background(), "k"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a new reader while the upgrade waits: %v, want ErrLocked", err)
+	}
+	if !up.IsHeld() {
+		t.Fatal("the upgrading reader stopped holding while it waits")
+	}
+	mustRelease(t, other)
+	released := f.now()
+	f.fc.Step(maxPoll)
+	select {
+	case w := <-locks:
+		if waited := f.now().Sub(released); waited > maxPoll {
+			t.Fatalf("upgraded %v after the other reader's release, want within a poll", waited)
+		}
+		it := f.item("k")
+		if it.HolderIdentity != ownerName || it.Readers != nil || it.Acquisitions <= before || !w.IsHeld() || w.Shared() {
+			t.Fatalf("after the upgrade: row %+v readers %+v; writer held %v", it.Record, it.Readers, w.IsHeld())
+		}
+		if !errors.Is(up.Err(), ErrNotHeld) {
+			t.Fatalf("the upgraded shared lock: %v, want ErrNotHeld", up.Err())
+		}
+		wantQueue(t, it, "queued-writer")
+		mustRelease(t, w)
+	case err := <-errs:
+		t.Fatalf("Upgrade: %v", err)
+	case <-f.idle:
+		t.Fatal("the upgrade did not take the key at its next read")
+	case <-time.After(patience):
+		t.Fatal("Upgrade did not return")
+	}
+}
+
+// Upgrade refuses a lock that is not an upgradeable shared hold, and one
+// that gives up leaves the shared hold held; WithUpgradeable is refused by
+// every other acquisition.
+func TestUpgradeRefusalsAndGivingUp(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	others := f.otherClient("others")
+	var inv *dynalease.InvalidError
+	plain := mustShared(t, f.c, "p")
+	if _, err := plain.Upgrade(context.Background()); !errors.As(err, &inv) || inv.Field != "Upgrade" {
+		t.Errorf("Upgrade of a plain shared lock: %v, want ErrInvalid naming Upgrade", err)
+	}
+	excl, err := f.c.TryAcquire(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := excl.Upgrade(context.Background()); !errors.As(err, &inv) || inv.Field != "Upgrade" {
+		t.Errorf("Upgrade of an exclusive lock: %v, want ErrInvalid naming Upgrade", err)
+	}
+	for what, err := range map[string]error{
+		"TryAcquire":       func() error { _, err := f.c.TryAcquire(context.Background(), "y", WithUpgradeable()); return err }(),
+		"TryAcquireSet":    func() error { _, err := f.c.TryAcquireSet(context.Background(), []string{"y"}, WithUpgradeable()); return err }(),
+		"TryAcquirePermit": func() error { _, err := f.c.TryAcquirePermit(context.Background(), "y", 2, WithUpgradeable()); return err }(),
+		"Get":              func() error { _, err := f.c.Get(context.Background(), "y", WithUpgradeable()); return err }(),
+	} {
+		if !errors.As(err, &inv) || inv.Field != "WithUpgradeable" {
+			t.Errorf("%s with WithUpgradeable: %v, want ErrInvalid naming it", what, err)
+		}
+	}
+	up, err := f.c.TryAcquireShared(context.Background(), "k", WithUpgradeable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustShared(t, others, "k")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := up.Upgrade(ctx)
+		done <- err
+	}()
+	f.waitIdle("acquire")
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled Upgrade: %v", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Upgrade did not return after cancel")
+	}
+	if !up.IsHeld() || up.Heartbeat(context.Background()) != nil {
+		t.Fatal("a cancelled upgrade ended the shared hold")
+	}
+	if it := f.item("k"); len(it.Queue) != 0 || len(it.Readers) != 2 {
+		t.Fatalf("after a cancelled upgrade: queue %+v readers %+v; want no queue, both readers", it.Queue, it.Readers)
+	}
+	mustRelease(t, other)
+	mustRelease(t, up)
+}

@@ -95,6 +95,9 @@ type Item struct {
 	// Readers are the row's shared holders, in ticket order, while it is
 	// held by readers (HeldByReaders; see Store.Share); nil otherwise.
 	Readers []Reader
+	// Upgrader is the ticket of the row's one upgradeable reader (see
+	// Share.Upgradeable), while it is held by readers; empty otherwise.
+	Upgrader string
 }
 
 // Free reports whether the row may be taken by anyone, by Create: it is

@@ -99,6 +99,12 @@ type Share struct {
 	// Expires sets the row's TTL (rounded up to whole seconds); the zero
 	// time removes it.
 	Expires time.Time
+	// Upgradeable makes Reader the row's one upgradeable reader
+	// (Item.Upgrader): a join is then also conditioned on the row having
+	// none; a begin or a take sets it (a change without it clears it);
+	// Leave and End by the upgradeable reader clear it, conditioned on it
+	// naming Reader.
+	Upgradeable bool
 }
 
 // ReaderPlace returns the index of the entry of ticket in it's readers,

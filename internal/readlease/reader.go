@@ -77,6 +77,24 @@ type state struct {
 	missing bool              // the last look found no row
 	seen    bool              // a row (or its absence) was seen
 	guess   Hint              // what the first join guesses, before any look
+	// upgradeable: this reader is its row's one upgradeable reader
+	// (resourcelock.Share.Upgradeable); set before the first write.
+	upgradeable bool
+}
+
+// SetUpgradeable makes this reader the row's one upgradeable reader: its
+// join waits while the row has another. Call it before the first write.
+func (r *Reader) SetUpgradeable() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.upgradeable = true
+}
+
+// IsUpgradeable reports whether SetUpgradeable was called.
+func (r *Reader) IsUpgradeable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.upgradeable
 }
 
 // Hint is what an earlier hold of the key saw of its row, for the first
@@ -163,7 +181,7 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 		own.AcquisitionID, own.HandedTo = r.ticket, ""
 		own.Queue, own.Readers = nil, nil
 		return own
-	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) < resourcelock.MaxReaders:
+	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) < resourcelock.MaxReaders && !(r.IsUpgradeable() && it.Upgrader != ""):
 		it.Released, it.Readers = true, nil
 		return it
 	}
@@ -200,12 +218,12 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 		t = now
 	}
 	return resourcelock.Share{
-		Op:     op,
-		Reader: resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
-		RVN:    rec.RVN, // the row's too: a write whose answer was lost is found by it
-
-		Time:    t,
-		Expires: r.opts.At(now).Expires,
+		Op:          op,
+		Reader:      resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
+		RVN:         rec.RVN, // the row's too: a write whose answer was lost is found by it
+		Time:        t,
+		Expires:     r.opts.At(now).Expires,
+		Upgradeable: r.IsUpgradeable() && op != resourcelock.ShareRenew,
 	}
 }
 

@@ -28,6 +28,7 @@ const (
 	attrQueue       = "dynaleaseQueue"      // L of M, optional: the waiters
 	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
 	attrReaders     = "dynaleaseReaders"    // M of M, optional: the readers of a row held by readers
+	attrUpgrader    = "dynaleaseUpgrader"   // S, optional: the ticket of its one upgradeable reader
 
 	releasedValue = "1"
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"
@@ -37,7 +38,7 @@ const (
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
 	attrTransitions, attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition,
-	attrQueue, attrHandedTo, attrReaders,
+	attrQueue, attrHandedTo, attrReaders, attrUpgrader,
 }
 
 // expression collects an update or condition expression with its attribute
@@ -63,7 +64,7 @@ func newExpression() *expression {
 var literalAttributes = map[string]bool{
 	attrOwner: true, attrLease: true, attrRVN: true, attrReleased: true,
 	attrTransitions: true, attrAcquireTime: true, attrRenewTime: true, attrGeneration: true,
-	attrAcquisition: true, attrQueue: true, attrHandedTo: true, attrReaders: true,
+	attrAcquisition: true, attrQueue: true, attrHandedTo: true, attrReaders: true, attrUpgrader: true,
 }
 
 // Placeholders for the first names and values of an expression, made once.
@@ -167,6 +168,7 @@ func writeItemUpdate(e *expression, k keySchema, rec resourcelock.Record, acquir
 	}
 	u.optional(e, attrHandedTo, rec.HandedTo)
 	u.remove(e, attrReaders) // a row held by one holder has no readers
+	u.remove(e, attrUpgrader)
 	if rec.HandedTo != "" && !acquiring {
 		// A hand-over is nobody's acquisition: no guard or Fence
 		// conditioned on an earlier one may pass on it.

@@ -119,6 +119,13 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	own := func() string {
 		return held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
 	}
+	mark := e.name(attrUpgrader)
+	switch {
+	case w.Op == resourcelock.ShareBegin || w.Op == resourcelock.ShareTake || (w.Upgradeable && w.Op == resourcelock.ShareJoin):
+		u.optional(e, attrUpgrader, upgrader(w))
+	case w.Op == resourcelock.ShareEnd || (w.Upgradeable && w.Op == resourcelock.ShareLeave):
+		u.remove(e, attrUpgrader)
+	}
 	switch w.Op {
 	case resourcelock.ShareBegin, resourcelock.ShareTake:
 		u.set(e, attrOwner, s(resourcelock.ReadersHolder))
@@ -152,5 +159,21 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 		u.set(e, attrReleased, s(releasedValue))
 		cond = own() + " AND size(" + readers + ") = " + e.value(&types.AttributeValueMemberN{Value: "1"})
 	}
+	switch {
+	case !w.Upgradeable:
+	case w.Op == resourcelock.ShareJoin:
+		cond += " AND attribute_not_exists(" + mark + ")"
+	case w.Op == resourcelock.ShareLeave || w.Op == resourcelock.ShareEnd:
+		cond += " AND " + mark + " = " + e.value(s(w.Reader.Ticket))
+	}
 	return u.expression(""), cond
+}
+
+// upgrader returns the upgradeable reader's ticket a change writes, ""
+// for none.
+func upgrader(w resourcelock.Share) string {
+	if w.Upgradeable {
+		return w.Reader.Ticket
+	}
+	return ""
 }

@@ -46,16 +46,16 @@ func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 		return !ok || cur.Free()
 	case resourcelock.ShareJoin:
 		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) < resourcelock.MaxReaders &&
-			cur.LeaseDuration == w.SeenLease
+			cur.LeaseDuration == w.SeenLease && !(w.Upgradeable && cur.Upgrader != "")
 	case resourcelock.ShareTake:
 		return cur.RVN == w.Expect && len(cur.Queue) >= len(w.Dequeue) &&
 			record.QueueMatches(cur.Queue, &resourcelock.Dequeue{Tickets: w.Dequeue})
 	case resourcelock.ShareRenew:
 		return own
 	case resourcelock.ShareLeave:
-		return own && len(cur.Readers) > 1
+		return own && len(cur.Readers) > 1 && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
 	case resourcelock.ShareEnd:
-		return own && len(cur.Readers) == 1
+		return own && len(cur.Readers) == 1 && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
 	}
 	return false
 }
@@ -72,6 +72,7 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 		cur.AcquireTime = w.Time
 		cur.Readers = []resourcelock.Reader{w.Reader}
 		cur.LeaseDuration = w.Reader.Lease
+		cur.Upgrader = ""
 		cur.Queue = slices.Clone(cur.Queue[len(w.Dequeue):])
 		if len(cur.Queue) == 0 {
 			cur.Queue = nil
@@ -85,7 +86,13 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 	case resourcelock.ShareLeave:
 		cur.Readers = slices.Delete(cur.Readers, cur.ReaderPlace(w.Reader.Ticket), cur.ReaderPlace(w.Reader.Ticket)+1)
 	case resourcelock.ShareEnd:
-		cur.Readers, cur.Released = nil, true
+		cur.Readers, cur.Released, cur.Upgrader = nil, true, ""
+	}
+	switch {
+	case w.Upgradeable && (w.Op == resourcelock.ShareBegin || w.Op == resourcelock.ShareTake || w.Op == resourcelock.ShareJoin):
+		cur.Upgrader = w.Reader.Ticket
+	case w.Upgradeable && w.Op == resourcelock.ShareLeave:
+		cur.Upgrader = ""
 	}
 	cur.RVN, cur.RenewTime, cur.Expires = w.RVN, w.Time, w.Expires
 	return cur

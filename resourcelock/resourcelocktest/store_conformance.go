@@ -108,6 +108,7 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"ShareKeepsTokenAndData", testStoreShareKeeps},
 		{"ShareMissingAndInvalid", testStoreShareInvalid},
 		{"ShareConcurrentJoinsAllLand", testStoreShareConcurrent},
+		{"ShareOneUpgrader", testStoreShareUpgrader},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -296,3 +296,50 @@ func testStoreShareConcurrent(t *testing.T, s resourcelock.Store) {
 	}
 	wantReaders(t, "after concurrent joins", mustGetItem(t, s, k), append(readers, first)...)
 }
+
+// upgradeable returns w as the change of the row's upgradeable reader.
+func upgradeable(w resourcelock.Share) resourcelock.Share {
+	w.Upgradeable = true
+	return w
+}
+
+func testStoreShareUpgrader(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-upgrader")
+	a, b, c := reader("a", time.Second), reader("b", time.Second), reader("c", time.Second)
+	got := mustShare(t, s, k, upgradeable(share(resourcelock.ShareBegin, a, "")))
+	if got.Upgrader != a.Ticket {
+		t.Fatalf("an upgradeable begin: upgrader %q, want a's ticket", got.Upgrader)
+	}
+	_, err := s.Share(ctx(t), k, upgradeable(joinAt(b, time.Second)))
+	wantConflict(t, "an upgradeable join while another is upgradeable", err)
+	got = mustShare(t, s, k, joinAt(b, time.Second))
+	if got.Upgrader != a.Ticket {
+		t.Fatalf("a plain join: upgrader %q, want a's kept", got.Upgrader)
+	}
+	_, err = s.Share(ctx(t), k, upgradeable(share(resourcelock.ShareLeave, b, b.RVN)))
+	wantConflict(t, "a leave as the upgrader by another reader", err)
+	got = mustShare(t, s, k, upgradeable(share(resourcelock.ShareLeave, a, a.RVN)))
+	if got.Upgrader != "" {
+		t.Fatalf("the upgrader left: upgrader %q, want none", got.Upgrader)
+	}
+	got = mustShare(t, s, k, upgradeable(joinAt(c, time.Second)))
+	if got.Upgrader != c.Ticket {
+		t.Fatalf("an upgradeable join: upgrader %q, want c's ticket", got.Upgrader)
+	}
+	// A writer's takeover ends the readers and their upgrader.
+	taken := mustUpdate(t, s, k, asTakeover(got), heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
+	if taken.Upgrader != "" || taken.Readers != nil {
+		t.Fatalf("a writer's takeover: upgrader %q, readers %+v; want none", taken.Upgrader, taken.Readers)
+	}
+	mustUpdate(t, s, k, asHolder(taken), releasedBy("w"), resourcelock.WriteOptions{})
+	got = mustShare(t, s, k, share(resourcelock.ShareBegin, b, ""))
+	if got.Upgrader != "" {
+		t.Fatalf("a plain begin after the writer: upgrader %q, want none", got.Upgrader)
+	}
+	_, err = s.Share(ctx(t), k, upgradeable(share(resourcelock.ShareEnd, b, b.RVN)))
+	wantConflict(t, "an end as the upgrader by a reader that is not", err)
+	got = mustShare(t, s, k, share(resourcelock.ShareEnd, b, b.RVN))
+	if got.Upgrader != "" || !got.Free() {
+		t.Fatalf("the last reader ended: upgrader %q, free %v", got.Upgrader, got.Free())
+	}
+}

@@ -161,6 +161,7 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 		place.Plain = c.acquireLease(t, &plain)
 	}
 	r := c.request(a, try, t.key.String())
+	r.Unremembered = t.shared != nil
 	sp.watch(&r)
 	r.Places = []rvnlease.Place{place}
 	won, err := c.k.Acquire(ctx, r)

@@ -184,3 +184,52 @@ func TestDynamoDBReadersAndWritersNeverOverlap(t *testing.T) {
 	}
 	t.Logf("at most %d readers at once", mostReaders.Load())
 }
+
+// An upgradeable reader becomes the writer without releasing, once the
+// other reader released, and holds new readers back while it waits.
+func TestDynamoDBAnUpgradeableReaderBecomesTheWriter(t *testing.T) {
+	t.Parallel()
+	e := newDDBEnv(t, ddbtest.TableSpec{})
+	ctx := t.Context()
+	a, b := e.newClient(), e.newClient()
+	up, err := a.TryAcquireShared(ctx, "cfg", lock.WithUpgradeable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TryAcquireShared(ctx, "cfg", lock.WithUpgradeable()); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("a second upgradeable reader: %v, want ErrLocked", err)
+	}
+	other, err := b.TryAcquireShared(ctx, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := make(chan *lock.Lock, 1), make(chan error, 1)
+	go func() {
+		w, err := up.Upgrade(ctx, lock.WithAdditionalWait(time.Minute))
+		if err != nil {
+			errs <- err
+			return
+		}
+		got <- w
+	}()
+	eventuallyDDB(t, "the upgrade queued", func() bool { return e.queueLength("cfg") == 1 })
+	if _, err := e.newClient().TryAcquireShared(ctx, "cfg"); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("a new reader while the upgrade waits: %v, want ErrLocked", err)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-got:
+		if owner := str(e.item("cfg"), "ownerName"); owner != a.Identity() || !w.IsHeld() || !errors.Is(up.Err(), lock.ErrNotHeld) {
+			t.Fatalf("after the upgrade: row owner %q, writer held %v, shared lock %v", owner, w.IsHeld(), up.Err())
+		}
+		if err := w.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case err := <-errs:
+		t.Fatalf("Upgrade: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("Upgrade did not return")
+	}
+}

@@ -533,3 +533,41 @@ func TestUpgradeRefusalsAndGivingUp(t *testing.T) {
 	mustRelease(t, other)
 	mustRelease(t, up)
 }
+
+// With a TTL, a reader sets the row's from the row's lease, never its own
+// shorter one, so that the row outlives every reader's hold by the slack;
+// a renewal that finds the row's lease raised since (a longer reader
+// joined) is refused, and the next one sets the TTL from the new lease.
+func TestASharedHoldSetsTheRowsTTLFromTheLongestLease(t *testing.T) {
+	const slack = time.Hour
+	f := newFixture(t, WithHeartbeatPeriod(0), WithTTL(slack))
+	const long, longer = 3 * time.Hour, 5 * time.Hour
+	f.putReader("long", long)
+	l := mustShared(t, f.c, "k")
+	wantTTL := func(what string, rowLease time.Duration) {
+		t.Helper()
+		it := f.item("k")
+		if least := time.Now().Add(rowLease + slack); it.Expires.Before(least.Add(-time.Minute)) { // TTLs are wall-clock times
+			t.Fatalf("%s: TTL %v, want at least %v (the row's lease %v plus the slack)", what, it.Expires, least, rowLease)
+		}
+	}
+	wantTTL("after the join", long)
+	if err := l.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantTTL("after a heartbeat", long)
+	// A longer reader joins: the row's lease is now 5 h.
+	r := resourcelock.Reader{Ticket: uuid.NewString(), Identity: "longer", Lease: longer, RVN: uuid.NewString()}
+	if _, err := f.mem.Share(context.Background(), keyK, resourcelock.Share{Op: resourcelock.ShareJoin, Reader: r, RVN: r.RVN, SeenLease: long}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Heartbeat(context.Background()); err == nil || errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("a heartbeat expecting the old row lease: %v, want it not confirmed, and not a loss", err)
+	}
+	if err := l.Heartbeat(context.Background()); err != nil {
+		t.Fatalf("the heartbeat after: %v", err)
+	}
+	wantTTL("after the longer reader joined", longer)
+	mustRelease(t, l)
+	wantTTL("after the release", longer)
+}

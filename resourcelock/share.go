@@ -90,7 +90,10 @@ type Share struct {
 	Expect string
 	// RVN is the row's new RVN.
 	RVN string
-	// SeenLease is the row's LeaseDuration that a join expects.
+	// SeenLease is the row's LeaseDuration that a join expects; a renewal,
+	// a leave or an end expects it too when it is not zero (a reader that
+	// sets the row's TTL from the row's lease, so that it never cuts
+	// another reader's short).
 	SeenLease time.Duration
 	// Dequeue names the queue entries a Take removes (its head first).
 	Dequeue []string

@@ -15,9 +15,10 @@
 //   - Any other row as it is: held by a writer, by readers behind which a
 //     writer waits, or released with writers queued. The reader waits for
 //     it like for any held row, never joins its queue, and takes it over
-//     (ShareTake, conditioned on the row's RVN, taking out the queue
-//     entries it saw) only once that RVN has stayed unchanged for the
-//     row's lease on this client's clock: the rule for any takeover.
+//     (ShareTake, conditioned on the row's RVN, taking out the queue's
+//     head as it saw it, which did not take the row) only once that RVN
+//     has stayed unchanged for the row's lease on this client's clock:
+//     the rule for any takeover.
 //
 // # Why that is safe
 //
@@ -181,7 +182,7 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 		own.AcquisitionID, own.HandedTo = r.ticket, ""
 		own.Queue, own.Readers = nil, nil
 		return own
-	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) < resourcelock.MaxReaders && !(r.IsUpgradeable() && it.Upgrader != ""):
+	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) > 0 && len(it.Readers) < resourcelock.MaxReaders && !(r.IsUpgradeable() && it.Upgrader != ""):
 		it.Released, it.Readers = true, nil
 		return it
 	}
@@ -209,15 +210,22 @@ func (r *Reader) send(ctx context.Context, op string, w resourcelock.Share) (res
 }
 
 // share returns the change op of this reader's entry, written with rec
-// (its RVN and lease) at the wall-clock time now. The row gets the
-// entry's new RVN as its own: fresh (the kernel's), and the kernel tells
-// its writes by it, a release's too, whose entry is gone.
-func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now time.Time) resourcelock.Share {
+// (its RVN and lease) at the wall-clock time now, over a row whose lease
+// is seen. The row gets the entry's new RVN as its own: fresh (the
+// kernel's), and the kernel tells its writes by it, a release's too,
+// whose entry is gone.
+//
+// With a TTL, the row's is set from the row's lease after the write, not
+// the reader's own (which may be shorter than another reader's): the TTL
+// plus how much longer the row's lease is. A change that keeps the row's
+// lease then expects the lease it saw (SeenLease), so that it never cuts
+// a longer one short.
+func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now time.Time, seen time.Duration) resourcelock.Share {
 	t := rec.RenewTime
 	if t.IsZero() {
 		t = now
 	}
-	return resourcelock.Share{
+	w := resourcelock.Share{
 		Op:          op,
 		Reader:      resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
 		RVN:         rec.RVN, // the row's too: a write whose answer was lost is found by it
@@ -225,6 +233,27 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 		Expires:     r.opts.At(now).Expires,
 		Upgradeable: r.IsUpgradeable() && op != resourcelock.ShareRenew,
 	}
+	rowLease := rec.LeaseDuration // a begin's, a take's
+	switch op {
+	case resourcelock.ShareJoin:
+		w.SeenLease, rowLease = seen, max(seen, rec.LeaseDuration)
+	case resourcelock.ShareRenew, resourcelock.ShareLeave, resourcelock.ShareEnd:
+		if r.opts.TTL > 0 {
+			w.SeenLease = seen
+		}
+		rowLease = seen
+	}
+	if r.opts.TTL > 0 && w.Expires.After(now) {
+		w.Expires = w.Expires.Add(max(rowLease-rec.LeaseDuration, 0))
+	}
+	return w
+}
+
+// lastLease returns the row's lease as last seen.
+func (r *Reader) lastLease() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last.LeaseDuration
 }
 
 // Create joins the row as a reader: it begins a read hold on a row last
@@ -245,10 +274,9 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 	for try := 0; ; try++ {
 		var w resourcelock.Share
 		if missing || !last.HeldByReaders() {
-			w = r.share(resourcelock.ShareBegin, rec, time.Now())
+			w = r.share(resourcelock.ShareBegin, rec, time.Now(), 0)
 		} else {
-			w = r.share(resourcelock.ShareJoin, rec, time.Now())
-			w.SeenLease = last.LeaseDuration
+			w = r.share(resourcelock.ShareJoin, rec, time.Now(), last.LeaseDuration)
 		}
 		it, err := r.store.Share(ctx, r.key, w)
 		switch {
@@ -289,7 +317,7 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 // Update writes this reader's entry when the row satisfies expect: its
 // holder's renewal (a new entry RVN) or release (the entry removed),
 // conditioned on the entry's RVN; or, with no holder expected, a takeover
-// of the row at its RVN (ShareTake), taking out the queue entries seen
+// of the row at its RVN (ShareTake), taking out the queue's head seen
 // with that RVN.
 func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
 	if err := record.CheckPrecondition(expect); err != nil {
@@ -297,13 +325,14 @@ func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, r
 	}
 	now := time.Now()
 	if expect.HolderIdentity == "" {
-		w := r.share(resourcelock.ShareTake, rec, now)
+		w := r.share(resourcelock.ShareTake, rec, now, 0)
 		w.Expect = expect.RVN
 		r.mu.Lock()
-		if r.last.RVN == expect.RVN {
-			for _, q := range r.last.Queue {
-				w.Dequeue = append(w.Dequeue, q.Ticket)
-			}
+		if r.last.RVN == expect.RVN && len(r.last.Queue) > 0 {
+			// The head only: it read more often than this reader and did
+			// not take the row (most likely dead). The writers behind
+			// keep their places, and hold new readers back.
+			w.Dequeue = []string{r.last.Queue[0].Ticket}
 		}
 		r.mu.Unlock()
 		return r.send(ctx, "take", w)
@@ -312,31 +341,35 @@ func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, r
 		return resourcelock.Item{}, fmt.Errorf("%w: a reader's own write expects its identity %q, not %q", dynalease.ErrInvalid, r.identity, expect.HolderIdentity)
 	}
 	if !rec.Released {
-		w := r.share(resourcelock.ShareRenew, rec, now)
-		w.Expect = expect.RVN
-		return r.send(ctx, "renew", w)
+		return r.renew(ctx, expect.RVN, rec, now)
 	}
 	return r.leave(ctx, expect.RVN, rec, now)
 }
 
+// maxLeaves bounds the writes of one release: each one after the first
+// follows the other readers, who came or went since the row was seen.
+const maxLeaves = 3
+
 // leave removes this reader's entry at rvn: an end when it was the row's
-// only entry as last seen, a leave otherwise, and the other once more when
-// the row refuses the guess only.
+// only entry as last seen, a leave otherwise, and again with the row
+// found while the row refuses the guess only. A refusal that finds the
+// row at this leave's own RVN is its earlier attempt, landed (the SDK
+// sent it again): the release is done.
 func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
 	r.mu.Lock()
-	op := resourcelock.ShareLeave
+	op, seen := resourcelock.ShareLeave, r.last.LeaseDuration
 	if len(r.last.Readers) <= 1 {
 		op = resourcelock.ShareEnd
 	}
 	r.mu.Unlock()
-	for try := 0; ; try++ {
-		w := r.share(op, rec, now)
+	for try := 1; ; try++ {
+		w := r.share(op, rec, now, seen)
 		w.Expect = rvn
 		it, err := r.store.Share(ctx, r.key, w)
 		if err == nil {
 			return r.fold(it), nil
 		}
-		if try > 0 || !errors.Is(err, resourcelock.ErrConflict) {
+		if !errors.Is(err, resourcelock.ErrConflict) {
 			return resourcelock.Item{}, r.refusal("leave", err)
 		}
 		cur, ok := resourcelock.CurrentItem(err)
@@ -347,16 +380,40 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 				return resourcelock.Item{}, err
 			}
 		}
-		if i := cur.ReaderPlace(r.ticket); !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
+		if cur.RVN == w.RVN {
+			r.fold(cur)
+			cur.HolderIdentity, cur.Released, cur.Queue, cur.Readers = r.identity, true, nil, nil
+			return cur, nil
+		}
+		if i := cur.ReaderPlace(r.ticket); try >= maxLeaves || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
 			it := r.fold(cur)
 			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
 		}
-		// Still ours: the other readers came or went since the row was
-		// last seen.
-		op = resourcelock.ShareLeave
+		op, seen = resourcelock.ShareLeave, cur.LeaseDuration
 		if len(cur.Readers) == 1 {
 			op = resourcelock.ShareEnd
 		}
+	}
+}
+
+// renew gives this reader's entry at rvn the RVN of rec, and again with
+// the row's lease as found while the row refuses only the lease it
+// expected (SeenLease: a longer reader joined since it was seen).
+func (r *Reader) renew(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
+	seen := r.lastLease()
+	for try := 1; ; try++ {
+		w := r.share(resourcelock.ShareRenew, rec, now, seen)
+		w.Expect = rvn
+		it, err := r.store.Share(ctx, r.key, w)
+		if err == nil {
+			return r.fold(it), nil
+		}
+		cur, ok := resourcelock.CurrentItem(err)
+		i := cur.ReaderPlace(r.ticket)
+		if try >= maxLeaves || !ok || w.SeenLease == 0 || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn || cur.LeaseDuration == seen {
+			return resourcelock.Item{}, r.refusal("renew", err)
+		}
+		seen = cur.LeaseDuration
 	}
 }
 

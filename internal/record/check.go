@@ -32,6 +32,8 @@ func CheckIdentity(id string) error {
 		return invalid("identity is empty")
 	case len(id) > MaxIdentityBytes:
 		return invalid("identity is %d bytes, over the %d-byte limit", len(id), MaxIdentityBytes)
+	case id == resourcelock.ReadersHolder:
+		return invalid("identity %q is the one a row held by readers names", id)
 	}
 	return nil
 }
@@ -114,6 +116,8 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("reader lease %v is not within (0, %v]", r.Lease, MaxLeaseDuration)
 	case op == resourcelock.ShareJoin && (w.SeenLease <= 0 || w.SeenLease > MaxLeaseDuration):
 		return invalid("join's seen lease %v is not within (0, %v]", w.SeenLease, MaxLeaseDuration)
+	case w.SeenLease < 0 || w.SeenLease > MaxLeaseDuration:
+		return invalid("seen lease %v is not within [0, %v]", w.SeenLease, MaxLeaseDuration)
 	case !w.Expires.IsZero() && (w.Expires.Year() < 1970 || w.Expires.Year() > 9999):
 		return invalid("TTL %v is not a plausible epoch time", w.Expires)
 	}

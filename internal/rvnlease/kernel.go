@@ -128,6 +128,9 @@ func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Rhythm: r.Rhythm, Budget: r.Budget,
 		OnlyIfExists: r.OnlyIfExists, Try: r.Try, Fence: r.Fence,
 		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
+	if r.Unremembered {
+		w.Watches = nil
+	}
 	if r.FailKey != "" {
 		defer k.failing.Forget(r.FailKey)
 	}
@@ -257,6 +260,10 @@ type Request struct {
 	FailKey      string
 	OnPoll       func(res Result, obs Observation, err error, took time.Duration)
 	Loop         string
+	// Unremembered: the wait neither resumes a watch of its places nor
+	// leaves one (a shared hold's place is its own, one hold's: an
+	// earlier hold's writes in doubt are not this one's).
+	Unremembered bool
 	// Observe, when set, is told of each of this call's requests, before
 	// the kernel's own Observe.
 	Observe func(op string, err error, d time.Duration)

@@ -117,7 +117,11 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
 	}
 	own := func() string {
-		return held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
+		c := held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
+		if w.SeenLease > 0 {
+			c += " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease))
+		}
+		return c
 	}
 	mark := e.name(attrUpgrader)
 	switch {

@@ -40,12 +40,13 @@ func (s *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.
 // row cur (ok when there is one).
 func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 	i := cur.ReaderPlace(w.Reader.Ticket)
-	own := ok && cur.HeldByReaders() && i >= 0 && cur.Readers[i].RVN == w.Expect
+	own := ok && cur.HeldByReaders() && i >= 0 && cur.Readers[i].RVN == w.Expect &&
+		(w.SeenLease == 0 || cur.LeaseDuration == w.SeenLease)
 	switch w.Op {
 	case resourcelock.ShareBegin:
 		return !ok || cur.Free()
 	case resourcelock.ShareJoin:
-		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) < resourcelock.MaxReaders &&
+		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) > 0 && len(cur.Readers) < resourcelock.MaxReaders &&
 			cur.LeaseDuration == w.SeenLease && !(w.Upgradeable && cur.Upgrader != "")
 	case resourcelock.ShareTake:
 		return cur.RVN == w.Expect && len(cur.Queue) >= len(w.Dequeue) &&

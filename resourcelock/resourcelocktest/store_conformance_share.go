@@ -105,6 +105,18 @@ func testStoreShareReaders(t *testing.T, s resourcelock.Store) {
 	}
 	_, err = s.Share(ctx(t), k, share(resourcelock.ShareRenew, reader("c", time.Second), "x"))
 	wantConflict(t, "ShareRenew of an entry the row lacks", err)
+	for _, seen := range []time.Duration{time.Second, 3 * time.Second} {
+		w := share(resourcelock.ShareRenew, renewed(a2), a2.RVN)
+		w.SeenLease = seen
+		if _, err = s.Share(ctx(t), k, w); seen == time.Second {
+			wantConflict(t, "ShareRenew expecting another row lease", err)
+			continue
+		} else if err != nil {
+			t.Fatalf("ShareRenew expecting the row's lease: %v", err)
+		}
+		a2 = w.Reader
+		got = mustGetItem(t, s, k)
+	}
 
 	got = mustShare(t, s, k, share(resourcelock.ShareLeave, b, b.RVN))
 	wantReaders(t, "after b left", got, a2)

@@ -179,8 +179,11 @@
 // its own: a reader's acquisition adds its entry, its heartbeat gives the
 // entry (and the row) a new RVN conditioned on the entry's, its release
 // removes the entry, and the last release marks the row released. Readers
-// never conflict with each other, and every one of their writes changes
-// the row's RVN. The row's lease is at least every entry's.
+// do not wait for each other (a join or a release refused because other
+// readers came or went is sent again at once with the row found), and
+// every one of their writes changes the row's RVN. The row's lease is at
+// least every entry's: joins raise it, nothing lowers it while readers
+// hold.
 //
 // Why a writer never holds with a reader: a reader joins only a row that
 // is missing, free or held by readers with nobody queued, or whose RVN it
@@ -204,22 +207,32 @@
 // wait is the longest hold of the readers already there, plus about a
 // quarter refresh period to see the last release (a period once it has
 // waited two), plus a refresh period's jitter and two round trips; a
-// reader that dies holding costs it that reader's lease instead of its
-// hold. Readers wait while writers are queued or hold: with writers
-// always queued, readers wait for as long (writer preference). A reader
-// never queues, and waits out a silent writer, or a writer's dead queue
-// entry, for the lease, as any waiter does.
+// reader that dies holding costs it the row's lease (the longest of the
+// readers') instead of its hold. Readers wait while writers are queued or
+// hold: with writers always queued, readers wait for as long (writer
+// preference). A reader never queues. AcquireShared waits out a silent
+// writer for its lease, as any waiter does; a queued writer that died
+// holds new readers back until the readers that hold have released and
+// the row's lease has passed, when a waiting reader takes the row and the
+// dead writer's entry out of the queue. TryAcquireShared never takes a
+// row over: each shared hold watches the row afresh.
 //
 // A reader's fencing token is the row's: that of the last writer of a
 // client with fencing tokens (0 before any). Every writer's acquisition
 // counts a new one, above every reader's; a resource that refuses tokens
 // below the largest it has seen refuses a reader that read before a
 // writer that has since written. Guard is for writers: a reader holds no
-// exclusivity to guard a write with. Upgrading a reader to a writer is
-// not offered: release the shared hold, take the key exclusively, and
-// read again under it (what was read under the shared hold may have
-// changed in between; see docs/design/read-write-locks.md for why an
-// upgrade that never releases needs more than one row can promise).
+// exclusivity to guard a write with.
+//
+// A key has at most one upgradeable reader (AcquireShared with
+// WithUpgradeable; the row names its ticket). Lock.Upgrade makes it the
+// writer without releasing: it joins the queue, which holds new readers
+// back, and takes the key by a write conditioned on the row it read
+// holding no entry but its own: every other reader has released (after
+// its last act as a reader) or was taken over after its lease, and no
+// writer holds a row of readers. Writers queued before the upgrade wait
+// for it, as for any reader, so two upgrades can never wait for each
+// other and an upgrade never waits for a writer.
 //
 // # What is not guaranteed
 //

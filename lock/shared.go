@@ -28,9 +28,10 @@ import (
 // budget, WithAdditionalWait and ctx work as for Acquire. A shared hold
 // never joins the key's queue: the queue is the writers'.
 //
-// It takes WithSortKeyValue, WithRefreshPeriodFor, WithAdditionalWait and
-// WithSessionMonitor; the other acquire options are refused with an error
-// matching dynalease.ErrInvalid that names the option. Each call takes
+// It takes WithSortKeyValue, WithRefreshPeriodFor, WithAdditionalWait,
+// WithSessionMonitor and WithUpgradeable; the other acquire options are
+// refused with an error matching dynalease.ErrInvalid that names the
+// option. Each call takes
 // another hold, also in one client: shared holds of one key in one
 // process do not wait for each other.
 func (c *Client) AcquireShared(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
@@ -39,8 +40,9 @@ func (c *Client) AcquireShared(ctx context.Context, key string, opts ...AcquireO
 
 // TryAcquireShared takes a shared hold of the lock on key if it can
 // without waiting: the row is missing or free, or held by shared holders
-// with no writer waiting. Otherwise it returns an error matching
-// ErrLocked.
+// with no writer waiting (and, WithUpgradeable, no other upgradeable
+// reader). Otherwise it returns an error matching ErrLocked; it never takes
+// a row over, since each shared hold watches the row afresh.
 func (c *Client) TryAcquireShared(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	return c.acquireShared(ctx, key, opts, true)
 }

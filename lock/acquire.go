@@ -71,10 +71,10 @@ func (c *Client) acquire(ctx context.Context, key string, opts []AcquireOption, 
 // target is what one Acquire takes: one key, or a set of keys (set). Its
 // claims are this client's on its keys, once taken.
 type target struct {
-	key    resourcelock.Key  // the key, or the set's name
-	claim  *claim            // one key's claim
-	set    *setHold          // a set's rows and claims
-	permit bool              // the key is a semaphore's slot
+	key     resourcelock.Key   // the key, or the set's name
+	claim   *claim             // one key's claim
+	set     *setHold           // a set's rows and claims
+	permit  bool               // the key is a semaphore's slot
 	shared  *readlease.Reader  // a shared hold of the key
 	upgrade *readlease.Upgrade // a shared hold's upgrade to the writer
 }

@@ -494,10 +494,16 @@ func TestUpgradeRefusalsAndGivingUp(t *testing.T) {
 		t.Errorf("Upgrade of an exclusive lock: %v, want ErrInvalid naming Upgrade", err)
 	}
 	for what, err := range map[string]error{
-		"TryAcquire":       func() error { _, err := f.c.TryAcquire(context.Background(), "y", WithUpgradeable()); return err }(),
-		"TryAcquireSet":    func() error { _, err := f.c.TryAcquireSet(context.Background(), []string{"y"}, WithUpgradeable()); return err }(),
-		"TryAcquirePermit": func() error { _, err := f.c.TryAcquirePermit(context.Background(), "y", 2, WithUpgradeable()); return err }(),
-		"Get":              func() error { _, err := f.c.Get(context.Background(), "y", WithUpgradeable()); return err }(),
+		"TryAcquire": func() error { _, err := f.c.TryAcquire(context.Background(), "y", WithUpgradeable()); return err }(),
+		"TryAcquireSet": func() error {
+			_, err := f.c.TryAcquireSet(context.Background(), []string{"y"}, WithUpgradeable())
+			return err
+		}(),
+		"TryAcquirePermit": func() error {
+			_, err := f.c.TryAcquirePermit(context.Background(), "y", 2, WithUpgradeable())
+			return err
+		}(),
+		"Get": func() error { _, err := f.c.Get(context.Background(), "y", WithUpgradeable()); return err }(),
 	} {
 		if !errors.As(err, &inv) || inv.Field != "WithUpgradeable" {
 			t.Errorf("%s with WithUpgradeable: %v, want ErrInvalid naming it", what, err)

@@ -58,6 +58,13 @@ func (ch *checker) readWrite() {
 			ch.r.WriteHolds += len(writers)
 		}
 	}
+	for _, p := range ch.procs {
+		for _, e := range p.events {
+			if e.Ev == "end" && e.Detail == "upgraded" {
+				ch.r.Upgrades++
+			}
+		}
+	}
 }
 
 // mostAtOnce returns the most terms of ts in force at one instant.

@@ -133,7 +133,7 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 // activity adds up what short runs saw.
 type activity struct {
 	terms, holds, acked, samples, jobStarts, setHolds, permitHolds, maxPermitHolders int
-	readHolds, writeHolds, maxReaders                                                int
+	readHolds, writeHolds, maxReaders, upgrades                                      int
 	nemesis                                                                          map[string]int
 }
 
@@ -149,6 +149,7 @@ func (a *activity) add(r *Report) {
 	a.readHolds += r.ReadHolds
 	a.writeHolds += r.WriteHolds
 	a.maxReaders = max(a.maxReaders, r.MaxReaders)
+	a.upgrades += r.Upgrades
 	if a.nemesis == nil {
 		a.nemesis = map[string]int{}
 	}
@@ -169,8 +170,8 @@ func (a *activity) enough() string {
 	if a.setHolds < 5 || a.permitHolds < 20 || a.maxPermitHolders != 2 {
 		lack = append(lack, fmt.Sprintf("%d set holds, %d permit holds, at most %d permit holders at once (want the bound, 2, reached)", a.setHolds, a.permitHolds, a.maxPermitHolders))
 	}
-	if a.readHolds < 20 || a.writeHolds < 5 || a.maxReaders < 2 {
-		lack = append(lack, fmt.Sprintf("%d shared holds, %d exclusive holds of the read-write key, at most %d readers at once (want 2 or more)", a.readHolds, a.writeHolds, a.maxReaders))
+	if a.readHolds < 20 || a.writeHolds < 5 || a.maxReaders < 2 || a.upgrades < 3 {
+		lack = append(lack, fmt.Sprintf("%d shared holds, %d exclusive holds (%d upgrades) of the read-write key, at most %d readers at once (want 2 or more)", a.readHolds, a.writeHolds, a.upgrades, a.maxReaders))
 	}
 	return strings.Join(lack, "; ")
 }

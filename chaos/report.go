@@ -46,6 +46,8 @@ type Report struct {
 	ReadHolds  int `json:"readHolds"`
 	WriteHolds int `json:"writeHolds"`
 	MaxReaders int `json:"maxReaders"`
+	// Upgrades: shared holds that became the writer without releasing.
+	Upgrades int `json:"upgrades"`
 
 	// JobStarts: runs of the scheduled chaos job; JobEarliest: how long
 	// before its slot (by the shared clock) the earliest began, in seconds
@@ -122,7 +124,7 @@ func (r *Report) print(w io.Writer) {
 	row("7. more permit holders at once than permits", r.count("permits"))
 	row("   permit holds / the most holders at once", fmt.Sprintf("%d / %d (permits: %s)", r.PermitHolds, r.MaxPermitHolders, r.Config["permits"]))
 	row("9. read-write key: a writer holding with readers, a reader's token below a finished writer's, a writer's not above a finished reader's", r.count("rw"))
-	row("   shared holds / exclusive holds / the most readers at once", fmt.Sprintf("%d / %d / %d", r.ReadHolds, r.WriteHolds, r.MaxReaders))
+	row("   shared holds / exclusive holds (upgrades among them) / the most readers at once", fmt.Sprintf("%d / %d (%d) / %d", r.ReadHolds, r.WriteHolds, r.Upgrades, r.MaxReaders))
 	row("8. scheduled job: slots started twice, or after a later slot", r.count("job"))
 	row("   job runs / the earliest before its slot (wall clocks up to 3 s ahead) / slots no worker started", fmt.Sprintf("%d / %.3f s / %d", r.JobStarts, r.JobEarliest, r.JobSlotsNeverStarted))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)

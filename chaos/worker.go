@@ -371,10 +371,20 @@ func (w *worker) permitLoop(ctx context.Context, c *lock.Client, validity time.D
 
 // rwLoop takes the key "rw" shared four times in five (role read:rw) and
 // exclusively otherwise (role write:rw), holds it as hold does, and again,
-// until ctx ends. Under the "rw" broken variant a writer takes a shared
-// hold: it then holds with readers.
+// until ctx ends. One read in four is upgradeable and, held, upgrades to
+// the writer (Lock.Upgrade), which it then holds as a writer. Under the
+// "rw" broken variant a writer takes a shared hold: it then holds with
+// readers.
 func (w *worker) rwLoop(ctx context.Context, c *lock.Client, validity time.Duration) {
 	for ctx.Err() == nil {
+		if w.intn(5) > 0 && w.intn(4) == 0 {
+			w.holdThen(ctx, []string{"read:rw"}, validity,
+				func(actx context.Context) (*lock.Lock, error) {
+					return c.AcquireShared(actx, "rw", lock.WithUpgradeable())
+				},
+				func(ctx context.Context, l *lock.Lock) bool { return w.upgrade(ctx, l, validity) })
+			continue
+		}
 		if w.intn(5) > 0 {
 			w.hold(ctx, []string{"read:rw"}, validity, func(actx context.Context) (*lock.Lock, error) { return c.AcquireShared(actx, "rw") })
 			continue
@@ -386,6 +396,23 @@ func (w *worker) rwLoop(ctx context.Context, c *lock.Client, validity time.Durat
 			return c.Acquire(actx, "rw")
 		})
 	}
+}
+
+// upgrade upgrades l, an upgradeable shared hold of rw, to the writer,
+// ending its read term as the upgrade returns, and holds the writer as
+// hold does. It reports whether it ended the read term (the upgrade
+// landed); otherwise l is still the caller's.
+func (w *worker) upgrade(ctx context.Context, l *lock.Lock, validity time.Duration) bool {
+	upgraded := false
+	w.hold(ctx, []string{"write:rw"}, validity, func(actx context.Context) (*lock.Lock, error) {
+		up, err := l.Upgrade(actx)
+		if err == nil {
+			w.log.log(Event{Ev: "end", Worker: w.cfg.id, Role: "read:rw", Token: l.Token(), Detail: "upgraded"})
+			upgraded = true
+		}
+		return up, err
+	})
+	return upgraded
 }
 
 // readWrite reports whether role is a read-write key's (read: or write:),
@@ -401,6 +428,14 @@ func readWrite(role string) bool {
 // one of the roles, and releases it. The wait is logged (the checker tells
 // a waiter killed in a row's queue from one killed while holding).
 func (w *worker) hold(ctx context.Context, roles []string, validity time.Duration, acquire func(context.Context) (*lock.Lock, error)) {
+	w.holdThen(ctx, roles, validity, acquire, nil)
+}
+
+// holdThen is hold, with then, when set, run once the lock has been held
+// its while and is still held: then reports whether it ended the roles'
+// terms itself (an upgrade), or left the lock to be released as hold
+// releases it.
+func (w *worker) holdThen(ctx context.Context, roles []string, validity time.Duration, acquire func(context.Context) (*lock.Lock, error), then func(context.Context, *lock.Lock) bool) {
 	waitRole := "permit:sem"
 	if roles != nil {
 		waitRole = strings.Join(roles, "+")
@@ -449,6 +484,9 @@ func (w *worker) hold(ctx context.Context, roles []string, validity time.Duratio
 	}
 	for _, stop := range stops {
 		stop()
+	}
+	if then != nil && !ended(l) && ctx.Err() == nil && then(ctx, l) {
+		return
 	}
 	switch {
 	case ended(l):

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -190,7 +191,7 @@ func TestAWriterWaitsOutASilentReaderAndNeverALiveOne(t *testing.T) {
 			if !errors.Is(err, ErrLocked) {
 				t.Fatalf("Acquire while a reader renews = %v, want ErrLocked", err)
 			}
-			if it := f.item("k"); !it.HeldByReaders() || it.ReaderPlace(live.Ticket) < 0 {
+			if it := f.item("k"); !it.HeldByReaders() || record.ReaderPlace(it, live.Ticket) < 0 {
 				t.Fatalf("the live reader's row: %+v readers %+v", it.Record, it.Readers)
 			}
 		case <-time.After(patience):

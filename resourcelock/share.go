@@ -109,14 +109,3 @@ type Share struct {
 	// naming Reader.
 	Upgradeable bool
 }
-
-// ReaderPlace returns the index of the entry of ticket in it's readers,
-// and -1 when it has none.
-func (it Item) ReaderPlace(ticket string) int {
-	for i, r := range it.Readers {
-		if r.Ticket == ticket {
-			return i
-		}
-	}
-	return -1
-}

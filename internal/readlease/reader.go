@@ -173,7 +173,7 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 	r.mu.Lock()
 	r.last, r.missing, r.seen = it, false, true
 	r.mu.Unlock()
-	i := it.ReaderPlace(r.ticket)
+	i := record.ReaderPlace(it, r.ticket)
 	switch {
 	case it.HeldByReaders() && i >= 0:
 		e := it.Readers[i]
@@ -385,7 +385,7 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 			cur.HolderIdentity, cur.Released, cur.Queue, cur.Readers = r.identity, true, nil, nil
 			return cur, nil
 		}
-		if i := cur.ReaderPlace(r.ticket); try >= maxLeaves || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
+		if i := record.ReaderPlace(cur, r.ticket); try >= maxLeaves || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
 			it := r.fold(cur)
 			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
 		}
@@ -409,7 +409,7 @@ func (r *Reader) renew(ctx context.Context, rvn string, rec resourcelock.Record,
 			return r.fold(it), nil
 		}
 		cur, ok := resourcelock.CurrentItem(err)
-		i := cur.ReaderPlace(r.ticket)
+		i := record.ReaderPlace(cur, r.ticket)
 		if try >= maxLeaves || !ok || w.SeenLease == 0 || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn || cur.LeaseDuration == seen {
 			return resourcelock.Item{}, r.refusal("renew", err)
 		}

@@ -173,6 +173,17 @@ func Place(it resourcelock.Item, ticket string) int {
 	return -1
 }
 
+// ReaderPlace returns the index of the reader entry of ticket in it's
+// readers, and -1 when it has none.
+func ReaderPlace(it resourcelock.Item, ticket string) int {
+	for i, r := range it.Readers {
+		if r.Ticket == ticket {
+			return i
+		}
+	}
+	return -1
+}
+
 // QueueMatches reports whether q satisfies d: it begins with d's tickets
 // and, when d.All, holds nothing else. Stores without expressions (the
 // memory store) use it.

@@ -39,7 +39,7 @@ func (s *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.
 // shareAdmits reports whether the condition of the change w holds on the
 // row cur (ok when there is one).
 func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
-	i := cur.ReaderPlace(w.Reader.Ticket)
+	i := record.ReaderPlace(cur, w.Reader.Ticket)
 	own := ok && cur.HeldByReaders() && i >= 0 && cur.Readers[i].RVN == w.Expect &&
 		(w.SeenLease == 0 || cur.LeaseDuration == w.SeenLease)
 	switch w.Op {
@@ -82,10 +82,10 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 		cur.Readers = withReader(cur.Readers, w.Reader)
 		cur.LeaseDuration = max(w.SeenLease, w.Reader.Lease)
 	case resourcelock.ShareRenew:
-		i := cur.ReaderPlace(w.Reader.Ticket)
+		i := record.ReaderPlace(cur, w.Reader.Ticket)
 		cur.Readers[i].RVN = w.Reader.RVN
 	case resourcelock.ShareLeave:
-		cur.Readers = slices.Delete(cur.Readers, cur.ReaderPlace(w.Reader.Ticket), cur.ReaderPlace(w.Reader.Ticket)+1)
+		cur.Readers = slices.Delete(cur.Readers, record.ReaderPlace(cur, w.Reader.Ticket), record.ReaderPlace(cur, w.Reader.Ticket)+1)
 	case resourcelock.ShareEnd:
 		cur.Readers, cur.Released, cur.Upgrader = nil, true, ""
 	}

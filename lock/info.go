@@ -14,8 +14,12 @@ type Info struct {
 	Key     string
 	SortKey string
 	// HolderIdentity is the holder identity in the row (the holder, or the last holder
-	// when Released).
+	// when Released); resourcelock.ReadersHolder while shared holders
+	// hold it.
 	HolderIdentity string
+	// Readers are the identities of the row's shared holders
+	// (AcquireShared), in no particular order; nil unless readers hold it.
+	Readers []string
 	// RVN is the row's record version number.
 	RVN string
 	// LeaseDuration is the holder's lease as written in the row.
@@ -47,6 +51,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		Key:            it.Key.Partition,
 		SortKey:        it.Key.Sort,
 		HolderIdentity: it.HolderIdentity,
+		Readers:        readerIdentities(it.Readers),
 		RVN:            it.RVN,
 		LeaseDuration:  it.LeaseDuration,
 		Released:       it.Released,
@@ -58,6 +63,18 @@ func infoOf(it resourcelock.Item, err error) Info {
 		RenewTime:      it.RenewTime,
 		Err:            err,
 	}
+}
+
+// readerIdentities returns the identities of readers, nil for none.
+func readerIdentities(readers []resourcelock.Reader) []string {
+	if len(readers) == 0 {
+		return nil
+	}
+	ids := make([]string, len(readers))
+	for i, r := range readers {
+		ids[i] = r.Identity
+	}
+	return ids
 }
 
 // cloneAttributes returns a copy of a row's attributes, nil for none.

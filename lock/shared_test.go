@@ -89,6 +89,9 @@ func TestSharedHoldsOfOneKeyHoldItAtOnce(t *testing.T) {
 	if _, err := other.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("an exclusive TryAcquire while readers hold: %v, want ErrLocked", err)
 	}
+	if info, err := other.Get(context.Background(), "k"); err != nil || len(info.Readers) != 3 || info.HolderIdentity != resourcelock.ReadersHolder {
+		t.Fatalf("Get while three read: %+v, %v; want the readers' three identities", info, err)
+	}
 	if err := a.Heartbeat(context.Background()); err != nil {
 		t.Fatalf("a shared lock's Heartbeat: %v", err)
 	}

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ func TestDynamoDBRunSharedRunsReadersTogetherAndAWriterAlone(t *testing.T) {
 	eventually(t, "both shared runs run at once", func() bool { return exists(c.file("running1")) && exists(c.file("running2")) })
 	if owner, released := c.row("cfg"); owner != "dynalease:readers" || released {
 		t.Fatalf("row while two read: owner %q released %v", owner, released)
+	}
+	if out, code := c.run("get", "--json", "cfg"); code != 0 || !strings.Contains(out, `"readers": [`) || !strings.Contains(out, `"r1"`) || !strings.Contains(out, `"r2"`) {
+		t.Fatalf("get --json while two read: exit %d %q, want both readers listed", code, out)
 	}
 	w := start("w", "cfg", `touch wrote`, false)
 	eventually(t, "the writer queued", func() bool { return c.queued("cfg") == 1 })

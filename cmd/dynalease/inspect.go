@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/go-logr/logr"
 
 	"context"
@@ -20,21 +22,22 @@ import (
 
 // lockJSON is a lock row for scripts.
 type lockJSON struct {
-	Name         string `json:"name"`
-	SortKey      string `json:"sort_key,omitempty"`
-	Owner        string `json:"owner"`
-	RVN          string `json:"rvn"`
-	LeaseMillis  int64  `json:"lease_ms"`
-	Released     bool   `json:"released"`
-	Acquisitions int64  `json:"acquisitions"`
-	Token        int64  `json:"token,omitempty"`
-	RenewTime    string `json:"renew_time,omitempty"`
-	Data         string `json:"data,omitempty"`
-	Error        string `json:"error,omitempty"`
+	Name         string   `json:"name"`
+	SortKey      string   `json:"sort_key,omitempty"`
+	Owner        string   `json:"owner"`
+	Readers      []string `json:"readers,omitempty"`
+	RVN          string   `json:"rvn"`
+	LeaseMillis  int64    `json:"lease_ms"`
+	Released     bool     `json:"released"`
+	Acquisitions int64    `json:"acquisitions"`
+	Token        int64    `json:"token,omitempty"`
+	RenewTime    string   `json:"renew_time,omitempty"`
+	Data         string   `json:"data,omitempty"`
+	Error        string   `json:"error,omitempty"`
 }
 
 func toJSON(in lock.Info) lockJSON {
-	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.HolderIdentity, RVN: in.RVN,
+	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.HolderIdentity, Readers: in.Readers, RVN: in.RVN,
 		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data),
 		Token: in.Token}
 	if !in.RenewTime.IsZero() {
@@ -129,7 +132,11 @@ func print(infos []lock.Info, asJSON bool) error {
 		if !in.RenewTime.IsZero() {
 			last = time.Since(in.RenewTime).Round(time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, in.HolderIdentity, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
+		owner := in.HolderIdentity
+		if len(in.Readers) > 0 {
+			owner = fmt.Sprintf("%d readers: %s", len(in.Readers), strings.Join(in.Readers, ", "))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, owner, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
 	}
 	return w.Flush()
 }

@@ -52,17 +52,8 @@ func (c *Client) acquireShared(ctx context.Context, key string, opts []AcquireOp
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range []struct {
-		name string
-		set  bool
-	}{
-		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
-		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil},
-		{"WithReentrant", a.reentrant}, {"ledger", a.numbers != nil || a.below != nil},
-	} {
-		if o.set {
-			return nil, invalid(o.name, "a shared lock writes no data, attributes or numbers, is not reentrant and takes a missing row as it is")
-		}
+	if name := a.refusedForShared(); name != "" {
+		return nil, invalid(name, "a shared lock writes no data, attributes or numbers, is not reentrant and takes a missing row as it is")
 	}
 	reader, err := readlease.New(c.store, k, c.cfg.identity)
 	if err != nil {

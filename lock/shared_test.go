@@ -581,3 +581,32 @@ func TestASharedHoldSetsTheRowsTTLFromTheLongestLease(t *testing.T) {
 	mustRelease(t, l)
 	wantTTL("after the release", longer)
 }
+
+// An upgrade never takes a row that no longer holds its reader's entry:
+// after a writer took the row over (the reader silent past its lease) and
+// released it, Upgrade finds the row free, and reports the shared hold
+// lost instead of taking the key, leaving the row free for others.
+func TestAnUpgradeNeverTakesARowWithoutItsEntry(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	up, err := f.c.TryAcquireShared(context.Background(), "k", WithUpgradeable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := f.item("k")
+	taken, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: it.RVN},
+		resourcelock.Record{HolderIdentity: "thief", RVN: "t1", LeaseDuration: lease}, resourcelock.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: taken.RVN, HolderIdentity: "thief"},
+		resourcelock.Record{HolderIdentity: "thief", RVN: "t2", LeaseDuration: lease, Released: true}, resourcelock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := up.Upgrade(context.Background())
+	if err == nil || !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Upgrade of a reader whose entry is gone: %v, %v; want a loss", w, err)
+	}
+	if it := f.item("k"); !it.Free() {
+		t.Fatalf("row after the refused upgrade: %+v; want it free", it.Record)
+	}
+}

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/readlease"
@@ -29,9 +30,11 @@ func WithUpgradeable() AcquireOption { return func(a *acquireConfig) { a.upgrade
 // It gives up as Acquire does: with an error matching ErrLocked when
 // other readers still hold after their lease plus WithAdditionalWait, or
 // with ctx's error; l is then still held. It returns ErrNotHeld or l's
-// *dynalease.LostError when l ends first (and releases the key if it took
-// it meanwhile), and refuses, without a request, a lock that is not an
-// upgradeable shared hold. Of the acquire options it takes
+// *dynalease.LostError when l ends first, and an error matching
+// dynalease.ErrLost when it finds the row without l's entry (a writer took
+// it, or l's entry was taken over): it never takes a row l no longer
+// holds. It refuses, without a request, a lock that is not an upgradeable
+// shared hold. Of the acquire options it takes
 // WithAdditionalWait, WithRefreshPeriodFor and WithSessionMonitor.
 func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error) {
 	var reader *readlease.Reader
@@ -46,7 +49,10 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	if err != nil {
 		return nil, err
 	}
-	if name := a.refusedForUpgrade(); name != "" {
+	if name := a.refusedForShared(); name != "" || a.upgradeable {
+		if name == "" {
+			name = "WithUpgradeable"
+		}
 		return nil, invalid(name, "Upgrade takes WithAdditionalWait, WithRefreshPeriodFor and WithSessionMonitor")
 	}
 	l.mu.Lock()
@@ -63,6 +69,11 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	defer l.mu.Unlock()
 	if err != nil {
 		l.marks &^= upgrading
+		if errors.Is(err, readlease.ErrEntryGone) {
+			// The row no longer has l's entry: l is lost, whether or
+			// not its own heartbeat has found it yet.
+			return nil, fmt.Errorf("lock %q: upgrade: %w: %w", k, dynalease.ErrLost, err)
+		}
 		return nil, err
 	}
 	if lerr := l.errLocked(); lerr != nil && !errors.Is(lerr, ErrNotHeld) {
@@ -77,16 +88,17 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	return w, nil
 }
 
-// refusedForUpgrade returns the first option Upgrade refuses, "" for
-// none.
-func (a *acquireConfig) refusedForUpgrade() string {
+// refusedForShared returns the first option a shared lock (AcquireShared,
+// Upgrade) refuses, "" for none: it writes no data, attributes or numbers,
+// is not reentrant and takes a missing row as it is.
+func (a *acquireConfig) refusedForShared() string {
 	for _, o := range []struct {
 		name string
 		set  bool
 	}{
 		{"WithData", a.data != nil}, {"WithReplaceData", !a.replaceData}, {"WithDeleteOnRelease", a.deleteOnRelease},
 		{"WithAcquireOnlyIfExists", a.onlyIfExists}, {"WithAttributes", a.attributes != nil},
-		{"WithReentrant", a.reentrant}, {"ledger", a.numbers != nil || a.below != nil}, {"WithUpgradeable", a.upgradeable},
+		{"WithReentrant", a.reentrant}, {"ledger", a.numbers != nil || a.below != nil},
 	} {
 		if o.set {
 			return o.name

@@ -7,8 +7,15 @@ import (
 	"sync"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/resourcelock"
 )
+
+// ErrEntryGone is the refusal of an upgrade's write on a row that no longer
+// holds the upgrading reader's entry: the reader's hold is lost (a writer
+// took the row, or its entry was taken over), and an upgrade is no longer
+// without a release; waiting cannot fix it.
+var ErrEntryGone = fmt.Errorf("%w: the upgrading reader's entry is gone from the row", resourcelock.ErrPermanent)
 
 // Upgrade is a reader's way to the writer of its key without releasing:
 // the key's lease (the writer's), folded so that a row held by readers
@@ -39,6 +46,12 @@ type upgrading struct {
 // NewUpgrade returns the upgrade of r over port, the key's lease.
 func NewUpgrade(port keylease.Port, r *Reader) *Upgrade {
 	return &Upgrade{port: port, upgrading: &upgrading{r: r}}
+}
+
+// holds reports whether it is a row of readers with the upgrading
+// reader's entry.
+func (u *Upgrade) holds(it resourcelock.Item) bool {
+	return it.HeldByReaders() && record.ReaderPlace(it, u.r.ticket) >= 0
 }
 
 // alone reports whether it is a row of readers whose only entry is the
@@ -82,9 +95,11 @@ func (u *Upgrade) Get(ctx context.Context) (resourcelock.Item, error) {
 	return u.fold(it), nil
 }
 
-// Create takes the row: a row last seen with the reader's entry alone by
-// a write conditioned on its RVN (a takeover, which counts an
-// acquisition and drops the entry), any other as the key's lease creates.
+// Create takes the row last seen with the reader's entry alone, by a write
+// conditioned on its RVN (a takeover, which counts an acquisition and
+// drops the entry). A row without the entry (missing, free, another's) is
+// refused with ErrEntryGone, without a request: taking it would not be an
+// upgrade.
 //
 // A refusal that shows the reader's entry alone (a row not seen yet, or
 // the reader's own heartbeat between the read and the write) is followed
@@ -93,15 +108,24 @@ func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resource
 	u.mu.Lock()
 	last := u.last
 	u.mu.Unlock()
+	if !u.alone(last) && u.seen(last) {
+		return resourcelock.Item{}, ErrEntryGone
+	}
 	for try := 0; ; try++ {
 		var it resourcelock.Item
 		var err error
 		if u.alone(last) {
 			it, err = u.port.Update(ctx, resourcelock.Precondition{RVN: last.RVN}, rec)
 		} else {
-			it, err = u.port.Create(ctx, rec)
+			it, err = u.port.Create(ctx, rec) // not seen yet: refused unless the row is free
 		}
 		cur, ok := resourcelock.CurrentItem(err)
+		if err == nil && !u.alone(last) {
+			// A free row created before this upgrade saw any: the reader's
+			// entry was gone. Refused; the kernel releases the row it
+			// wrote, as any write in doubt of a wait that gives up.
+			return resourcelock.Item{}, ErrEntryGone
+		}
 		if err == nil || try > 0 || !ok || !u.alone(cur) {
 			return u.folded(it, err)
 		}
@@ -109,13 +133,36 @@ func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resource
 	}
 }
 
-// Update writes through the key's lease.
+// seen reports whether it is a row the upgrade has read (its zero value
+// before the first look).
+func (u *Upgrade) seen(it resourcelock.Item) bool { return it.RVN != "" }
+
+// refusesTakeover reports whether expect is a takeover (an Update
+// expecting no holder) of a row last seen without the reader's entry:
+// refused like such a Create.
+func (u *Upgrade) refusesTakeover(expect resourcelock.Precondition) bool {
+	if expect.HolderIdentity != "" {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.last.RVN == expect.RVN && !u.holds(u.last)
+}
+
+// Update writes through the key's lease; a takeover of a row without the
+// reader's entry is refused with ErrEntryGone (see Create).
 func (u *Upgrade) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	if u.refusesTakeover(expect) {
+		return resourcelock.Item{}, ErrEntryGone
+	}
 	return u.folded(u.port.Update(ctx, expect, rec))
 }
 
-// UpdateDequeue writes through the key's lease.
+// UpdateDequeue writes through the key's lease, refusing as Update does.
 func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if u.refusesTakeover(expect) {
+		return resourcelock.Item{}, ErrEntryGone
+	}
 	return u.folded(u.port.UpdateDequeue(ctx, expect, rec, d))
 }
 

@@ -82,6 +82,7 @@ func CurrentItem(err error) (Item, bool) {
 	it.Attributes, it.Numbers = maps.Clone(it.Attributes), maps.Clone(it.Numbers)
 	it.Queue, it.Data = slices.Clone(it.Queue), slices.Clone(it.Data)
 	it.Readers = slices.Clone(it.Readers)
+	it.Candidates = slices.Clone(it.Candidates)
 	return it, true
 }
 

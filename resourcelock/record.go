@@ -98,6 +98,10 @@ type Item struct {
 	// Upgrader is the ticket of the row's one upgradeable reader (see
 	// Share.Upgradeable), while it is held by readers; empty otherwise.
 	Upgrader string
+	// Candidates are the row's candidates for election, in ticket order
+	// (see Store.Stand); nil when it has none. Writes of a record leave
+	// them as they are.
+	Candidates []Candidate
 }
 
 // Free reports whether the row may be taken by anyone, by Create: it is

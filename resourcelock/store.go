@@ -95,6 +95,14 @@ type Store interface {
 	// needs one). Create and Update, which write a holder's record, drop
 	// the row's readers: a row held by one holder has none.
 	Share(ctx context.Context, key Key, w Share) (Item, error)
+	// Stand sets the entry of c.Ticket among the candidates of the row at
+	// key to c (unless c.Ticket is empty), and removes the entries of the
+	// tickets in drop, in one request; the row's record, RVN, queue and
+	// readers stay as they are. It returns the row as stored; an error
+	// matching ErrNotFound when there is no row; and one matching
+	// ErrConflict, carrying the row, when c would be a new entry of a row
+	// that has MaxCandidates already.
+	Stand(ctx context.Context, key Key, c Candidate, drop []string) (Item, error)
 	// CanFence reports whether Fence and FenceMany can give generations:
 	// false for a store without a place to keep them, whose fences fail
 	// with dynalease.ErrInvalid.

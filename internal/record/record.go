@@ -145,6 +145,9 @@ func Clone(it resourcelock.Item) resourcelock.Item {
 	if it.Readers != nil {
 		it.Readers = slices.Clone(it.Readers)
 	}
+	if it.Candidates != nil {
+		it.Candidates = slices.Clone(it.Candidates)
+	}
 	return it
 }
 

@@ -29,6 +29,7 @@ const (
 	attrHandedTo    = "dynaleaseHandoff"    // S, optional: the ticket a release handed the lease to
 	attrReaders     = "dynaleaseReaders"    // M of M, optional: the readers of a row held by readers
 	attrUpgrader    = "dynaleaseUpgrader"   // S, optional: the ticket of its one upgradeable reader
+	attrCandidates  = "dynaleaseCandidates" // M of M, optional: the candidates for election on the row
 
 	releasedValue = "1"
 	timeLayout    = "2006-01-02T15:04:05.000Z07:00"
@@ -38,7 +39,7 @@ const (
 var reservedAttributes = []string{
 	attrOwner, attrLease, attrRVN, attrData, attrReleased,
 	attrTransitions, attrAcquireTime, attrRenewTime, attrGeneration, attrAcquisition,
-	attrQueue, attrHandedTo, attrReaders, attrUpgrader,
+	attrQueue, attrHandedTo, attrReaders, attrUpgrader, attrCandidates,
 }
 
 // expression collects an update or condition expression with its attribute
@@ -65,6 +66,7 @@ var literalAttributes = map[string]bool{
 	attrOwner: true, attrLease: true, attrRVN: true, attrReleased: true,
 	attrTransitions: true, attrAcquireTime: true, attrRenewTime: true, attrGeneration: true,
 	attrAcquisition: true, attrQueue: true, attrHandedTo: true, attrReaders: true, attrUpgrader: true,
+	attrCandidates: true,
 }
 
 // Placeholders for the first names and values of an expression, made once.
@@ -246,10 +248,15 @@ func (u *updateClauses) removePath(path string) {
 func (u *updateClauses) expression(add string) string {
 	var b strings.Builder
 	b.Grow(len("SET  REMOVE  ADD ") + u.sets.Len() + u.removes.Len() + len(add))
-	b.WriteString("SET ")
-	b.WriteString(u.sets.String())
+	if u.sets.Len() > 0 {
+		b.WriteString("SET ")
+		b.WriteString(u.sets.String())
+	}
 	if u.removes.Len() > 0 {
-		b.WriteString(" REMOVE ")
+		if u.sets.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("REMOVE ")
 		b.WriteString(u.removes.String())
 	}
 	if add != "" {

@@ -92,6 +92,9 @@ func (k keySchema) decodeItem(item map[string]types.AttributeValue) (resourceloc
 	if it.Readers, err = decodeReaders(item, it.HeldByReaders()); err != nil {
 		return it, err
 	}
+	if it.Candidates, err = decodeCandidates(item); err != nil {
+		return it, err
+	}
 	if it.HeldByReaders() {
 		if it.Upgrader, err = stringAttr(item, attrUpgrader, false); err != nil {
 			return it, err

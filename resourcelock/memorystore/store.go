@@ -228,7 +228,7 @@ func (s *Store) write(ctx context.Context, key resourcelock.Key, op string, rec 
 // applyLocked stores rec at key over the row cur, as a write whose
 // condition held, and returns the row stored. s.mu is held.
 func (s *Store) applyLocked(key resourcelock.Key, cur resourcelock.Item, rec resourcelock.Record, opts resourcelock.WriteOptions, acquiring bool) resourcelock.Item {
-	next := resourcelock.Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Numbers: maps.Clone(cur.Numbers), Expires: opts.Expires, Queue: cur.Queue}
+	next := resourcelock.Item{Key: key, Record: rec, Attributes: maps.Clone(cur.Attributes), Numbers: maps.Clone(cur.Numbers), Expires: opts.Expires, Queue: cur.Queue, Candidates: cur.Candidates}
 	if opts.KeepTTL {
 		next.Expires = cur.Expires
 	}

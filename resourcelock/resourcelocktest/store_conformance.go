@@ -109,6 +109,10 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"ShareMissingAndInvalid", testStoreShareInvalid},
 		{"ShareConcurrentJoinsAllLand", testStoreShareConcurrent},
 		{"ShareOneUpgrader", testStoreShareUpgrader},
+		{"StandKeepsTheRecord", testStoreStand},
+		{"StandSurvivesWrites", testStoreStandKept},
+		{"StandMissingFullAndInvalid", testStoreStandInvalid},
+		{"StandConcurrentCandidatesAllLand", testStoreStandConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

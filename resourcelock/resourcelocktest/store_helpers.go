@@ -59,7 +59,7 @@ func asTakeover(it resourcelock.Item) resourcelock.Precondition {
 func sameStoreItem(a, b resourcelock.Item) bool {
 	return a.Key == b.Key && record.Equal(a.Record, b.Record) && a.Expires.Equal(b.Expires) &&
 		sameAttributeValues(a.Attributes, b.Attributes) && slices.Equal(a.Queue, b.Queue) &&
-		slices.Equal(a.Readers, b.Readers)
+		slices.Equal(a.Readers, b.Readers) && slices.Equal(a.Candidates, b.Candidates)
 }
 
 func sameAttributeValues(a, b map[string]any) bool {

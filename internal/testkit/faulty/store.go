@@ -77,13 +77,19 @@ func (f *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisi
 // CanFence forwards the wrapped store's CanFence.
 func (f *Store) CanFence() bool { return f.inner.CanFence() }
 
-// OpJoin, OpLeave and OpShare name Store.Join, Store.Leave and
-// Store.Share.
+// OpJoin, OpLeave, OpShare and OpStand name Store.Join, Store.Leave,
+// Store.Share and Store.Stand.
 const (
 	OpJoin  Op = "Join"
 	OpLeave Op = "Leave"
 	OpShare Op = "Share"
+	OpStand Op = "Stand"
 )
+
+// Stand passes through the wrapped store, subject to faults for OpStand.
+func (f *Store) Stand(ctx context.Context, key resourcelock.Key, c resourcelock.Candidate, drop []string) (resourcelock.Item, error) {
+	return f.item(ctx, OpStand, func() (resourcelock.Item, error) { return f.inner.Stand(context.WithoutCancel(ctx), key, c, drop) })
+}
 
 // Share passes through the wrapped store, subject to faults for OpShare.
 func (f *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {

@@ -23,7 +23,8 @@ import (
 func (r *run) campaign(ctx context.Context) (time.Time, error) {
 	e := r.e
 	won, err := e.k.Acquire(ctx, rvnlease.Request{
-		Places: []rvnlease.Place{{Lease: e.lease,
+		// A leader hands the lease to a candidate by name (Successor).
+		Places: []rvnlease.Place{{Lease: e.lease, Successor: true,
 			NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }}},
 		Period: e.cfg.RetryPeriod,
 		// A leader renews one RetryPeriod after its previous renewal

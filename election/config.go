@@ -132,6 +132,23 @@ type Config struct {
 	// record it acquired, backs off a RetryPeriod and tries again; Run
 	// returns when the failure is one waiting cannot fix.
 	Fencing bool
+	// Priority is this candidate's priority, with Store: higher leads. A
+	// leader steps down for a live candidate of higher priority once its
+	// term has lasted MinTerm, at a safe point, and hands the lease to it
+	// (see "Priority and hand-over" in the package doc). Equal priorities
+	// never preempt each other. A candidate of priority other than zero
+	// stands (see Stand). Zero by default; any int64.
+	Priority int64
+	// Stand keeps this candidate's entry among the row's candidates while
+	// it campaigns, with Store, so that a leader can hand the lease to it
+	// (Elector.HandOver) and the dynalease command lists it: each poll
+	// then writes the entry (one write instead of one read). A Priority
+	// other than zero implies it.
+	Stand bool
+	// MinTerm is how long a term lasts before a candidate of higher
+	// priority can end it: the leader's work gets that long at least.
+	// Zero: 3 × RetryPeriod. Elector.HandOver ignores it.
+	MinTerm time.Duration
 	// Name is the election's name: with Store, the record's row (its
 	// partition key value; required); with Lease, a label of log lines
 	// (optional).
@@ -155,6 +172,26 @@ type Config struct {
 // a term stays in force: RenewDeadline.
 func (c Config) termValidity() time.Duration { return c.RenewDeadline }
 
+// stands reports whether the candidate keeps an entry among the row's
+// candidates while it campaigns.
+func (c Config) stands() bool { return c.Store != nil && (c.Stand || c.Priority != 0) }
+
+// liveWindow is how long after a change of its RVN a candidate's entry
+// counts as live: a standing candidate writes it at every poll, at most
+// 1.2 × RetryPeriod apart, and the leader reads it at every renewal, one
+// RetryPeriod apart, which leaves 0.8 × RetryPeriod for the requests'
+// latency before a live entry is missed for a renewal.
+func (c Config) liveWindow() time.Duration { return 3 * c.RetryPeriod }
+
+// handedLease is the lease a hand-over writes: nobody holds a handed row,
+// so a hand-over the named candidate does not confirm is taken over by
+// any candidate that has watched it this long, a RetryPeriod or two.
+func (c Config) handedLease() time.Duration { return 2 * c.RetryPeriod }
+
+// staleAfter is how long an entry's RVN stays unchanged before a standing
+// candidate drops the entry from the row: its candidate is long gone.
+func (c Config) staleAfter() time.Duration { return c.LeaseDuration + c.liveWindow() }
+
 // withDefaults returns c with zero durations replaced by the defaults.
 func (c Config) withDefaults() Config {
 	if c.LeaseDuration == 0 {
@@ -168,6 +205,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = min(c.RetryPeriod, c.RenewDeadline-c.RetryPeriod)
+	}
+	if c.MinTerm == 0 {
+		c.MinTerm = 3 * c.RetryPeriod
 	}
 	c.Clock = timing.OrReal(c.Clock)
 	if c.Logger.GetSink() == nil {
@@ -213,6 +253,10 @@ func (c Config) validate() error {
 	case c.RequestTimeout > c.RenewDeadline-c.RetryPeriod:
 		return bad("RequestTimeout", "is %v, want at most RenewDeadline − RetryPeriod = %v",
 			c.RequestTimeout, c.RenewDeadline-c.RetryPeriod)
+	case c.Store == nil && (c.Priority != 0 || c.Stand):
+		return bad("Priority", "and Stand need Store: a candidate stands as an entry of the store's row")
+	case c.MinTerm < 0:
+		return bad("MinTerm", "is %v, want ≥ 0", c.MinTerm)
 	case c.Callbacks.OnStartedLeading == nil:
 		return bad("Callbacks.OnStartedLeading", "is nil")
 	case c.Callbacks.OnStoppedLeading == nil:

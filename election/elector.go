@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
@@ -29,6 +31,11 @@ type Elector struct {
 	identity string
 	notify   *notifier
 	tracer   tracing.Tracer
+
+	// cands times the row's candidates from every answer of the lease;
+	// cport is the lease that shows them to it (nil with Config.Lease).
+	cands candidacy.Watch
+	cport *candidatePort
 
 	// mu guards the state shared between Run and the accessors.
 	mu      sync.Mutex
@@ -66,12 +73,19 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e := &Elector{
 		cfg:      cfg,
-		lease:    lease,
 		clk:      cfg.Clock,
 		log:      log,
 		identity: lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 		tracer:   tracing.New(cfg.TracerProvider),
+	}
+	e.lease = lease
+	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
+		e.cport = &candidatePort{Port: l, store: cfg.Store, key: l.Key(), clk: cfg.Clock, cands: &e.cands, drop: cfg.staleAfter()}
+		if cfg.stands() {
+			e.cport.me = resourcelock.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
+		}
+		e.lease = e.cport
 	}
 	e.k = rvnlease.New(rvnlease.Settings[*term]{
 		Clock: cfg.Clock, Identity: e.identity, RequestTimeout: cfg.RequestTimeout, Validity: cfg.termValidity(),
@@ -270,6 +284,15 @@ func (e *Elector) Run(ctx context.Context) error {
 		e.mu.Unlock()
 	}()
 
+	if e.cport != nil {
+		defer func() {
+			if ctx.Err() != nil {
+				if err := e.cport.withdraw(ctx, e.cfg.RequestTimeout); err != nil {
+					e.log.Info("could not withdraw the candidate's entry; it stops counting as live", "error", err.Error())
+				}
+			}
+		}()
+	}
 	r := newRun(e)
 	// Step 1: campaign until this Run holds the record. A term whose
 	// validity passed meanwhile ends at once, on the kernel's timer.

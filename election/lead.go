@@ -42,9 +42,13 @@ import (
 func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
 	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
 	t := r.startTerm(ctx, sent)
+	defer t.stopWork(nil)
 	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Identity.String(r.e.identity))
+		if r.e.cfg.Priority != 0 {
+			span.SetAttributes(tracing.Priority.Int64(r.e.cfg.Priority))
+		}
 		if t.token != 0 {
 			span.SetAttributes(tracing.Token.Int64(t.token))
 		}
@@ -112,7 +116,7 @@ func (r *run) startTerm(ctx context.Context, sent time.Time) *term {
 // the renewals for good.
 func (r *run) watch(ctx context.Context, t *term, rn *renewal, stopRenewing func()) error {
 	e := r.e
-	cancelled := ctx.Done()
+	cancelled := t.work.Done()  // Run's cancel, or a step-down
 	var giveUp <-chan time.Time // fires RenewDeadline after the cancel
 	var giveUpTimer clock.Timer
 	defer func() {
@@ -128,7 +132,7 @@ func (r *run) watch(ctx context.Context, t *term, rn *renewal, stopRenewing func
 			return r.lost(ctx, t)
 		case <-cancelled:
 			cancelled = nil
-			e.log.Info("cancelled; renewing until the leader's work returns", "bound", e.cfg.RenewDeadline.String())
+			e.log.Info("the leader's work is asked to stop; renewing until it returns", "cause", context.Cause(t.work).Error(), "bound", e.cfg.RenewDeadline.String())
 			rn.giveUp(e.clk.Now().Add(e.cfg.RenewDeadline))
 			giveUpTimer = e.clk.NewTimer(e.cfg.RenewDeadline)
 			giveUp = giveUpTimer.C()
@@ -151,6 +155,8 @@ func (r *run) watch(ctx context.Context, t *term, rn *renewal, stopRenewing func
 func (r *run) lost(ctx context.Context, t *term) error {
 	e := r.e
 	cause := t.endCause()
+	t.sealHandOver()
+	t.settleHandOver(lostLeadership(cause))
 	e.log.Info("stopped leading", "reason", cause.Error(), "until", t.until())
 	e.forgetSelfAsLeader()
 	e.cfg.Metrics.Leading(false, time.Time{})
@@ -186,8 +192,12 @@ func lostLeadership(cause error) error {
 func (r *run) finish(ctx context.Context, t *term) error {
 	e := r.e
 	ended := errors.New("the leader's work returned")
-	if ctx.Err() != nil {
+	heir, why, handing := t.sealHandOver()
+	switch {
+	case ctx.Err() != nil:
 		ended = fmt.Errorf("run cancelled: %w", context.Cause(ctx))
+	case handing:
+		ended = fmt.Errorf("stepped down (%s) for %s", why, heir.Identity)
 	}
 	if t.valid() {
 		t.end(ended)
@@ -201,13 +211,28 @@ func (r *run) finish(ctx context.Context, t *term) error {
 		// The term had been lost before the work returned.
 		return r.lost(ctx, t)
 	}
-	if e.cfg.ReleaseOnCancel {
+	var handErr error
+	switch {
+	case handing:
+		// A step-down hands over whatever ReleaseOnCancel says: the
+		// successor is waiting.
+		handErr = r.handOver(ctx, t, heir, why)
+	case e.cfg.ReleaseOnCancel:
 		r.release(ctx)
 	}
 	e.log.Info("stopped leading", "reason", ended.Error(), "until", t.until())
 	e.cfg.Metrics.Leading(false, time.Time{})
 	t.stopped()
-	return ctx.Err()
+	t.settleHandOver(handErr)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case handing && handErr == nil:
+		return fmt.Errorf("election: %s: %w to %s (%s)", e.lease.Describe(), ErrHandedOver, heir.Identity, why)
+	case handing:
+		return handErr
+	}
+	return nil
 }
 
 // release marks the record released, conditioned on identity and RVN. An
@@ -241,6 +266,10 @@ func (r *run) release(ctx context.Context) {
 func endTerm(span trace.Span, t *term, err error) {
 	outcome := "ended"
 	var lost *dynalease.LostError
+	if errors.Is(err, ErrHandedOver) {
+		outcome = "handed_over"
+		err = nil
+	}
 	if errors.As(t.endCause(), &lost) {
 		outcome = "lost"
 		span.SetAttributes(tracing.Reason.String(lost.Reason.String()))

@@ -102,6 +102,7 @@ func (rn *renewal) Renew() {
 		if t.extend(w.Sent) {
 			e.cfg.Metrics.Leading(true, t.until())
 			e.log.V(1).Info("renewed", "rvn", w.Item.RVN, "sent", w.Sent, "validUntil", t.until())
+			r.considerStepDown(t)
 		}
 	case w.Lost:
 		if w.Missing || w.Item.Released {

@@ -47,6 +47,21 @@ type term struct {
 
 	onStopped   func() // OnStoppedLeading
 	stoppedOnce sync.Once
+
+	// The step-down: started is when MinTerm counts from (the acquiring
+	// write's send); stopWork cancels the work's context without ending
+	// the term. handTo, once set (under mu), is the candidate a step-down
+	// hands the lease to, and why; handed is closed, with handErr, once
+	// the hand-over was written or the term ended otherwise.
+	started  time.Time
+	work     context.Context // the work's context before the term's end: done on Run's cancel or a step-down
+	stopWork context.CancelCauseFunc
+	handTo   *resourcelock.Candidate
+	handWhy  string
+	sealed   bool // the loop is ending the term: no step-down any more
+	handed   chan struct{}
+	handErr  error
+	handOnce sync.Once
 }
 
 // newTerm starts a term of the lease named lease, held through hold by a
@@ -54,8 +69,13 @@ type term struct {
 // parent. Everything the term's timer reads is set before the timer is
 // armed: it may fire at once.
 func newTerm(parent context.Context, k *rvnlease.Kernel[*term], hold *rvnlease.Hold, lease string, sent time.Time, onStopped func()) *term {
-	ctx, cancel := context.WithCancelCause(parent)
+	work, stopWork := context.WithCancelCause(parent)
+	ctx, cancel := context.WithCancelCause(work)
 	t := &term{
+		started:   sent,
+		work:      work,
+		stopWork:  stopWork,
+		handed:    make(chan struct{}),
 		lease:     lease,
 		hold:      hold,
 		k:         k,

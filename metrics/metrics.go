@@ -114,6 +114,21 @@ type LockWaits interface {
 	HandedOver(kind string)
 }
 
+// ElectionHandOvers is implemented by an Election recorder that also
+// counts hand-overs: an Elector whose Config.Metrics implements it calls
+// TermHandedOver(reason) when a term of its ends by handing the lease to
+// another candidate, reason HandOverPriority (a live candidate of higher
+// priority) or HandOverRequested (Elector.HandOver).
+type ElectionHandOvers interface {
+	TermHandedOver(reason string)
+}
+
+// The reasons of ElectionHandOvers.TermHandedOver.
+const (
+	HandOverPriority  = "priority"
+	HandOverRequested = "requested"
+)
+
 // The slot events of Jobs.Slots.
 const (
 	SlotStarted   = "started"
@@ -152,10 +167,11 @@ type Jobs interface {
 type Nop struct{}
 
 var (
-	_ Election  = Nop{}
-	_ Locks     = Nop{}
-	_ LockWaits = Nop{}
-	_ Jobs      = Nop{}
+	_ Election          = Nop{}
+	_ Locks             = Nop{}
+	_ LockWaits         = Nop{}
+	_ ElectionHandOvers = Nop{}
+	_ Jobs              = Nop{}
 )
 
 func (Nop) Slots(string, string, int)         {}
@@ -179,3 +195,4 @@ func (Nop) LockLost(string, string)                {}
 func (Nop) Heartbeat(Outcome, time.Duration)       {}
 func (Nop) Waiting(string, int)                    {}
 func (Nop) HandedOver(string)                      {}
+func (Nop) TermHandedOver(string)                  {}

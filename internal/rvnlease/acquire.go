@@ -96,6 +96,10 @@ type Acquirer struct {
 	// round with it: the kind's own rule that waiting cannot satisfy (see
 	// Place.Admit).
 	Admit func(it resourcelock.Item, missing bool) error
+	// Successor makes an acquirer that waits in no queue take a hand-over
+	// to its identity as an offer (see Handed): an election's candidate,
+	// to whom a leader hands the lease by name (Place.Successor).
+	Successor bool
 	// Plain, when set, is the lease without what a win writes besides its
 	// record (resourcelock.WriteOptions.Numbers and Below): the releases
 	// of rows this acquirer never hands out (a fence that failed, a row an

@@ -109,15 +109,16 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 }
 
 // Handed reports whether the watched row is a hand-over to this fair
-// acquirer's identity, not yet confirmed: a row naming it, whose RVN it did
-// not write, with a ticket in HandedTo. One client runs one acquirer per
+// acquirer's identity (or, for a Successor, this acquirer's), not yet
+// confirmed: a row naming it, whose RVN it did not write, with a ticket in
+// HandedTo. One client runs one acquirer per
 // key at a time, so a hand-over to its identity is to this wait (or to an
 // earlier one of it, which the same confirmation serves). A confirmation
 // that failed is sent again a poll later: like a lease that may be taken
 // over, a reason for the caller to keep trying past its budget while the
 // failures last.
 func (a *Acquirer) Handed() bool {
-	return a.q != nil && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
+	return (a.q != nil || a.Successor) && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
 }
 
 // Offered reports whether the watched row is this acquirer's to take now,

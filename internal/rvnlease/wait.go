@@ -92,6 +92,9 @@ type Place struct {
 	// record: the port of the releases of rows the wait never hands out
 	// (see Acquirer.Plain).
 	Plain keylease.Port
+	// Successor: a hand-over to this client's identity is an offer to
+	// this wait, without a place in the queue (see Acquirer.Successor).
+	Successor bool
 	// Claim, when set, is called before a write on the place; false
 	// passes the place over in this poll. Unclaim is called after a
 	// round that did not win it.
@@ -199,7 +202,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
-		a.OnlyIfExists, a.Stint, a.Admit, a.Plain = w.OnlyIfExists, p.Stint, p.Admit, p.Plain
+		a.OnlyIfExists, a.Stint, a.Admit, a.Plain, a.Successor = w.OnlyIfExists, p.Stint, p.Admit, p.Plain, p.Successor
 		if p.Fair && !w.Try && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
 		}

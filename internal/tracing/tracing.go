@@ -40,6 +40,8 @@ const (
 	Slot     = attribute.Key("dynalease.job.slot")
 	Attempt  = attribute.Key("dynalease.job.attempt")
 	Permits  = attribute.Key("dynalease.permits")
+	Priority = attribute.Key("dynalease.election.priority")
+	Heir     = attribute.Key("dynalease.election.successor")
 	// dynalease.guard.items, the items of a guarded write, is set by the
 	// store that commits it (dynamodbstore's Guard), on the caller's span.
 )

@@ -18,6 +18,7 @@
 //	dynalease_election_renewals_total{election,outcome}        leader renewals: ok, lost, error
 //	dynalease_election_renewal_duration_seconds{election}
 //	dynalease_election_work_running{election}                  1 while the leader's work (OnStartedLeading) runs
+//	dynalease_election_handovers_total{election,reason}        terms that handed the lease over: priority, requested
 //	dynalease_lock_held{client,kind}                           locks held now; kind: lock, set, permit, shared
 //	dynalease_lock_waiting{client,kind}                        acquisitions under way
 //	dynalease_lock_handovers_total{client,kind}                releases that handed the lock to the next waiter
@@ -61,6 +62,7 @@ type Metrics struct {
 	termRemaining *prometheus.Desc
 
 	leaderChanges *prometheus.CounterVec
+	termHandOvers *prometheus.CounterVec
 	rounds        *prometheus.CounterVec
 	roundDur      *prometheus.HistogramVec
 	renewals      *prometheus.CounterVec
@@ -122,6 +124,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"Time left in this candidate's current term; 0 when not leading.", []string{"election"}, nil),
 
 		leaderChanges: counter("dynalease_election_leader_changes_total", "Changes of the observed leader.", "election"),
+		termHandOvers: counter("dynalease_election_handovers_total", "Terms of this candidate that handed the lease to another, by reason: priority or requested.", "election", "reason"),
 		rounds:        counter("dynalease_election_rounds_total", "Campaign rounds by outcome (ok, held, error).", "election", "outcome"),
 		roundDur:      histogram("dynalease_election_round_duration_seconds", "Duration of campaign rounds.", requestBuckets, "election"),
 		renewals:      counter("dynalease_election_renewals_total", "Leader renewals by outcome (ok, lost, error).", "election", "outcome"),
@@ -153,7 +156,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		electionState{m},
-		m.leaderChanges, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
+		m.leaderChanges, m.termHandOvers, m.rounds, m.roundDur, m.renewals, m.renewalDur, m.workRunning,
 		m.held, m.waiting, m.handovers, m.acquisitions, m.acquireWait, m.lost, m.heartbeats, m.heartbeatDur,
 		m.requests, m.requestDur, m.guarded, m.failing, m.failingSince,
 		m.jobSlots, m.jobLateness, m.jobDuration, m.jobLastSuccess, m.jobDue,
@@ -177,6 +180,9 @@ func (m *Metrics) Election(name string) metrics.Election {
 	e := &election{requests: m.requestsFor("election", name), m: m, name: name}
 	m.leaderChanges.WithLabelValues(name)
 	m.workRunning.WithLabelValues(name)
+	for _, reason := range []string{metrics.HandOverPriority, metrics.HandOverRequested} {
+		m.termHandOvers.WithLabelValues(name, reason)
+	}
 	m.elections[name] = e
 	return e
 }
@@ -248,7 +254,16 @@ func (e *election) Leading(leading bool, validUntil time.Time) {
 
 func (e *election) LeaderChanged() { e.m.leaderChanges.WithLabelValues(e.name).Inc() }
 
-var _ metrics.ElectionWork = (*election)(nil)
+var (
+	_ metrics.ElectionWork      = (*election)(nil)
+	_ metrics.ElectionHandOvers = (*election)(nil)
+)
+
+// TermHandedOver counts a term that handed the lease over
+// (metrics.ElectionHandOvers).
+func (e *election) TermHandedOver(reason string) {
+	e.m.termHandOvers.WithLabelValues(e.name, reason).Inc()
+}
 
 // Working reports whether the leader's work runs (metrics.ElectionWork).
 func (e *election) Working(running bool) {

@@ -25,6 +25,7 @@
 //	dynalease.election.renewals             counter {renewal}  → dynalease_election_renewals_total
 //	dynalease.election.renewal.duration     histogram s        → dynalease_election_renewal_duration_seconds
 //	dynalease.election.work_running         gauge {work}       → dynalease_election_work_running
+//	dynalease.election.handovers            counter {term}     → dynalease_election_handovers_total
 //	dynalease.lock.held                     updown {lock}      → dynalease_lock_held
 //	dynalease.lock.waiting                  updown {call}      → dynalease_lock_waiting
 //	dynalease.lock.handovers                counter {lock}     → dynalease_lock_handovers_total
@@ -70,6 +71,7 @@ var (
 // Metrics holds the instruments, made on one MeterProvider.
 type Metrics struct {
 	leaderChanges, rounds, renewals metric.Int64Counter
+	termHandOvers                   metric.Int64Counter
 	roundDur, renewalDur            metric.Float64Histogram
 	workRunning                     metric.Int64Gauge
 	held                            metric.Int64UpDownCounter
@@ -115,6 +117,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		return g
 	}
 	m.leaderChanges = counter("dynalease.election.leader_changes", "{change}", "Changes of the observed leader.")
+	m.termHandOvers = counter("dynalease.election.handovers", "{term}", "Terms of this candidate that handed the lease to another, by reason: priority or requested.")
 	m.rounds = counter("dynalease.election.rounds", "{round}", "Campaign rounds by outcome (ok, held, error).")
 	m.roundDur = histogram("dynalease.election.round.duration", "Duration of campaign rounds.", requestBuckets)
 	m.renewals = counter("dynalease.election.renewals", "{renewal}", "Leader renewals by outcome (ok, lost, error).")
@@ -258,7 +261,16 @@ type election struct {
 	validUntil time.Time
 }
 
-var _ metrics.ElectionWork = (*election)(nil)
+var (
+	_ metrics.ElectionWork      = (*election)(nil)
+	_ metrics.ElectionHandOvers = (*election)(nil)
+)
+
+// TermHandedOver counts a term that handed the lease over
+// (metrics.ElectionHandOvers).
+func (e *election) TermHandedOver(reason string) {
+	e.m.termHandOvers.Add(ctx, 1, metric.WithAttributes(attribute.String("election", e.name), attribute.String("reason", reason)))
+}
 
 func (e *election) Leading(leading bool, validUntil time.Time) {
 	e.mu.Lock()

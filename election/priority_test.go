@@ -1,0 +1,270 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// withCandidacy makes the harness's elector campaign over the store's row
+// (Config.Store), at priority, standing when stand, with minTerm (zero:
+// the default).
+func withCandidacy(priority int64, stand bool, minTerm time.Duration) harnessOption {
+	return func(h *harness, c *Config) {
+		c.Lease, c.Store, c.Name, c.Identity = nil, h.lock, lockName, "a"
+		c.Priority, c.Stand, c.MinTerm = priority, stand, minTerm
+	}
+}
+
+var rowKey = resourcelock.Key{Partition: lockName}
+
+// rival is a candidate the test plays by writing its entry.
+type rival struct {
+	h *harness
+	c resourcelock.Candidate
+}
+
+func (h *harness) rival(identity string, priority int64) *rival {
+	return &rival{h: h, c: resourcelock.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}}
+}
+
+// stand writes the rival's entry with a fresh RVN, as its poll would.
+func (r *rival) stand() {
+	r.h.t.Helper()
+	r.c.RVN = uuid.NewString()
+	if _, err := r.h.store.Stand(context.Background(), rowKey, r.c, nil); err != nil {
+		r.h.t.Fatalf("stand of %s: %v", r.c.Identity, err)
+	}
+}
+
+// renewFor steps the clock one RetryPeriod at a time, n times, the rival
+// writing its entry before each step when live, and checks that the
+// leader renews and goes on leading.
+func (h *harness) renewFor(n int, live ...*rival) {
+	h.t.Helper()
+	for i := 0; i < n; i++ {
+		for _, r := range live {
+			r.stand()
+		}
+		h.stepIdle(retry)
+		h.wantOps(faulty.OpUpdate)
+		h.noEvent()
+		if !h.e.IsLeader() {
+			h.t.Fatalf("not leading at %v", h.now().Sub(epoch))
+		}
+	}
+}
+
+// wantHandedTo checks that the row is handed to r, and that Run ended
+// with ErrHandedOver after the work returned.
+func (h *harness) wantHandedTo(r *rival) {
+	h.t.Helper()
+	h.wantEvents("work returned", "stopped")
+	if err := h.result(); !errors.Is(err, ErrHandedOver) || errors.Is(err, dynalease.ErrLost) {
+		h.t.Fatalf("Run = %v, want ErrHandedOver and no loss", err)
+	}
+	if rec := <-h.atStop; rec.HolderIdentity != r.c.Identity {
+		h.t.Fatalf("OnStoppedLeading ran before the hand-over landed (row %+v)", rec)
+	}
+	rec := h.record()
+	if rec.HolderIdentity != r.c.Identity || rec.HandedTo != r.c.Ticket || rec.Released || rec.LeaseDuration != 2*retry {
+		h.t.Fatalf("row after the hand-over: %+v; want named %s, handed to its ticket, lease %v", rec, r.c.Identity, 2*retry)
+	}
+	if h.e.IsLeader() || h.e.Leader() != r.c.Identity {
+		h.t.Fatalf("IsLeader %v, Leader %q after the hand-over", h.e.IsLeader(), h.e.Leader())
+	}
+}
+
+func TestAHigherPriorityCandidateLeadsAfterMinTermAtASafePoint(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
+	h.leading()
+	b := h.rival("b", 5)
+	// MinTerm is 3 × RetryPeriod: the renewals at 2 and 4 s see b live,
+	// and the term goes on.
+	h.renewFor(2, b)
+	b.stand()
+	h.stepIdle(retry) // 6 s: the renewal sees b live after MinTerm
+	h.waitIdle()      // the loop comes round twice: the renewal, and the step-down
+	h.wantOps(faulty.OpUpdate)
+	if !h.e.IsLeader() {
+		t.Fatal("stopped leading before the work returned")
+	}
+	if err := context.Cause(h.leaderCtx()); err == nil {
+		t.Fatal("the leader's context is not cancelled by the step-down")
+	}
+	// The leader keeps renewing while its work winds down.
+	h.stepIdle(retry)
+	h.wantOps(faulty.OpUpdate)
+	if !h.e.IsLeader() || h.record().HolderIdentity != "a" {
+		t.Fatal("handed over before the work returned")
+	}
+	h.freeRun()
+	close(h.holdWork)
+	h.wantHandedTo(b)
+	h.wantOps(faulty.OpUpdate)
+}
+
+func TestMinTermHolds(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 9*time.Second))
+	h.leading()
+	b := h.rival("b", 5)
+	h.renewFor(4, b) // 2, 4, 6, 8 s: b live, the term younger than 9 s
+	b.stand()
+	h.freeRun()
+	h.step(retry) // 10 s
+	h.wantHandedTo(b)
+}
+
+func TestEqualOrLowerPrioritiesNeverPreempt(t *testing.T) {
+	h := newHarness(t, withCandidacy(3, true, 0))
+	h.leading()
+	equal, lower := h.rival("b", 3), h.rival("c", 1)
+	h.renewFor(20, equal, lower)
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.HandedTo != "" {
+		t.Fatalf("row %+v", rec)
+	}
+}
+
+func TestARequesterThatDiesLeavesTheLeaderInPlace(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 10*time.Second))
+	h.leading()
+	b := h.rival("b", 9)
+	h.renewFor(2, b) // b writes its entry at 0 and 2 s, and dies
+	h.renewFor(20)   // live until 2 + 3 × RetryPeriod = 8 s < MinTerm
+	if rec := h.record(); rec.HolderIdentity != "a" {
+		t.Fatalf("row %+v", rec)
+	}
+}
+
+func TestHandOverToALiveCandidate(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
+	h.leading()
+	b := h.rival("b", 0) // equal: never preempts
+	h.renewFor(3, b)
+	done := make(chan error, 1)
+	go func() { done <- h.e.HandOver(context.Background(), "b") }()
+	ctx := h.leaderCtx()
+	<-ctx.Done()
+	select {
+	case err := <-done:
+		t.Fatalf("HandOver returned %v before the work returned", err)
+	default:
+	}
+	if err := h.e.HandOver(context.Background(), "b"); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a second HandOver while the first ends the term: %v, want ErrNotLeader", err)
+	}
+	h.freeRun()
+	close(h.holdWork)
+	if err := <-done; err != nil {
+		t.Fatalf("HandOver: %v", err)
+	}
+	h.wantHandedTo(b)
+	if err := h.e.HandOver(context.Background(), "b"); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("HandOver after the term: %v, want ErrNotLeader", err)
+	}
+}
+
+func TestHandOverToTheBestLiveCandidate(t *testing.T) {
+	h := newHarness(t, withCandidacy(10, false, 0))
+	h.leading()
+	b, c := h.rival("b", 1), h.rival("c", 2)
+	h.renewFor(2, b, c)
+	h.freeRun()
+	if err := h.e.HandOver(context.Background(), ""); err != nil {
+		t.Fatalf("HandOver: %v", err)
+	}
+	h.wantHandedTo(c)
+}
+
+func TestHandOverRefusals(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0))
+	if err := h.e.HandOver(context.Background(), "b"); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("HandOver before leading: %v, want ErrNotLeader", err)
+	}
+	h.leading()
+	if err := h.e.HandOver(context.Background(), ""); !errors.Is(err, dynalease.ErrInvalid) {
+		t.Fatalf("HandOver to anyone without candidates: %v, want ErrInvalid", err)
+	}
+	b := h.rival("b", 0)
+	h.renewFor(2, b) // b writes at 0 and 2 s, then dies
+	h.renewFor(3)    // 10 s: b's entry, last changed after 2 s, is dead
+	for _, id := range []string{"b", "zed", "a"} {
+		var inv *dynalease.InvalidError
+		if err := h.e.HandOver(context.Background(), id); !errors.As(err, &inv) || inv.Field != "HandOver" {
+			t.Fatalf("HandOver(%q): %v, want an InvalidError naming HandOver", id, err)
+		}
+	}
+	h.renewFor(2)
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.HandedTo != "" {
+		t.Fatalf("a refused HandOver changed the row: %+v", rec)
+	}
+}
+
+func TestAStandingCandidatePollsByStandingAndConfirmsAHandOverToIt(t *testing.T) {
+	h := newHarness(t, withCandidacy(5, false, 0))
+	held := resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease}
+	h.store.Put(lockName, held)
+	h.start()
+	h.waitIdle()
+	h.wantOps(faulty.OpCreate, faulty.OpStand) // the create finds the row held; the poll stands
+	it, _ := h.store.Item(rowKey)
+	if len(it.Candidates) != 1 || it.Candidates[0].Identity != "a" || it.Candidates[0].Priority != 5 {
+		t.Fatalf("candidates after the first poll: %+v", it.Candidates)
+	}
+	ticket := it.Candidates[0].Ticket
+	h.wantLeaders("old")
+	// The old leader hands over to a's ticket.
+	handed := resourcelock.Record{HolderIdentity: "a", HandedTo: ticket, RVN: "r2", LeaseDuration: 2 * retry}
+	if _, err := h.store.Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, resourcelock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.stepIdle(maxPoll) // a's next poll, within maxPoll, sees the hand-over
+	h.wantEvent("started")
+	h.wantOps(faulty.OpStand, faulty.OpUpdate)
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.HandedTo != "" || rec.RVN == "r2" {
+		t.Fatalf("row after the confirmation: %+v", rec)
+	}
+}
+
+func TestAHandOverNobodyConfirmsIsTakenOverAfterTwoPeriods(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0))
+	handed := resourcelock.Record{HolderIdentity: "b", HandedTo: "b-ticket", RVN: "r2", LeaseDuration: 2 * retry}
+	h.store.Put(lockName, handed)
+	h.start()
+	h.waitIdle()
+	h.wantOps(faulty.OpCreate, faulty.OpGet) // a does not stand: it reads
+	// Held by b to a that never saw it confirmed: taken over once its RVN
+	// stayed unchanged for the handed lease, two RetryPeriods.
+	h.stepIdle(maxPoll)
+	h.noEvent()
+	h.stepIdle(maxPoll)
+	h.wantEvent("started")
+	if got := h.record(); got.HolderIdentity != "a" || got.HandedTo != "" {
+		t.Fatalf("row after the takeover: %+v", got)
+	}
+}
+
+func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, true, 0))
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
+	h.start()
+	h.waitIdle()
+	if it, _ := h.store.Item(rowKey); len(it.Candidates) != 1 {
+		t.Fatalf("candidates %+v", it.Candidates)
+	}
+	h.freeRun()
+	h.cancel()
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	if it, _ := h.store.Item(rowKey); len(it.Candidates) != 0 {
+		t.Fatalf("candidates after the cancel %+v, want none", it.Candidates)
+	}
+}

@@ -1,0 +1,93 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dynalease/dynalease/internal/candidacy"
+	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// candidatePort is the election's lease as the kernel sees it: the row's
+// lease, whose every answer also shows the row's candidates to the
+// Elector's watch of them, and whose reads, for a candidate that stands,
+// write its entry instead (Store.Stand answers with the row as a read
+// does, so a standing candidate's poll costs one request, a write). It is
+// the one place where the election meets the candidates: the kernel
+// campaigns, holds and releases through it as through any lease.
+type candidatePort struct {
+	keylease.Port
+	store resourcelock.Store
+	key   resourcelock.Key
+	clk   timing.Clock
+	cands *candidacy.Watch
+	me    resourcelock.Candidate // this candidate's entry, without its RVN; zero when it does not stand
+	drop  time.Duration          // how long an entry stays unchanged before a stand drops it
+}
+
+// Key returns the row's key.
+func (p *candidatePort) Key() resourcelock.Key { return p.key }
+
+// Get reads the row; a standing candidate writes its entry with a fresh
+// RVN, dropping entries long unchanged, and reads the row from the
+// answer. A row full of candidates is read instead.
+func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
+	sent := p.clk.Now()
+	if p.me.Ticket == "" {
+		it, err := p.Port.Get(ctx)
+		return p.saw(sent, it, err)
+	}
+	c := p.me
+	c.RVN = uuid.NewString()
+	it, err := p.store.Stand(ctx, p.key, c, p.cands.Stale(sent, p.drop, c.Ticket))
+	if errors.Is(err, resourcelock.ErrConflict) {
+		sent = p.clk.Now()
+		it, err = p.Port.Get(ctx)
+	}
+	return p.saw(sent, it, err)
+}
+
+// Create is the lease's Create; its answer shows the candidates.
+func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+	sent := p.clk.Now()
+	it, err := p.Port.Create(ctx, rec)
+	return p.saw(sent, it, err)
+}
+
+// Update is the lease's Update; its answer shows the candidates.
+func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+	sent := p.clk.Now()
+	it, err := p.Port.Update(ctx, expect, rec)
+	return p.saw(sent, it, err)
+}
+
+// saw shows the row of an answer to a request sent at sent to the watch
+// of the candidates, and returns the answer.
+func (p *candidatePort) saw(sent time.Time, it resourcelock.Item, err error) (resourcelock.Item, error) {
+	if err == nil {
+		p.cands.See(it, sent)
+	}
+	return it, err
+}
+
+// withdraw removes this candidate's entry from the row, when it stands:
+// a candidate that stops campaigning is no longer listed. Best effort,
+// one request bounded by timeout; a candidate that cannot withdraw stops
+// renewing its entry, which then stops counting as live.
+func (p *candidatePort) withdraw(ctx context.Context, timeout time.Duration) error {
+	if p.me.Ticket == "" {
+		return nil
+	}
+	rctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), p.clk, timeout)
+	defer cancel()
+	_, err := p.store.Stand(rctx, p.key, resourcelock.Candidate{}, []string{p.me.Ticket})
+	if errors.Is(err, resourcelock.ErrNotFound) {
+		return nil
+	}
+	return err
+}

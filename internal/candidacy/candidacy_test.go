@@ -1,0 +1,106 @@
+package candidacy
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func row(cands ...resourcelock.Candidate) resourcelock.Item {
+	return resourcelock.Item{Candidates: cands}
+}
+
+func cand(ticket, identity string, prio int64, rvn string) resourcelock.Candidate {
+	return resourcelock.Candidate{Ticket: ticket, Identity: identity, Priority: prio, RVN: rvn}
+}
+
+func TestAnEntrySeenOnceIsNotLive(t *testing.T) {
+	var w Watch
+	w.See(row(cand("a", "A", 5, "1")), at(0))
+	if live := w.Live(at(0.1), time.Hour); len(live) != 0 {
+		t.Fatalf("live after one answer: %v; the first answer proves nothing", live)
+	}
+	w.See(row(cand("a", "A", 5, "1")), at(2))
+	if live := w.Live(at(2.1), time.Hour); len(live) != 0 {
+		t.Fatalf("live while unchanged: %v", live)
+	}
+}
+
+func TestAnEntryIsLiveForTheWindowFromThePreviousAnswer(t *testing.T) {
+	var w Watch
+	w.See(row(), at(0))
+	w.See(row(cand("a", "A", 5, "1")), at(2)) // appeared after the answer sent at 0
+	if _, ok := w.Best(at(6), 6*time.Second, 0, ""); !ok {
+		t.Fatal("an entry that appeared between two answers is not live within the window from the first")
+	}
+	if _, ok := w.Best(at(6.001), 6*time.Second, 0, ""); ok {
+		t.Fatal("an entry is live past the window counted from the answer before its change")
+	}
+	w.See(row(cand("a", "A", 5, "2")), at(7)) // changed after the answer sent at 2
+	if _, ok := w.Best(at(8), 6*time.Second, 0, ""); !ok {
+		t.Fatal("a changed entry is not live")
+	}
+	if _, ok := w.Best(at(8.001), 6*time.Second, 0, ""); ok {
+		t.Fatal("a change seen at 7 counts from the answer sent at 2, not later")
+	}
+}
+
+func TestBestPicksTheHighestLiveAboveThenTheOldest(t *testing.T) {
+	var w Watch
+	w.See(row(cand("x", "X", 9, "1")), at(0))
+	w.See(row(cand("x", "X", 9, "1"), cand("b", "B", 5, "1")), at(1))
+	w.See(row(cand("x", "X", 9, "1"), cand("b", "B", 5, "2"), cand("a", "A", 5, "1"), cand("c", "C", 3, "1")), at(2))
+	got, ok := w.Best(at(2), 3*time.Second, 3, "")
+	if !ok || got.Ticket != "b" {
+		t.Fatalf("Best above 3 = %+v %v, want b (X is not live, A came later than B, C is not above 3)", got, ok)
+	}
+	if _, ok := w.Best(at(2), 3*time.Second, 5, ""); ok {
+		t.Fatal("an equal priority is not above")
+	}
+	if got, _ := w.Best(at(2), 3*time.Second, 0, "b"); got.Ticket != "a" {
+		t.Fatalf("Best skipping b = %+v, want a", got)
+	}
+	if got, ok := w.Named(at(2), 3*time.Second, "C"); !ok || got.Ticket != "c" {
+		t.Fatalf("Named C = %+v %v", got, ok)
+	}
+	if _, ok := w.Named(at(2), 3*time.Second, "X"); ok || !w.Known("X") {
+		t.Fatal("X is known and not live")
+	}
+}
+
+func TestEntriesGoneFromTheRowAreForgotten(t *testing.T) {
+	var w Watch
+	w.See(row(cand("a", "A", 1, "1")), at(0))
+	w.See(row(), at(1))
+	if w.Known("A") {
+		t.Fatal("an entry the last answer lacks is known")
+	}
+	w.See(row(cand("a", "A", 1, "1")), at(2))
+	if _, ok := w.Named(at(2), time.Hour, "A"); !ok {
+		t.Fatal("an entry back after an answer without it counts as changed")
+	}
+}
+
+func TestAnOlderAnswerIsIgnored(t *testing.T) {
+	var w Watch
+	w.See(row(), at(5))
+	w.See(row(cand("a", "A", 1, "1")), at(4))
+	if w.Known("A") {
+		t.Fatal("an answer to an older request was taken")
+	}
+}
+
+func TestStale(t *testing.T) {
+	var w Watch
+	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "1")), at(0))
+	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "2"), cand("b", "B", 1, "1")), at(10))
+	if got := w.Stale(at(20.5), 20*time.Second, "me"); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("Stale = %v, want [a]", got)
+	}
+}

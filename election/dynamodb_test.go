@@ -53,7 +53,7 @@ func newCandidate(t *testing.T, table, id string, releaseOnCancel bool) *candida
 	return newCandidateWith(t, table, id, releaseOnCancel, timeline)
 }
 
-func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d durations) *candidate {
+func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d durations, opts ...func(*election.Config)) *candidate {
 	t.Helper()
 	ft := faulthttp.New(nil)
 	client := ddbtest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = ft })
@@ -62,7 +62,7 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 		t.Fatal(err)
 	}
 	c := &candidate{id: id, faults: ft, log: &logtest.Recorder{}, started: make(chan time.Time, 100)}
-	c.e, err = election.New(election.Config{
+	cfg := election.Config{
 		Store: lock, Name: "leader", Identity: id,
 		LeaseDuration:   d.lease,
 		RenewDeadline:   d.deadline,
@@ -77,7 +77,11 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 			},
 			OnStoppedLeading: func() {},
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c.e, err = election.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/dynalease/dynalease/internal/record"
@@ -20,6 +21,11 @@ type Info struct {
 	// Readers are the identities of the row's shared holders
 	// (AcquireShared), in no particular order; nil unless readers hold it.
 	Readers []string
+	// Candidates are the entries of candidates for election standing on
+	// the row (see election.Config.Stand), as last written: an entry of a
+	// candidate that stopped without withdrawing stays until another
+	// candidate drops it. Nil when there are none.
+	Candidates []resourcelock.Candidate
 	// RVN is the row's record version number.
 	RVN string
 	// LeaseDuration is the holder's lease as written in the row.
@@ -52,6 +58,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 		SortKey:        it.Key.Sort,
 		HolderIdentity: it.HolderIdentity,
 		Readers:        readerIdentities(it.Readers),
+		Candidates:     slices.Clone(it.Candidates),
 		RVN:            it.RVN,
 		LeaseDuration:  it.LeaseDuration,
 		Released:       it.Released,

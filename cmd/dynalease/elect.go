@@ -23,6 +23,7 @@ func newElect(c *common) *cobra.Command {
 	var (
 		grace, retry time.Duration
 		once         bool
+		priority     int64
 	)
 	cmd := &cobra.Command{
 		Use:         "elect NAME -- COMMAND [ARGS...]",
@@ -36,21 +37,30 @@ gets SIGTERM, SIGKILL after --grace, and elect stands again (or exits with
 SIGTERM or SIGINT to elect stops the command first and then hands the
 leadership over at once (the record is marked released).
 
+Every candidate stands on the election's row with its --priority (higher
+leads): a leader steps down for a live candidate of higher priority once its
+term has lasted three retry periods, stopping the command first, and hands
+the lease to it. SIGUSR1 to the leading elect hands the lease over the same
+way to the live candidate of highest priority, whatever the priorities; elect
+then stands again (or, with --once, exits 0). dynalease get NAME lists the
+candidates.
+
 The renew deadline is the lease minus --grace minus one second, so the
 command is stopped before another candidate may take over; a lease too short
 for that is refused.`,
 		Args: nameThenCommand("usage: dynalease elect NAME -- COMMAND [ARGS...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.elect(cmd.Context(), args[0], args[1:], grace, retry, once)
+			return c.elect(cmd.Context(), args[0], args[1:], grace, retry, once, priority)
 		},
 	}
 	cmd.Flags().DurationVar(&grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when the term ends")
 	cmd.Flags().DurationVar(&retry, "retry", 0, "renewal and polling period; lease/10 when 0")
 	cmd.Flags().BoolVar(&once, "once", false, "exit after one term")
+	cmd.Flags().Int64Var(&priority, "priority", 0, "this candidate's priority: higher leads")
 	return cmd
 }
 
-func (c *common) elect(ctx context.Context, name string, argv []string, grace, retry time.Duration, once bool) error {
+func (c *common) elect(ctx context.Context, name string, argv []string, grace, retry time.Duration, once bool, priority int64) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -91,6 +101,8 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		RetryPeriod:     t.retry,
 		RequestTimeout:  t.requestTimeout,
 		ReleaseOnCancel: true,
+		Priority:        priority,
+		Stand:           true,
 		Fencing:         !c.noFencing,
 		Logger:          log,
 		Metrics:         c.tel.election(name),
@@ -104,12 +116,18 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		return exit(exitUsage, err)
 	}
 	c.tel.health(health.Liveness(e, t.renew), health.Readiness(e, 3*t.retry))
+	go handOverOnSignal(sctx, e, name)
 	for {
 		childErr = nil
 		err := e.Run(sctx)
 		switch {
 		case sctx.Err() != nil:
 			return childExit(childErr)
+		case errors.Is(err, election.ErrHandedOver):
+			fmt.Fprintf(os.Stderr, "dynalease: %v\n", err)
+			if once {
+				return nil
+			}
 		case errors.Is(err, dynalease.ErrLost):
 			fmt.Fprintf(os.Stderr, "dynalease: leadership of %q lost: %v\n", name, err)
 			if once {
@@ -130,6 +148,24 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 			case <-sctx.Done():
 				return nil
 			case <-time.After(c.lease):
+			}
+		}
+	}
+}
+
+// handOverOnSignal hands the lease over to the live candidate of highest
+// priority each time SIGUSR1 arrives while e leads, until ctx ends.
+func handOverOnSignal(ctx context.Context, e *election.Elector, name string) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-usr1:
+			if err := e.HandOver(ctx, ""); err != nil {
+				fmt.Fprintf(os.Stderr, "dynalease: hand over %q: %v\n", name, err)
 			}
 		}
 	}

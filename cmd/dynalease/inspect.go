@@ -22,24 +22,34 @@ import (
 
 // lockJSON is a lock row for scripts.
 type lockJSON struct {
-	Name         string   `json:"name"`
-	SortKey      string   `json:"sort_key,omitempty"`
-	Owner        string   `json:"owner"`
-	Readers      []string `json:"readers,omitempty"`
-	RVN          string   `json:"rvn"`
-	LeaseMillis  int64    `json:"lease_ms"`
-	Released     bool     `json:"released"`
-	Acquisitions int64    `json:"acquisitions"`
-	Token        int64    `json:"token,omitempty"`
-	RenewTime    string   `json:"renew_time,omitempty"`
-	Data         string   `json:"data,omitempty"`
-	Error        string   `json:"error,omitempty"`
+	Name         string          `json:"name"`
+	SortKey      string          `json:"sort_key,omitempty"`
+	Owner        string          `json:"owner"`
+	Readers      []string        `json:"readers,omitempty"`
+	Candidates   []candidateJSON `json:"candidates,omitempty"`
+	RVN          string          `json:"rvn"`
+	LeaseMillis  int64           `json:"lease_ms"`
+	Released     bool            `json:"released"`
+	Acquisitions int64           `json:"acquisitions"`
+	Token        int64           `json:"token,omitempty"`
+	RenewTime    string          `json:"renew_time,omitempty"`
+	Data         string          `json:"data,omitempty"`
+	Error        string          `json:"error,omitempty"`
+}
+
+// candidateJSON is a candidate for election standing on a row.
+type candidateJSON struct {
+	Identity string `json:"identity"`
+	Priority int64  `json:"priority"`
 }
 
 func toJSON(in lock.Info) lockJSON {
 	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.HolderIdentity, Readers: in.Readers, RVN: in.RVN,
 		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data),
 		Token: in.Token}
+	for _, c := range in.Candidates {
+		out.Candidates = append(out.Candidates, candidateJSON{Identity: c.Identity, Priority: c.Priority})
+	}
 	if !in.RenewTime.IsZero() {
 		out.RenewTime = in.RenewTime.UTC().Format(time.RFC3339Nano)
 	}
@@ -135,6 +145,13 @@ func print(infos []lock.Info, asJSON bool) error {
 		owner := in.HolderIdentity
 		if len(in.Readers) > 0 {
 			owner = fmt.Sprintf("%d readers: %s", len(in.Readers), strings.Join(in.Readers, ", "))
+		}
+		if len(in.Candidates) > 0 {
+			cands := make([]string, 0, len(in.Candidates))
+			for _, c := range in.Candidates {
+				cands = append(cands, fmt.Sprintf("%s (priority %d)", c.Identity, c.Priority))
+			}
+			owner += "; candidates: " + strings.Join(cands, ", ")
 		}
 		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%s\t%q\n", in.Key, owner, in.LeaseDuration, in.Released, in.Token, last, in.RVN, in.Data)
 	}

@@ -1,0 +1,45 @@
+package main_test
+
+import (
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A candidate of higher priority takes the election from a running leader
+// at a safe point (the leader's command stopped first); get lists both
+// candidates; SIGUSR1 to the new leader hands the election back.
+func TestDynamoDBElectPriorityAndSIGUSR1(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	start := func(id, priority string) *exec.Cmd {
+		cmd := c.command("--owner="+id, "--lease=3s", "elect", "--retry=100ms", "--grace=500ms", "--priority="+priority, "sched", "--",
+			"sh", "-c", `touch running-`+id+`; trap 'rm running-`+id+`; exit 0' TERM; while true; do sleep 0.02; done`)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	start("low", "0")
+	eventually(t, "low leads and runs its command", func() bool { return exists(c.file("running-low")) })
+	high := start("high", "5")
+	eventually(t, "high takes over", func() bool { return exists(c.file("running-high")) })
+	if exists(c.file("running-low")) {
+		t.Fatal("both commands run")
+	}
+	eventually(t, "get lists both candidates", func() bool {
+		out, code := c.run("get", "--json", "sched")
+		return code == 0 && strings.Contains(out, `"identity": "low"`) && strings.Contains(out, `"identity": "high"`) && strings.Contains(out, `"priority": 5`)
+	})
+	if out, code := c.run("get", "sched"); code != 0 || !strings.Contains(out, "high (priority 5)") {
+		t.Fatalf("get: exit %d %q, want the candidates listed", code, out)
+	}
+	if err := high.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "SIGUSR1 hands over to low", func() bool {
+		return exists(c.file("running-low")) && !exists(c.file("running-high"))
+	})
+}

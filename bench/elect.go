@@ -24,6 +24,7 @@ const (
 // candidate is one Elector standing in one Run, with what it reported.
 type candidate struct {
 	id  string
+	e   *election.Elector
 	rec *logtest.Recorder
 	ctr *counter
 
@@ -42,13 +43,14 @@ type candidate struct {
 // startCandidate starts a Run of a new Elector for the lease name in table,
 // on client c. onStart, when not nil, is called at the start of
 // OnStartedLeading with its time.
-func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table, name, id string, onStart func(*candidate, time.Time)) (*candidate, error) {
+// opts change the Elector's Config (a priority, say).
+func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table, name, id string, onStart func(*candidate, time.Time), opts ...func(*election.Config)) (*candidate, error) {
 	store, err := dynamodbstore.New(dynamodbstore.Config{Client: c, Table: table})
 	if err != nil {
 		return nil, err
 	}
 	cd := &candidate{id: id, rec: &logtest.Recorder{}, ctr: ctr, done: make(chan error, 1), started: make(chan struct{})}
-	e, err := election.New(election.Config{
+	cfg := election.Config{
 		Store:           store,
 		Name:            name,
 		Identity:        id,
@@ -78,10 +80,15 @@ func startCandidate(ctx context.Context, c *dynamodb.Client, ctr *counter, table
 				cd.mu.Unlock()
 			},
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e, err := election.New(cfg)
 	if err != nil {
 		return nil, err
 	}
+	cd.e = e
 	rctx, cancel := context.WithCancel(ctx)
 	cd.cancel = cancel
 	go func() { cd.done <- e.Run(rctx) }()

@@ -185,6 +185,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"9 sets", b.rowSets},
 		{"10 jobs", b.rowJobs},
 		{"11 read-write", b.rowReadWrite},
+		{"12 priority", b.rowPriority},
 		{"7 microbenchmarks", b.rowMicro},
 	}
 	only := strings.Fields(strings.ReplaceAll(os.Getenv("BENCH_ROWS"), ",", " "))

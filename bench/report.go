@@ -25,6 +25,7 @@ type results struct {
 	KilledWaiter         *killedWaiterResult `json:"queued_waiter_killed"`
 	Semaphore            *semaphoreResult    `json:"semaphore"`
 	ReadWrite            *readWriteResult    `json:"read_write"`
+	Priority             *priorityResult     `json:"leader_priority"`
 	Sets                 *setsResult         `json:"sets"`
 	Jobs                 *jobsResult         `json:"scheduled_jobs"`
 	Microbenchmarks      *microResult        `json:"microbenchmarks"`
@@ -178,6 +179,7 @@ func printTable(w io.Writer, r *results) {
 	printKilledWaiter(w, r)
 	printSemaphore(w, r)
 	printReadWrite(w, r)
+	printPriority(w, r)
 	printSets(w, r)
 	printJobs(w, r)
 	printMicro(w, r)

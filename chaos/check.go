@@ -168,6 +168,7 @@ func (ch *checker) run() {
 	ch.writes()
 	ch.tokens()
 	ch.liveness()
+	ch.stepDowns()
 	ch.deadWaiters()
 	ch.permits()
 	ch.readWrite()
@@ -457,6 +458,25 @@ func (ch *checker) liveness() {
 		m.add(d.Seconds())
 		if d > bound {
 			m.OverBound++
+		}
+	}
+}
+
+// stepDowns counts the terms that ended by handing the lease over, from
+// the reasons the leaders logged: for a candidate of higher priority, or
+// on request. Check 1 covers their safety like any term's.
+func (ch *checker) stepDowns() {
+	for _, p := range ch.procs {
+		for _, e := range p.events {
+			if e.Ev != "end" || e.Role != "elect" {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(e.Detail, "stepped down (priority)"):
+				ch.r.Preemptions++
+			case strings.HasPrefix(e.Detail, "stepped down (requested)"):
+				ch.r.HandOvers++
+			}
 		}
 	}
 }

@@ -258,7 +258,8 @@ func (c *controller) start(slot int, id string) error {
 		"-lock-lease", c.cfg.lockLease.String(), "-lock-margin", c.cfg.lockMargin.String(), "-keys", strconv.Itoa(c.cfg.keys),
 		"-pause-for", c.pauseFor().String(), "-seed", strconv.FormatUint(c.cfg.seed+uint64(n), 10),
 		"-rate-file", in.rateFile, "-broken", c.cfg.broken, "-unfair="+strconv.FormatBool(in.unfair),
-		"-permits", strconv.Itoa(c.cfg.permits), "-rw="+strconv.FormatBool(c.cfg.rw), "-job-every", c.cfg.jobEvery.String(), "-offset-file", in.offsetFile)
+		"-permits", strconv.Itoa(c.cfg.permits), "-rw="+strconv.FormatBool(c.cfg.rw), "-job-every", c.cfg.jobEvery.String(), "-offset-file", in.offsetFile,
+		"-priority", strconv.Itoa(slot%3))
 	in.cmd.Stderr = errf
 	in.cmd.Stdout = errf
 	if err := in.cmd.Start(); err != nil {

@@ -134,6 +134,7 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 type activity struct {
 	terms, holds, acked, samples, jobStarts, setHolds, permitHolds, maxPermitHolders int
 	readHolds, writeHolds, maxReaders, upgrades                                      int
+	preemptions, handOvers                                                           int
 	nemesis                                                                          map[string]int
 }
 
@@ -150,6 +151,8 @@ func (a *activity) add(r *Report) {
 	a.writeHolds += r.WriteHolds
 	a.maxReaders = max(a.maxReaders, r.MaxReaders)
 	a.upgrades += r.Upgrades
+	a.preemptions += r.Preemptions
+	a.handOvers += r.HandOvers
 	if a.nemesis == nil {
 		a.nemesis = map[string]int{}
 	}
@@ -172,6 +175,9 @@ func (a *activity) enough() string {
 	}
 	if a.readHolds < 20 || a.writeHolds < 5 || a.maxReaders < 2 || a.upgrades < 3 {
 		lack = append(lack, fmt.Sprintf("%d shared holds, %d exclusive holds (%d upgrades) of the read-write key, at most %d readers at once (want 2 or more)", a.readHolds, a.writeHolds, a.upgrades, a.maxReaders))
+	}
+	if a.preemptions < 1 || a.handOvers < 1 {
+		lack = append(lack, fmt.Sprintf("%d terms ended for a higher-priority candidate, %d by HandOver", a.preemptions, a.handOvers))
 	}
 	return strings.Join(lack, "; ")
 }

@@ -49,6 +49,12 @@ type Report struct {
 	// Upgrades: shared holds that became the writer without releasing.
 	Upgrades int `json:"upgrades"`
 
+	// Preemptions: terms that stepped down for a live candidate of higher
+	// priority; HandOvers: terms that handed over on request
+	// (Elector.HandOver). Both counted from the leaders' own ends.
+	Preemptions int `json:"preemptions"`
+	HandOvers   int `json:"handOvers"`
+
 	// JobStarts: runs of the scheduled chaos job; JobEarliest: how long
 	// before its slot (by the shared clock) the earliest began, in seconds
 	// (the offset action sets wall clocks up to 3 s ahead);
@@ -127,6 +133,7 @@ func (r *Report) print(w io.Writer) {
 	row("   shared holds / exclusive holds (upgrades among them) / the most readers at once", fmt.Sprintf("%d / %d (%d) / %d", r.ReadHolds, r.WriteHolds, r.Upgrades, r.MaxReaders))
 	row("8. scheduled job: slots started twice, or after a later slot", r.count("job"))
 	row("   job runs / the earliest before its slot (wall clocks up to 3 s ahead) / slots no worker started", fmt.Sprintf("%d / %.3f s / %d", r.JobStarts, r.JobEarliest, r.JobSlotsNeverStarted))
+	row("   terms ended for a higher-priority candidate / by HandOver (priorities 0, 1, 2 by slot)", fmt.Sprintf("%d / %d", r.Preemptions, r.HandOvers))
 	row("5. failover after a fault on the leader, from its last confirmed send", r.Failover)
 	row("   graceful handover (SIGTERM), from the end of the term", r.Handover)
 	row("   a lock waiter killed in its queue: once its turn came, the others' wait, and the lock handed to the dead, to the next hold", r.DeadWaiters)

@@ -47,6 +47,7 @@ type workerConfig struct {
 	rw                             bool   // also take the key rw shared or exclusively (rwLoop)
 	jobEvery                       time.Duration
 	offsetFile                     string // this worker's wall-clock offset, read on SIGUSR2
+	priority                       int64  // the Elector's priority (the controller gives slot mod 3)
 }
 
 func (c *workerConfig) flags(fs *flag.FlagSet) {
@@ -72,6 +73,7 @@ func (c *workerConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.rw, "rw", false, "also take the key rw shared (four times in five) or exclusively")
 	fs.DurationVar(&c.jobEvery, "job-every", time.Second, "the chaos job's interval between slots (0: no schedule worker)")
 	fs.StringVar(&c.offsetFile, "offset-file", "", "file holding this worker's wall-clock offset, read on SIGUSR2")
+	fs.Int64Var(&c.priority, "priority", 0, "the Elector's priority: higher leads")
 }
 
 // The roles' history items in the data table: every guarded write appends
@@ -257,6 +259,8 @@ func (w *worker) elect(ctx context.Context) error {
 		RetryPeriod:     w.cfg.retry,
 		ReleaseOnCancel: true,
 		Fencing:         true,
+		Priority:        w.cfg.priority,
+		Stand:           true,
 		Clock:           w.clk,
 		Logger:          termLogger(w, "elect"),
 		Callbacks: election.Callbacks{
@@ -274,11 +278,21 @@ func (w *worker) elect(ctx context.Context) error {
 }
 
 // lead is the leader's work: samples of IsLeader and a guarded write about
-// every 100 ms, until the term ends.
+// every 100 ms, until the term ends. One term in two hands the lease over
+// to the live candidate of highest priority after 0.5 to 2 s.
 func (w *worker) lead(ctx context.Context, e *election.Elector) {
 	tok, _ := election.TokenFromContext(ctx)
 	stopSampling := w.sample(ctx, "elect", tok, e.ValidUntil)
 	defer stopSampling()
+	if w.intn(2) == 0 {
+		after := time.Duration(500+w.intn(1500)) * time.Millisecond
+		go func() {
+			sleepCtx(ctx, after)
+			if ctx.Err() == nil {
+				_ = e.HandOver(context.WithoutCancel(ctx), "") // refused without a live candidate: the term goes on
+			}
+		}()
+	}
 	for ctx.Err() == nil {
 		w.guardedWrite(ctx, "elect", tok, func(ctx context.Context, item types.TransactWriteItem) error {
 			return e.Guard(ctx, w.guards.Writes(item))

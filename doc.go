@@ -66,7 +66,12 @@
 //   - Queue: the waiters kept in a lock's row, oldest first; hand-over: a
 //     release that names the queue's head, which holds only once its own
 //     write lands; stint: how long a client may take back its own released
-//     key before a release hands it over.
+//     key before a release hands it over; a leader's hand-over names a
+//     candidate the same way.
+//   - Candidate: an elector standing on an election's row, as an entry
+//     with its identity, priority and own RVN; it takes nothing. A leader
+//     steps down (ends its term at a safe point and hands the lease over)
+//     for a live candidate of higher priority, or on Elector.HandOver.
 //   - Outcome: how an operation ended (acquired, locked, lost, ...), in
 //     metrics, traces and events. Status: a scheduled slot's place in its
 //     job's ledger (unfinished, succeeded, failed).

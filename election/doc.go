@@ -42,6 +42,58 @@
 // candidate's identity, left by an earlier process with the same name, is
 // waited out like any other.
 //
+// # Priority and hand-over
+//
+// A candidate may stand on the election's row (Config.Stand, or a
+// Priority other than zero): it keeps an entry among the row's candidates
+// (resourcelock.Item.Candidates) with its identity, its priority and an
+// RVN of the entry's own, which each of its polls rewrites. An entry takes
+// nothing: writing it changes neither the record nor the row's RVN, so a
+// leader's renewal, conditioned on its own RVN, is never refused by one.
+//
+// The leader reads the entries in the answer of every renewal, and times
+// each entry's RVN on its own clock, as a waiter times a holder's: an
+// entry whose RVN an answer sent at p did not show was written after p, so
+// it counts as live for 3 × RetryPeriod from p. (A standing candidate
+// writes its entry at least every 1.2 × RetryPeriod.) An entry seen once
+// and never changed is not live: it may be a dead candidate's.
+//
+// Invariant: a term ends before any other begins, a step-down included.
+// The argument: a leader steps down only from inside its term, at a safe
+// point. It cancels the context of OnStartedLeading, keeps renewing while
+// the work returns (for at most RenewDeadline, as after Run's cancel),
+// ends the term, and only then writes the hand-over: a write conditioned
+// on its own identity and RVN that names the successor as holder, with the
+// successor's ticket (resourcelock.Record.HandedTo) and a lease of
+// 2 × RetryPeriod. The successor leads only by its own write, conditioned
+// on the handed RVN, and counts its term from that write's send, as any
+// takeover does; the handed RVN exists only once the old term has ended.
+// Nobody holds a handed row: a hand-over the successor does not confirm
+// (it died, or missed it) is taken over by any candidate that has watched
+// the handed RVN for its short lease, so an unconfirmed hand-over costs
+// two RetryPeriods, not a lease.
+//
+// When it steps down: after a confirmed renewal, when a live entry has a
+// priority strictly above the leader's own (Config.Priority, whether or not
+// the leader stands), and the term has lasted MinTerm. The entry of
+// highest priority is chosen, the one seen first among equals. Equal
+// priorities never preempt each other, and a term steps down once at most.
+// Elector.HandOver steps down the same way, at any time, for the live
+// candidate it names (or the best live one); Run then returns an error
+// matching ErrHandedOver.
+//
+// What this does not guarantee: that the candidate of highest priority
+// leads. A candidate that finds the row free takes it whatever its
+// priority, and a candidate of higher priority waits for MinTerm. A
+// candidate whose entry stops changing (a partition, a long pause) is
+// passed over, and one that dies after being chosen costs the unconfirmed
+// hand-over. Electors of earlier versions, and an AWS Java lock client,
+// neither stand nor read entries: such a leader never steps down, and
+// such a candidate is never handed the lease but takes a handed row
+// nobody confirms, as it takes any row whose RVN stays unchanged for its
+// lease. Liveness is timed on the leader's clock only, never from times
+// written by other hosts.
+//
 // # What is not guaranteed
 //
 // A lease bounds how long a leader believes it leads; it cannot bound what

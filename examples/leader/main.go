@@ -12,9 +12,15 @@
 //	2026-11-21T12:00:09.003Z id=cand-1 event=exit err=none
 //
 // The other events are candidate (at start, with the settings), renewed
-// (with -show-renewals: ValidUntil moved after a confirmed renewal) and
-// term-ended (a term ended without being asked to; the candidate stands
-// again).
+// (with -show-renewals: ValidUntil moved after a confirmed renewal),
+// handed-over (the leader stepped down for a candidate of higher -priority,
+// or on SIGUSR1, and handed it the lease) and term-ended (a term ended
+// without being asked to; the candidate stands again).
+//
+// -priority makes a candidate stand with a priority (higher leads): start
+// one with -priority 1 beside candidates at 0 and it takes over from the
+// leader a few renewals later, at a safe point. SIGUSR1 to the leader hands
+// the lease to the live candidate of highest priority.
 //
 // The table is named by -table and the lease by -name. With
 // DYNAMODB_ENDPOINT set (for example http://127.0.0.1:8000, DynamoDB Local)
@@ -31,6 +37,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,6 +71,7 @@ func main() {
 		fmt.Sprintf("RetryPeriod: renewal and polling period (library default %v)", election.DefaultRetryPeriod))
 	createTable := flag.Bool("create-table", false, "create the table if it does not exist")
 	releaseOnCancel := flag.Bool("release-on-cancel", true, "release the lease when stopped by a signal")
+	priority := flag.Int64("priority", 0, "this candidate's priority: a live candidate of higher priority takes over from the leader")
 	showRenewals := flag.Bool("show-renewals", false, "while leading, also print a line whenever ValidUntil moves (each confirmed renewal)")
 	verbosity := flag.Int("v", -1, "the library's logs on stderr: -1 errors only, 0 also info, 1 also debug")
 	flag.Parse()
@@ -78,7 +86,7 @@ func main() {
 		table: *table, name: *name, id: *id,
 		lease: *lease, renew: *renew, retry: *retry,
 		createTable: *createTable, releaseOnCancel: *releaseOnCancel,
-		showRenewals: *showRenewals, verbosity: *verbosity,
+		showRenewals: *showRenewals, verbosity: *verbosity, priority: *priority,
 	})
 	if err != nil {
 		out.print("exit", "err", err)
@@ -94,6 +102,7 @@ type options struct {
 	releaseOnCancel     bool
 	showRenewals        bool
 	verbosity           int
+	priority            int64
 }
 
 // run stands for election until ctx is cancelled. It returns nil when ctx
@@ -135,26 +144,54 @@ func run(ctx context.Context, out *printer, o options) error {
 			OnNewLeader:      func(leader string) { out.print("new-leader", "leader", leader) },
 		},
 		ReleaseOnCancel: o.releaseOnCancel,
-		Logger:          stderrLogger(o.verbosity),
+		// Every candidate stands, so that a leader can hand over to it.
+		Priority: o.priority,
+		Stand:    true,
+		Logger:   stderrLogger(o.verbosity),
 	})
 	if err != nil {
 		return err
 	}
-	out.print("candidate", "table", o.table, "name", o.name,
+	out.print("candidate", "table", o.table, "name", o.name, "priority", o.priority,
 		"lease", o.lease, "renew", o.renew, "retry", o.retry, "release-on-cancel", o.releaseOnCancel)
+	go handOverOnSIGUSR1(ctx, out, el)
 
 	// Run returns once a term this candidate led has ended, or when ctx is
 	// done; stand again until asked to stop. A term ends by itself with an
 	// error wrapping dynalease.ErrLost (no renewal confirmed in
-	// time, or the lease taken), or with nil when work returned because
-	// the term had run out before the elector noticed.
+	// time, or the lease taken), with one matching election.ErrHandedOver
+	// when the leader handed the lease to another candidate, or with nil
+	// when work returned because the term had run out before the elector
+	// noticed.
 	for ctx.Err() == nil {
 		err := el.Run(ctx)
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, election.ErrHandedOver):
+			out.print("handed-over", "to", el.Leader())
+		default:
 			out.print("term-ended", "err", errOrNone(err))
 		}
 	}
 	return nil
+}
+
+// handOverOnSIGUSR1 hands the lease to the live candidate of highest
+// priority each time SIGUSR1 arrives while this candidate leads.
+func handOverOnSIGUSR1(ctx context.Context, out *printer, el *election.Elector) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-usr1:
+			if err := el.HandOver(ctx, ""); err != nil {
+				out.print("hand-over-refused", "err", err)
+			}
+		}
+	}
 }
 
 func errOrNone(err error) any {

@@ -266,7 +266,9 @@ func (e *Elector) setLeader(holder string) {
 // started; an error matching dynalease.ErrLost when a term ended without
 // being asked to (no renewal confirmed in time, or the record was taken,
 // released or deleted by someone else), or ended before its work could
-// start (see Callbacks); and nil when OnStartedLeading
+// start (see Callbacks); an error matching ErrHandedOver when the term
+// ended by handing the lease to another candidate (a live candidate of
+// higher priority, or Elector.HandOver); and nil when OnStartedLeading
 // returned by itself. In every case Run returns only after OnStartedLeading
 // has returned. Run may then be called again to stand again; concurrent
 // Runs of one Elector are refused (an error matching dynalease.ErrInvalid).

@@ -47,7 +47,9 @@ var ErrNotLeader = errors.New("not the leader")
 // stopped writing its entry); the term then goes on. It returns ctx's
 // error when ctx ends first (the hand-over goes on), and the failure of
 // the hand-over when the term ended otherwise or the write failed (the
-// lease then runs out, as after a crash).
+// lease then runs out, as after a crash). Called from OnStartedLeading
+// with its context, it returns that context's error as soon as the step-down
+// begins: the work then returns, and the hand-over follows.
 func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	t := e.term()
 	if t == nil || !t.valid() {

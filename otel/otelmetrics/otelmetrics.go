@@ -191,6 +191,9 @@ func (m *Metrics) Election(name string) metrics.Election {
 		attrs: metric.WithAttributes(attribute.String("election", name))}
 	m.leaderChanges.Add(ctx, 0, e.attrs)
 	m.workRunning.Record(ctx, 0, e.attrs)
+	for _, reason := range []string{metrics.HandOverPriority, metrics.HandOverRequested} {
+		m.termHandOvers.Add(ctx, 0, metric.WithAttributes(attribute.String("election", name), attribute.String("reason", reason)))
+	}
 	m.elections[name] = e
 	return e
 }

@@ -253,8 +253,10 @@ func (c Config) validate() error {
 	case c.RequestTimeout > c.RenewDeadline-c.RetryPeriod:
 		return bad("RequestTimeout", "is %v, want at most RenewDeadline − RetryPeriod = %v",
 			c.RequestTimeout, c.RenewDeadline-c.RetryPeriod)
-	case c.Store == nil && (c.Priority != 0 || c.Stand):
-		return bad("Priority", "and Stand need Store: a candidate stands as an entry of the store's row")
+	case c.Store == nil && c.Priority != 0:
+		return bad("Priority", "needs Store: a candidate stands as an entry of the store's row")
+	case c.Store == nil && c.Stand:
+		return bad("Stand", "needs Store: a candidate stands as an entry of the store's row")
 	case c.MinTerm < 0:
 		return bad("MinTerm", "is %v, want ≥ 0", c.MinTerm)
 	case c.Callbacks.OnStartedLeading == nil:

@@ -80,7 +80,10 @@
 // priorities never preempt each other, and a term steps down once at most.
 // Elector.HandOver steps down the same way, at any time, for the live
 // candidate it names (or the best live one); Run then returns an error
-// matching ErrHandedOver.
+// matching ErrHandedOver. Every Run withdraws its entry when it returns.
+// A chosen candidate that stays live without confirming (its fencing
+// request keeps failing, say) is chosen again by the next term: a
+// step-down every MinTerm, plus the unconfirmed hand-over.
 //
 // What this does not guarantee: that the candidate of highest priority
 // leads. A candidate that finds the row free takes it whatever its

@@ -81,7 +81,8 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e.lease = lease
 	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
-		e.cport = &candidatePort{Port: l, store: cfg.Store, key: l.Key(), clk: cfg.Clock, cands: &e.cands, drop: cfg.staleAfter()}
+		e.cport = &candidatePort{Port: l, store: cfg.Store, key: l.Key(), clk: cfg.Clock, cands: &e.cands,
+			drop: cfg.staleAfter(), fresh: cfg.liveWindow()}
 		if cfg.stands() {
 			e.cport.me = resourcelock.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
 		}
@@ -287,11 +288,11 @@ func (e *Elector) Run(ctx context.Context) error {
 	}()
 
 	if e.cport != nil {
+		// Whatever ends the Run, the entry goes: a Run that stands again
+		// writes it again at its first poll.
 		defer func() {
-			if ctx.Err() != nil {
-				if err := e.cport.withdraw(ctx, e.cfg.RequestTimeout); err != nil {
-					e.log.Info("could not withdraw the candidate's entry; it stops counting as live", "error", err.Error())
-				}
+			if err := e.cport.withdraw(ctx, e.cfg.RequestTimeout); err != nil {
+				e.log.Info("could not withdraw the candidate's entry; it stops counting as live", "error", err.Error())
 			}
 		}()
 	}

@@ -28,17 +28,21 @@ var ErrNotLeader = errors.New("not the leader")
 
 // HandOver ends the current term at a safe point and hands the lease to
 // the live candidate named identity, or, when identity is empty, to the
-// live candidate of highest priority (see "Priority and hand-over" in the
+// live candidate of highest priority among those at or above this one's
+// (below it only when there is none) (see "Priority and hand-over" in the
 // package doc): the leader's context is cancelled, the leader keeps
 // renewing while OnStartedLeading returns (for at most RenewDeadline),
 // then writes the hand-over, then runs OnStoppedLeading, and Run returns
-// an error matching ErrHandedOver. MinTerm plays no part.
+// an error matching ErrHandedOver. MinTerm plays no part. A candidate of
+// lower priority than this one's that is handed the lease steps down for
+// this one again after MinTerm, while this one stands.
 //
 // HandOver returns nil once the hand-over is written; the successor leads
-// only once its own write, conditioned on the handed row, lands, which it
-// sends at its next poll (a RetryPeriod or so later: Leader tells). A
-// hand-over the successor does not confirm within two RetryPeriods is
-// taken over by any candidate, as a silent holder's row is.
+// only once its own write, conditioned on the handed RVN, lands, which it
+// sends at its next poll (a RetryPeriod or so later). A hand-over the
+// successor does not confirm within two RetryPeriods is taken over by any
+// candidate, as a silent holder's row is. Leader names the successor from
+// the hand-over on, confirmed or not.
 //
 // It returns an error matching ErrNotLeader when this candidate does not
 // lead or its term is already ending; one matching dynalease.ErrInvalid
@@ -47,38 +51,52 @@ var ErrNotLeader = errors.New("not the leader")
 // stopped writing its entry); the term then goes on. It returns ctx's
 // error when ctx ends first (the hand-over goes on), and the failure of
 // the hand-over when the term ended otherwise or the write failed (the
-// lease then runs out, as after a crash). Called from OnStartedLeading
-// with its context, it returns that context's error as soon as the step-down
-// begins: the work then returns, and the hand-over follows.
+// lease then runs out, as after a crash).
+//
+// HandOver waits for OnStartedLeading to return. Called from it, pass its
+// context (or one derived from it): HandOver then returns nil as soon as
+// the step-down has begun, and the hand-over follows once the work
+// returns. Called from it with another context, it waits for itself until
+// the term is lost, RenewDeadline later, and nothing is handed over.
 func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	t := e.term()
 	if t == nil || !t.valid() {
 		return fmt.Errorf("election: %s: hand over: %w", e.lease.Describe(), ErrNotLeader)
 	}
-	if identity == e.identity {
-		return &dynalease.InvalidError{Field: "HandOver", Reason: fmt.Sprintf("%q is this candidate", identity)}
+	refuse := func(reason string) error {
+		return fmt.Errorf("election: %s: %w", e.lease.Describe(), &dynalease.InvalidError{Field: "HandOver", Reason: reason})
 	}
-	now := e.clk.Now()
+	if identity == e.identity {
+		return refuse(fmt.Sprintf("%q is this candidate", identity))
+	}
+	// Judged between two answers, not right after one as a renewal's step-down
+	// is: one RetryPeriod more.
+	now, window := e.clk.Now(), e.cfg.liveWindow()+e.cfg.RetryPeriod
 	var c resourcelock.Candidate
 	var ok bool
 	if identity == "" {
-		c, ok = e.cands.Best(now, e.cfg.liveWindow(), math.MinInt64, e.ticket())
+		if c, ok = e.cands.Best(now, window, e.cfg.Priority-1, e.ticket()); !ok {
+			c, ok = e.cands.Best(now, window, math.MinInt64, e.ticket())
+		}
 	} else {
-		c, ok = e.cands.Named(now, e.cfg.liveWindow(), identity)
+		c, ok = e.cands.Named(now, window, identity)
 	}
 	switch {
 	case ok:
 	case identity == "":
-		return &dynalease.InvalidError{Field: "HandOver", Reason: "no other candidate's entry is live"}
+		return refuse("no other candidate's entry is live")
 	case e.cands.Known(identity):
-		return &dynalease.InvalidError{Field: "HandOver", Reason: fmt.Sprintf("the entry of %q is not live: it stopped writing it", identity)}
+		return refuse(fmt.Sprintf("the entry of %q is not live: it stopped writing it", identity))
 	default:
-		return &dynalease.InvalidError{Field: "HandOver", Reason: fmt.Sprintf("no candidate %q stands (Config.Stand or Priority)", identity)}
+		return refuse(fmt.Sprintf("no candidate %q stands (Config.Stand or Priority)", identity))
 	}
 	if !t.stepDown(c, metrics.HandOverRequested) {
 		return fmt.Errorf("election: %s: hand over: %w (the term is already ending)", e.lease.Describe(), ErrNotLeader)
 	}
 	e.log.Info("handing over on request", "to", c.Identity, "priority", c.Priority)
+	if own, _ := ctx.Value(termKey{}).(*term); own == t {
+		return nil // the work's own call: it returns, then the hand-over follows
+	}
 	select {
 	case <-t.handed:
 		return t.handOverErr()
@@ -178,8 +196,12 @@ func (r *run) handOver(ctx context.Context, t *term, c resourcelock.Candidate, w
 	}
 	w := r.hold.WriteOwn(rctx, r.cur, next, func(w rvnlease.Written) bool { r.confirm(w.Item, w.Sent); return true })
 	switch {
-	case w.Landed:
-		r.confirm(w.Item, w.Sent)
+	case w.Landed || (w.Lost && !w.Missing && w.Item.HolderIdentity == c.Identity):
+		// Landed; or its answer was lost and the row, read since, names
+		// the successor: handed, and maybe confirmed already.
+		if w.Landed {
+			r.confirm(w.Item, w.Sent)
+		}
 		e.log.Info("handed the lease over", "to", c.Identity, "reason", why, "rvn", w.Item.RVN)
 		if h, ok := e.cfg.Metrics.(metrics.ElectionHandOvers); ok {
 			h.TermHandedOver(why)

@@ -41,9 +41,8 @@ import (
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
 	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
-	t := r.startTerm(ctx, sent)
+	t := r.startTerm(ctx, sent, span)
 	defer t.stopWork(nil)
-	t.span = span // before the renewals start (below)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Identity.String(r.e.identity))
 		if r.e.cfg.Priority != 0 {
@@ -82,11 +81,12 @@ func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
 }
 
 // startTerm makes the term of a confirmed acquisition, whose write was
-// sent at sent, the Elector's current one, and starts its work in a goroutine
+// sent at sent, with its span, the Elector's current one, and starts its work in a goroutine
 // of its own (step 1 of lead).
-func (r *run) startTerm(ctx context.Context, sent time.Time) *term {
+func (r *run) startTerm(ctx context.Context, sent time.Time, span trace.Span) *term {
 	e := r.e
 	t := newTerm(ctx, e.k, &r.hold, e.lease.Describe(), sent, e.cfg.Callbacks.OnStoppedLeading)
+	t.span = span // before the term is published (HandOver reads it) and its renewals start
 	validUntil := t.until()
 	t.token = record.Token(r.cur.Record)
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}

@@ -194,7 +194,9 @@ func TestHandOverRefusals(t *testing.T) {
 	}
 	b := h.rival("b", 0)
 	h.renewFor(2, b) // b writes at 0 and 2 s, then dies
-	h.renewFor(3)    // 10 s: b's entry, last changed after 2 s, is dead
+	// 12 s: b's entry, last changed after 2 s, is dead to HandOver (the
+	// live window and a RetryPeriod, 8 s).
+	h.renewFor(4)
 	for _, id := range []string{"b", "zed", "a"} {
 		var inv *dynalease.InvalidError
 		if err := h.e.HandOver(context.Background(), id); !errors.As(err, &inv) || inv.Field != "HandOver" {
@@ -266,5 +268,136 @@ func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
 	}
 	if it, _ := h.store.Item(rowKey); len(it.Candidates) != 0 {
 		t.Fatalf("candidates after the cancel %+v, want none", it.Candidates)
+	}
+}
+
+func TestAHandOverThatFailsLeavesTheRowToRunOut(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0))
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	err := h.e.HandOver(context.Background(), "b")
+	if err == nil || !errors.Is(err, errReset) {
+		t.Fatalf("HandOver = %v, want the write's failure", err)
+	}
+	if res := h.result(); errors.Is(res, ErrHandedOver) || !errors.Is(res, errReset) {
+		t.Fatalf("Run = %v, want the hand-over's failure", res)
+	}
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.HandedTo != "" || rec.Released {
+		t.Fatalf("row %+v, want a's, left to run out", rec)
+	}
+	if h.e.IsLeader() || h.e.Leader() != "" {
+		t.Fatalf("IsLeader %v, Leader %q", h.e.IsLeader(), h.e.Leader())
+	}
+}
+
+func TestAHandOverWhoseAnswerIsLostIsReportedHanded(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0))
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset, Land: true})
+	if err := h.e.HandOver(context.Background(), "b"); err != nil {
+		t.Fatalf("HandOver = %v", err)
+	}
+	h.wantHandedTo(b)
+}
+
+func TestRunCancelledWhileSteppingDownStillHandsOver(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	done := make(chan error, 1)
+	go func() { done <- h.e.HandOver(context.Background(), "b") }()
+	<-h.leaderCtx().Done()
+	h.cancel()
+	close(h.holdWork)
+	if err := <-done; err != nil {
+		t.Fatalf("HandOver = %v", err)
+	}
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if rec := h.record(); rec.HolderIdentity != "b" || rec.HandedTo != b.c.Ticket {
+		t.Fatalf("row %+v, want handed to b", rec)
+	}
+}
+
+func TestHandOverFromTheLeadersWorkReturnsAtOnce(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	work := h.leaderCtx()
+	if err := h.e.HandOver(work, "b"); err != nil {
+		t.Fatalf("HandOver with the work's context = %v, want nil before the work returned", err)
+	}
+	if h.record().HolderIdentity != "a" {
+		t.Fatal("handed over before the work returned")
+	}
+	close(h.holdWork)
+	h.wantHandedTo(b)
+}
+
+func TestATermLostWhileSteppingDownEndsHandOverWithTheLoss(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	done := make(chan error, 1)
+	go func() { done <- h.e.HandOver(context.Background(), "b") }()
+	<-h.leaderCtx().Done()
+	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
+	h.step(deadline + retry) // the renewals fail; the term's validity runs out
+	if err := <-done; !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("HandOver = %v, want the term's loss", err)
+	}
+	close(h.holdWork)
+	if err := h.result(); !errors.Is(err, dynalease.ErrLost) {
+		t.Fatalf("Run = %v, want ErrLost", err)
+	}
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.HandedTo != "" {
+		t.Fatalf("row %+v: a lost term handed over", rec)
+	}
+}
+
+func TestARowFullOfDeadEntriesTakesANewCandidateOnceTheyAreStale(t *testing.T) {
+	h := newHarness(t, withCandidacy(1, false, 0))
+	h.lock.HideConflictRows(false)
+	row := resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: time.Hour}}
+	for i := 0; i < resourcelock.MaxCandidates; i++ {
+		row.Candidates = append(row.Candidates, resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "gone", RVN: "x"})
+	}
+	h.store.PutItem(row)
+	h.start()
+	h.waitIdle()
+	stands := func() bool {
+		it, _ := h.store.Item(rowKey)
+		for _, c := range it.Candidates {
+			if c.Identity == "a" {
+				return len(it.Candidates) == 1
+			}
+		}
+		return false
+	}
+	// Dead entries are dropped once unchanged for LeaseDuration + 3 ×
+	// RetryPeriod (21 s) as a's answers show them.
+	for h.now().Sub(epoch) < lease+3*retry {
+		if stands() {
+			t.Fatalf("a stood at %v, before the entries were stale", h.now().Sub(epoch))
+		}
+		h.stepIdle(maxPoll)
+	}
+	h.stepIdle(maxPoll)
+	if !stands() {
+		it, _ := h.store.Item(rowKey)
+		t.Fatalf("a does not stand alone at %v: %d entries", h.now().Sub(epoch), len(it.Candidates))
 	}
 }

@@ -28,6 +28,7 @@ type candidatePort struct {
 	cands *candidacy.Watch
 	me    resourcelock.Candidate // this candidate's entry, without its RVN; zero when it does not stand
 	drop  time.Duration          // how long an entry stays unchanged before a stand drops it
+	fresh time.Duration          // how recent the last answer must be for Stale to judge
 }
 
 // Key returns the row's key.
@@ -35,21 +36,47 @@ func (p *candidatePort) Key() resourcelock.Key { return p.key }
 
 // Get reads the row; a standing candidate writes its entry with a fresh
 // RVN, dropping entries long unchanged, and reads the row from the
-// answer. A row full of candidates is read instead.
+// answer. A stand refused because the row is full of entries (the answer
+// carries the row) drops the stale ones it shows and stands again, or, with
+// none stale, serves as the read.
 func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	sent := p.clk.Now()
 	if p.me.Ticket == "" {
 		it, err := p.Port.Get(ctx)
 		return p.saw(sent, it, err)
 	}
-	c := p.me
-	c.RVN = uuid.NewString()
-	it, err := p.store.Stand(ctx, p.key, c, p.cands.Stale(sent, p.drop, c.Ticket))
-	if errors.Is(err, resourcelock.ErrConflict) {
+	it, err := p.store.Stand(ctx, p.key, p.entry(), p.cands.Stale(sent, p.drop, p.fresh, p.me.Ticket))
+	if !errors.Is(err, resourcelock.ErrConflict) {
+		return p.saw(sent, it, err)
+	}
+	full, found := resourcelock.CurrentItem(err)
+	if !found {
 		sent = p.clk.Now()
 		it, err = p.Port.Get(ctx)
+		return p.saw(sent, it, err)
+	}
+	p.cands.See(full, sent)
+	stale := p.cands.Stale(p.clk.Now(), p.drop, p.fresh, p.me.Ticket)
+	if len(stale) == 0 {
+		return full, nil // full of live entries: the refusal served as the read
+	}
+	if _, err := p.store.Stand(ctx, p.key, resourcelock.Candidate{}, stale); err != nil {
+		return resourcelock.Item{}, err
+	}
+	sent = p.clk.Now()
+	it, err = p.store.Stand(ctx, p.key, p.entry(), nil)
+	if full, found := resourcelock.CurrentItem(err); found && errors.Is(err, resourcelock.ErrConflict) {
+		p.cands.See(full, sent)
+		return full, nil
 	}
 	return p.saw(sent, it, err)
+}
+
+// entry returns this candidate's entry with a fresh RVN.
+func (p *candidatePort) entry() resourcelock.Candidate {
+	c := p.me
+	c.RVN = uuid.NewString()
+	return c
 }
 
 // Create is the lease's Create; its answer shows the candidates.

@@ -116,7 +116,10 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 		return exit(exitUsage, err)
 	}
 	c.tel.health(health.Liveness(e, t.renew), health.Readiness(e, 3*t.retry))
-	go handOverOnSignal(sctx, e, name)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1) // before anything can send it: its default action ends the process
+	defer signal.Stop(usr1)
+	go handOverOnSignal(sctx, e, name, usr1)
 	for {
 		childErr = nil
 		err := e.Run(sctx)
@@ -154,11 +157,8 @@ func (c *common) elect(ctx context.Context, name string, argv []string, grace, r
 }
 
 // handOverOnSignal hands the lease over to the live candidate of highest
-// priority each time SIGUSR1 arrives while e leads, until ctx ends.
-func handOverOnSignal(ctx context.Context, e *election.Elector, name string) {
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+// priority each time usr1 delivers SIGUSR1 while e leads, until ctx ends.
+func handOverOnSignal(ctx context.Context, e *election.Elector, name string, usr1 <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -154,7 +154,10 @@ func run(ctx context.Context, out *printer, o options) error {
 	}
 	out.print("candidate", "table", o.table, "name", o.name, "priority", o.priority,
 		"lease", o.lease, "renew", o.renew, "retry", o.retry, "release-on-cancel", o.releaseOnCancel)
-	go handOverOnSIGUSR1(ctx, out, el)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1) // before anything can send it: its default action ends the process
+	defer signal.Stop(usr1)
+	go handOverOnSIGUSR1(ctx, out, el, usr1)
 
 	// Run returns once a term this candidate led has ended, or when ctx is
 	// done; stand again until asked to stop. A term ends by itself with an
@@ -177,11 +180,8 @@ func run(ctx context.Context, out *printer, o options) error {
 }
 
 // handOverOnSIGUSR1 hands the lease to the live candidate of highest
-// priority each time SIGUSR1 arrives while this candidate leads.
-func handOverOnSIGUSR1(ctx context.Context, out *printer, el *election.Elector) {
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+// priority each time usr1 delivers SIGUSR1 while this candidate leads.
+func handOverOnSIGUSR1(ctx context.Context, out *printer, el *election.Elector, usr1 <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

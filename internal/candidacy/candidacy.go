@@ -136,16 +136,21 @@ func (w *Watch) Known(identity string) bool {
 	return false
 }
 
-// Stale returns the tickets, other than skip, whose RVN has stayed
-// unchanged for longer than after since an answer first showed it: entries
-// of candidates gone long ago, which a Stand may drop. Dropping a live
-// one's entry by mistake costs it nothing but its next write.
-func (w *Watch) Stale(now time.Time, after time.Duration, skip string) []string {
+// Stale returns the tickets, other than skip, whose RVN stayed unchanged
+// for longer than after, as the last answer showed them: entries of
+// candidates gone long ago, which a Stand may drop. It returns none when
+// the last answer is older than fresh, since entries may have changed
+// since (after this candidate's own outage, say). Dropping a live
+// candidate's entry by mistake costs it nothing but its next write.
+func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.lastSent.IsZero() || now.Sub(w.lastSent) > fresh {
+		return nil
+	}
 	var stale []string
 	for t, e := range w.entries {
-		if t != skip && now.Sub(e.seen) > after {
+		if t != skip && w.lastSent.Sub(e.seen) > after {
 			stale = append(stale, t)
 		}
 	}

@@ -100,7 +100,12 @@ func TestStale(t *testing.T) {
 	var w Watch
 	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "1")), at(0))
 	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "2"), cand("b", "B", 1, "1")), at(10))
-	if got := w.Stale(at(20.5), 20*time.Second, "me"); !slices.Equal(got, []string{"a"}) {
+	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "3"), cand("b", "B", 1, "1")), at(21))
+	if got := w.Stale(at(21.5), 20*time.Second, 5*time.Second, "me"); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Stale = %v, want [a]", got)
+	}
+	// After an outage of its own, the watch does not know the row now.
+	if got := w.Stale(at(60), 20*time.Second, 5*time.Second, "me"); got != nil {
+		t.Fatalf("Stale after an outage = %v, want none", got)
 	}
 }

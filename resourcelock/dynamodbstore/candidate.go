@@ -32,7 +32,10 @@ func encodeCandidate(c resourcelock.Candidate) types.AttributeValue {
 }
 
 // decodeCandidates reads the candidates attribute of a row, in ticket
-// order.
+// order. An entry it cannot read (a later version's, a hand edit) is left
+// out: entries are advice, and one of them must not make the row, and so
+// the election, unreadable. A candidates attribute that is not a map is
+// an invalid record.
 func decodeCandidates(item map[string]types.AttributeValue) ([]resourcelock.Candidate, error) {
 	v, ok := item[attrCandidates]
 	if !ok {
@@ -47,21 +50,24 @@ func decodeCandidates(item map[string]types.AttributeValue) ([]resourcelock.Cand
 	}
 	cands := make([]resourcelock.Candidate, 0, len(m.Value))
 	for ticket, e := range m.Value {
-		em, ok := e.(*types.AttributeValueMemberM)
-		if !ok {
-			return nil, wrongType(attrCandidates+"."+ticket, "M", e)
+		em, _ := e.(*types.AttributeValueMemberM)
+		if em == nil {
+			continue
 		}
 		o, _ := em.Value[candidateIdentity].(*types.AttributeValueMemberS)
 		n, _ := em.Value[candidatePriority].(*types.AttributeValueMemberN)
 		r, _ := em.Value[candidateRVN].(*types.AttributeValueMemberS)
 		if o == nil || n == nil || r == nil {
-			return nil, fmt.Errorf("%w: invalid record: %s.%s lacks an owner, priority or RVN", resourcelock.ErrPermanent, attrCandidates, ticket)
+			continue
 		}
 		p, err := strconv.ParseInt(n.Value, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: invalid record: %s.%s priority %q is not an integer", resourcelock.ErrPermanent, attrCandidates, ticket, n.Value)
+			continue
 		}
 		cands = append(cands, resourcelock.Candidate{Ticket: ticket, Identity: o.Value, Priority: p, RVN: r.Value})
+	}
+	if len(cands) == 0 {
+		return nil, nil
 	}
 	record.SortCandidates(cands)
 	return cands, nil

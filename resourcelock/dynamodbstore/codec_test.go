@@ -770,3 +770,25 @@ func TestAcceptedWritesAreReadable(t *testing.T) {
 		t.Errorf("lease of record.MaxLeaseDuration unreadable: %v", err)
 	}
 }
+
+// An entry of the candidates map that cannot be read is left out; the row
+// and its other entries read as they are.
+func TestDecodeCandidatesSkipsWhatItCannotRead(t *testing.T) {
+	item := map[string]types.AttributeValue{
+		attrCandidates: &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"b-good": encodeCandidate(resourcelock.Candidate{Identity: "b", Priority: -3, RVN: "r"}),
+			"a-text": &types.AttributeValueMemberS{Value: "not a map"},
+			"c-part": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{candidateIdentity: s("c")}},
+			"d-prio": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				candidateIdentity: s("d"), candidateRVN: s("r"), candidatePriority: &types.AttributeValueMemberN{Value: "1.5"}}},
+		}},
+	}
+	got, err := decodeCandidates(item)
+	want := []resourcelock.Candidate{{Ticket: "b-good", Identity: "b", Priority: -3, RVN: "r"}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("decodeCandidates = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := decodeCandidates(map[string]types.AttributeValue{attrCandidates: s("x")}); !errors.Is(err, resourcelock.ErrPermanent) {
+		t.Fatalf("a candidates attribute that is not a map: %v, want ErrPermanent", err)
+	}
+}

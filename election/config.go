@@ -142,7 +142,8 @@ type Config struct {
 	// Stand keeps this candidate's entry among the row's candidates while
 	// it campaigns, with Store, so that a leader can hand the lease to it
 	// (Elector.HandOver) and the dynalease command lists it: each poll
-	// then writes the entry (one write instead of one read). A Priority
+	// writes the entry instead of reading the row, once or twice a
+	// RetryPeriod (at most once per half RetryPeriod). A Priority
 	// other than zero implies it.
 	Stand bool
 	// MinTerm is how long a term lasts before a candidate of higher
@@ -177,10 +178,12 @@ func (c Config) termValidity() time.Duration { return c.RenewDeadline }
 func (c Config) stands() bool { return c.Store != nil && (c.Stand || c.Priority != 0) }
 
 // liveWindow is how long after a change of its RVN a candidate's entry
-// counts as live: a standing candidate writes it at every poll, at most
-// 1.2 × RetryPeriod apart, and the leader reads it at every renewal, one
-// RetryPeriod apart, which leaves 0.8 × RetryPeriod for the requests'
-// latency before a live entry is missed for a renewal.
+// counts as live: a standing candidate writes it at its first poll at
+// least half a RetryPeriod after its last write, so at most 1.7 ×
+// RetryPeriod apart (polls are at most 1.2 × RetryPeriod apart), and the
+// leader reads it at every renewal, one RetryPeriod apart, which leaves
+// 0.3 × RetryPeriod for the requests' latency before a live entry is
+// missed for a renewal (it counts again at the next).
 func (c Config) liveWindow() time.Duration { return 3 * c.RetryPeriod }
 
 // handedLease is the lease a hand-over writes: nobody holds a handed row,

@@ -55,7 +55,8 @@
 // each entry's RVN on its own clock, as a waiter times a holder's: an
 // entry whose RVN an answer sent at p did not show was written after p, so
 // it counts as live for 3 × RetryPeriod from p. (A standing candidate
-// writes its entry at least every 1.2 × RetryPeriod.) An entry seen once
+// writes its entry at its first poll at least half a RetryPeriod after
+// its last write: at most 1.7 × RetryPeriod apart.) An entry seen once
 // and never changed is not live: it may be a dead candidate's.
 //
 // Invariant: a term ends before any other begins, a step-down included.

@@ -82,7 +82,7 @@ func New(cfg Config) (*Elector, error) {
 	e.lease = lease
 	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
 		e.cport = &candidatePort{Port: l, store: cfg.Store, key: l.Key(), clk: cfg.Clock, cands: &e.cands,
-			drop: cfg.staleAfter(), fresh: cfg.liveWindow()}
+			drop: cfg.staleAfter(), fresh: cfg.liveWindow(), every: cfg.RetryPeriod / 2}
 		if cfg.stands() {
 			e.cport.me = resourcelock.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
 		}

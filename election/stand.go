@@ -29,23 +29,32 @@ type candidatePort struct {
 	me    resourcelock.Candidate // this candidate's entry, without its RVN; zero when it does not stand
 	drop  time.Duration          // how long an entry stays unchanged before a stand drops it
 	fresh time.Duration          // how recent the last answer must be for Stale to judge
+	// every is the least time between two stands: the polls in between
+	// (a standby reads in the leader's rhythm, about 2.3 times a
+	// RetryPeriod) are reads. lastStand is the send time of the last
+	// stand that landed; only the campaign's one loop polls.
+	every     time.Duration
+	lastStand time.Time
 }
 
 // Key returns the row's key.
 func (p *candidatePort) Key() resourcelock.Key { return p.key }
 
-// Get reads the row; a standing candidate writes its entry with a fresh
-// RVN, dropping entries long unchanged, and reads the row from the
-// answer. A stand refused because the row is full of entries (the answer
+// Get reads the row; a standing candidate, at most once per every, writes
+// its entry with a fresh RVN instead, dropping entries long unchanged, and
+// reads the row from the answer. A stand refused because the row is full of entries (the answer
 // carries the row) drops the stale ones it shows and stands again, or, with
 // none stale, serves as the read.
 func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	sent := p.clk.Now()
-	if p.me.Ticket == "" {
+	if p.me.Ticket == "" || sent.Sub(p.lastStand) < p.every {
 		it, err := p.Port.Get(ctx)
 		return p.saw(sent, it, err)
 	}
 	it, err := p.store.Stand(ctx, p.key, p.entry(), p.cands.Stale(sent, p.drop, p.fresh, p.me.Ticket))
+	if err == nil {
+		p.lastStand = sent
+	}
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		return p.saw(sent, it, err)
 	}
@@ -65,6 +74,9 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	}
 	sent = p.clk.Now()
 	it, err = p.store.Stand(ctx, p.key, p.entry(), nil)
+	if err == nil {
+		p.lastStand = sent
+	}
 	if full, found := resourcelock.CurrentItem(err); found && errors.Is(err, resourcelock.ErrConflict) {
 		p.cands.See(full, sent)
 		return full, nil

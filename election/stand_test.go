@@ -1,0 +1,37 @@
+package election
+
+import (
+	"context"
+	"testing"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
+)
+
+// A standing candidate's polls write its entry at most once per half
+// RetryPeriod; the polls in between read.
+func TestAStandingCandidateStandsAtMostOncePerHalfRetryPeriod(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	mem := memorystore.New()
+	mem.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
+	store := faulty.New(mem)
+	e, err := New(Config{Store: store, Name: lockName, Identity: "a", Stand: true, Clock: fc,
+		Callbacks: Callbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.cport
+	for i, want := range []faulty.Op{faulty.OpStand, faulty.OpGet, faulty.OpGet, faulty.OpStand, faulty.OpGet, faulty.OpGet, faulty.OpStand} {
+		store.ResetCalls()
+		if _, err := p.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if calls := store.Calls(); len(calls) != 1 || calls[0].Op != want {
+			t.Fatalf("poll %d at %v: requests %v, want one %s", i, fc.Now().Sub(epoch), calls, want)
+		}
+		fc.Step(DefaultRetryPeriod / 5) // 0.4 s: stands at 0, 1.2 and 2.4 s
+	}
+}

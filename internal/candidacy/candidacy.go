@@ -24,6 +24,7 @@ import (
 type Watch struct {
 	mu       sync.Mutex
 	lastSent time.Time // send time of the last answer seen; zero before one
+	holder   string    // the holder the last answer named; "" when released
 	entries  map[string]*entry
 }
 
@@ -64,6 +65,10 @@ func (w *Watch) See(it resourcelock.Item, sent time.Time) {
 		}
 	}
 	w.lastSent = sent
+	w.holder = ""
+	if !it.Released {
+		w.holder = it.HolderIdentity
+	}
 }
 
 // Live returns the entries whose RVN changed within window before now, in
@@ -138,7 +143,9 @@ func (w *Watch) Known(identity string) bool {
 
 // Stale returns the tickets, other than skip, whose RVN stayed unchanged
 // for longer than after, as the last answer showed them: entries of
-// candidates gone long ago, which a Stand may drop. It returns none when
+// candidates gone long ago, which a Stand may drop. The entries of the
+// holder the last answer named are kept: a leader does not write its entry
+// while it leads, and the entry shows its priority. It returns none when
 // the last answer is older than fresh, since entries may have changed
 // since (after this candidate's own outage, say). Dropping a live
 // candidate's entry by mistake costs it nothing but its next write.
@@ -150,7 +157,7 @@ func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip string) []
 	}
 	var stale []string
 	for t, e := range w.entries {
-		if t != skip && w.lastSent.Sub(e.seen) > after {
+		if t != skip && e.c.Identity != w.holder && w.lastSent.Sub(e.seen) > after {
 			stale = append(stale, t)
 		}
 	}

@@ -109,3 +109,15 @@ func TestStale(t *testing.T) {
 		t.Fatalf("Stale after an outage = %v, want none", got)
 	}
 }
+
+func TestStaleKeepsTheHoldersEntry(t *testing.T) {
+	var w Watch
+	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
+		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	}
+	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(0))
+	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(30))
+	if got := w.Stale(at(30), 20*time.Second, 5*time.Second, ""); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("Stale = %v, want [a]: the holder's entry is kept", got)
+	}
+}

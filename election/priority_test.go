@@ -62,6 +62,18 @@ func (h *harness) renewFor(n int, live ...*rival) {
 	}
 }
 
+// leadingBesideLiveRival starts h leading, with a rival b of priority 0
+// whose entry two renewals have seen change (live), and lets the loop run
+// without the test.
+func (h *harness) leadingBesideLiveRival() *rival {
+	h.t.Helper()
+	h.leading()
+	b := h.rival("b", 0)
+	h.renewFor(2, b)
+	h.freeRun()
+	return b
+}
+
 // wantHandedTo checks that the row is handed to r, and that Run ended
 // with ErrHandedOver after the work returned.
 func (h *harness) wantHandedTo(r *rival) {
@@ -273,10 +285,7 @@ func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
 
 func TestAHandOverThatFailsLeavesTheRowToRunOut(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, false, 0))
-	h.leading()
-	b := h.rival("b", 0)
-	h.renewFor(2, b)
-	h.freeRun()
+	h.leadingBesideLiveRival()
 	h.lock.Inject(faulty.OpUpdate, -1, faulty.Fault{Err: errReset})
 	err := h.e.HandOver(context.Background(), "b")
 	if err == nil || !errors.Is(err, errReset) {
@@ -295,10 +304,7 @@ func TestAHandOverThatFailsLeavesTheRowToRunOut(t *testing.T) {
 
 func TestAHandOverWhoseAnswerIsLostIsReportedHanded(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, false, 0))
-	h.leading()
-	b := h.rival("b", 0)
-	h.renewFor(2, b)
-	h.freeRun()
+	b := h.leadingBesideLiveRival()
 	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset, Land: true})
 	if err := h.e.HandOver(context.Background(), "b"); err != nil {
 		t.Fatalf("HandOver = %v", err)
@@ -308,10 +314,7 @@ func TestAHandOverWhoseAnswerIsLostIsReportedHanded(t *testing.T) {
 
 func TestRunCancelledWhileSteppingDownStillHandsOver(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
-	h.leading()
-	b := h.rival("b", 0)
-	h.renewFor(2, b)
-	h.freeRun()
+	b := h.leadingBesideLiveRival()
 	done := make(chan error, 1)
 	go func() { done <- h.e.HandOver(context.Background(), "b") }()
 	<-h.leaderCtx().Done()
@@ -330,10 +333,7 @@ func TestRunCancelledWhileSteppingDownStillHandsOver(t *testing.T) {
 
 func TestHandOverFromTheLeadersWorkReturnsAtOnce(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
-	h.leading()
-	b := h.rival("b", 0)
-	h.renewFor(2, b)
-	h.freeRun()
+	b := h.leadingBesideLiveRival()
 	work := h.leaderCtx()
 	if err := h.e.HandOver(work, "b"); err != nil {
 		t.Fatalf("HandOver with the work's context = %v, want nil before the work returned", err)
@@ -347,10 +347,7 @@ func TestHandOverFromTheLeadersWorkReturnsAtOnce(t *testing.T) {
 
 func TestATermLostWhileSteppingDownEndsHandOverWithTheLoss(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, false, 0), withStubbornWork())
-	h.leading()
-	b := h.rival("b", 0)
-	h.renewFor(2, b)
-	h.freeRun()
+	h.leadingBesideLiveRival()
 	done := make(chan error, 1)
 	go func() { done <- h.e.HandOver(context.Background(), "b") }()
 	<-h.leaderCtx().Done()

@@ -137,15 +137,40 @@ func checkDisjoint(t *testing.T, cands ...*candidate) []term {
 		all = append(all, c.terms(t)...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].sent.Before(all[j].sent) })
+	overlap := false
 	for i := 1; i < len(all); i++ {
 		prev, cur := all[i-1], all[i]
 		if cur.sent.Before(prev.till) {
+			overlap = true
 			t.Errorf("terms overlap: %s [%v, %v] and %s [%v, %v]",
 				prev.id, prev.sent.Format(time.StampMicro), prev.till.Format(time.StampMicro),
 				cur.id, cur.sent.Format(time.StampMicro), cur.till.Format(time.StampMicro))
 		}
 	}
+	if overlap {
+		logAll(t, cands...)
+	}
 	return all
+}
+
+// logAll logs every entry the candidates logged, merged in time order, to
+// explain a failure.
+func logAll(t *testing.T, cands ...*candidate) {
+	t.Helper()
+	type line struct {
+		id string
+		e  logtest.Entry
+	}
+	var lines []line
+	for _, c := range cands {
+		for _, e := range c.log.Entries() {
+			lines = append(lines, line{c.id, e})
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].e.At.Before(lines[j].e.At) })
+	for _, l := range lines {
+		t.Logf("%s: %s", l.id, l.e)
+	}
 }
 
 // runLoop runs c's Elector again and again until ctx is done; cancelRun

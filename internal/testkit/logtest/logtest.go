@@ -4,7 +4,11 @@
 package logtest
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -15,6 +19,30 @@ type Entry struct {
 	Msg    string
 	Err    error
 	Values map[string]any // keys and values, those added by WithValues included
+	At     time.Time      // when it was logged, on this process's clock
+}
+
+// String formats the entry on one line: its time, level, message, error
+// and values (sorted by key), for a test's diagnostics.
+func (e Entry) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s V%d %q", e.At.Format(time.StampMicro), e.Level, e.Msg)
+	if e.Err != nil {
+		fmt.Fprintf(&b, " error=%q", e.Err.Error())
+	}
+	keys := make([]string, 0, len(e.Values))
+	for k := range e.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := e.Values[k]
+		if t, ok := v.(time.Time); ok {
+			v = t.Format(time.StampMicro)
+		}
+		fmt.Fprintf(&b, " %s=%v", k, v)
+	}
+	return b.String()
 }
 
 // Recorder is a logr.LogSink that records every entry at every level.
@@ -60,11 +88,11 @@ func (s *sink) Init(logr.RuntimeInfo)  {}
 func (s *sink) Enabled(level int) bool { return true }
 
 func (s *sink) Info(level int, msg string, kv ...any) {
-	s.r.add(Entry{Level: level, Msg: msg, Values: s.collect(kv)})
+	s.r.add(Entry{Level: level, Msg: msg, Values: s.collect(kv), At: time.Now()})
 }
 
 func (s *sink) Error(err error, msg string, kv ...any) {
-	s.r.add(Entry{Msg: msg, Err: err, Values: s.collect(kv)})
+	s.r.add(Entry{Msg: msg, Err: err, Values: s.collect(kv), At: time.Now()})
 }
 
 func (s *sink) WithValues(kv ...any) logr.LogSink {

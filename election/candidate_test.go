@@ -43,6 +43,39 @@ func TestAcquireReleasedRecordAtOnce(t *testing.T) {
 	}
 }
 
+// A candidate that has not yet seen the row creates it blindly, with a
+// write that takes a missing or released row. Sent while another holds,
+// such a create may land after that holder's release: legitimately, since
+// the holder's term ended before its release was sent. The term begins
+// only when the create is confirmed, and its validity counts from the
+// create's send, earlier than the release: shorter, never longer. (So a
+// check of disjoint terms counts a term from its confirmation, not from
+// its acquiring write's send.)
+func TestCreateSentWhileHeldMayLandAfterTheRelease(t *testing.T) {
+	h := newHarness(t)
+	h.putForeign("b", "r1")
+	block, unblock := gate()
+	entered := make(chan faulty.Op, 10)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block})
+	h.start()
+	<-entered // the create, sent at epoch while b holds, now held on its way
+	h.step(time.Second)
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r2", LeaseDuration: lease, Released: true})
+	h.noEvent()
+	unblock()
+	h.waitIdle()
+	h.lock.OnCall(nil)
+	h.wantOps(faulty.OpCreate)
+	h.wantEvent("started")
+	if rec := h.record(); rec.HolderIdentity != "a" || rec.Released {
+		t.Fatalf("stored record %+v, want a's", rec)
+	}
+	if got, want := h.e.ValidUntil(), epoch.Add(deadline); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v (from the create's send, before the release)", got, want)
+	}
+}
+
 // advanceUntilLeading steps the clock by the longest poll interval until
 // the candidate leads, checking that every wake before notBefore was a
 // plain read and that the wake at or after it took the lease over.

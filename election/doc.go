@@ -17,6 +17,14 @@
 // requires at least 1% of RenewDeadline, and 1 ms: room for fifty times
 // what real clocks drift). Wall-clock times in the record are never used for this.
 //
+// A free record (missing, or released by its holder) is taken by a write
+// conditioned on its being free, not on an RVN; a candidate that has not
+// read the record yet sends one blindly. Sent while another leads, such a
+// write may land after that leader's release, and then rightly wins: a
+// leader ends its term before it sends its release. The new term begins
+// when its write is confirmed, and its validity counts from the write's
+// send, which only shortens it.
+//
 // # When a standby reads
 //
 // A failover is the lease duration plus the time between the leader's

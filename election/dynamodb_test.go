@@ -89,12 +89,17 @@ func newCandidateWith(t *testing.T, table, id string, releaseOnCancel bool, d du
 }
 
 // term is one leadership term as the leader itself saw it, on this
-// process's monotonic clock: from the send time of the write that acquired
-// the lease to the end of its validity (or the moment it gave it up).
+// process's monotonic clock: from when it knew it led (began: the
+// acquiring write confirmed) to the end of its validity (or the moment it
+// gave it up). sent is the send time of the acquiring write, which its
+// validity counts from: before began, and for a create that landed on a
+// release, possibly before the releaser's term ended (see
+// TestCreateSentWhileHeldMayLandAfterTheRelease); the timing tests
+// measure from it.
 type term struct {
-	id         string
-	sent, till time.Time
-	lastSent   time.Time // send time of the last confirmed write
+	id                string
+	sent, began, till time.Time
+	lastSent          time.Time // send time of the last confirmed write
 }
 
 func timeValue(t *testing.T, e logtest.Entry, key string) time.Time {
@@ -114,7 +119,7 @@ func (c *candidate) terms(t *testing.T) []term {
 		switch e.Msg {
 		case "started leading":
 			s := timeValue(t, e, "sent")
-			out = append(out, term{id: c.id, sent: s, lastSent: s, till: timeValue(t, e, "validUntil")})
+			out = append(out, term{id: c.id, sent: s, began: e.At, lastSent: s, till: timeValue(t, e, "validUntil")})
 		case "renewed":
 			cur := &out[len(out)-1]
 			cur.lastSent = timeValue(t, e, "sent")
@@ -129,22 +134,23 @@ func (c *candidate) terms(t *testing.T) []term {
 	return out
 }
 
-// checkDisjoint fails when two terms of different candidates overlap.
+// checkDisjoint fails when two terms of different candidates overlap: when
+// one began (its leader knew it led) before the previous one's end.
 func checkDisjoint(t *testing.T, cands ...*candidate) []term {
 	t.Helper()
 	var all []term
 	for _, c := range cands {
 		all = append(all, c.terms(t)...)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].sent.Before(all[j].sent) })
+	sort.Slice(all, func(i, j int) bool { return all[i].began.Before(all[j].began) })
 	overlap := false
 	for i := 1; i < len(all); i++ {
 		prev, cur := all[i-1], all[i]
-		if cur.sent.Before(prev.till) {
+		if cur.began.Before(prev.till) {
 			overlap = true
-			t.Errorf("terms overlap: %s [%v, %v] and %s [%v, %v]",
-				prev.id, prev.sent.Format(time.StampMicro), prev.till.Format(time.StampMicro),
-				cur.id, cur.sent.Format(time.StampMicro), cur.till.Format(time.StampMicro))
+			t.Errorf("terms overlap: %s [%v, %v] and %s [%v, %v] (its write sent at %v)",
+				prev.id, prev.began.Format(time.StampMicro), prev.till.Format(time.StampMicro),
+				cur.id, cur.began.Format(time.StampMicro), cur.till.Format(time.StampMicro), cur.sent.Format(time.StampMicro))
 		}
 	}
 	if overlap {

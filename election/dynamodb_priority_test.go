@@ -3,13 +3,17 @@ package election_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // ranked returns the option of a candidate at priority, standing, with
@@ -76,7 +80,8 @@ func TestDynamoDBAHigherPriorityCandidateLeadsAtASafePoint(t *testing.T) {
 func TestDynamoDBEqualPrioritiesAndADeadRequesterLeaveTheLeader(t *testing.T) {
 	client := ddbtest.Client(t)
 	table := ddbtest.NewTable(t, client, ddbtest.TableSpec{})
-	a := newCandidateWith(t, table, "a", false, timeline, ranked(3, 2*time.Second))
+	const minTerm = 5 * time.Second
+	a := newCandidateWith(t, table, "a", false, timeline, ranked(3, minTerm))
 	b := newCandidateWith(t, table, "b", false, timeline, ranked(3, 0))
 	c := newCandidateWith(t, table, "c", false, timeline, ranked(9, 0))
 	doneA, stopA := running(a)
@@ -86,11 +91,14 @@ func TestDynamoDBEqualPrioritiesAndADeadRequesterLeaveTheLeader(t *testing.T) {
 	defer stopB()
 	_, stopC := running(c)
 	defer stopC()
-	time.Sleep(3 * itRetry)
-	// c goes silent (a partition: its writes hang), well before a's
-	// MinTerm: its entry stops changing.
+	// c goes silent (a partition: its writes hang) once its entry is on
+	// the row, well before a's MinTerm: its entry stops changing.
+	waitStanding(t, client, table, "b", "c")
 	c.faults.Add(faulthttp.Rule{Fault: faulthttp.Delay(time.Hour)})
-	time.Sleep(2*time.Second + 4*itLease)
+	if age := time.Since(lastTerm(t, a).began); age >= minTerm {
+		t.Fatalf("c went silent %v into a's term, not before its MinTerm %v: the machine is too slow for this test", age, minTerm)
+	}
+	time.Sleep(minTerm + 4*itLease)
 	select {
 	case err := <-doneA:
 		t.Fatalf("a's Run returned %v: stepped down for an equal or a dead candidate", err)
@@ -122,11 +130,20 @@ func TestDynamoDBHandOver(t *testing.T) {
 	if err := a.e.HandOver(ctx, "zed"); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("HandOver to an unknown identity: %v, want ErrInvalid", err)
 	}
-	time.Sleep(3 * itRetry) // b's entry changes between two renewals of a
 	rtt := measureRoundTrip(t, client, table)
-	start := time.Now()
-	if err := a.e.HandOver(ctx, "b"); err != nil {
-		t.Fatalf("HandOver: %v", err)
+	// b's entry is live for a once a renewal of a's has seen it change:
+	// until then HandOver refuses it as not live.
+	var start time.Time
+	for give := time.Now().Add(itLease + slack); ; {
+		start = time.Now()
+		err := a.e.HandOver(ctx, "b")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, dynalease.ErrInvalid) || time.Now().After(give) {
+			t.Fatalf("HandOver: %v", err)
+		}
+		time.Sleep(itRetry / 4)
 	}
 	written := time.Since(start)
 	var led time.Time
@@ -145,4 +162,31 @@ func TestDynamoDBHandOver(t *testing.T) {
 		t.Fatalf("b led %v after HandOver, over %v + %v slack", took, bound, slack)
 	}
 	checkDisjoint(t, a, b)
+}
+
+// waitStanding waits until the election's row lists an entry of each of
+// the identities.
+func waitStanding(t *testing.T, client *dynamodb.Client, table string, identities ...string) {
+	t.Helper()
+	store, err := dynamodbstore.New(dynamodbstore.Config{Client: client, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3*itLease + slack)
+	for {
+		it, err := store.Get(context.Background(), resourcelock.Key{Partition: "leader"})
+		missing := slices.Clone(identities)
+		if err == nil {
+			for _, c := range it.Candidates {
+				missing = slices.DeleteFunc(missing, func(id string) bool { return id == c.Identity })
+			}
+		}
+		if err == nil && len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the row never listed %v (last read: %v)", missing, err)
+		}
+		time.Sleep(itRetry / 4)
+	}
 }

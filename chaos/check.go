@@ -74,9 +74,12 @@ type term struct {
 	token        int64
 	start, begin int64
 	end          int64
-	ended        bool   // an end event closed it
-	how          string // the end event's detail ("release", ...)
-	unfair       bool   // the process's lock client waits unfairly
+	// valid is the term's last validity bound (its last confirmed send
+	// plus the renew deadline), which an early end does not move.
+	valid  int64
+	ended  bool   // an end event closed it
+	how    string // the end event's detail ("release", ...)
+	unfair bool   // the process's lock client waits unfairly
 }
 
 // Violation is one breach of a guarantee, with the times around it.
@@ -138,12 +141,12 @@ func buildTerms(proc string, evs []Event) []*term {
 	for _, e := range evs {
 		switch e.Ev {
 		case "term":
-			t := &term{proc: proc, role: e.Role, token: e.Token, start: e.Start, begin: e.T, end: e.Until}
+			t := &term{proc: proc, role: e.Role, token: e.Token, start: e.Start, begin: e.T, end: e.Until, valid: e.Until}
 			open[e.Role] = t
 			out = append(out, t)
 		case "extend", "sample":
 			if t := open[e.Role]; t != nil && e.Until > t.end {
-				t.end = e.Until
+				t.end, t.valid = e.Until, e.Until
 			}
 		case "end":
 			if t := open[e.Role]; t != nil {
@@ -442,7 +445,9 @@ func (ch *checker) liveness() {
 			continue // the target was not leading
 		}
 		m := &ch.r.Failover
-		from := old.end - int64(ch.cfg.renew) // the last confirmed send
+		// From the last confirmed send, also when the term ended before
+		// its validity did (a step-down under way when the fault came).
+		from := old.valid - int64(ch.cfg.renew)
 		bound := failBound
 		if graceful {
 			m = &ch.r.Handover

@@ -89,7 +89,9 @@
 // priorities never preempt each other, and a term steps down once at most.
 // Elector.HandOver steps down the same way, at any time, for the live
 // candidate it names (or the best live one); Run then returns an error
-// matching ErrHandedOver. Every Run withdraws its entry when it returns.
+// matching ErrHandedOver. Every Run withdraws its entry when it returns,
+// and declines a hand-over to it that it saw but did not confirm (it
+// marks the row released, by a write conditioned on the handed RVN).
 // A chosen candidate that stays live without confirming (its fencing
 // request keeps failing, say) is chosen again by the next term: a
 // step-down every MinTerm, plus the unconfirmed hand-over.

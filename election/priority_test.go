@@ -265,6 +265,50 @@ func TestAHandOverNobodyConfirmsIsTakenOverAfterTwoPeriods(t *testing.T) {
 	}
 }
 
+// A standing candidate that gives up while the row is handed to it
+// declines the hand-over: the row is marked released, by a write
+// conditioned on the handed RVN, so that the others take it at their next
+// poll rather than after the hand-over's lease.
+func TestAHandOverToACandidateThatGivesUpIsDeclined(t *testing.T) {
+	h := newHarness(t, withCandidacy(0, true, 0))
+	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
+	h.start()
+	h.waitIdle()
+	h.wantOps(faulty.OpCreate, faulty.OpStand)
+	it, _ := h.store.Item(rowKey)
+	handed := resourcelock.Record{HolderIdentity: "a", HandedTo: it.Candidates[0].Ticket, RVN: "r2", LeaseDuration: 2 * retry}
+	if _, err := h.store.Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, resourcelock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// a sees the hand-over at its next poll; its confirmation is held on
+	// its way, and its Run cancelled meanwhile: the confirmation does not
+	// land.
+	block, _ := gate()
+	entered := make(chan faulty.Op, 10)
+	h.lock.OnCall(func(op faulty.Op) { entered <- op })
+	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
+	h.step(maxPoll)
+	for op := faulty.Op(""); op != faulty.OpUpdate; {
+		select {
+		case op = <-entered:
+		case <-time.After(patience):
+			t.Fatal("a never confirmed the hand-over")
+		}
+	}
+	h.freeRun()
+	h.cancel()
+	if err := h.result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	got, _ := h.store.Item(rowKey)
+	if !got.Released || got.RVN == "r2" || got.HandedTo != "" {
+		t.Fatalf("row after a gave up: %+v; want it released over the handed RVN", got.Record)
+	}
+	if len(got.Candidates) != 0 {
+		t.Fatalf("candidates after a gave up: %+v, want none", got.Candidates)
+	}
+}
+
 func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, true, 0))
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})

@@ -340,13 +340,25 @@ func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
 }
 
 // LeaveQueue takes an acquirer that gives up out of the row's queue, best
-// effort (see leave), within one request timeout even when ctx has ended.
-// It does nothing for an acquirer that is not queued.
+// effort (see leave), and declines a hand-over to it, within one request
+// timeout even when ctx has ended. A successor (Place.Successor), which
+// has no queue, declines a hand-over to it that it last saw. It does
+// nothing for an acquirer that is neither queued nor handed the row.
 func (a *Acquirer) LeaveQueue(ctx context.Context) {
-	if a.q == nil || (a.q.place < 0 && !(a.q.last.HandedTo != "" && a.q.last.HolderIdentity == a.w.cfg.Identity && !a.q.last.Released)) {
+	cfg := a.w.cfg
+	if a.q == nil {
+		if a.Successor && a.Handed() {
+			ctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
+			defer cancel()
+			o := a.Obs
+			a.decline(ctx, resourcelock.Item{Record: resourcelock.Record{
+				RVN: o.RVN, HolderIdentity: o.Holder, HandedTo: o.HandedTo, LeaseDuration: o.Lease}})
+		}
 		return
 	}
-	cfg := a.w.cfg
+	if a.q.place < 0 && !(a.q.last.HandedTo != "" && a.q.last.HolderIdentity == cfg.Identity && !a.q.last.Released) {
+		return
+	}
 	ctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 	defer cancel()
 	a.leave(ctx, a.q.last)

@@ -55,11 +55,9 @@ func TestCreateSentWhileHeldMayLandAfterTheRelease(t *testing.T) {
 	h := newHarness(t)
 	h.putForeign("b", "r1")
 	block, unblock := gate()
-	entered := make(chan faulty.Op, 10)
-	h.lock.OnCall(func(op faulty.Op) { entered <- op })
-	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block})
+	entered := h.holdNext(faulty.OpCreate, faulty.Fault{Block: block})
 	h.start()
-	<-entered // the create, sent at epoch while b holds, now held on its way
+	h.waitCall(entered, faulty.OpCreate) // sent at epoch while b holds, now held on its way
 	h.step(time.Second)
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "b", RVN: "r2", LeaseDuration: lease, Released: true})
 	h.noEvent()
@@ -141,12 +139,9 @@ func TestLeaseCountsFromWhenTheReadReturned(t *testing.T) {
 	h := newHarness(t)
 	h.putForeign("b", "r1")
 	block, unblock := gate()
-	entered := make(chan faulty.Op, 10)
-	h.lock.OnCall(func(op faulty.Op) { entered <- op })
-	h.lock.Inject(faulty.OpGet, 1, faulty.Fault{Block: block})
+	entered := h.holdNext(faulty.OpGet, faulty.Fault{Block: block})
 	h.start()
-	<-entered // Create
-	<-entered // Get, now blocked
+	h.waitCall(entered, faulty.OpGet) // after the create, now held
 	h.step(time.Second)
 	unblock()
 	h.waitIdle()
@@ -434,11 +429,9 @@ func TestRenewalOfALateConfirmedRecordDoesNotSpin(t *testing.T) {
 func TestCancelledCampaignLeavesNoOrphanRecord(t *testing.T) {
 	h := newHarness(t)
 	h.freeRun()
-	block, entered := make(chan struct{}), make(chan faulty.Op, 10)
-	h.lock.OnCall(func(op faulty.Op) { entered <- op })
-	h.lock.Inject(faulty.OpCreate, 1, faulty.Fault{Block: block, Land: true})
+	entered := h.holdNext(faulty.OpCreate, faulty.Fault{Block: make(chan struct{}), Land: true})
 	h.start()
-	<-entered // the Create is under way
+	h.waitCall(entered, faulty.OpCreate) // under way
 	h.cancel()
 	if err := h.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)

@@ -136,16 +136,10 @@ func TestFailedFencingWaitsAPollBeforeTryingAgain(t *testing.T) {
 // in review; bug 12's orphan, after fencing).
 func TestCancelledWhileFencingReleasesTheRecord(t *testing.T) {
 	h := newHarness(t, withFencing())
-	entered := make(chan faulty.Op, 10)
-	h.lock.OnCall(func(op faulty.Op) { entered <- op })
-	h.lock.Inject(faulty.OpFence, 1, faulty.Fault{Block: make(chan struct{})}) // until its context ends
+	entered := h.holdNext(faulty.OpFence, faulty.Fault{Block: make(chan struct{})}) // until its context ends
 	h.freeRun()
 	h.start()
-	for op := range entered {
-		if op == faulty.OpFence {
-			break
-		}
-	}
+	h.waitCall(entered, faulty.OpFence)
 	h.cancel()
 	if err := h.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)

@@ -342,6 +342,32 @@ func (h *harness) putForeign(holder, rvn string) {
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: lease})
 }
 
+// holdNext injects fault, whose Block holds the call on its way, for the
+// next call of op, and returns a channel that receives every operation
+// called from now on (room for 64: the test reads those it waits for, up
+// to the held one; see waitCall).
+func (h *harness) holdNext(op faulty.Op, fault faulty.Fault) <-chan faulty.Op {
+	entered := make(chan faulty.Op, 64)
+	h.lock.OnCall(func(o faulty.Op) { entered <- o })
+	h.lock.Inject(op, 1, fault)
+	return entered
+}
+
+// waitCall reads entered until op is called.
+func (h *harness) waitCall(entered <-chan faulty.Op, op faulty.Op) {
+	h.t.Helper()
+	for {
+		select {
+		case got := <-entered:
+			if got == op {
+				return
+			}
+		case <-time.After(patience):
+			h.t.Fatalf("%s never called", op)
+		}
+	}
+}
+
 // eventually waits until cond holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -283,18 +283,9 @@ func TestAHandOverToACandidateThatGivesUpIsDeclined(t *testing.T) {
 	// a sees the hand-over at its next poll; its confirmation is held on
 	// its way, and its Run cancelled meanwhile: the confirmation does not
 	// land.
-	block, _ := gate()
-	entered := make(chan faulty.Op, 10)
-	h.lock.OnCall(func(op faulty.Op) { entered <- op })
-	h.lock.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: block})
+	entered := h.holdNext(faulty.OpUpdate, faulty.Fault{Block: make(chan struct{})})
 	h.step(maxPoll)
-	for op := faulty.Op(""); op != faulty.OpUpdate; {
-		select {
-		case op = <-entered:
-		case <-time.After(patience):
-			t.Fatal("a never confirmed the hand-over")
-		}
-	}
+	h.waitCall(entered, faulty.OpUpdate)
 	h.freeRun()
 	h.cancel()
 	if err := h.result(); !errors.Is(err, context.Canceled) {

@@ -388,8 +388,15 @@ func TestDynamoDBJavaHolderReleasingWakesAWaiter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := at.Sub(released); d > testRefresh*6/5+slack {
-			t.Errorf("took %v after the Java release, want about one refresh period (%v)", d, testRefresh)
+		// The subject: a Java release keeps the row's RVN, and a waiter
+		// takes the released row at a poll rather than waiting out the
+		// Java lease (20 s) for the RVN to change. How soon after the
+		// release (about one refresh period on an idle machine) is a
+		// figure, not asserted: a busy machine took 0.9 s once.
+		d := at.Sub(released)
+		t.Logf("took %v after the Java release (refresh period %v)", d, testRefresh)
+		if d >= java.lease/4 {
+			t.Errorf("took %v after the Java release: the row was waited out, not taken at a poll", d)
 		}
 	case <-time.After(patience):
 		t.Fatal("Acquire did not take the lock the Java host released")

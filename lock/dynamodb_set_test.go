@@ -139,7 +139,11 @@ func TestDynamoDBJavaHeldMemberBlocksASet(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	ctx := t.Context()
-	java := javaHost{e: e, owner: "host-j.example", lease: testLease}
+	// A Java lease of four test leases, heartbeats every quarter test
+	// lease: a busy machine that delays or fails a few heartbeats does not
+	// let it lapse, and the set rightly take it over, within the test's
+	// two test leases of waiting.
+	java := javaHost{e: e, owner: "host-j.example", lease: 4 * testLease}
 	rvn, err := java.acquireNew(ctx, "m2")
 	if err != nil {
 		t.Fatalf("Java acquire: %v", err)

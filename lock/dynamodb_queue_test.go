@@ -202,7 +202,10 @@ func TestDynamoDBAStintKeepsTheLockForItsHolderUntilTheHeadTakesIt(t *testing.T)
 	t.Parallel()
 	e := newDDBEnv(t, ddbtest.TableSpec{})
 	ctx := t.Context()
-	holder := e.newClient(lock.WithStint(time.Hour)) // the stint outlasts the test
+	// The stint outlasts the test, and the holder sends no heartbeat of
+	// its own (its lease is a minute): the requests counted below are the
+	// releases' and take-backs' alone, however slow the machine.
+	holder := e.newClient(lock.WithStint(time.Hour), lock.WithHeartbeatPeriod(0))
 	head, newcomer := e.newClient(), e.newClient()
 	l := mustAcquire(t, holder, "k")
 	e.rawJoin("k", "ticket-silent", "silent")

@@ -392,7 +392,7 @@ func (ch *checker) writes() {
 func (ch *checker) tokens() {
 	for role, ts := range ch.termsByRole() {
 		if strings.HasPrefix(role, "read:") {
-			continue // readers share the last writer's token: check 9
+			continue // readers share one token a hold: check 9
 		}
 		ts = slices.Clone(ts)
 		slices.SortFunc(ts, func(a, b *term) int { return cmp64(a.start, b.start) })

@@ -9,8 +9,9 @@ import (
 // readWrite: check 9. On a key taken shared and exclusively (roles read:K
 // and write:K): no writer's term overlaps a reader's (writers against
 // writers are check 1's), and no reader's belief sample lies inside a
-// writer's term; a reader's token is at least that of every writer whose
-// term ended before the reader's acquiring write was sent, and a writer's
+// writer's term; a reader's token is above that of every writer whose
+// term ended before the reader's acquiring write was sent (a hold of
+// readers counts an acquisition when it begins), and a writer's
 // token is above that of every reader whose term ended before the
 // writer's acquiring write was sent.
 func (ch *checker) readWrite() {
@@ -29,8 +30,8 @@ func (ch *checker) readWrite() {
 				case r.proc != w.proc && r.begin < w.end && w.begin < r.end && r.begin < r.end && w.begin < w.end:
 					ch.violation("rw", fmt.Sprintf("%s: the writer %s (token %d, %s to %s) held with the reader %s (token %d, %s to %s)",
 						key, w.proc, w.token, ch.at(w.begin), ch.at(w.end), r.proc, r.token, ch.at(r.begin), ch.at(r.end)), max(r.begin, w.begin))
-				case w.end <= r.start && r.token < w.token:
-					ch.violation("rw", fmt.Sprintf("%s: the reader %s from %s has token %d, below %d of the writer %s whose term ended at %s",
+				case w.end <= r.start && r.token <= w.token:
+					ch.violation("rw", fmt.Sprintf("%s: the reader %s from %s has token %d, not above %d of the writer %s whose term ended at %s",
 						key, r.proc, ch.at(r.begin), r.token, w.token, w.proc, ch.at(w.end)), r.begin)
 				case r.end <= w.start && w.token <= r.token:
 					ch.violation("rw", fmt.Sprintf("%s: the writer %s from %s has token %d, not above %d of the reader %s whose term ended at %s",

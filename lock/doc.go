@@ -217,12 +217,18 @@
 // dead writer's entry out of the queue. TryAcquireShared never takes a
 // row over: each shared hold watches the row afresh.
 //
-// A reader's fencing token is the row's: that of the last writer of a
-// client with fencing tokens (0 before any). Every writer's acquisition
-// counts a new one, above every reader's; a resource that refuses tokens
-// below the largest it has seen refuses a reader that read before a
-// writer that has since written. Guard is for writers: a reader holds no
-// exclusivity to guard a write with.
+// Readers have fencing tokens too (with fencing tokens on). A hold of
+// readers that begins on a free row, or takes the row over from a silent
+// holder, counts an acquisition: its token is above every earlier
+// writer's. A reader that joins readers already holding shares their
+// token. Every writer's acquisition counts a new one, above every
+// reader's. So the tokens of a key rise with every change between a writer
+// and readers, and a resource that refuses tokens below the largest it
+// has seen refuses a writer's late write once a reader after it has
+// presented its token (send it with reads, or record it where the
+// resource's writes are checked), and refuses a reader that read before
+// a writer that has since written. Guard is for writers: a reader holds
+// no exclusivity to guard a write with.
 //
 // A key has at most one upgradeable reader (AcquireShared with
 // WithUpgradeable; the row names its ticket). Lock.Upgrade makes it the

@@ -15,10 +15,14 @@ import (
 // Acquire's: it heartbeats, is lost (typed loss, Done, Context) and
 // released like any lock, and its Key is key.
 //
-// A shared lock's Token is the key's fencing token as the last writer
-// left it (0 before any writer of a client with fencing tokens held the
-// key): a resource that refuses a token below the largest it has seen
-// refuses a reader that read before a writer that has since written. It
+// A shared lock's Token is the fencing token of the hold of readers it
+// belongs to (with fencing tokens on): above every earlier writer's when
+// this reader began the hold or took the key over, the other readers'
+// when it joined them. Present it to the resource with reads, or record
+// it where the resource checks writes: a resource that refuses a token
+// below the largest it has seen then refuses a writer's late write (a
+// paused ex-holder's) after the readers, and a reader that read before a
+// writer that has since written. It
 // carries no data of its own (Data is the row's, as the last writer left
 // it) and guards no writes (Guard refuses: a writer's Guard is the
 // guarded write of a key).

@@ -43,7 +43,8 @@ const (
 	// ShareBegin begins a read hold on a row that is missing or free
 	// (Item.Free): the row becomes held by readers, with Reader its only
 	// entry (entries an earlier write left are dropped), its
-	// LeaseDuration Reader.Lease, and AcquireTime the write's Time.
+	// LeaseDuration Reader.Lease, and AcquireTime the write's Time; it
+	// counts an acquisition.
 	ShareBegin ShareOp = iota + 1
 	// ShareJoin adds Reader to a row held by readers whose queue is
 	// empty (no writer waits), that has fewer than MaxReaders entries and
@@ -55,7 +56,7 @@ const (
 	// takeover's): the row becomes held by readers with Reader its only
 	// entry, and the queue entries Dequeue names, which the queue must
 	// begin with, leave the queue. Its LeaseDuration becomes
-	// Reader.Lease.
+	// Reader.Lease; it counts an acquisition.
 	ShareTake
 	// ShareRenew gives Reader's entry its new RVN (Reader.RVN; the entry
 	// keeps its lease) on a row held by readers where the entry carries
@@ -71,9 +72,12 @@ const (
 
 // Share is one change of a row's readers (Store.Share). Every Share gives
 // the row a fresh RVN, so that a writer that watches the row's RVN sees
-// every reader's write; none counts an acquisition, and the row's
-// Acquisitions, FenceGeneration, AcquisitionID, Data and Attributes stay
-// as they are (a reader's fencing token is the last writer's).
+// every reader's write. A Begin and a Take count an acquisition (the
+// row's Acquisitions rise by one, as a Create's do), so that the token of
+// a hold of readers is above every token of the writers before it; the
+// other changes count none (a reader that joins readers shares their
+// token). The row's FenceGeneration, AcquisitionID, Data and Attributes
+// stay as they are.
 //
 // While a row is held by readers its LeaseDuration is at least every
 // entry's lease: set by the write that begins the hold, raised by joins

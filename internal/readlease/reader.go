@@ -37,9 +37,10 @@
 //
 // # What is not kept
 //
-// A reader writes no data and no attributes, cannot delete the row, and
-// takes no fencing token of its own: its token is the row's, the last
-// writer's. Its queue, and its hand-overs, are the writers'.
+// A reader writes no data and no attributes and cannot delete the row.
+// Its fencing token is the row's: a begin and a take count an
+// acquisition (the readers' token is above every earlier writer's), a
+// join does not (a joining reader shares the readers' token).
 package readlease
 
 import (

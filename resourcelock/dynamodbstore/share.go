@@ -170,6 +170,11 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	case w.Op == resourcelock.ShareLeave || w.Op == resourcelock.ShareEnd:
 		cond += " AND " + mark + " = " + e.value(s(w.Reader.Ticket))
 	}
+	if w.Op == resourcelock.ShareBegin || w.Op == resourcelock.ShareTake {
+		// A new hold of readers counts an acquisition: their token is
+		// above every earlier writer's.
+		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})), cond
+	}
 	return u.expression(""), cond
 }
 

@@ -73,8 +73,8 @@ func testStoreShareReaders(t *testing.T, s resourcelock.Store) {
 	w := share(resourcelock.ShareBegin, a, "")
 	got := mustShare(t, s, k, w)
 	wantReaders(t, "a ShareBegin of a missing row", got, a)
-	if got.LeaseDuration != a.Lease || !got.AcquireTime.Equal(wallClock) || !got.RenewTime.Equal(wallClock) || got.Acquisitions != 0 {
-		t.Fatalf("ShareBegin's row: %+v; want a's lease, the write's time, no acquisition counted", got.Record)
+	if got.LeaseDuration != a.Lease || !got.AcquireTime.Equal(wallClock) || !got.RenewTime.Equal(wallClock) || got.Acquisitions != 1 {
+		t.Fatalf("ShareBegin's row: %+v; want a's lease, the write's time, one acquisition counted", got.Record)
 	}
 	_, err := s.Share(ctx(t), k, share(resourcelock.ShareBegin, b, ""))
 	wantConflict(t, "ShareBegin of a row held by readers", err)
@@ -83,6 +83,9 @@ func testStoreShareReaders(t *testing.T, s resourcelock.Store) {
 	wantConflict(t, "ShareJoin expecting another row lease", err)
 	got = mustShare(t, s, k, joinAt(b, a.Lease))
 	wantReaders(t, "after b joined", got, a, b)
+	if got.Acquisitions != 1 {
+		t.Fatalf("ShareJoin's row: %+v; want the readers' acquisition kept (a joining reader shares their token)", got.Record)
+	}
 	if got.LeaseDuration != b.Lease {
 		t.Fatalf("row lease %v after b joined, want b's longer %v", got.LeaseDuration, b.Lease)
 	}
@@ -143,15 +146,15 @@ func testStoreShareEnd(t *testing.T, s resourcelock.Store) {
 	}
 	// Free: a writer takes it, and a reader begins again.
 	held := mustCreate(t, s, k, heldBy("w", time.Second, ""), resourcelock.WriteOptions{})
-	if held.Acquisitions != 1 || held.Readers != nil {
-		t.Fatalf("a writer's Create after the readers: %s; want the first acquisition, no readers", formatStoreItem(held))
+	if held.Acquisitions != 2 || held.Readers != nil {
+		t.Fatalf("a writer's Create after the readers: %s; want the second acquisition (after the readers'), no readers", formatStoreItem(held))
 	}
 	rel := mustUpdate(t, s, k, asHolder(held), releasedBy("w"), resourcelock.WriteOptions{})
 	c := reader("c", time.Second)
 	got = mustShare(t, s, k, share(resourcelock.ShareBegin, c, ""))
 	wantReaders(t, "a ShareBegin of a released row", got, c)
-	if got.AcquisitionID != rel.AcquisitionID || got.Acquisitions != rel.Acquisitions {
-		t.Fatalf("ShareBegin's row: %+v; want the writer's acquisition kept", got.Record)
+	if got.AcquisitionID != rel.AcquisitionID || got.Acquisitions != rel.Acquisitions+1 {
+		t.Fatalf("ShareBegin's row: %+v; want the writer's acquisition ID kept and one more acquisition counted", got.Record)
 	}
 }
 
@@ -209,8 +212,8 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	got := mustShare(t, s, k, w)
 	wantReaders(t, "after ShareTake", got, a)
 	wantQueue(t, "after ShareTake", got, u)
-	if got.Acquisitions != held.Acquisitions || got.AcquisitionID != held.AcquisitionID {
-		t.Fatalf("ShareTake's row: %+v; want no acquisition counted", got.Record)
+	if got.Acquisitions != held.Acquisitions+1 || got.AcquisitionID != held.AcquisitionID {
+		t.Fatalf("ShareTake's row: %+v; want one acquisition counted (the readers' token above the writer's), its ID kept", got.Record)
 	}
 	// A take over readers (all of them silent) leaves the taker alone.
 	b := reader("b", time.Second)
@@ -246,9 +249,9 @@ func testStoreShareKeeps(t *testing.T, s resourcelock.Store) {
 	got := mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
 	got2 := mustShare(t, s, k, share(resourcelock.ShareRenew, renewed(a), a.RVN))
 	for _, it := range []resourcelock.Item{got, got2} {
-		if it.Acquisitions != released.Acquisitions || it.FenceGeneration != released.FenceGeneration ||
+		if it.Acquisitions != released.Acquisitions+1 || it.FenceGeneration != released.FenceGeneration ||
 			string(it.Data) != "w's data" || it.AcquisitionID != released.AcquisitionID {
-			t.Fatalf("a reader's row: %s; want the writer's token (%d, %d), acquisition and data kept", formatStoreItem(it), released.FenceGeneration, released.Acquisitions)
+			t.Fatalf("a reader's row: %s; want the writer's generation %d, its counter %d plus the readers' one acquisition, its acquisition ID and data kept", formatStoreItem(it), released.FenceGeneration, released.Acquisitions)
 		}
 	}
 }

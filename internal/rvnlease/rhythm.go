@@ -145,8 +145,20 @@ func (r *rhythm) failed(send time.Time) {
 func (r *rhythm) due() time.Time { return r.lo.Add(r.period - r.eps) }
 
 // next returns when the next read should be sent, and false when the
-// rhythm has nothing to say (the ordinary period applies).
+// rhythm has nothing to say (the ordinary period applies). The time is
+// never at or before the last read's send: on a clock that does not move
+// while a request is under way (a fake clock over a memory store), a read
+// due at its own instant would be sent again at once, forever.
 func (r *rhythm) next(now time.Time) (time.Time, bool) {
+	t, ok := r.plan(now)
+	if ok && !r.lastSend.IsZero() && !t.After(r.lastSend) {
+		t = r.lastSend.Add(r.eps)
+	}
+	return t, ok
+}
+
+// plan is next, before it is kept after the last read's send.
+func (r *rhythm) plan(now time.Time) (time.Time, bool) {
 	if r.off || r.lo.IsZero() {
 		return time.Time{}, false
 	}

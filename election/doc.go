@@ -67,6 +67,17 @@
 // its last write: at most 1.7 × RetryPeriod apart.) An entry seen once
 // and never changed is not live: it may be a dead candidate's.
 //
+// Entries do not outlive their candidates. Every Run withdraws its entry
+// when it returns. A candidate that dies without withdrawing leaves an
+// entry that stops changing: a standing candidate's stand drops entries
+// whose RVN it saw unchanged for LeaseDuration + 3 × RetryPeriod, except
+// the current entry of the row's holder (the one that changed last: a
+// leader does not rewrite its entry while it leads). A candidate drops at
+// once the entries of its own identity with another ticket, an earlier
+// process's (a crash under a stable identity, such as a StatefulSet pod's
+// name). So with any candidate standing, a dead one's entry leaves the
+// row within LeaseDuration + 3 × RetryPeriod plus half a RetryPeriod.
+//
 // Invariant: a term ends before any other begins, a step-down included.
 // The argument: a leader steps down only from inside its term, at a safe
 // point. It cancels the context of OnStartedLeading, keeps renewing while

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,10 +32,31 @@ type candidatePort struct {
 	fresh time.Duration          // how recent the last answer must be for Stale to judge
 	// every is the least time between two stands: the polls in between
 	// (a standby reads in the leader's rhythm, about 2.3 times a
-	// RetryPeriod) are reads. lastStand is the send time of the last
-	// stand that landed; only the campaign's one loop polls.
-	every     time.Duration
+	// RetryPeriod) are reads.
+	every time.Duration
+
+	// mu guards lastStand, the send time of the last stand that landed:
+	// the campaign's loop polls, and a leader's reads (a renewal settled
+	// by a read, a Guard's loss read) may run beside each other.
+	mu        sync.Mutex
 	lastStand time.Time
+}
+
+// standDue reports whether a poll sent at sent stands: this candidate
+// stands, and its last stand landed at least every before.
+func (p *candidatePort) standDue(sent time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.me.Ticket != "" && sent.Sub(p.lastStand) >= p.every
+}
+
+// stood notes a stand sent at sent that landed.
+func (p *candidatePort) stood(sent time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sent.After(p.lastStand) {
+		p.lastStand = sent
+	}
 }
 
 // Key returns the row's key.
@@ -47,13 +69,13 @@ func (p *candidatePort) Key() resourcelock.Key { return p.key }
 // none stale, serves as the read.
 func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	sent := p.clk.Now()
-	if p.me.Ticket == "" || sent.Sub(p.lastStand) < p.every {
+	if !p.standDue(sent) {
 		it, err := p.Port.Get(ctx)
 		return p.saw(sent, it, err)
 	}
-	it, err := p.store.Stand(ctx, p.key, p.entry(), p.cands.Stale(sent, p.drop, p.fresh, p.me.Ticket))
+	it, err := p.store.Stand(ctx, p.key, p.entry(), p.cands.Stale(sent, p.drop, p.fresh, p.me.Ticket, p.me.Identity))
 	if err == nil {
-		p.lastStand = sent
+		p.stood(sent)
 	}
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		return p.saw(sent, it, err)
@@ -65,7 +87,7 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 		return p.saw(sent, it, err)
 	}
 	p.cands.See(full, sent)
-	stale := p.cands.Stale(p.clk.Now(), p.drop, p.fresh, p.me.Ticket)
+	stale := p.cands.Stale(p.clk.Now(), p.drop, p.fresh, p.me.Ticket, p.me.Identity)
 	if len(stale) == 0 {
 		return full, nil // full of live entries: the refusal served as the read
 	}
@@ -75,7 +97,7 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	sent = p.clk.Now()
 	it, err = p.store.Stand(ctx, p.key, p.entry(), nil)
 	if err == nil {
-		p.lastStand = sent
+		p.stood(sent)
 	}
 	if full, found := resourcelock.CurrentItem(err); found && errors.Is(err, resourcelock.ErrConflict) {
 		p.cands.See(full, sent)

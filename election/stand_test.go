@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	clocktesting "k8s.io/utils/clock/testing"
@@ -34,4 +35,36 @@ func TestAStandingCandidateStandsAtMostOncePerHalfRetryPeriod(t *testing.T) {
 		}
 		fc.Step(DefaultRetryPeriod / 5) // 0.4 s: stands at 0, 1.2 and 2.4 s
 	}
+}
+
+// A standing leader's reads may run beside each other (a renewal settled
+// by a read, and a Guard's loss read): the port's record of its last stand
+// is shared safely (this test is for the race detector).
+func TestAStandingPortsReadsMayRunAtOnce(t *testing.T) {
+	fc := clocktesting.NewFakeClock(epoch)
+	mem := memorystore.New()
+	mem.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
+	e, err := New(Config{Store: mem, Name: lockName, Identity: "a", Stand: true, Clock: fc,
+		Callbacks: Callbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.cport
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if _, err := p.Get(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 50 {
+		fc.Step(DefaultRetryPeriod / 5)
+	}
+	wg.Wait()
 }

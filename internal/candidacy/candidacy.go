@@ -14,6 +14,7 @@
 package candidacy
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -141,25 +142,70 @@ func (w *Watch) Known(identity string) bool {
 	return false
 }
 
-// Stale returns the tickets, other than skip, whose RVN stayed unchanged
-// for longer than after, as the last answer showed them: entries of
-// candidates gone long ago, which a Stand may drop. The entries of the
-// holder the last answer named are kept: a leader does not write its entry
-// while it leads, and the entry shows its priority. It returns none when
-// the last answer is older than fresh, since entries may have changed
-// since (after this candidate's own outage, say). Dropping a live
-// candidate's entry by mistake costs it nothing but its next write.
-func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip string) []string {
+// Stale returns the tickets that a Stand of the entry skip, of identity
+// own, may drop, as the last answer showed them:
+//   - the entries of own with another ticket than skip: an earlier
+//     process of the same identity (a crash before it withdrew), which
+//     this candidate replaces;
+//   - the entries whose RVN stayed unchanged for longer than after:
+//     candidates gone long ago. Of the entries of the holder the last
+//     answer named, only its current one is kept whatever its age (a
+//     leader does not write its entry while it leads, and the entry shows
+//     its priority): the one that changed last (then the one seen last,
+//     then the largest ticket). The others of its identity are an earlier
+//     process's, judged as any entry, so that stable identities (a
+//     StatefulSet's pods, host names) that crash and win again leave no
+//     entry behind.
+//
+// It returns none when the last answer is older than fresh, since entries
+// may have changed since (after this candidate's own outage, say).
+// Dropping a live candidate's entry by mistake costs it nothing but its
+// next write.
+func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip, own string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.lastSent.IsZero() || now.Sub(w.lastSent) > fresh {
 		return nil
 	}
+	current := w.currentLocked(w.holder)
 	var stale []string
 	for t, e := range w.entries {
-		if t != skip && e.c.Identity != w.holder && w.lastSent.Sub(e.seen) > after {
+		switch {
+		case t == skip || e == current:
+		case own != "" && e.c.Identity == own, w.lastSent.Sub(e.seen) > after:
 			stale = append(stale, t)
 		}
 	}
+	slices.Sort(stale)
 	return stale
+}
+
+// currentLocked returns the current entry of identity: the one that
+// changed last, then the one seen last, then the largest ticket; nil when
+// identity has none.
+func (w *Watch) currentLocked(identity string) *entry {
+	if identity == "" {
+		return nil
+	}
+	var cur *entry
+	for _, e := range w.entries {
+		if e.c.Identity != identity {
+			continue
+		}
+		if cur == nil || e.newer(cur) {
+			cur = e
+		}
+	}
+	return cur
+}
+
+// newer reports whether e is a later entry of its identity than o.
+func (e *entry) newer(o *entry) bool {
+	switch {
+	case !e.changed.Equal(o.changed):
+		return e.changed.After(o.changed)
+	case !e.seen.Equal(o.seen):
+		return e.seen.After(o.seen)
+	}
+	return e.c.Ticket > o.c.Ticket
 }

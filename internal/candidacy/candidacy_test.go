@@ -101,11 +101,11 @@ func TestStale(t *testing.T) {
 	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "1")), at(0))
 	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "2"), cand("b", "B", 1, "1")), at(10))
 	w.See(row(cand("a", "A", 1, "1"), cand("me", "M", 1, "3"), cand("b", "B", 1, "1")), at(21))
-	if got := w.Stale(at(21.5), 20*time.Second, 5*time.Second, "me"); !slices.Equal(got, []string{"a"}) {
+	if got := w.Stale(at(21.5), 20*time.Second, 5*time.Second, "me", "M"); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Stale = %v, want [a]", got)
 	}
 	// After an outage of its own, the watch does not know the row now.
-	if got := w.Stale(at(60), 20*time.Second, 5*time.Second, "me"); got != nil {
+	if got := w.Stale(at(60), 20*time.Second, 5*time.Second, "me", "M"); got != nil {
 		t.Fatalf("Stale after an outage = %v, want none", got)
 	}
 }
@@ -117,7 +117,33 @@ func TestStaleKeepsTheHoldersEntry(t *testing.T) {
 	}
 	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(0))
 	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(30))
-	if got := w.Stale(at(30), 20*time.Second, 5*time.Second, ""); !slices.Equal(got, []string{"a"}) {
+	if got := w.Stale(at(30), 20*time.Second, 5*time.Second, "", ""); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Stale = %v, want [a]: the holder's entry is kept", got)
+	}
+}
+
+// Of the holder's entries only its current one (changed last) is kept:
+// an earlier process of its identity that crashed before withdrawing
+// leaves an entry that is dropped once stale, as any.
+func TestStaleKeepsOnlyTheHoldersCurrentEntry(t *testing.T) {
+	var w Watch
+	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
+		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	}
+	w.See(held(cand("crashed", "L", 3, "1"), cand("l", "L", 3, "1")), at(0))
+	w.See(held(cand("crashed", "L", 3, "1"), cand("l", "L", 3, "2")), at(2)) // l stood once more before it led
+	w.See(held(cand("crashed", "L", 3, "1"), cand("l", "L", 3, "2")), at(40))
+	if got := w.Stale(at(40), 20*time.Second, 5*time.Second, "", ""); !slices.Equal(got, []string{"crashed"}) {
+		t.Fatalf("Stale = %v, want [crashed]: only the holder's current entry is kept", got)
+	}
+}
+
+// A candidate drops the entries of its own identity with another ticket
+// at once: an earlier process of its identity, which it replaces.
+func TestStaleDropsTheCandidatesOwnEarlierEntries(t *testing.T) {
+	var w Watch
+	w.See(row(cand("earlier", "M", 1, "1"), cand("me", "M", 1, "1"), cand("a", "A", 1, "1")), at(0))
+	if got := w.Stale(at(0.5), 20*time.Second, 5*time.Second, "me", "M"); !slices.Equal(got, []string{"earlier"}) {
+		t.Fatalf("Stale = %v, want [earlier]", got)
 	}
 }

@@ -139,6 +139,12 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 			return nil, closedOr(ctx, err)
 		}
 		t.claim = t.set.claims[0]
+	} else if t.upgrade != nil {
+		s, err := c.claimAhead(t.claimKey())
+		if err != nil {
+			return nil, err
+		}
+		t.claim = s
 	} else {
 		s, held, err := c.claim(ctx, t.claimKey(), a)
 		if err != nil || held != nil {

@@ -137,6 +137,26 @@ func (c *Client) claim(ctx context.Context, k resourcelock.Key, a acquireConfig)
 	}
 }
 
+// claimAhead returns a claim on key k for an upgrade, without waiting: a
+// claim already on k can only be an acquisition of this client that waits
+// for the upgrading reader (a writer cannot hold k while the reader
+// does), and an upgrade goes ahead of it. The claim is this client's
+// claim on k when there was none; otherwise it is kept apart (unclaiming
+// it leaves the waiting acquisition's), and the upgraded lock is waited
+// for by that acquisition in the table, as for any holder.
+func (c *Client) claimAhead(k resourcelock.Key) (*claim, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	s := &claim{}
+	if c.claims.get(k) == nil {
+		c.claims.put(k, s)
+	}
+	return s, nil
+}
+
 // waitClaimLocked waits, with the client's mu held on entry and released,
 // until claim s on key k is given up, or fails at once with ErrLocked for
 // a call that may not wait (TryAcquire and its kin).

@@ -64,6 +64,7 @@ const (
 	foreignAcquisition                   // the row's acquisition ID is not a rowID: extras.acquisitionID has it
 	ended                                // the lock ended: errLocked says why
 	upgrading                            // a shared lock's Upgrade is under way
+	upgraded                             // the shared lock ended by its Upgrade's write
 )
 
 // heldRow is what a lock keeps of its row as last confirmed: the fields

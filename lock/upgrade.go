@@ -23,19 +23,28 @@ func WithUpgradeable() AcquireOption { return func(a *acquireConfig) { a.upgrade
 // It holds new readers back (it joins the key's queue, as a writer does),
 // waits for the other readers to release, and takes the key with a write
 // conditioned on the row it read, holding no entry but l's: ahead of the
-// writers queued before it, which wait for l as for any reader. Readers
-// that went silent are taken over after their lease, as by any writer.
-// While it waits, l stays held and renews.
+// writers queued before it, which wait for l as for any reader, this
+// client's own included (an upgrade never waits for a writer, in process
+// or in the table). Readers that went silent are taken over once their
+// entries have stayed unchanged for the row's lease, as by any writer;
+// l's own heartbeats, which go on while it waits, do not restart that
+// wait.
 //
 // It gives up as Acquire does: with an error matching ErrLocked when
 // other readers still hold after their lease plus WithAdditionalWait, or
-// with ctx's error; l is then still held. It returns ErrNotHeld or l's
-// *dynalease.LostError when l ends first, and an error matching
-// dynalease.ErrLost when it finds the row without l's entry (a writer took
-// it, or l's entry was taken over): it never takes a row l no longer
-// holds. It refuses, without a request, a lock that is not an upgradeable
-// shared hold. Of the acquire options it takes
-// WithAdditionalWait, WithRefreshPeriodFor and WithSessionMonitor.
+// with ctx's error; l is then still held. One exception: when ctx ends
+// while the upgrade's write is in doubt (sent, its answer not seen), that
+// write may have landed, ending l's entry with it; the row is then
+// released (the upgrade did not happen), so l is lost, and the error
+// matches both ctx's error and l's *dynalease.LostError (one heartbeat of
+// l tells). When l ends first (released, lost, expired while cut off from
+// the table) the wait ends at once, and Upgrade returns ErrNotHeld or l's
+// *dynalease.LostError. It returns an error matching dynalease.ErrLost
+// when it finds the row without l's entry (a writer took it, or l's entry
+// was taken over): it never takes a row l no longer holds. It refuses,
+// without a request, a lock that is not an upgradeable shared hold. Of
+// the acquire options it takes WithAdditionalWait, WithRefreshPeriodFor
+// and WithSessionMonitor.
 func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error) {
 	var reader *readlease.Reader
 	if l.x != nil {
@@ -61,24 +70,34 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 		return nil, err
 	}
 	l.marks |= upgrading
+	lctx := l.ctxLocked()
 	l.mu.Unlock()
+	// The wait ends with l: an upgrade of a reader that no longer holds
+	// has nothing to upgrade. (Not when l ended by the upgrade's own write,
+	// found by a heartbeat: the wait is then about to return it.)
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(lctx, func() {
+		l.mu.Lock()
+		upgraded := l.marks&upgraded != 0
+		l.mu.Unlock()
+		if !upgraded {
+			cancel(errReaderEnded)
+		}
+	})
+	defer stop()
 	base := c.base.At(k)
 	up := readlease.NewUpgrade(base.With(c.writeOptions(nil)), reader)
-	w, err := c.acquireTarget(ctx, target{key: k, upgrade: up}, a, false)
+	w, err := c.acquireTarget(wctx, target{key: k, upgrade: up}, a, false)
+	if err != nil {
+		return nil, l.upgradeFailed(ctx, wctx, err)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil {
-		l.marks &^= upgrading
-		if errors.Is(err, readlease.ErrEntryGone) {
-			// The row no longer has l's entry: l is lost, whether or
-			// not its own heartbeat has found it yet.
-			return nil, fmt.Errorf("lock %q: upgrade: %w: %w", k, dynalease.ErrLost, err)
-		}
-		return nil, err
-	}
-	if lerr := l.errLocked(); lerr != nil && !errors.Is(lerr, ErrNotHeld) {
+	if lerr := l.errLocked(); lerr != nil && l.marks&upgraded == 0 {
 		// l was lost before the write that made w: no upgrade without
 		// releasing, so none.
+		l.marks &^= upgrading
 		l.mu.Unlock()
 		_ = w.Release(context.WithoutCancel(ctx))
 		l.mu.Lock()
@@ -86,6 +105,39 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	}
 	l.endUpgradedLocked()
 	return w, nil
+}
+
+// errReaderEnded is the cause of an upgrade's wait ended by its reader's
+// end.
+var errReaderEnded = errors.New("the upgrading shared lock ended")
+
+// upgradeFailed returns the error of an upgrade of l whose wait, under
+// wctx (ctx's, ended also by l's end), failed with err; l is still
+// upgrading.
+func (l *Lock) upgradeFailed(ctx, wctx context.Context, err error) error {
+	k := l.lease.Key()
+	l.mu.Lock()
+	l.marks &^= upgrading
+	lerr := l.errLocked()
+	l.mu.Unlock()
+	switch {
+	case errors.Is(context.Cause(wctx), errReaderEnded) && ctx.Err() == nil:
+		// l ended first: its own error (ErrNotHeld, or its loss).
+		return lerr
+	case errors.Is(err, readlease.ErrEntryGone):
+		// The row no longer has l's entry: l is lost, whether or not its
+		// own heartbeat has found it yet.
+		return fmt.Errorf("lock %q: upgrade: %w: %w", k, dynalease.ErrLost, err)
+	case ctx.Err() != nil && lerr == nil:
+		// Ended with a write of the upgrade perhaps in doubt: had it
+		// landed, the kernel released the row, and l's entry went with
+		// that write. One heartbeat tells whether l still holds.
+		var lost *dynalease.LostError
+		if herr := l.Heartbeat(context.WithoutCancel(ctx)); errors.As(herr, &lost) {
+			return fmt.Errorf("lock %q: upgrade: %w; its write had landed unseen and was released, ending the shared lock: %w", k, err, herr)
+		}
+	}
+	return err
 }
 
 // refusedForShared returns the first option a shared lock (AcquireShared,
@@ -110,6 +162,7 @@ func (a *acquireConfig) refusedForShared() string {
 // endUpgradedLocked ends a shared lock whose upgrade landed: its entry
 // went with the upgrade's write, so it ends as released, without a write.
 func (l *Lock) endUpgradedLocked() {
+	l.marks |= upgraded
 	if l.errLocked() == nil {
 		l.endLocked(ErrNotHeld)
 		l.reportReleasedLocked()

@@ -2,8 +2,11 @@ package readlease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/dynalease/dynalease/internal/keylease"
@@ -24,11 +27,27 @@ var ErrEntryGone = fmt.Errorf("%w: the upgrading reader's entry is gone from the
 // it: the upgrade waits, in the key's queue, for the other readers, as a
 // writer does, and takes a row of silent readers over after their lease.
 //
+// The other readers are timed apart from the upgrading reader's own
+// writes: a row of readers with the reader's entry and others shows the
+// kernel an RVN of the other entries alone (othersRVN: their tickets and
+// RVNs, and the row's lease), which the reader's heartbeats do not
+// change. So the upgrade takes a row over once the other entries have
+// stayed unchanged for the row's lease on this clock, however often the
+// reader renews meanwhile; its takeover is conditioned on the row's RVN as
+// last seen with those entries (and sent again, once, on the row a refusal
+// shows when only the reader's own write came between).
+//
 // Safety: the write that makes this reader the writer lands only on the
 // row as read, holding no entry but its own: every other reader released
 // (removed its own entry, after its last act as a reader) or was taken
-// over after its lease, and no writer holds a row held by readers. The
-// reader's own hold lasts until its caller ends it, after the write.
+// over after its lease, and no writer holds a row held by readers. A
+// takeover lands only on a row whose other entries carry the RVNs the
+// upgrade watched unchanged for the row's lease (at least each entry's),
+// counted from when an answer first showed them: each of those readers
+// wrote its entry last before that answer, and its hold, counted from
+// that write's send, ended before the takeover, by the argument of any
+// takeover. The reader's own hold lasts until its caller ends it, after
+// the write.
 type Upgrade struct {
 	port keylease.Port // the key's lease, as the writer writes it
 	*upgrading
@@ -61,15 +80,58 @@ func (u *Upgrade) alone(it resourcelock.Item) bool {
 }
 
 // fold notes the row it and returns it as the upgrade sees it: free when
-// the reader's entry is its only one.
+// the reader's entry is its only one; with the RVN of the other entries
+// (othersRVN) when it has others too.
 func (u *Upgrade) fold(it resourcelock.Item) resourcelock.Item {
 	u.mu.Lock()
 	u.last = it
 	u.mu.Unlock()
-	if u.alone(it) {
+	switch {
+	case u.alone(it):
 		it.Released, it.Queue, it.Readers = true, nil, nil
+	case u.holds(it):
+		it.RVN = u.othersRVN(it)
 	}
 	return it
+}
+
+// othersPrefix begins every RVN othersRVN makes: no RVN a write stores
+// (a UUID) begins so.
+const othersPrefix = "readers-besides-upgrader:"
+
+// othersRVN returns the RVN under which the upgrade watches a row of
+// readers that holds the reader's entry and others: a digest of the other
+// entries (ticket and RVN) and the row's lease, which changes with every
+// write of another reader and with no write of the upgrading reader's.
+func (u *Upgrade) othersRVN(it resourcelock.Item) string {
+	h := sha256.New()
+	for _, e := range it.Readers {
+		if e.Ticket != u.r.ticket {
+			h.Write([]byte(e.Ticket))
+			h.Write([]byte{0})
+			h.Write([]byte(e.RVN))
+			h.Write([]byte{0})
+		}
+	}
+	h.Write([]byte(it.LeaseDuration.String()))
+	return othersPrefix + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// realRVN returns the row's RVN for a takeover conditioned on rvn, an RVN
+// the upgrade showed: rvn itself, or, for othersRVN's, the RVN of the row
+// last seen with those other entries; ok is false when the row last seen
+// no longer has them.
+func (u *Upgrade) realRVN(rvn string) (real string, ok bool) {
+	if !strings.HasPrefix(rvn, othersPrefix) {
+		return rvn, true
+	}
+	u.mu.Lock()
+	last := u.last
+	u.mu.Unlock()
+	if !u.holds(last) || u.othersRVN(last) != rvn {
+		return "", false
+	}
+	return last.RVN, true
 }
 
 // folded returns the answer of a write through the key's lease, its row
@@ -152,18 +214,53 @@ func (u *Upgrade) refusesTakeover(expect resourcelock.Precondition) bool {
 // Update writes through the key's lease; a takeover of a row without the
 // reader's entry is refused with ErrEntryGone (see Create).
 func (u *Upgrade) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
-	if u.refusesTakeover(expect) {
-		return resourcelock.Item{}, ErrEntryGone
-	}
-	return u.folded(u.port.Update(ctx, expect, rec))
+	return u.UpdateDequeue(ctx, expect, rec, nil)
 }
 
 // UpdateDequeue writes through the key's lease, refusing as Update does.
+// A takeover of a row watched under othersRVN is conditioned on the row's
+// RVN as last seen with those other entries, and sent again, once, on the
+// row its refusal shows when that row still has them (the reader's own
+// heartbeat came between the read and the write).
 func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
 	if u.refusesTakeover(expect) {
 		return resourcelock.Item{}, ErrEntryGone
 	}
-	return u.folded(u.port.UpdateDequeue(ctx, expect, rec, d))
+	watched := expect.RVN
+	for try := 0; ; try++ {
+		real, ok := u.realRVN(watched)
+		if !ok {
+			// The row changed since the kernel watched it: refused as a
+			// write on it would be, with the row last seen.
+			u.mu.Lock()
+			last := u.last
+			u.mu.Unlock()
+			f := u.fold(last)
+			return resourcelock.Item{}, resourcelock.Conflict(u.Describe()+": upgrade", &f, errors.New("the other readers changed since they were watched"))
+		}
+		expect.RVN = real
+		var it resourcelock.Item
+		var err error
+		if d == nil {
+			it, err = u.port.Update(ctx, expect, rec)
+		} else {
+			it, err = u.port.UpdateDequeue(ctx, expect, rec, d)
+		}
+		if err == nil || try > 0 || real == watched || !errors.Is(err, resourcelock.ErrConflict) {
+			return u.folded(it, err)
+		}
+		// Refused: a row that still has the other entries as watched
+		// (only the reader's own write came between) is taken at once.
+		cur, found := resourcelock.CurrentItem(err)
+		if !found {
+			if cur, err = u.port.Get(ctx); err != nil {
+				return resourcelock.Item{}, err
+			}
+		}
+		if u.fold(cur).RVN != watched {
+			return u.folded(it, resourcelock.Conflict(u.Describe()+": upgrade", &cur, errors.New("the other readers changed since they were watched")))
+		}
+	}
 }
 
 // Join queues through the key's lease.

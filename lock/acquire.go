@@ -154,9 +154,9 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.claimKey(), Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair && a.below == nil && t.shared == nil, LeaseDuration: c.cfg.lease}
-	if t.set == nil && t.shared == nil {
-		place.Stint = c.cfg.stint // sets and shared holds have none
+		Fair: c.cfg.fair && a.below == nil, LeaseDuration: c.cfg.lease}
+	if t.set == nil {
+		place.Stint = c.cfg.stint // sets have none
 	}
 	if a.below != nil {
 		place.Admit = belowAdmits(a.below)

@@ -251,7 +251,7 @@ func TestAReaderTakesOverASilentWriterAndIsLostToATakeover(t *testing.T) {
 		locks <- l
 	}()
 	f.waitIdle("acquire")
-	f.wantOps(faulty.OpShare, faulty.OpGet) // the begin refused; no queue for a reader
+	f.wantOps(faulty.OpShare, faulty.OpGet, faulty.OpJoin) // the begin refused; the reader queues
 	start := f.now()
 	var l *Lock
 	for l == nil {

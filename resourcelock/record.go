@@ -125,6 +125,11 @@ type Waiter struct {
 	// Lease is the lease the waiter will hold; a hand-over to it writes
 	// this lease into the row.
 	Lease time.Duration
+	// Shared marks a reader's wait (see Store.Share): readers queued at
+	// the head of the queue, before any writer, may join a row held by
+	// readers (ShareJoin with Share.Ahead), and a release hands the row to
+	// a reader at the head as to any waiter.
+	Shared bool
 }
 
 // Dequeue is a condition on a row's queue and a change of it, carried by a

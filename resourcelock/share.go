@@ -46,10 +46,11 @@ const (
 	// LeaseDuration Reader.Lease, and AcquireTime the write's Time; it
 	// counts an acquisition.
 	ShareBegin ShareOp = iota + 1
-	// ShareJoin adds Reader to a row held by readers whose queue is
-	// empty (no writer waits), that has fewer than MaxReaders entries and
-	// whose LeaseDuration is SeenLease; the row's LeaseDuration becomes
-	// the longer of SeenLease and Reader.Lease.
+	// ShareJoin adds Reader to a row held by readers whose queue holds no
+	// writer ahead of the reader (see Share.Ahead and Share.Waiter), that
+	// has fewer than MaxReaders entries and whose LeaseDuration is
+	// SeenLease; the row's LeaseDuration becomes the longer of SeenLease
+	// and Reader.Lease.
 	ShareJoin
 	// ShareTake takes over a row that carries the RVN Expect, whoever
 	// holds it (its RVN having stayed unchanged for its lease, as any
@@ -101,6 +102,14 @@ type Share struct {
 	SeenLease time.Duration
 	// Dequeue names the queue entries a Take removes (its head first).
 	Dequeue []string
+	// Ahead and Waiter are a join's condition on the queue: its first
+	// Ahead entries must be readers' (Waiter.Shared), and then either the
+	// entry of the joining reader's own wait, whose ticket is Waiter and
+	// which the join removes, or, when Waiter is empty, nothing else. So a
+	// reader joins ahead of no writer: readers queued before a writer
+	// join, and every reader after it waits.
+	Ahead  int
+	Waiter string
 	// Time is the writer's wall-clock time: the row's RenewTime.
 	Time time.Time
 	// Expires sets the row's TTL (rounded up to whole seconds); the zero

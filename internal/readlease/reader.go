@@ -82,6 +82,9 @@ type state struct {
 	// upgradeable: this reader is its row's one upgradeable reader
 	// (resourcelock.Share.Upgradeable); set before the first write.
 	upgradeable bool
+	// waiter is the ticket of this hold's wait in the row's queue (Join),
+	// "" before it joins.
+	waiter string
 }
 
 // SetUpgradeable makes this reader the row's one upgradeable reader: its
@@ -183,11 +186,43 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 		own.AcquisitionID, own.HandedTo = r.ticket, ""
 		own.Queue, own.Readers = nil, nil
 		return own
-	case it.HeldByReaders() && len(it.Queue) == 0 && len(it.Readers) > 0 && len(it.Readers) < resourcelock.MaxReaders && !(r.IsUpgradeable() && it.Upgrader != ""):
-		it.Released, it.Readers = true, nil
+	case r.joins(it):
+		it.Released, it.Readers, it.Queue = true, nil, nil
 		return it
 	}
 	return it
+}
+
+// joins reports whether this reader may join the row it now: held by
+// readers, with room for another entry (and, for an upgradeable reader,
+// no other upgradeable one), and no writer queued ahead of this reader's
+// wait (ahead of every entry, when it has none).
+func (r *Reader) joins(it resourcelock.Item) bool {
+	if !it.HeldByReaders() || len(it.Readers) == 0 || len(it.Readers) >= resourcelock.MaxReaders || (r.IsUpgradeable() && it.Upgrader != "") {
+		return false
+	}
+	_, ok := record.ReadersAhead(it.Queue, r.waiterTicket())
+	return ok
+}
+
+// waiterTicket returns the ticket of this hold's wait in the queue, ""
+// before it joined one.
+func (r *Reader) waiterTicket() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waiter
+}
+
+// joinCondition sets w's condition on the queue of the row it, which the
+// reader may join (joins): the readers queued ahead of its wait, whose
+// entry the join removes, or of none when it is not queued there.
+func (r *Reader) joinCondition(w *resourcelock.Share, it resourcelock.Item) {
+	waiter := r.waiterTicket()
+	ahead, _ := record.ReadersAhead(it.Queue, waiter)
+	w.Ahead, w.Waiter = ahead, ""
+	if waiter != "" && record.Place(it, waiter) == ahead {
+		w.Waiter = waiter
+	}
 }
 
 // refusal returns the error of a change the store refused: a Conflict
@@ -278,6 +313,7 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 			w = r.share(resourcelock.ShareBegin, rec, time.Now(), 0)
 		} else {
 			w = r.share(resourcelock.ShareJoin, rec, time.Now(), last.LeaseDuration)
+			r.joinCondition(&w, last)
 		}
 		it, err := r.store.Share(ctx, r.key, w)
 		switch {
@@ -301,7 +337,7 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 					return resourcelock.Item{}, err
 				}
 			}
-			if cur.Free() || cur.HeldByReaders() && len(cur.Queue) == 0 {
+			if cur.Free() || r.joins(cur) {
 				last, missing = cur, false
 				continue
 			}
@@ -329,10 +365,13 @@ func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, r
 		w := r.share(resourcelock.ShareTake, rec, now, 0)
 		w.Expect = expect.RVN
 		r.mu.Lock()
-		if r.last.RVN == expect.RVN && len(r.last.Queue) > 0 {
-			// The head only: it read more often than this reader and did
-			// not take the row (most likely dead). The writers behind
-			// keep their places, and hold new readers back.
+		if r.waiter == "" && r.last.RVN == expect.RVN && r.last.HandedTo == "" && len(r.last.Queue) > 0 {
+			// A reader that waits unqueued (an unfair client's) takes
+			// out the head only: it read more often than this reader
+			// and did not take the row (most likely dead). The writers
+			// behind keep their places, and hold new readers back. (A
+			// queued reader's takeover names the entries it takes out:
+			// UpdateDequeue; a hand-over's confirmation takes none.)
 			w.Dequeue = []string{r.last.Queue[0].Ticket}
 		}
 		r.mu.Unlock()
@@ -422,28 +461,54 @@ func (r *Reader) cannot(what string) error {
 	return fmt.Errorf("%w: a reader of %s cannot %s", dynalease.ErrInvalid, r.Describe(), what)
 }
 
-// UpdateDequeue is Update. A reader's release ignores the queue, which is
-// the writers' (a release that would hand over to nobody expects no
-// waiter; a reader's leaves any waiter in place): d may name no ticket.
+// UpdateDequeue is Update; a takeover (a hand-over to this reader's wait
+// confirmed, a row kept for a stint whose queue it heads, a silent holder
+// waited out) takes d's tickets out of the queue, which must begin with
+// them. A reader's own writes ignore the queue (a release that would hand
+// over to nobody expects no waiter; a reader's leaves any waiter in
+// place): with them, d may name no ticket.
 func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
-	if d != nil && len(d.Tickets) > 0 {
-		return resourcelock.Item{}, r.cannot("take waiters out of the queue")
+	if d == nil || len(d.Tickets) == 0 {
+		return r.Update(ctx, expect, rec)
 	}
-	return r.Update(ctx, expect, rec)
+	if expect.HolderIdentity != "" || d.All {
+		return resourcelock.Item{}, r.cannot("take waiters out of the queue with its own write")
+	}
+	if err := record.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
+	}
+	w := r.share(resourcelock.ShareTake, rec, time.Now(), 0)
+	w.Expect, w.Dequeue = expect.RVN, d.Tickets
+	return r.send(ctx, "take", w)
 }
 
-// Join refuses: the queue is the writers'.
-func (r *Reader) Join(context.Context, resourcelock.Waiter) (resourcelock.Item, error) {
-	return resourcelock.Item{}, r.cannot("queue")
+// Join appends this hold's wait to the row's queue, marked a reader's
+// (resourcelock.Waiter.Shared): readers queued ahead of every writer join
+// a row of readers, and a writer's release sees the wait and hands the row
+// over to it in its turn, as to any waiter.
+func (r *Reader) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+	w.Shared = true
+	r.mu.Lock()
+	r.waiter = w.Ticket
+	r.mu.Unlock()
+	it, err := r.store.Join(ctx, r.key, w)
+	if err != nil {
+		return resourcelock.Item{}, r.refusal("queue", err)
+	}
+	return r.fold(it), nil
 }
 
-// Leave refuses: the queue is the writers'.
-func (r *Reader) Leave(context.Context, string, int) (resourcelock.Item, error) {
-	return resourcelock.Item{}, r.cannot("queue")
+// Leave takes this hold's wait out of the queue.
+func (r *Reader) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+	it, err := r.store.Leave(ctx, r.key, ticket, index)
+	if err != nil {
+		return resourcelock.Item{}, r.refusal("leave the queue", err)
+	}
+	return r.fold(it), nil
 }
 
-// Joinable reports false: a reader waits without a place.
-func (r *Reader) Joinable(resourcelock.Waiter) bool { return false }
+// Joinable reports true: a reader that waits queues.
+func (r *Reader) Joinable(resourcelock.Waiter) bool { return true }
 
 // Remove refuses: the row is shared.
 func (r *Reader) Remove(context.Context, resourcelock.Precondition) error {

@@ -108,6 +108,10 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("share change %d needs the RVN it expects", op)
 	case op != resourcelock.ShareTake && len(w.Dequeue) > 0:
 		return invalid("only a ShareTake dequeues")
+	case op != resourcelock.ShareJoin && (w.Ahead != 0 || w.Waiter != ""):
+		return invalid("only a ShareJoin expects readers queued ahead")
+	case w.Ahead < 0 || w.Ahead > MaxQueueLength:
+		return invalid("join expecting %d readers queued ahead, not within [0, %d]", w.Ahead, MaxQueueLength)
 	case len(w.Dequeue) > MaxQueueLength:
 		return invalid("dequeue of %d tickets, over the queue's %d", len(w.Dequeue), MaxQueueLength)
 	case writes && r.RVN == "":

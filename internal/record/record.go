@@ -176,6 +176,41 @@ func Place(it resourcelock.Item, ticket string) int {
 	return -1
 }
 
+// ReadersAhead returns how many entries of q come before the entry of
+// ticket (all of q when ticket is empty or not in it), and whether all of
+// them are readers' (Waiter.Shared): a reader's join of a row of readers
+// that expects them (resourcelock.Share.Ahead) then jumps no writer.
+func ReadersAhead(q []resourcelock.Waiter, ticket string) (ahead int, readers bool) {
+	for i, w := range q {
+		if ticket != "" && w.Ticket == ticket {
+			return i, true
+		}
+		if !w.Shared {
+			return i, false
+		}
+	}
+	return len(q), true
+}
+
+// JoinAdmits reports whether a reader's join expecting ahead readers
+// queued before its own wait's entry waiter (none: nothing more) admits
+// the queue q (see resourcelock.Share.Ahead). Stores without expressions
+// (the memory store) use it.
+func JoinAdmits(q []resourcelock.Waiter, ahead int, waiter string) bool {
+	if len(q) < ahead {
+		return false
+	}
+	for _, w := range q[:ahead] {
+		if !w.Shared {
+			return false
+		}
+	}
+	if waiter == "" {
+		return len(q) == ahead
+	}
+	return len(q) > ahead && q[ahead].Ticket == waiter
+}
+
 // ReaderPlace returns the index of the reader entry of ticket in it's
 // readers, and -1 when it has none.
 func ReaderPlace(it resourcelock.Item, ticket string) int {

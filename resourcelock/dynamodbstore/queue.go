@@ -15,21 +15,27 @@ import (
 )
 
 // The queue of a row: a list (L) of maps (M), oldest first, each with the
-// waiter's ticket, owner name and lease in milliseconds.
+// waiter's ticket, owner name and lease in milliseconds, and a reader's
+// mark.
 const (
 	queueTicket   = "t" // S
 	queueIdentity = "o" // S
 	queueLease    = "l" // N, milliseconds
+	queueShared   = "s" // BOOL, true for a reader's wait; absent for a writer's
 )
 
 // encodeWaiter returns w as a queue entry.
 func encodeWaiter(w resourcelock.Waiter) types.AttributeValue {
 	ms := (w.Lease + time.Millisecond - 1) / time.Millisecond
-	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+	m := map[string]types.AttributeValue{
 		queueTicket:   s(w.Ticket),
 		queueIdentity: s(w.Identity),
 		queueLease:    &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(ms), 10)},
-	}}
+	}
+	if w.Shared {
+		m[queueShared] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 // decodeQueue reads the queue attribute; a row without one has none. An
@@ -63,7 +69,9 @@ func decodeQueue(item map[string]types.AttributeValue) ([]resourcelock.Waiter, e
 		if err != nil || ms <= 0 || ms > record.MaxLeaseDuration.Milliseconds() {
 			return nil, fmt.Errorf("%w: invalid record: %s[%d] lease %q is not a positive number of milliseconds", resourcelock.ErrPermanent, attrQueue, i, n.Value)
 		}
-		q = append(q, resourcelock.Waiter{Ticket: t.Value, Identity: o.Value, Lease: time.Duration(ms) * time.Millisecond})
+		shared, _ := m.Value[queueShared].(*types.AttributeValueMemberBOOL)
+		q = append(q, resourcelock.Waiter{Ticket: t.Value, Identity: o.Value, Lease: time.Duration(ms) * time.Millisecond,
+			Shared: shared != nil && shared.Value})
 	}
 	return q, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -148,9 +149,8 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	case resourcelock.ShareJoin:
 		u.setPath(entry(), e.value(encodeReader(w.Reader)))
 		u.set(e, attrLease, leaseValue(max(w.SeenLease, w.Reader.Lease)))
-		q := e.name(attrQueue)
 		cond = held() + " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease)) +
-			" AND (attribute_not_exists(" + q + ") OR size(" + q + ") = " + e.value(&types.AttributeValueMemberN{Value: "0"}) + ")" +
+			" AND " + joinQueueCondition(e, &u, w) +
 			" AND size(" + readers + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(resourcelock.MaxReaders)})
 	case resourcelock.ShareRenew:
 		u.setPath(entry()+"."+e.name(readerRVN), e.value(s(w.Reader.RVN)))
@@ -176,6 +176,34 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})), cond
 	}
 	return u.expression(""), cond
+}
+
+// joinQueueCondition returns a join's condition on the queue (see
+// resourcelock.Share.Ahead): its first Ahead entries readers', then the
+// joining reader's own entry, which u removes, or nothing else.
+func joinQueueCondition(e *expression, u *updateClauses, w resourcelock.Share) string {
+	q := e.name(attrQueue)
+	entry := func(i int) string { return q + "[" + strconv.Itoa(i) + "]" }
+	var conds []string
+	if w.Ahead > 0 {
+		yes := e.value(&types.AttributeValueMemberBOOL{Value: true})
+		for i := range w.Ahead {
+			conds = append(conds, entry(i)+"."+e.name(queueShared)+" = "+yes)
+		}
+	}
+	switch {
+	case w.Waiter != "":
+		conds = append(conds, entry(w.Ahead)+"."+e.name(queueTicket)+" = "+e.value(s(w.Waiter)))
+		u.removePath(entry(w.Ahead))
+	case w.Ahead == 0:
+		conds = append(conds, "(attribute_not_exists("+q+") OR size("+q+") = "+e.value(&types.AttributeValueMemberN{Value: "0"})+")")
+	default:
+		conds = append(conds, "size("+q+") = "+e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(w.Ahead)}))
+	}
+	if len(conds) == 1 {
+		return conds[0]
+	}
+	return "(" + strings.Join(conds, " AND ") + ")"
 }
 
 // upgrader returns the upgradeable reader's ticket a change writes, ""

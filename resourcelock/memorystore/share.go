@@ -46,7 +46,7 @@ func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 	case resourcelock.ShareBegin:
 		return !ok || cur.Free()
 	case resourcelock.ShareJoin:
-		return cur.HeldByReaders() && len(cur.Queue) == 0 && len(cur.Readers) > 0 && len(cur.Readers) < resourcelock.MaxReaders &&
+		return cur.HeldByReaders() && record.JoinAdmits(cur.Queue, w.Ahead, w.Waiter) && len(cur.Readers) > 0 && len(cur.Readers) < resourcelock.MaxReaders &&
 			cur.LeaseDuration == w.SeenLease && !(w.Upgradeable && cur.Upgrader != "")
 	case resourcelock.ShareTake:
 		return cur.RVN == w.Expect && len(cur.Queue) >= len(w.Dequeue) &&
@@ -82,6 +82,12 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 	case resourcelock.ShareJoin:
 		cur.Readers = withReader(cur.Readers, w.Reader)
 		cur.LeaseDuration = max(w.SeenLease, w.Reader.Lease)
+		if w.Waiter != "" {
+			cur.Queue = slices.Delete(slices.Clone(cur.Queue), w.Ahead, w.Ahead+1)
+			if len(cur.Queue) == 0 {
+				cur.Queue = nil
+			}
+		}
 	case resourcelock.ShareRenew:
 		i := record.ReaderPlace(cur, w.Reader.Ticket)
 		cur.Readers[i].RVN = w.Reader.RVN

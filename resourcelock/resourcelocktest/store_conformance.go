@@ -105,6 +105,7 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"ShareLastReaderReleases", testStoreShareEnd},
 		{"ShareRespectsWriters", testStoreShareWriters},
 		{"ShareTakeOnRVN", testStoreShareTake},
+		{"ShareJoinOfQueuedReaders", testStoreShareQueuedReaders},
 		{"ShareKeepsTokenAndData", testStoreShareKeeps},
 		{"ShareMissingAndInvalid", testStoreShareInvalid},
 		{"ShareConcurrentJoinsAllLand", testStoreShareConcurrent},

@@ -225,6 +225,62 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	wantReaders(t, "a ShareTake of a row of silent readers", got, c)
 }
 
+func testStoreShareQueuedReaders(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-queued")
+	a := reader("a", time.Second)
+	mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	queuedReader := func(identity string) (resourcelock.Reader, resourcelock.Waiter) {
+		w := waiter(identity)
+		w.Shared = true
+		return reader(identity, time.Second), w
+	}
+	r1, q1 := queuedReader("r1")
+	r2, q2 := queuedReader("r2")
+	r3, q3 := queuedReader("r3")
+	v := waiter("v") // a writer
+	for _, w := range []resourcelock.Waiter{q1, q2, v, q3} {
+		mustJoin(t, s, k, w)
+	}
+	got := mustGetItem(t, s, k)
+	wantQueue(t, "readers and a writer queued", got, q1, q2, v, q3)
+	join := func(r resourcelock.Reader, ahead int, w string) resourcelock.Share {
+		j := joinAt(r, time.Second)
+		j.Ahead, j.Waiter = ahead, w
+		return j
+	}
+	b := reader("b", time.Second)
+	for what, j := range map[string]resourcelock.Share{
+		"a join expecting an empty queue":                       join(b, 0, ""),
+		"a join expecting two readers and nothing else":         join(b, 2, ""),
+		"a join expecting three readers ahead (one a writer)":   join(b, 3, ""),
+		"a join of r3's wait, behind the writer":                join(r3, 3, q3.Ticket),
+		"a join of r3's wait, expecting two readers ahead only": join(r3, 2, q3.Ticket),
+	} {
+		_, err := s.Share(ctx(t), k, j)
+		wantConflict(t, what, err)
+	}
+	got = mustShare(t, s, k, join(r2, 1, q2.Ticket))
+	wantReaders(t, "after r2 joined from the queue", got, a, r2)
+	wantQueue(t, "after r2 joined from the queue", got, q1, v, q3)
+	got = mustShare(t, s, k, join(r1, 0, q1.Ticket))
+	wantReaders(t, "after r1 joined from the queue", got, a, r1, r2)
+	wantQueue(t, "after r1 joined from the queue", got, v, q3)
+	if got.Acquisitions != 1 {
+		t.Fatalf("after joins from the queue: %+v; want the readers' one acquisition", got.Record)
+	}
+	_, err := s.Share(ctx(t), k, join(r3, 0, q3.Ticket))
+	wantConflict(t, "a join of r3's wait, a writer at the head", err)
+
+	// A reader that is not queued joins behind readers queued alone.
+	k = storeKey("share-queued-alone")
+	mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	_, q4 := queuedReader("r4")
+	mustJoin(t, s, k, q4)
+	got = mustShare(t, s, k, join(b, 1, ""))
+	wantReaders(t, "a reader joined behind a reader queued alone", got, a, b)
+	wantQueue(t, "a reader joined behind a reader queued alone", got, q4)
+}
+
 // mustLeave takes ticket, at the head of the queue at k, out of it.
 func mustLeave(t *testing.T, s resourcelock.Store, k resourcelock.Key, ticket string) {
 	t.Helper()

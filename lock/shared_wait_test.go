@@ -1,0 +1,186 @@
+package lock_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/resourcelock/memorystore"
+)
+
+// A writer that takes the key again and again (Acquire, 400 ms of work,
+// Release) does not starve a reader: the reader waits in the key's queue,
+// where the writer's release sees it, and is let in once the writer's
+// stint has passed, as an exclusive waiter would be.
+func TestAWriterThatTakesTheKeyAgainDoesNotStarveAReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := memorystore.New()
+		w := newBubbleClient(t, store, "w", true)
+		r := newBubbleClient(t, store, "r", true)
+		stop := make(chan struct{})
+		looped := make(chan error, 1)
+		go func() {
+			for {
+				l, err := w.Acquire(ctx, "k", lock.WithAdditionalWait(time.Hour))
+				if err != nil {
+					looped <- err
+					return
+				}
+				time.Sleep(400 * time.Millisecond)
+				if err := l.Release(ctx); err != nil {
+					looped <- err
+					return
+				}
+				select {
+				case <-stop:
+					looped <- nil
+					return
+				default:
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			if err := <-looped; err != nil {
+				t.Errorf("the writer's loop: %v", err)
+			}
+		}()
+		time.Sleep(2 * time.Second)
+		for i := range 5 {
+			start := time.Now()
+			l, err := r.AcquireShared(ctx, "k", lock.WithAdditionalWait(10*time.Second))
+			if err != nil {
+				t.Fatalf("reader %d beside a writer that takes the key again: %v", i, err)
+			}
+			// The stint (one refresh period by default), one hold, and a
+			// poll of the reader's, with its jitter.
+			if waited := time.Since(start); waited > 3*time.Second {
+				t.Fatalf("reader %d waited %v, want within the writer's stint, a hold and a poll", i, waited)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Readers and writers are served in the order they queued: readers queued
+// before a writer hold the key together once the writer before them
+// releases, the writer after them waits for them, and a reader that
+// queued behind that writer waits for it (it does not join the readers
+// ahead of it).
+func TestReadersAndWritersAreServedInTheOrderTheyQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueueScript(t, memorystore.New())
+		q.start("w1", false)
+		q.want("w1")
+		q.start("r1", true)
+		q.start("r2", true)
+		q.start("w2", false)
+		q.start("r3", true)
+		q.none(5 * time.Second)
+		q.release("w1")
+		q.want("r1", "r2")
+		q.none(10 * time.Second) // r3 waits behind w2, which waits for the readers
+		q.release("r1", "r2")
+		q.want("w2")
+		q.release("w2")
+		q.want("r3")
+		q.release("r3")
+	})
+}
+
+// queueScript runs holders of one key, each on a client of its own, and
+// checks who holds when.
+type queueScript struct {
+	t     *testing.T
+	store *memorystore.Store
+	held  chan string
+	gates map[string]chan struct{} // closed to release each
+	wg    sync.WaitGroup
+}
+
+func newQueueScript(t *testing.T, store *memorystore.Store) *queueScript {
+	q := &queueScript{t: t, store: store, held: make(chan string, 16), gates: map[string]chan struct{}{}}
+	t.Cleanup(func() {
+		for _, ch := range q.gates {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+		q.wg.Wait()
+	})
+	return q
+}
+
+// start has id ask for the key (shared or not), then wait a little, so
+// that each asks after the one before has queued.
+func (q *queueScript) start(id string, shared bool) {
+	c := newBubbleClient(q.t, q.store, id, true)
+	q.gates[id] = make(chan struct{})
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		ctx := context.Background()
+		var l *lock.Lock
+		var err error
+		if shared {
+			l, err = c.AcquireShared(ctx, "k", lock.WithAdditionalWait(time.Hour))
+		} else {
+			l, err = c.Acquire(ctx, "k", lock.WithAdditionalWait(time.Hour))
+		}
+		if err != nil {
+			q.held <- id + " failed: " + err.Error()
+			return
+		}
+		q.held <- id
+		<-q.gates[id]
+		if err := l.Release(ctx); err != nil {
+			q.held <- id + "'s release failed: " + err.Error()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+}
+
+// want checks that exactly ids come to hold next (in any order), within
+// a few minutes.
+func (q *queueScript) want(ids ...string) {
+	q.t.Helper()
+	for range ids {
+		select {
+		case got := <-q.held:
+			if !slices.Contains(ids, got) {
+				q.t.Fatalf("%s holds, want %v", got, ids)
+			}
+		case <-time.After(5 * time.Minute):
+			it, _ := q.store.Item(resourcelock.Key{Partition: "k"})
+			q.t.Fatalf("nobody came to hold; want %v; the row: %+v, queue %+v, readers %+v", ids, it.Record, it.Queue, it.Readers)
+		}
+	}
+}
+
+// none checks that nobody comes to hold for d.
+func (q *queueScript) none(d time.Duration) {
+	q.t.Helper()
+	select {
+	case got := <-q.held:
+		q.t.Fatalf("%s holds", got)
+	case <-time.After(d):
+	}
+}
+
+// release has ids release.
+func (q *queueScript) release(ids ...string) {
+	for _, id := range ids {
+		close(q.gates[id])
+	}
+}

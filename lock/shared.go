@@ -59,7 +59,7 @@ func (c *Client) acquireShared(ctx context.Context, key string, opts []AcquireOp
 	if name := a.refusedForShared(); name != "" {
 		return nil, invalid(name, "a shared lock writes no data, attributes or numbers, is not reentrant and takes a missing row as it is")
 	}
-	reader, err := readlease.New(c.store, k, c.cfg.identity)
+	reader, err := readlease.New(c.store, k, c.cfg.identity, c.clk)
 	if err != nil {
 		return nil, refused("key", err)
 	}

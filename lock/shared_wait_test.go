@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -126,7 +127,8 @@ func newQueueScript(t *testing.T, store *memorystore.Store) *queueScript {
 // that each asks after the one before has queued.
 func (q *queueScript) start(id string, shared bool) {
 	c := newBubbleClient(q.t, q.store, id, true)
-	q.gates[id] = make(chan struct{})
+	gate := make(chan struct{})
+	q.gates[id] = gate
 	q.wg.Add(1)
 	go func() {
 		defer q.wg.Done()
@@ -143,7 +145,7 @@ func (q *queueScript) start(id string, shared bool) {
 			return
 		}
 		q.held <- id
-		<-q.gates[id]
+		<-gate
 		if err := l.Release(ctx); err != nil {
 			q.held <- id + "'s release failed: " + err.Error()
 		}
@@ -183,4 +185,52 @@ func (q *queueScript) release(ids ...string) {
 	for _, id := range ids {
 		close(q.gates[id])
 	}
+}
+
+// Entries of readers that crashed holding are dropped by the live readers'
+// writes once silent for their lease, with no writer ever coming: with
+// readers that always overlap, dead entries do not pile up to the
+// readers' limit.
+func TestSilentReadersEntriesAreDroppedWithoutAWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := memorystore.New()
+		live := newBubbleClient(t, store, "live", true)
+		l, err := live.AcquireShared(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another live reader, renewing: never dropped.
+		l2, err := newBubbleClient(t, store, "live-2", true).AcquireShared(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Readers that crash holding, one every few seconds: they never
+		// renew nor release.
+		for i := range 10 {
+			crashed := newBubbleClient(t, store, fmt.Sprint("crashed-", i), false)
+			if _, err := crashed.AcquireShared(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+		}
+		readers := func() int {
+			it, _ := store.Item(resourcelock.Key{Partition: "k"})
+			return len(it.Readers)
+		}
+		if n := readers(); n < 5 {
+			t.Fatalf("%d entries right after the last crash, want the recent crashes' still there (within their lease)", n)
+		}
+		// The last crashed 3 s ago: its lease (20 s) and a heartbeat
+		// period of the live reader (its renewals drop what is silent).
+		time.Sleep(20*time.Second + 5*time.Second) // the default heartbeat period
+		if n := readers(); n != 2 {
+			it, _ := store.Item(resourcelock.Key{Partition: "k"})
+			t.Fatalf("%d entries after every crashed reader's lease, want the two live ones' alone: %+v", n, it.Readers)
+		}
+		time.Sleep(5 * time.Minute)
+		if !l.IsHeld() || !l2.IsHeld() || readers() != 2 {
+			t.Fatalf("the live readers: held %v and %v, %d entries; want both held, alone", l.IsHeld(), l2.IsHeld(), readers())
+		}
+	})
 }

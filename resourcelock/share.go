@@ -64,7 +64,8 @@ const (
 	// the RVN Expect.
 	ShareRenew
 	// ShareLeave removes Reader's entry, which must carry the RVN Expect,
-	// from a row held by readers that has other entries too.
+	// from a row held by readers that has other entries too (besides
+	// those Drop removes).
 	ShareLeave
 	// ShareEnd removes Reader's entry, which must carry the RVN Expect and
 	// be the row's only one, and marks the row released.
@@ -110,6 +111,17 @@ type Share struct {
 	// join, and every reader after it waits.
 	Ahead  int
 	Waiter string
+	// Drop names other readers' entries, each with the RVN it must
+	// carry, that a Join, Renew, Leave or End removes: entries whose RVN
+	// the writer watched unchanged for the entry's lease on its own clock
+	// (silent readers, whose holds have ended), taken over by the rule of
+	// any takeover. Each must be in the row with its RVN, or the change is
+	// refused; a Leave then needs more entries than Drop's and its own,
+	// and an End exactly those. With DropsUpgrader the first of them is
+	// the row's upgradeable reader (Item.Upgrader must name it), whose
+	// mark the change clears.
+	Drop          []Reader
+	DropsUpgrader bool
 	// Time is the writer's wall-clock time: the row's RenewTime.
 	Time time.Time
 	// Expires sets the row's TTL (rounded up to whole seconds); the zero

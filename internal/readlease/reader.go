@@ -55,6 +55,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -73,6 +74,7 @@ type state struct {
 	key      resourcelock.Key
 	identity string
 	ticket   string
+	clk      timing.Clock
 
 	mu      sync.Mutex
 	last    resourcelock.Item // the row as last seen, unfolded
@@ -85,6 +87,17 @@ type state struct {
 	// waiter is the ticket of this hold's wait in the row's queue (Join),
 	// "" before it joins.
 	waiter string
+	// others times the other readers' entries of the row (while readers
+	// hold it), by ticket, as a waiter times a holder's RVN: from the
+	// first answer that showed each RVN, on this reader's clock.
+	others map[string]watched
+}
+
+// watched is another reader's entry as this reader times it.
+type watched struct {
+	rvn   string
+	since time.Time // when an answer first showed rvn
+	lease time.Duration
 }
 
 // SetUpgradeable makes this reader the row's one upgradeable reader: its
@@ -130,13 +143,13 @@ func (r *Reader) Hint() Hint {
 }
 
 // New returns a read hold of the row at key of store, written as
-// identity, with a fresh ticket. It checks the key and the identity and
-// sends no request.
-func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Reader, error) {
+// identity, with a fresh ticket, timing the other readers' entries on
+// clk. It checks the key and the identity and sends no request.
+func New(store resourcelock.Store, key resourcelock.Key, identity string, clk timing.Clock) (*Reader, error) {
 	if err := keylease.Check(store, key, identity); err != nil {
 		return nil, err
 	}
-	return &Reader{state: &state{store: store, key: key, identity: identity, ticket: uuid.NewString()}}, nil
+	return &Reader{state: &state{store: store, key: key, identity: identity, ticket: uuid.NewString(), clk: clk}}, nil
 }
 
 // With returns the hold writing o's TTL with every write.
@@ -174,8 +187,10 @@ func (r *Reader) Get(ctx context.Context) (resourcelock.Item, error) {
 // fold notes the row it as the last seen and returns it as this reader
 // sees it.
 func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
+	now := r.clk.Now()
 	r.mu.Lock()
 	r.last, r.missing, r.seen = it, false, true
+	r.watchLocked(it, now)
 	r.mu.Unlock()
 	i := record.ReaderPlace(it, r.ticket)
 	switch {
@@ -191,6 +206,60 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 		return it
 	}
 	return it
+}
+
+// watchLocked notes the other readers' entries of the row it, shown by an
+// answer that returned at now: an entry is timed from the first answer
+// that showed its RVN, and forgotten once an answer shows the row without
+// it (or not held by readers).
+func (r *Reader) watchLocked(it resourcelock.Item, now time.Time) {
+	if !it.HeldByReaders() {
+		r.others = nil
+		return
+	}
+	next := make(map[string]watched, len(it.Readers))
+	for _, e := range it.Readers {
+		if e.Ticket == r.ticket {
+			continue
+		}
+		w, ok := r.others[e.Ticket]
+		if !ok || w.rvn != e.RVN {
+			w = watched{rvn: e.RVN, since: now}
+		}
+		w.lease = e.Lease
+		next[e.Ticket] = w
+	}
+	r.others = next
+}
+
+// silent returns the entries of other readers of the row last seen whose
+// RVN this reader has timed unchanged for the entry's lease at now: their
+// holds have ended, by the argument of any takeover, and a write of this
+// reader's drops them (resourcelock.Share.Drop), the row's upgradeable
+// reader's first (which a join that makes this reader upgradeable leaves
+// to others: it expects none). It reports whether the first is the
+// upgradeable reader's.
+func (r *Reader) silent(now time.Time, op resourcelock.ShareOp) (drop []resourcelock.Reader, upgrader bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.last.HeldByReaders() {
+		return nil, false
+	}
+	for _, e := range r.last.Readers {
+		w, ok := r.others[e.Ticket]
+		if !ok || w.rvn != e.RVN || now.Sub(w.since) < w.lease {
+			continue
+		}
+		if e.Ticket != r.last.Upgrader {
+			drop = append(drop, e)
+			continue
+		}
+		if op == resourcelock.ShareJoin && r.upgradeable {
+			continue
+		}
+		drop, upgrader = append([]resourcelock.Reader{e}, drop...), true
+	}
+	return drop, upgrader
 }
 
 // joins reports whether this reader may join the row it now: held by
@@ -281,6 +350,9 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 	}
 	if r.opts.TTL > 0 && w.Expires.After(now) {
 		w.Expires = w.Expires.Add(max(rowLease-rec.LeaseDuration, 0))
+	}
+	if op != resourcelock.ShareBegin && op != resourcelock.ShareTake {
+		w.Drop, w.DropsUpgrader = r.silent(r.clk.Now(), op)
 	}
 	return w
 }
@@ -397,13 +469,15 @@ const maxLeaves = 3
 // sent it again): the release is done.
 func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
 	r.mu.Lock()
-	op, seen := resourcelock.ShareLeave, r.last.LeaseDuration
-	if len(r.last.Readers) <= 1 {
-		op = resourcelock.ShareEnd
-	}
+	entries, seen := len(r.last.Readers), r.last.LeaseDuration
 	r.mu.Unlock()
 	for try := 1; ; try++ {
-		w := r.share(op, rec, now, seen)
+		w := r.share(resourcelock.ShareLeave, rec, now, seen)
+		if entries-len(w.Drop) <= 1 {
+			// The last entry, with the silent ones dropped: the row is
+			// released.
+			w.Op = resourcelock.ShareEnd
+		}
 		w.Expect = rvn
 		it, err := r.store.Share(ctx, r.key, w)
 		if err == nil {
@@ -425,14 +499,11 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 			cur.HolderIdentity, cur.Released, cur.Queue, cur.Readers = r.identity, true, nil, nil
 			return cur, nil
 		}
+		it = r.fold(cur) // and the others' entries as they stand
 		if i := record.ReaderPlace(cur, r.ticket); try >= maxLeaves || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
-			it := r.fold(cur)
 			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
 		}
-		op, seen = resourcelock.ShareLeave, cur.LeaseDuration
-		if len(cur.Readers) == 1 {
-			op = resourcelock.ShareEnd
-		}
+		entries, seen = len(cur.Readers), cur.LeaseDuration
 	}
 }
 
@@ -450,9 +521,14 @@ func (r *Reader) renew(ctx context.Context, rvn string, rec resourcelock.Record,
 		}
 		cur, ok := resourcelock.CurrentItem(err)
 		i := record.ReaderPlace(cur, r.ticket)
-		if try >= maxLeaves || !ok || w.SeenLease == 0 || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn || cur.LeaseDuration == seen {
+		leaseMoved := w.SeenLease != 0 && cur.LeaseDuration != seen
+		if try >= maxLeaves || !ok || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn || !(leaseMoved || len(w.Drop) > 0) {
 			return resourcelock.Item{}, r.refusal("renew", err)
 		}
+		// Still this reader's entry: refused for the lease it expected
+		// (a longer reader joined) or an entry it dropped (renewed since,
+		// or gone). Again, over the row as it stands.
+		r.fold(cur)
 		seen = cur.LeaseDuration
 	}
 }

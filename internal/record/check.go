@@ -110,6 +110,14 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("only a ShareTake dequeues")
 	case op != resourcelock.ShareJoin && (w.Ahead != 0 || w.Waiter != ""):
 		return invalid("only a ShareJoin expects readers queued ahead")
+	case len(w.Drop) > 0 && (op == resourcelock.ShareBegin || op == resourcelock.ShareTake):
+		return invalid("a ShareBegin or ShareTake drops no entry (it replaces them all)")
+	case w.DropsUpgrader && len(w.Drop) == 0:
+		return invalid("DropsUpgrader without an entry to drop")
+	case w.DropsUpgrader && w.Upgradeable && op == resourcelock.ShareJoin:
+		return invalid("an upgradeable join drops no upgradeable reader (it expects none)")
+	case len(w.Drop) > resourcelock.MaxReaders:
+		return invalid("drop of %d entries, over the readers' %d", len(w.Drop), resourcelock.MaxReaders)
 	case w.Ahead < 0 || w.Ahead > MaxQueueLength:
 		return invalid("join expecting %d readers queued ahead, not within [0, %d]", w.Ahead, MaxQueueLength)
 	case len(w.Dequeue) > MaxQueueLength:
@@ -127,6 +135,19 @@ func checkShare(w resourcelock.Share) error {
 	}
 	if err := checkTime("Time", w.Time); err != nil {
 		return err
+	}
+	for i, d := range w.Drop {
+		switch {
+		case d.Ticket == "" || d.RVN == "":
+			return invalid("dropped entry %d has no ticket or RVN", i)
+		case d.Ticket == r.Ticket:
+			return invalid("a reader drops its own entry by ShareLeave or ShareEnd, not Drop")
+		}
+		for _, e := range w.Drop[:i] {
+			if e.Ticket == d.Ticket {
+				return invalid("entry %q dropped twice", d.Ticket)
+			}
+		}
 	}
 	if !writes {
 		return nil

@@ -157,11 +157,24 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 		cond = own()
 	case resourcelock.ShareLeave:
 		u.removePath(entry())
-		cond = own() + " AND size(" + readers + ") > " + e.value(&types.AttributeValueMemberN{Value: "1"})
+		cond = own() + " AND size(" + readers + ") > " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(1 + len(w.Drop))})
 	case resourcelock.ShareEnd:
 		u.remove(e, attrReaders)
 		u.set(e, attrReleased, s(releasedValue))
-		cond = own() + " AND size(" + readers + ") = " + e.value(&types.AttributeValueMemberN{Value: "1"})
+		cond = own() + " AND size(" + readers + ") = " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(1 + len(w.Drop))})
+	}
+	for _, d := range w.Drop {
+		path := readers + "." + e.name(d.Ticket)
+		cond += " AND " + path + "." + e.name(readerRVN) + " = " + e.value(s(d.RVN))
+		if w.Op != resourcelock.ShareEnd { // an End removes the whole map
+			u.removePath(path)
+		}
+	}
+	if w.DropsUpgrader {
+		cond += " AND " + mark + " = " + e.value(s(w.Drop[0].Ticket))
+		if w.Op != resourcelock.ShareEnd {
+			u.remove(e, attrUpgrader)
+		}
 	}
 	switch {
 	case !w.Upgradeable:

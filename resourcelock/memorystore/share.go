@@ -40,6 +40,9 @@ func (s *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.
 // row cur (ok when there is one).
 func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 	i := record.ReaderPlace(cur, w.Reader.Ticket)
+	if !dropAdmits(cur, ok, w) {
+		return false
+	}
 	own := ok && cur.HeldByReaders() && i >= 0 && cur.Readers[i].RVN == w.Expect &&
 		(w.SeenLease == 0 || cur.LeaseDuration == w.SeenLease)
 	switch w.Op {
@@ -54,11 +57,29 @@ func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 	case resourcelock.ShareRenew:
 		return own
 	case resourcelock.ShareLeave:
-		return own && len(cur.Readers) > 1 && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
+		return own && len(cur.Readers) > 1+len(w.Drop) && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
 	case resourcelock.ShareEnd:
-		return own && len(cur.Readers) == 1 && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
+		return own && len(cur.Readers) == 1+len(w.Drop) && (!w.Upgradeable || cur.Upgrader == w.Reader.Ticket)
 	}
 	return false
+}
+
+// dropAdmits reports whether the row cur (ok when there is one) holds
+// every entry w drops with its RVN, and names the first its upgradeable
+// reader when w says so.
+func dropAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
+	if len(w.Drop) == 0 {
+		return true
+	}
+	if !ok || !cur.HeldByReaders() || (w.DropsUpgrader && cur.Upgrader != w.Drop[0].Ticket) {
+		return false
+	}
+	for _, d := range w.Drop {
+		if i := record.ReaderPlace(cur, d.Ticket); i < 0 || cur.Readers[i].RVN != d.RVN {
+			return false
+		}
+	}
+	return true
 }
 
 // shareApplied returns the row cur (ok when there is one) after the
@@ -66,6 +87,12 @@ func shareAdmits(cur resourcelock.Item, ok bool, w resourcelock.Share) bool {
 func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resourcelock.Share) resourcelock.Item {
 	if !ok {
 		cur = resourcelock.Item{Key: key}
+	}
+	for _, d := range w.Drop {
+		cur.Readers = slices.Delete(cur.Readers, record.ReaderPlace(cur, d.Ticket), record.ReaderPlace(cur, d.Ticket)+1)
+	}
+	if w.DropsUpgrader {
+		cur.Upgrader = ""
 	}
 	switch w.Op {
 	case resourcelock.ShareBegin, resourcelock.ShareTake:

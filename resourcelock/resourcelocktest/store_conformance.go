@@ -106,6 +106,7 @@ func RunStoreConformance(t *testing.T, suite StoreSuite) {
 		{"ShareRespectsWriters", testStoreShareWriters},
 		{"ShareTakeOnRVN", testStoreShareTake},
 		{"ShareJoinOfQueuedReaders", testStoreShareQueuedReaders},
+		{"ShareDropsSilentReaders", testStoreShareDrop},
 		{"ShareKeepsTokenAndData", testStoreShareKeeps},
 		{"ShareMissingAndInvalid", testStoreShareInvalid},
 		{"ShareConcurrentJoinsAllLand", testStoreShareConcurrent},

@@ -281,6 +281,54 @@ func testStoreShareQueuedReaders(t *testing.T, s resourcelock.Store) {
 	wantQueue(t, "a reader joined behind a reader queued alone", got, q4)
 }
 
+func testStoreShareDrop(t *testing.T, s resourcelock.Store) {
+	k := storeKey("share-drop")
+	a, b, c, d := reader("a", time.Second), reader("b", time.Second), reader("c", time.Second), reader("d", time.Second)
+	begin := share(resourcelock.ShareBegin, b, "")
+	begin.Upgradeable = true // b is the upgradeable reader
+	mustShare(t, s, k, begin)
+	for _, r := range []resourcelock.Reader{a, c, d} {
+		mustShare(t, s, k, joinAt(r, time.Second))
+	}
+	renew := func(drop ...resourcelock.Reader) resourcelock.Share {
+		w := share(resourcelock.ShareRenew, renewed(a), a.RVN)
+		w.Drop = drop
+		return w
+	}
+	stale := c
+	stale.RVN = "an older RVN"
+	for what, w := range map[string]resourcelock.Share{
+		"a drop of an entry at another RVN": renew(stale),
+		"a drop of an entry the row lacks":  renew(reader("x", time.Second)),
+		"a drop of the upgradeable reader's entry without saying so": func() resourcelock.Share {
+			w := renew(c)
+			w.DropsUpgrader = true // c is not the upgradeable reader
+			return w
+		}(),
+	} {
+		_, err := s.Share(ctx(t), k, w)
+		wantConflict(t, what, err)
+	}
+	w := renew(b, c)
+	w.DropsUpgrader = true
+	got := mustShare(t, s, k, w)
+	a = w.Reader
+	wantReaders(t, "after a renewal dropped b and c", got, a, d)
+	if got.Upgrader != "" {
+		t.Fatalf("after the upgradeable reader's entry was dropped: upgrader %q, want none", got.Upgrader)
+	}
+	leave := share(resourcelock.ShareLeave, a, a.RVN)
+	leave.Drop = []resourcelock.Reader{d}
+	_, err := s.Share(ctx(t), k, leave)
+	wantConflict(t, "a leave that would leave no entry", err)
+	end := share(resourcelock.ShareEnd, a, a.RVN)
+	end.Drop = []resourcelock.Reader{d}
+	got = mustShare(t, s, k, end)
+	if !got.Free() || got.Readers != nil {
+		t.Fatalf("after an end that dropped the last other entry: %s; want the row free", formatStoreItem(got))
+	}
+}
+
 // mustLeave takes ticket, at the head of the queue at k, out of it.
 func mustLeave(t *testing.T, s resourcelock.Store, k resourcelock.Key, ticket string) {
 	t.Helper()

@@ -186,8 +186,9 @@
 // hold.
 //
 // Why a writer never holds with a reader: a reader joins only a row that
-// is missing, free or held by readers with nobody queued, or whose RVN it
-// watched unchanged for the row's lease (a silent holder's), in the write
+// is missing, free or held by readers with no writer queued ahead of it,
+// or whose RVN it watched unchanged for the row's lease (a silent
+// holder's), or that a writer's release handed to its wait, in the write
 // that adds its entry; no live writer holds such a row. A writer takes
 // a row of readers only by a write conditioned on the row's RVN, after
 // watching that RVN unchanged for the row's lease on its own clock (or
@@ -198,24 +199,35 @@
 // before. A Java client or an older dynalease sees the same row held by
 // "dynalease:readers" and renewed, and takes it only the same way.
 //
-// Writers are not starved: a writer that finds readers joins the key's
-// queue (with fair waiting, the default), and a reader joins a row of
-// readers only while its queue is empty, so new readers wait while the
-// readers that hold finish; writers queued behind each other are served
-// in their order, as for any lock. A writer at the head behind readers
-// reads a quarter refresh period for its first two periods there. Its
-// wait is the longest hold of the readers already there, plus about a
-// quarter refresh period to see the last release (a period once it has
-// waited two), plus a refresh period's jitter and two round trips; a
-// reader that dies holding costs it the row's lease (the longest of the
-// readers') instead of its hold. Readers wait while writers are queued or
-// hold: with writers always queued, readers wait for as long (writer
-// preference). A reader never queues. AcquireShared waits out a silent
-// writer for its lease, as any waiter does; a queued writer that died
-// holds new readers back until the readers that hold have released and
-// the row's lease has passed, when a waiting reader takes the row and the
-// dead writer's entry out of the queue. TryAcquireShared never takes a
-// row over: each shared hold watches the row afresh.
+// Readers and writers wait in one queue, the key's, and are served in
+// its order (with fair waiting, the default). A reader that finds a
+// writer holding, or a writer queued, queues: its entry is marked a
+// reader's (resourcelock.Waiter.Shared). Readers queued ahead of every
+// writer join a row of readers at their next poll (their join removes
+// their entry); a reader queued behind a writer waits for that writer's
+// turn, so new readers never overtake a waiting writer. A writer's release
+// sees the readers queued, as it sees writers: within its stint it may
+// take the key back, and the first release after the stint hands the
+// key to the queue's head, a reader as well as a writer, after which the
+// readers queued behind that one join it. So a reader waits no longer
+// behind a writer that keeps taking the key than an exclusive waiter
+// does: the writer's stint, one of its holds, and a poll (Stints). A
+// writer queued behind readers waits for the longest hold of the readers
+// already there, plus about a quarter refresh period to see the last
+// release (a period once it has waited two), a refresh period's jitter and
+// two round trips; a reader that dies holding costs it the row's lease
+// (the longest of the readers') instead of its hold.
+//
+// A reader that dies holding does not stay on the row: every reader times
+// the other entries of its row on its own clock, from the first answer
+// that showed each entry's RVN, and its next write (a heartbeat, a join, a
+// release) drops those unchanged for their lease, each conditioned on its
+// RVN, by the rule of any takeover. So with one live reader heartbeating,
+// a dead reader's entry leaves the row within its lease plus a heartbeat
+// period. AcquireShared waits out a silent writer for its lease, as any
+// waiter does; a queued waiter that died is passed over as for any lock.
+// TryAcquireShared never queues and never takes a row over: each shared
+// hold watches the row afresh.
 //
 // Readers have fencing tokens too (with fencing tokens on). A hold of
 // readers that begins on a free row, or takes the row over from a silent
@@ -236,9 +248,13 @@
 // back, and takes the key by a write conditioned on the row it read
 // holding no entry but its own: every other reader has released (after
 // its last act as a reader) or was taken over after its lease, and no
-// writer holds a row of readers. Writers queued before the upgrade wait
-// for it, as for any reader, so two upgrades can never wait for each
-// other and an upgrade never waits for a writer.
+// writer holds a row of readers. It times the other readers' entries
+// apart from its own heartbeats, which go on while it waits, so a silent
+// co-reader is taken over after the row's lease. Writers queued before
+// the upgrade wait for it, as for any reader, this client's own included,
+// so two upgrades can never wait for each other and an upgrade never
+// waits for a writer. The upgrade ends when its reader ends (ErrNotHeld,
+// or the reader's loss).
 //
 // # What is not guaranteed
 //
@@ -260,7 +276,10 @@
 // they are taken one after another. A set carries no data or attributes,
 // and a lost set's other rows are left to run out, not released. On an
 // MRSC global table, sets and semaphores are refused before any request
-// (they need transactions).
+// (they need transactions). Within one client, a reader queued behind this
+// client's own writer may lose its place: a release takes this client's
+// own entries out of the head of the queue (they are most often an
+// earlier call's), and the reader queues again at the end.
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients jump the queue (they take a released row, a row kept for a

@@ -10,8 +10,9 @@ import (
 // AcquireShared takes a shared hold of the lock on key, a read lock:
 // any number of shared holders may hold the key at once, and none while a
 // holder of the lock itself (Acquire: exclusive, a writer) holds it. It
-// waits while a writer holds the key, and while a writer waits for it
-// (see the package doc, Read and write), and returns a Lock like
+// waits while a writer holds the key, and while a writer queued before
+// it waits (see the package doc, Read and write): with fair waiting it
+// queues, and is let in in its turn. It returns a Lock like
 // Acquire's: it heartbeats, is lost (typed loss, Done, Context) and
 // released like any lock, and its Key is key.
 //
@@ -29,8 +30,9 @@ import (
 //
 // A writer holding the key is taken over once its RVN has stayed
 // unchanged for its lease, as Acquire takes over a silent holder; the
-// budget, WithAdditionalWait and ctx work as for Acquire. A shared hold
-// never joins the key's queue: the queue is the writers'.
+// budget, WithAdditionalWait and ctx work as for Acquire, and a shared
+// hold waits in the key's queue as a writer does (readers queued ahead of
+// every writer hold together).
 //
 // It takes WithSortKeyValue, WithRefreshPeriodFor, WithAdditionalWait,
 // WithSessionMonitor and WithUpgradeable; the other acquire options are

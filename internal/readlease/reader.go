@@ -10,15 +10,22 @@
 //     lease, named by its identity, carrying the entry's RVN and lease and
 //     the row's fencing token, with no queue. Its holder's writes (a
 //     renewal, a release) are conditioned on the entry's RVN.
-//   - A row held by readers with no writer queued, and room for another
-//     entry: free (released, no queue), so that the kernel joins at once.
+//   - A row held by readers with room for another entry and no writer
+//     queued ahead of this reader's wait (or ahead of every entry, when it
+//     has none): free (released, no queue), so that the kernel joins at
+//     once, removing the reader's own queue entry in the join.
 //   - Any other row as it is: held by a writer, by readers behind which a
-//     writer waits, or released with writers queued. The reader waits for
-//     it like for any held row, never joins its queue, and takes it over
-//     (ShareTake, conditioned on the row's RVN, taking out the queue's
-//     head as it saw it, which did not take the row) only once that RVN
-//     has stayed unchanged for the row's lease on this client's clock:
-//     the rule for any takeover.
+//     writer waits, or released with waiters queued. The reader waits for
+//     it like any waiter: it queues (its entry marked a reader's), is
+//     handed the row in its turn, or takes it over (ShareTake,
+//     conditioned on the row's RVN, taking out the entries ahead of it,
+//     which did not take the row) once that RVN has stayed unchanged for
+//     the row's lease on this client's clock: the rule for any takeover.
+//
+// Every answer also times the other readers' entries on this reader's
+// clock, from the first answer that showed each RVN; the reader's next
+// write drops those unchanged for their lease (Share.Drop), conditioned
+// on their RVNs.
 //
 // # Why that is safe
 //
@@ -30,10 +37,13 @@
 // the last write of every entry's holder by at least that entry's lease:
 // each reader's hold, counted from the send of its last confirmed write,
 // has ended by then on its own clock, as a lock's does. A reader joins
-// only a row held by readers (or missing, free, or unchanged for its
-// lease), in the write that adds its entry, so never while a writer holds;
-// and once a writer is queued no reader joins, so the readers that hold
-// finish and the writer's wait is bounded (see package lock).
+// only a row held by readers (or missing, free, unchanged for its lease,
+// or handed to its wait by a writer's release, which ended that writer's
+// hold), in the write that adds its entry, so never while a writer holds;
+// and no reader joins ahead of a queued writer, so the readers that hold
+// finish and the writer's wait is bounded (see package lock). An entry
+// dropped by another reader's write was unchanged for its lease on that
+// reader's clock: its holder's hold had ended, as before any takeover.
 //
 // # What is not kept
 //

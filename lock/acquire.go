@@ -215,7 +215,7 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		l.mu.Unlock()
 		// The first heartbeat is due a random part of the period early, so
 		// that locks taken together spread out.
-		c.k.Renew(background{l}, sent.Add(timing.Spread(c.cfg.heartbeat)))
+		c.k.Renew(background{l}, sent.Add(timing.Spread(c.clk, c.cfg.heartbeat)))
 	}
 	if log := c.log.V(1); log.Enabled() {
 		log.Info("acquired", "key", t.key.String(), "rvn", l.RVN())

@@ -151,7 +151,7 @@ func (s *waiting) wake(now time.Time) time.Duration {
 	if s.due() {
 		return 0
 	}
-	wait := timing.Jittered(s.at[0].queueWait(s.Period))
+	wait := timing.Jittered(s.Engine.Clock, s.at[0].queueWait(s.Period))
 	if s.rh != nil && s.lastErr == nil { // a failing table: the ordinary period, never the rhythm's
 		if t, ok := s.rh.next(now); ok {
 			wait = max(0, min(wait, t.Sub(now)))

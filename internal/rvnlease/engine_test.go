@@ -352,6 +352,6 @@ func TestAttempts(t *testing.T) {
 // wait is how long the wait loop sleeps after a poll of e's acquirer alone,
 // with the poll period period.
 func (e *engine) wait() time.Duration {
-	s := &waiting{Wait: Wait{Period: period}, at: []placeState{{Acquirer: e.acq}}}
+	s := &waiting{Wait: Wait{Engine: &Config{Clock: e.fc}, Period: period}, at: []placeState{{Acquirer: e.acq}}}
 	return s.wake(e.fc.Now())
 }

@@ -1,8 +1,9 @@
 package rvnlease
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // rhythm times a waiter's reads of a lease whose holder renews it every
@@ -52,6 +53,7 @@ import (
 // ignores the rhythm while its polls fail: a failing table is polled at
 // the ordinary period.
 type rhythm struct {
+	clk    timing.Clock  // the source of the random read's time (nil: math/rand)
 	period time.Duration // the holder's renewal period, as assumed
 	eps    time.Duration // how long after a bracket's top its read is sent
 
@@ -66,8 +68,8 @@ type rhythm struct {
 	off      bool      // turned off: the holder does not renew at period
 }
 
-func newRhythm(period time.Duration) *rhythm {
-	return &rhythm{period: period, eps: max(time.Millisecond, period/100)}
+func newRhythm(period time.Duration, clk timing.Clock) *rhythm {
+	return &rhythm{clk: clk, period: period, eps: max(time.Millisecond, period/100)}
 }
 
 // saw notes a read sent at send that returned at ret, showing the row's
@@ -123,7 +125,7 @@ func (r *rhythm) planBetween(ret time.Time) {
 	r.between = time.Time{}
 	from, to := ret.Add(r.period/8), r.due().Add(-r.period/8)
 	if span := to.Sub(from); span > 0 {
-		r.between = from.Add(rand.N(span))
+		r.between = from.Add(timing.Between(r.clk, span))
 	}
 }
 

@@ -21,7 +21,7 @@ func TestARhythmNeverSchedulesAReadAtItsOwnTime(t *testing.T) {
 		"renewed every other read": func(read int, _ time.Time) bool { return read%2 == 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newRhythm(period)
+			r := newRhythm(period, nil)
 			now := simT0
 			rvn := 0
 			for read := range 10_000 {

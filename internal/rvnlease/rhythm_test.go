@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/dynalease/dynalease/internal/timing"
 )
 
 // rhythmSim is a holder renewing a lease and a waiter reading it, on a
@@ -61,7 +63,7 @@ func (s *rhythmSim) shown(t time.Time) int {
 // run has the waiter read from simT0 to end.
 func (s *rhythmSim) run(end time.Time) *rhythm {
 	s.holderUntil(end)
-	r := newRhythm(s.period)
+	r := newRhythm(s.period, nil)
 	now := simT0
 	for now.Before(end) {
 		send := now
@@ -195,7 +197,7 @@ func TestARhythmTurnsOffForAHolderOfAnotherPeriod(t *testing.T) {
 // fresh holder has no bracket until its second RVN, and a changed period
 // is learned again or turns the rhythm off, never a busy loop.
 func TestARhythmStartsAfreshForAFreshHolderAndAChangedPeriod(t *testing.T) {
-	r := newRhythm(200 * time.Millisecond)
+	r := newRhythm(200*time.Millisecond, nil)
 	r.saw(simT0, simT0.Add(time.Millisecond), "a", "h1", true)
 	if _, ok := r.next(simT0.Add(time.Millisecond)); ok {
 		t.Fatal("a rhythm from one sighting")
@@ -224,14 +226,14 @@ func TestARhythmStartsAfreshForAFreshHolderAndAChangedPeriod(t *testing.T) {
 // would otherwise have it poll a failing table at once, again and again.
 func TestAFailingWaitIgnoresItsRhythm(t *testing.T) {
 	const period = 200 * time.Millisecond
-	r := newRhythm(period)
+	r := newRhythm(period, nil)
 	r.saw(simT0, simT0.Add(time.Millisecond), "a", "h", true)
 	r.saw(simT0.Add(period), simT0.Add(period+time.Millisecond), "b", "h", true)
 	now := simT0.Add(10 * period) // every read the rhythm placed is past due
 	if at, ok := r.next(now); !ok || at.After(now) {
 		t.Fatalf("rhythm.next = %v, %v: want a read past due, for the test to mean anything", at, ok)
 	}
-	s := &waiting{Wait: Wait{Period: period}, at: []placeState{{Acquirer: &Acquirer{}}}, rh: r, lastErr: errors.New("throttled")}
+	s := &waiting{Wait: Wait{Engine: &Config{Clock: timing.Real()}, Period: period}, at: []placeState{{Acquirer: &Acquirer{}}}, rh: r, lastErr: errors.New("throttled")}
 	if wait := s.wake(now); wait < period {
 		t.Fatalf("a failing wait sleeps %v, want its ordinary period (at least %v)", wait, period)
 	}

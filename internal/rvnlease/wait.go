@@ -3,7 +3,6 @@ package rvnlease
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/dynalease/dynalease/internal/keylease"
@@ -213,7 +212,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		s.at[i].Acquirer = a
 	}
 	if w.Rhythm > 0 && !w.Try && len(w.Places) == 1 && w.Read == nil {
-		s.rh = newRhythm(w.Rhythm)
+		s.rh = newRhythm(w.Rhythm, w.Engine.Clock)
 	}
 	won := -1
 	defer func() { s.remember(ctx, won) }()
@@ -346,7 +345,7 @@ func (s *waiting) candidates() []int {
 		}
 	}
 	if n := len(out); n > 1 {
-		off := rand.IntN(n)
+		off := timing.IntN(s.Engine.Clock, n)
 		out = append(out[off:], out[:off]...)
 	}
 	return out

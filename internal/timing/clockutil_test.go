@@ -17,7 +17,7 @@ func TestJitteredStaysInRange(t *testing.T) {
 	const d = 100 * time.Millisecond
 	sawAbove := false
 	for i := 0; i < 10000; i++ {
-		j := Jittered(d)
+		j := Jittered(nil, d)
 		if j < d || j > MaxJittered(d) {
 			t.Fatalf("Jittered(%v) = %v, outside [%v, %v]", d, j, d, MaxJittered(d))
 		}
@@ -31,7 +31,7 @@ func TestJitteredStaysInRange(t *testing.T) {
 	if got, want := MaxJittered(d), 120*time.Millisecond; got != want {
 		t.Fatalf("MaxJittered(%v) = %v, want %v", d, got, want)
 	}
-	if Jittered(0) != 0 || Jittered(-time.Second) != -time.Second {
+	if Jittered(nil, 0) != 0 || Jittered(nil, -time.Second) != -time.Second {
 		t.Fatal("non-positive durations must be returned unchanged")
 	}
 }
@@ -161,7 +161,7 @@ func TestJitterAndAddSaturateInsteadOfWrapping(t *testing.T) {
 	const huge = time.Duration(math.MaxInt64)
 	for _, d := range []time.Duration{huge, huge - 1, huge / 2, huge/6*5 + 1} {
 		for i := 0; i < 1000; i++ {
-			if j := Jittered(d); j < d {
+			if j := Jittered(nil, d); j < d {
 				t.Fatalf("Jittered(%v) = %v: wrapped below the period", d, j)
 			}
 		}
@@ -193,7 +193,7 @@ func TestSpreadStaysBelowThePeriod(t *testing.T) {
 	const d = 100 * time.Millisecond
 	sawBelow := false
 	for i := 0; i < 10000; i++ {
-		s := Spread(d)
+		s := Spread(nil, d)
 		if s > d || s < d-time.Duration(JitterFactor*float64(d)) {
 			t.Fatalf("Spread(%v) = %v, outside [%v, %v]", d, s, d-time.Duration(JitterFactor*float64(d)), d)
 		}
@@ -202,7 +202,7 @@ func TestSpreadStaysBelowThePeriod(t *testing.T) {
 	if !sawBelow {
 		t.Fatal("Spread never shortened the period")
 	}
-	if Spread(0) != 0 || Spread(-time.Second) != -time.Second {
+	if Spread(nil, 0) != 0 || Spread(nil, -time.Second) != -time.Second {
 		t.Fatal("non-positive durations must be returned unchanged")
 	}
 }
@@ -216,5 +216,34 @@ func TestTimerUntilReportsADueTimeThatPassedWhileArming(t *testing.T) {
 		t.Fatal("a due time an hour ahead reported passed")
 	} else {
 		tm.Stop()
+	}
+}
+
+// seeded is a clock that supplies the library's random choices.
+type seeded struct {
+	Clock
+	next float64
+}
+
+func (s *seeded) Float64() float64 { return s.next }
+
+// A clock that is a Random supplies jitter and every random choice.
+func TestARandomClockSuppliesTheRandomChoices(t *testing.T) {
+	c := &seeded{Clock: Real(), next: 0.5}
+	if got := Jittered(c, 100*time.Millisecond); got != 110*time.Millisecond {
+		t.Fatalf("Jittered = %v, want 110ms from the clock's 0.5", got)
+	}
+	if got := Spread(c, 100*time.Millisecond); got != 90*time.Millisecond {
+		t.Fatalf("Spread = %v, want 90ms", got)
+	}
+	if got := IntN(c, 4); got != 2 {
+		t.Fatalf("IntN = %d, want 2", got)
+	}
+	c.next = 0.9999999999
+	if got := IntN(c, 4); got != 3 {
+		t.Fatalf("IntN near 1 = %d, want 3", got)
+	}
+	if got := Between(c, time.Second); got >= time.Second {
+		t.Fatalf("Between = %v, want below a second", got)
 	}
 }

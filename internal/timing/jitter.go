@@ -12,24 +12,54 @@ import (
 // period) use MaxJittered rather than repeating the factor.
 const JitterFactor = 0.2
 
-// Jittered returns a duration chosen uniformly in [d, MaxJittered(d)]. A
-// non-positive d is returned unchanged. The result never overflows: near
-// the largest duration it saturates there.
-func Jittered(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return Add(d, time.Duration(rand.Float64()*JitterFactor*float64(d)))
+// Random is implemented by a clock that also supplies the library's random
+// choices made on its behalf (jitter, the order of a semaphore's slots, a
+// rhythm's random read): a simulator's, so that one seed makes one
+// history. Float64 returns a number in [0, 1). The real clock does not
+// implement it; the library then draws from math/rand.
+type Random interface {
+	Float64() float64
 }
 
-// Spread returns a duration chosen uniformly in [(1−JitterFactor)·d, d]:
-// jitter that only shortens, for a period that must not be exceeded (a
-// heartbeat's). A non-positive d is returned unchanged.
-func Spread(d time.Duration) time.Duration {
+// Float64 returns a number in [0, 1) from c, when it is a Random, or from
+// math/rand.
+func Float64(c Clock) float64 {
+	if r, ok := c.(Random); ok {
+		return r.Float64()
+	}
+	return rand.Float64()
+}
+
+// IntN returns a number in [0, n) from c's randomness (see Float64); n
+// must be positive.
+func IntN(c Clock, n int) int {
+	return min(int(Float64(c)*float64(n)), n-1)
+}
+
+// Between returns a duration in [0, d) from c's randomness (see Float64);
+// d must be positive.
+func Between(c Clock, d time.Duration) time.Duration {
+	return min(time.Duration(Float64(c)*float64(d)), d-1)
+}
+
+// Jittered returns a duration chosen uniformly in [d, MaxJittered(d)],
+// from c's randomness. A non-positive d is returned unchanged. The result
+// never overflows: near the largest duration it saturates there.
+func Jittered(c Clock, d time.Duration) time.Duration {
 	if d <= 0 {
 		return d
 	}
-	return d - time.Duration(rand.Float64()*JitterFactor*float64(d))
+	return Add(d, time.Duration(Float64(c)*JitterFactor*float64(d)))
+}
+
+// Spread returns a duration chosen uniformly in [(1−JitterFactor)·d, d],
+// from c's randomness: jitter that only shortens, for a period that must
+// not be exceeded (a heartbeat's). A non-positive d is returned unchanged.
+func Spread(c Clock, d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d - time.Duration(Float64(c)*JitterFactor*float64(d))
 }
 
 // MaxJittered returns the longest duration Jittered(d) can return:

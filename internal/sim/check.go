@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dynalease/dynalease/resourcelock"
+)
+
+// exclusive are the kinds of term that hold a key alone: a lock, a set's
+// member, a permit's slot, a job's run (a reader holds it with other
+// readers, never with these).
+var exclusive = []string{"lock", "set", "permit", "job"}
+
+// Check runs every check of the history's safety, and of its liveness
+// once the faults stopped, and returns what failed.
+func (h *History) Check(end time.Time) []string {
+	h.closeAll()
+	h.checkOverlaps()
+	h.checkElections()
+	h.checkPermits()
+	h.checkTokens()
+	h.checkGuarded()
+	h.checkSlots()
+	h.checkWaits(end)
+	h.checkSpin()
+	if s := h.w.Spun(); s != "" {
+		h.Fail("spin: %s", s)
+	}
+	return h.Failures
+}
+
+// overlap reports whether a and b were believed held at one instant.
+func overlap(a, b *Term) bool { return a.Begin.Before(b.End) && b.Begin.Before(a.End) }
+
+// byKey returns the terms of kinds on each key.
+func (h *History) byKey(kinds ...string) map[string][]*Term {
+	m := map[string][]*Term{}
+	for _, t := range h.sortedTerms(kinds...) {
+		for _, k := range t.Keys {
+			m[k] = append(m[k], t)
+		}
+	}
+	return m
+}
+
+// checkOverlaps: never two holders of a key alone, nor one beside a
+// reader.
+func (h *History) checkOverlaps() {
+	for key, ts := range h.byKey(append(slices.Clone(exclusive), "read")...) {
+		for i, t := range ts {
+			for _, u := range ts[i+1:] {
+				if !u.Begin.Before(t.End) {
+					break
+				}
+				if t.Kind == "read" && u.Kind == "read" || !overlap(t, u) {
+					continue
+				}
+				h.Fail("overlap on %s: %s's %s [%s, %s] and %s's %s [%s, %s]", key,
+					t.Process, t.Kind, at(t.Begin), at(t.End), u.Process, u.Kind, at(u.Begin), at(u.End))
+			}
+		}
+	}
+}
+
+// checkElections: never two leaders of an election.
+func (h *History) checkElections() {
+	for name, ts := range h.byKey("elect") {
+		for i, t := range ts {
+			for _, u := range ts[i+1:] {
+				if !u.Begin.Before(t.End) {
+					break
+				}
+				if overlap(t, u) {
+					h.Fail("two leaders of %s: %s [%s, %s] and %s [%s, %s]", name, t.Process, at(t.Begin), at(t.End), u.Process, at(u.Begin), at(u.End))
+				}
+			}
+		}
+	}
+}
+
+// checkPermits: never more holders of a semaphore than its permits.
+func (h *History) checkPermits() {
+	byName := map[string][]*Term{}
+	for _, t := range h.sortedTerms("permit") {
+		byName[t.Note] = append(byName[t.Note], t)
+	}
+	for name, ts := range byName {
+		for _, t := range ts {
+			n := 0
+			for _, u := range ts {
+				if !u.Begin.After(t.Begin) && t.Begin.Before(u.End) {
+					n++
+				}
+			}
+			if n > t.Permits {
+				h.Fail("%d holders of %s's %d permits at %s", n, name, t.Permits, at(t.Begin))
+			}
+		}
+	}
+}
+
+// checkTokens: on each key, a term that began after another ended has a
+// larger fencing token (readers that shared a hold share one).
+func (h *History) checkTokens() {
+	for key, ts := range h.byKey(append(slices.Clone(exclusive), "read", "elect")...) {
+		for i, u := range ts {
+			for _, t := range ts[:i] {
+				if t.End.After(u.Begin) || (t.Kind == "read" && u.Kind == "read") || t.Token == 0 || u.Token == 0 {
+					continue
+				}
+				if u.Token <= t.Token {
+					h.Fail("token on %s: %s's %s from %s has %x, not above %x of %s's %s that ended at %s", key,
+						u.Process, u.Kind, at(u.Begin), u.Token, t.Token, t.Process, t.Kind, at(t.End))
+				}
+			}
+		}
+	}
+}
+
+// checkGuarded: a guarded write committed only while nobody else believed
+// it held the key.
+func (h *History) checkGuarded() {
+	terms := h.byKey(append(slices.Clone(exclusive), "read", "elect")...)
+	for _, g := range h.Guarded {
+		for _, k := range g.Holding.Keys {
+			for _, t := range terms[k.Partition] {
+				if t.Process != g.Process && !g.At.Before(t.Begin) && g.At.Before(t.End) {
+					h.Fail("guarded write of %s to %s at %s, inside %s's %s [%s, %s]", g.Process, k, at(g.At), t.Process, t.Kind, at(t.Begin), at(t.End))
+				}
+			}
+		}
+	}
+}
+
+// checkSlots: each attempt of a job's slot starts once, and no slot starts
+// after a later one started.
+func (h *History) checkSlots() {
+	type attempt struct {
+		job     string
+		slot    int64
+		attempt int
+	}
+	seen := map[attempt]SlotRun{}
+	latest := map[string]SlotRun{}
+	for _, s := range h.Slots {
+		a := attempt{s.Job, s.Slot.UnixNano(), s.Attempt}
+		if prev, ok := seen[a]; ok {
+			h.Fail("slot %s of %s attempt %d started twice: by %s at %s and by %s at %s", s.Slot.Format(time.TimeOnly), s.Job, s.Attempt, prev.Process, at(prev.At), s.Process, at(s.At))
+		}
+		seen[a] = s
+		if l, ok := latest[s.Job]; ok && s.Slot.Before(l.Slot) {
+			h.Fail("slot %s of %s started at %s, after the later slot %s had", s.Slot.Format(time.TimeOnly), s.Job, at(s.At), l.Slot.Format(time.TimeOnly))
+		}
+		if l, ok := latest[s.Job]; !ok || s.Slot.After(l.Slot) {
+			latest[s.Job] = s
+		}
+	}
+}
+
+// checkWaits: once the faults stopped, every wait that began acquires
+// within its bound.
+func (h *History) checkWaits(end time.Time) {
+	for _, wt := range h.Waits {
+		if !wt.Calm || wt.Bound <= 0 {
+			continue
+		}
+		switch {
+		case wt.End.IsZero() && end.Sub(wt.Start) > wt.Bound:
+			h.Fail("liveness: %s's %s of %s waited from %s to the end (%v), over its bound %v", wt.Process, wt.Kind, wt.Key, at(wt.Start), end.Sub(wt.Start), wt.Bound)
+		case wt.End.IsZero():
+		case wt.Outcome != "held" && wt.Outcome != "ended":
+			h.Fail("liveness: %s's %s of %s from %s failed after %v: %s", wt.Process, wt.Kind, wt.Key, at(wt.Start), wt.End.Sub(wt.Start), wt.Outcome)
+		case wt.End.Sub(wt.Start) > wt.Bound:
+			h.Fail("liveness: %s's %s of %s from %s took %v, over its bound %v", wt.Process, wt.Kind, wt.Key, at(wt.Start), wt.End.Sub(wt.Start), wt.Bound)
+		}
+	}
+}
+
+// maxRequestsPerSecond bounds a process's requests in any second of the
+// world's time: a process of the histories' settings makes a few dozen;
+// one that spins makes thousands.
+const maxRequestsPerSecond = 400
+
+// checkSpin: no process sends requests without waiting on its clock.
+func (h *History) checkSpin() {
+	for p, m := range h.perSecond {
+		for s, n := range m {
+			if n > maxRequestsPerSecond {
+				h.Fail("spin: %s sent %d requests in second %d", p, n, s)
+				break
+			}
+		}
+	}
+}
+
+// CheckEntries checks that no entry of a row (a queue's waiter, a
+// reader, a candidate) belongs to a process that stopped more than its
+// bound ago: gone names each stopped process with the time it stopped.
+func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound map[string]time.Duration) {
+	_ = h.w.mem.Scan(context.Background(), "", func(it resourcelock.Item, err error) error {
+		if err != nil {
+			return nil
+		}
+		check := func(what, identity string) {
+			stopped, ok := gone[identity]
+			if ok && end.Sub(stopped) > bound[what] {
+				h.Fail("entry: %s's %s entry on %s outlived it by %v (bound %v)", identity, what, it.Key, end.Sub(stopped), bound[what])
+			}
+		}
+		for _, r := range it.Readers {
+			check("reader", r.Identity)
+		}
+		for _, c := range it.Candidates {
+			check("candidate", c.Identity)
+		}
+		for _, q := range it.Queue {
+			check("queue", q.Identity)
+		}
+		return nil
+	})
+}
+
+// at formats a world time as seconds into the history.
+func at(t time.Time) string { return fmt.Sprintf("%.3fs", t.Sub(Epoch).Seconds()) }

@@ -77,6 +77,9 @@ type target struct {
 	permit  bool               // the key is a semaphore's slot
 	shared  *readlease.Reader  // a shared hold of the key
 	upgrade *readlease.Upgrade // a shared hold's upgrade to the writer
+	// abandoning is called when the wait gives up with writes in doubt,
+	// before they are released (rvnlease.Place.Abandoning).
+	abandoning func()
 }
 
 // kind is a lock's kind: one key, a set of keys, a semaphore's permit.
@@ -154,7 +157,7 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 	}
 	start := c.clk.Now()
 	place := rvnlease.Place{Key: t.claimKey(), Lease: c.acquireLease(t, &a), NewRecord: c.newRecord(&a),
-		Fair: c.cfg.fair && a.below == nil, LeaseDuration: c.cfg.lease}
+		Fair: c.cfg.fair && a.below == nil, LeaseDuration: c.cfg.lease, Abandoning: t.abandoning}
 	if t.set == nil {
 		place.Stint = c.cfg.stint // sets have none
 	}

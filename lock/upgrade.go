@@ -32,12 +32,13 @@ func WithUpgradeable() AcquireOption { return func(a *acquireConfig) { a.upgrade
 //
 // It gives up as Acquire does: with an error matching ErrLocked when
 // other readers still hold after their lease plus WithAdditionalWait, or
-// with ctx's error; l is then still held. One exception: when ctx ends
-// while the upgrade's write is in doubt (sent, its answer not seen), that
-// write may have landed, ending l's entry with it; the row is then
-// released (the upgrade did not happen), so l is lost, and the error
-// matches both ctx's error and l's *dynalease.LostError (one heartbeat of
-// l tells). When l ends first (released, lost, expired while cut off from
+// with ctx's error; l is then still held. One exception: when it gives
+// up while the upgrade's write is in doubt (sent, its answer not seen),
+// that write may have landed, ending l's entry with it, and it is
+// released (the upgrade did not happen): l ends first, lost
+// (ReleasedElsewhere, by this client), whether or not the write landed,
+// and the error matches both the wait's (ctx's, ErrLocked) and l's
+// *dynalease.LostError. When l ends first (released, lost, expired while cut off from
 // the table) the wait ends at once, and Upgrade returns ErrNotHeld or l's
 // *dynalease.LostError. It returns an error matching dynalease.ErrLost
 // when it finds the row without l's entry (a writer took it, or l's entry
@@ -88,7 +89,7 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	defer stop()
 	base := c.base.At(k)
 	up := readlease.NewUpgrade(base.With(c.writeOptions(nil)), reader)
-	w, err := c.acquireTarget(wctx, target{key: k, upgrade: up}, a, false)
+	w, err := c.acquireTarget(wctx, target{key: k, upgrade: up, abandoning: l.abandonUpgrade}, a, false)
 	if err != nil {
 		return nil, l.upgradeFailed(ctx, wctx, err)
 	}
@@ -128,16 +129,26 @@ func (l *Lock) upgradeFailed(ctx, wctx context.Context, err error) error {
 		// The row no longer has l's entry: l is lost, whether or not its
 		// own heartbeat has found it yet.
 		return fmt.Errorf("lock %q: upgrade: %w: %w", k, dynalease.ErrLost, err)
-	case ctx.Err() != nil && lerr == nil:
-		// Ended with a write of the upgrade perhaps in doubt: had it
-		// landed, the kernel released the row, and l's entry went with
-		// that write. One heartbeat tells whether l still holds.
-		var lost *dynalease.LostError
-		if herr := l.Heartbeat(context.WithoutCancel(ctx)); errors.As(herr, &lost) {
-			return fmt.Errorf("lock %q: upgrade: %w; its write had landed unseen and was released, ending the shared lock: %w", k, err, herr)
-		}
+	case errors.Is(lerr, errUpgradeAbandoned):
+		return fmt.Errorf("lock %q: upgrade: %w; its write was in doubt, and was released, which ended the shared lock: %w", k, err, lerr)
 	}
 	return err
+}
+
+// errUpgradeAbandoned is the cause of the loss of a shared lock whose
+// upgrade gave up with its write in doubt.
+var errUpgradeAbandoned = errors.New("the upgrade gave up with its write in doubt: had it landed, the shared lock's entry went with it, and the row is released")
+
+// abandonUpgrade ends l, whose upgrade gives up with its write in doubt,
+// before that write is released: had it landed, l's entry went with it,
+// and the release frees the row for anyone. So l stops holding first
+// (lost, released by this client), whether or not the write landed: an
+// entry of l's left in the row runs out like any silent reader's.
+func (l *Lock) abandonUpgrade() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.loseLocked(&dynalease.LostError{Lease: l.lease.Key().String(), Reason: dynalease.ReleasedElsewhere,
+		HolderIdentity: l.c.cfg.identity, Cause: errUpgradeAbandoned})
 }
 
 // refusedForShared returns the first option a shared lock (AcquireShared,

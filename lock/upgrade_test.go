@@ -315,3 +315,46 @@ func TestAnUpgradeGivesUpBesideALiveCoReaderWithHeartbeatsOn(t *testing.T) {
 		}
 	})
 }
+
+// An upgrade that gives up with its write in doubt ends its reader before
+// the release of that write frees the row: no writer ever holds beside a
+// reader that still believes it holds. (The write landed, its answer is
+// never seen; the caller cancels; the kernel releases the row; another
+// client's writer takes it at once.)
+func TestAnAbandonedUpgradeEndsItsReaderBeforeTheRowIsFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memorystore.New()
+		faults := faulty.New(mem)
+		a, err := lock.New(lock.Config{Store: faults, Identity: "a", LeaseDuration: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close(context.Background())
+		x := newBubbleClient(t, mem, "x", true)
+		up, err := a.AcquireShared(context.Background(), "k", lock.WithUpgradeable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults.Inject(faulty.OpUpdate, 1, faulty.Fault{Block: make(chan struct{}), Land: true}) // the upgrade's write
+		writerBeside := false
+		faults.Inject(faulty.OpUpdate, 1, faulty.Fault{Stall: func() { // the release of it has landed
+			if w, err := x.TryAcquire(context.Background(), "k"); err == nil {
+				writerBeside = up.IsHeld()
+				_ = w.Release(context.Background())
+			}
+		}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := up.Upgrade(ctx); done <- err }()
+		synctest.Wait()
+		cancel()
+		err = <-done
+		if writerBeside {
+			t.Fatal("a writer acquired the key while the upgrading reader still believed it held")
+		}
+		var lost *dynalease.LostError
+		if !errors.Is(err, context.Canceled) || !errors.As(err, &lost) {
+			t.Fatalf("Upgrade: %v; want ctx's error and the reader's loss", err)
+		}
+	})
+}

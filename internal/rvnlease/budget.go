@@ -242,6 +242,9 @@ func (s *waiting) remember(ctx context.Context, won int) {
 			continue
 		}
 		a.LeaveQueue(ctx)
+		if a.Pending() > 0 && s.Places[i].Abandoning != nil {
+			s.Places[i].Abandoning()
+		}
 		if a.Pending() > 0 && a.Abandon(ctx) > 0 {
 			if s.Watches != nil {
 				s.Watches.Forget(k)

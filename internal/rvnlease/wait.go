@@ -94,6 +94,13 @@ type Place struct {
 	// Successor: a hand-over to this client's identity is an offer to
 	// this wait, without a place in the queue (see Acquirer.Successor).
 	Successor bool
+	// Abandoning, when set, is called when the wait gives up with writes
+	// on the place in doubt, before they are released (Acquirer.Abandon):
+	// one may have landed, and its release frees the row. A kind whose
+	// write takes something away from a hold of its own (an upgrade, the
+	// upgrading reader's entry) ends that hold here, before the row can be
+	// taken by anyone.
+	Abandoning func()
 	// Claim, when set, is called before a write on the place; false
 	// passes the place over in this poll. Unclaim is called after a
 	// round that did not win it.

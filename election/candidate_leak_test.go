@@ -85,3 +85,27 @@ func TestAStandbyDropsAnEarlierProcesssEntryOfTheLeadersIdentity(t *testing.T) {
 		t.Fatal("the standby leads beside a live leader")
 	}
 }
+
+// A candidate that finds the row free takes it at its first poll, before
+// its campaign stood twice; as leader, its first renewal drops the entry
+// an earlier process of its identity left.
+func TestALeaderDropsTheEntryAnEarlierProcessOfItsIdentityLeft(t *testing.T) {
+	h := newHarness(t, withCandidacy(1, false, 0))
+	crashed := resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "a", Priority: 1, RVN: uuid.NewString()}
+	h.store.PutItem(resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "a", RVN: "r0", LeaseDuration: lease, Released: true},
+		Candidates: []resourcelock.Candidate{crashed}})
+	h.start()
+	h.waitIdle()
+	if !h.e.IsLeader() {
+		t.Fatal("the candidate did not take the free row at once")
+	}
+	for range 3 {
+		h.stepIdle(retry)
+	}
+	it, _ := h.store.Item(rowKey)
+	for _, c := range it.Candidates {
+		if c.Ticket == crashed.Ticket {
+			t.Fatalf("the earlier process's entry is still on the row after three renewals: %+v", it.Candidates)
+		}
+	}
+}

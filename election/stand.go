@@ -120,11 +120,38 @@ func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (re
 	return p.saw(sent, it, err)
 }
 
-// Update is the lease's Update; its answer shows the candidates.
+// Update is the lease's Update; its answer shows the candidates, and a
+// standing candidate drops the entries of its identity with another
+// ticket that it shows (see dropEarlier).
 func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
 	sent := p.clk.Now()
 	it, err := p.Port.Update(ctx, expect, rec)
+	if err == nil {
+		p.dropEarlier(ctx, it)
+	}
 	return p.saw(sent, it, err)
+}
+
+// dropEarlier removes, with one stand of no entry, the entries of this
+// candidate's identity with another ticket that the row it shows: an
+// earlier process of its identity that crashed before it withdrew. A
+// leader does not stand, so this is how the entries of its identity are
+// dropped while it leads (a watch cannot always tell which of them is the
+// leader's: see candidacy.Watch.Stale). Best effort: the next renewal
+// tries again.
+func (p *candidatePort) dropEarlier(ctx context.Context, it resourcelock.Item) {
+	if p.me.Ticket == "" {
+		return
+	}
+	var drop []string
+	for _, c := range it.Candidates {
+		if c.Identity == p.me.Identity && c.Ticket != p.me.Ticket {
+			drop = append(drop, c.Ticket)
+		}
+	}
+	if len(drop) > 0 {
+		_, _ = p.store.Stand(ctx, p.key, resourcelock.Candidate{}, drop)
+	}
 }
 
 // saw shows the row of an answer to a request sent at sent to the watch

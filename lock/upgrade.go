@@ -95,10 +95,11 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if lerr := l.errLocked(); lerr != nil && l.marks&upgraded == 0 {
+	if l.marks&upgraded == 0 && (l.errLocked() != nil || l.c.k.Passed(l)) {
 		// l was lost before the write that made w: no upgrade without
 		// releasing, so none.
 		l.marks &^= upgrading
+		lerr := l.heldLocked()
 		l.mu.Unlock()
 		_ = w.Release(context.WithoutCancel(ctx))
 		l.mu.Lock()

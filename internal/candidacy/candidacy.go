@@ -151,9 +151,10 @@ func (w *Watch) Known(identity string) bool {
 //     candidates gone long ago. Of the entries of the holder the last
 //     answer named, only its current one is kept whatever its age (a
 //     leader does not write its entry while it leads, and the entry shows
-//     its priority): the one that changed last (then the one seen last,
-//     then the largest ticket). The others of its identity are an earlier
-//     process's, judged as any entry, so that stable identities (a
+//     its priority): the one that changed last (then the one seen last;
+//     those the watch cannot tell apart are all kept, and the leader drops
+//     its identity's others itself). The others of its identity are an
+//     earlier process's, judged as any entry, so that stable identities (a
 //     StatefulSet's pods, host names) that crash and win again leave no
 //     entry behind.
 //
@@ -171,7 +172,7 @@ func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip, own strin
 	var stale []string
 	for t, e := range w.entries {
 		switch {
-		case t == skip || e == current:
+		case t == skip || current != nil && e.c.Identity == current.c.Identity && !current.newer(e):
 		case own != "" && e.c.Identity == own, w.lastSent.Sub(e.seen) > after:
 			stale = append(stale, t)
 		}
@@ -181,8 +182,9 @@ func (w *Watch) Stale(now time.Time, after, fresh time.Duration, skip, own strin
 }
 
 // currentLocked returns the current entry of identity: the one that
-// changed last, then the one seen last, then the largest ticket; nil when
-// identity has none.
+// changed last, then the one seen last; nil when identity has none. An
+// entry it is not newer than (the same change and sighting: the watch
+// cannot tell them apart) counts as current too.
 func (w *Watch) currentLocked(identity string) *entry {
 	if identity == "" {
 		return nil
@@ -199,7 +201,8 @@ func (w *Watch) currentLocked(identity string) *entry {
 	return cur
 }
 
-// newer reports whether e is a later entry of its identity than o.
+// newer reports whether e is a later entry of its identity than o, as
+// far as the watch can tell.
 func (e *entry) newer(o *entry) bool {
 	switch {
 	case !e.changed.Equal(o.changed):
@@ -207,5 +210,5 @@ func (e *entry) newer(o *entry) bool {
 	case !e.seen.Equal(o.seen):
 		return e.seen.After(o.seen)
 	}
-	return e.c.Ticket > o.c.Ticket
+	return false
 }

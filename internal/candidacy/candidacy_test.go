@@ -147,3 +147,18 @@ func TestStaleDropsTheCandidatesOwnEarlierEntries(t *testing.T) {
 		t.Fatalf("Stale = %v, want [earlier]", got)
 	}
 }
+
+// Entries of the holder's identity that the watch cannot tell apart (the
+// same sighting, never changed) are all kept: dropping one would be a
+// coin toss between a crashed process's entry and the leader's.
+func TestStaleKeepsTheHoldersEntriesItCannotTellApart(t *testing.T) {
+	var w Watch
+	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
+		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	}
+	w.See(held(cand("aaaa-leader", "L", 3, "9"), cand("zzzz-crashed", "L", 3, "1")), at(0))
+	w.See(held(cand("aaaa-leader", "L", 3, "9"), cand("zzzz-crashed", "L", 3, "1")), at(40))
+	if got := w.Stale(at(40), 20*time.Second, 5*time.Second, "me", "A"); len(got) != 0 {
+		t.Fatalf("Stale = %v, want none: the watch cannot tell the leader's entry", got)
+	}
+}

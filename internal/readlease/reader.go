@@ -246,10 +246,10 @@ func (r *Reader) watchLocked(it resourcelock.Item, now time.Time) {
 // RVN this reader has timed unchanged for the entry's lease at now: their
 // holds have ended, by the argument of any takeover, and a write of this
 // reader's drops them (resourcelock.Share.Drop), the row's upgradeable
-// reader's first (which a join that makes this reader upgradeable leaves
-// to others: it expects none). It reports whether the first is the
+// reader's first (which an upgradeable reader leaves to others: its
+// changes expect no other). It reports whether the first is the
 // upgradeable reader's.
-func (r *Reader) silent(now time.Time, op resourcelock.ShareOp) (drop []resourcelock.Reader, upgrader bool) {
+func (r *Reader) silent(now time.Time) (drop []resourcelock.Reader, upgrader bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.last.HeldByReaders() {
@@ -264,8 +264,8 @@ func (r *Reader) silent(now time.Time, op resourcelock.ShareOp) (drop []resource
 			drop = append(drop, e)
 			continue
 		}
-		if op == resourcelock.ShareJoin && r.upgradeable {
-			continue
+		if r.upgradeable {
+			continue // its change expects no other upgradeable reader
 		}
 		drop, upgrader = append([]resourcelock.Reader{e}, drop...), true
 	}
@@ -362,7 +362,7 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 		w.Expires = w.Expires.Add(max(rowLease-rec.LeaseDuration, 0))
 	}
 	if op != resourcelock.ShareBegin && op != resourcelock.ShareTake {
-		w.Drop, w.DropsUpgrader = r.silent(r.clk.Now(), op)
+		w.Drop, w.DropsUpgrader = r.silent(r.clk.Now())
 	}
 	return w
 }

@@ -138,6 +138,12 @@ func (u *Upgrade) realRVN(rvn string) (real string, ok bool) {
 // or its refusal's folded.
 func (u *Upgrade) folded(it resourcelock.Item, err error) (resourcelock.Item, error) {
 	if err == nil {
+		if u.holds(it) {
+			return u.fold(it), nil
+		}
+		u.mu.Lock()
+		u.last = it
+		u.mu.Unlock()
 		return it, nil
 	}
 	cur, ok := resourcelock.CurrentItem(err)

@@ -114,8 +114,8 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("a ShareBegin or ShareTake drops no entry (it replaces them all)")
 	case w.DropsUpgrader && len(w.Drop) == 0:
 		return invalid("DropsUpgrader without an entry to drop")
-	case w.DropsUpgrader && w.Upgradeable && op == resourcelock.ShareJoin:
-		return invalid("an upgradeable join drops no upgradeable reader (it expects none)")
+	case w.DropsUpgrader && w.Upgradeable:
+		return invalid("an upgradeable reader's change drops no upgradeable reader (there is one: itself, or none)")
 	case len(w.Drop) > resourcelock.MaxReaders:
 		return invalid("drop of %d entries, over the readers' %d", len(w.Drop), resourcelock.MaxReaders)
 	case w.Ahead < 0 || w.Ahead > MaxQueueLength:

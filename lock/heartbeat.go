@@ -75,7 +75,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 		return nil
 	case w.Lost:
 		lost := l.setLoss(w.Loss(l.lease.Key().String()))
-		if l.upgradedLocked(lost) {
+		if l.upgradedLocked(w.Item) {
 			l.endUpgradedLocked()
 			return l.errLocked()
 		}

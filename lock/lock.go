@@ -101,6 +101,8 @@ type extras struct {
 	// shared is a shared hold's lease, with the client's hold options;
 	// set when the lock is made.
 	shared *readlease.Reader
+	// upgrade is the shared hold's upgrade under way (marked upgrading).
+	upgrade *readlease.Upgrade
 
 	monitor    *sessionMonitor
 	monitorT   clock.Timer

@@ -61,3 +61,22 @@ func TestAReaderThatTakesAWritersKeyHasATokenAboveTheWriters(t *testing.T) {
 		t.Fatalf("a reader that joined the readers has token %x, want theirs %x", joined.Token(), r.Token())
 	}
 }
+
+// A reader that begins a hold on a missing row (a writer deleted it on
+// release) gives the hold a fencing generation: its token is above the
+// writer's, not 0.
+func TestAReaderThatBeginsOnAMissingRowHasAToken(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	w, err := f.c.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := w.Token()
+	if err := w.Release(context.Background(), ReleaseDelete(true)); err != nil {
+		t.Fatal(err)
+	}
+	r := mustShared(t, f.c, "k")
+	if r.Token() <= written {
+		t.Fatalf("a reader's token after the writer deleted the row: %x, want above the writer's %x", r.Token(), written)
+	}
+}

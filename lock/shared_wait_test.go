@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
 	"github.com/dynalease/dynalease/resourcelock/memorystore"
@@ -101,11 +103,12 @@ func TestReadersAndWritersAreServedInTheOrderTheyQueued(t *testing.T) {
 // queueScript runs holders of one key, each on a client of its own, and
 // checks who holds when.
 type queueScript struct {
-	t     *testing.T
-	store *memorystore.Store
-	held  chan string
-	gates map[string]chan struct{} // closed to release each
-	wg    sync.WaitGroup
+	t       *testing.T
+	store   *memorystore.Store
+	held    chan string
+	gates   map[string]chan struct{} // closed to release each
+	clients map[string]*lock.Client
+	wg      sync.WaitGroup
 }
 
 func newQueueScript(t *testing.T, store *memorystore.Store) *queueScript {
@@ -123,10 +126,21 @@ func newQueueScript(t *testing.T, store *memorystore.Store) *queueScript {
 	return q
 }
 
-// start has id ask for the key (shared or not), then wait a little, so
-// that each asks after the one before has queued.
-func (q *queueScript) start(id string, shared bool) {
-	c := newBubbleClient(q.t, q.store, id, true)
+// start has id ask for the key (shared or not), on a client of its own,
+// then waits a little, so that each asks after the one before has queued.
+func (q *queueScript) start(id string, shared bool) { q.startOn(id, id, shared) }
+
+// startOn is start on the client named client (made at its first use):
+// several waits of one client.
+func (q *queueScript) startOn(id, client string, shared bool) {
+	if q.clients == nil {
+		q.clients = map[string]*lock.Client{}
+	}
+	c := q.clients[client]
+	if c == nil {
+		c = newBubbleClient(q.t, q.store, client, true)
+		q.clients[client] = c
+	}
 	gate := make(chan struct{})
 	q.gates[id] = gate
 	q.wg.Add(1)
@@ -231,6 +245,98 @@ func TestSilentReadersEntriesAreDroppedWithoutAWriter(t *testing.T) {
 		time.Sleep(5 * time.Minute)
 		if !l.IsHeld() || !l2.IsHeld() || readers() != 2 {
 			t.Fatalf("the live readers: held %v and %v, %d entries; want both held, alone", l.IsHeld(), l2.IsHeld(), readers())
+		}
+	})
+}
+
+// Several waits of one client on one key keep their places: a hand-over
+// to one of them is confirmed by that one alone (not by another wait of
+// the same client, which would also take the waiters ahead of it out of
+// the queue), and a release by the client's own writer hands the key to
+// the client's own reader queued next, rather than dropping its entry as
+// a stale one.
+func TestWaitsOfOneClientKeepTheirPlaces(t *testing.T) {
+	t.Run("a hand-over to one of them", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := newQueueScript(t, memorystore.New())
+			q.start("x", false)
+			q.want("x")
+			q.startOn("r1", "c", true)
+			q.start("w", false)
+			q.startOn("r2", "c", true)
+			q.none(30 * time.Second)
+			q.release("x")
+			q.want("r1")
+			q.none(5 * time.Second) // r2 is behind w
+			q.release("r1")
+			q.want("w")
+			q.release("w")
+			q.want("r2")
+			q.release("r2")
+		})
+	})
+	t.Run("its own writer's release", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := newQueueScript(t, memorystore.New())
+			q.startOn("cw", "c", false)
+			q.want("cw")
+			q.startOn("cr", "c", true)
+			q.start("y", false)
+			q.none(30 * time.Second)
+			q.release("cw")
+			q.want("cr")
+			q.release("cr")
+			q.want("y")
+			q.release("y")
+		})
+	})
+}
+
+// A reader that gives up after the key was handed to it declines the
+// hand-over (it passes the key to the next waiter), as a writer does: the
+// writer queued behind it does not wait out the reader's lease.
+func TestAReaderThatGivesUpDeclinesAHandOverToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := memorystore.New()
+		x := newBubbleClient(t, mem, "x", true)
+		faults := faulty.New(mem)
+		c, err := lock.New(lock.Config{Store: faults, Identity: "c", LeaseDuration: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		w := newBubbleClient(t, mem, "w", true)
+		held, err := x.Acquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		reader := make(chan error, 1)
+		go func() {
+			_, err := c.AcquireShared(rctx, "k", lock.WithAdditionalWait(time.Hour))
+			reader <- err
+		}()
+		time.Sleep(time.Second) // the reader queues
+		writer := make(chan time.Time, 1)
+		go func() {
+			if l, err := w.Acquire(ctx, "k", lock.WithAdditionalWait(time.Hour)); err == nil {
+				writer <- time.Now()
+				_ = l.Release(ctx)
+			}
+		}()
+		time.Sleep(5 * time.Second)
+		faults.Inject(faulty.OpGet, -1, faulty.Fault{Err: errors.New("network unreachable")}) // c's reads fail from now
+		if err := held.Release(ctx); err != nil {                                             // handed to c's reader, which does not see it
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		cancel()
+		gaveUp := time.Now()
+		<-reader
+		got := <-writer
+		if waited := got.Sub(gaveUp); waited > 3*time.Second {
+			t.Fatalf("the writer behind took the key %v after the reader gave up, want within a few polls (the reader declines)", waited)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/readlease"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // WithUpgradeable makes AcquireShared take the key's upgradeable shared
@@ -70,7 +71,10 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 		l.mu.Unlock()
 		return nil, err
 	}
+	base := c.base.At(k)
+	up := readlease.NewUpgrade(base.With(c.writeOptions(nil)), reader)
 	l.marks |= upgrading
+	l.extrasLocked().upgrade = up
 	lctx := l.ctxLocked()
 	l.mu.Unlock()
 	// The wait ends with l: an upgrade of a reader that no longer holds
@@ -87,8 +91,6 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 		}
 	})
 	defer stop()
-	base := c.base.At(k)
-	up := readlease.NewUpgrade(base.With(c.writeOptions(nil)), reader)
 	w, err := c.acquireTarget(wctx, target{key: k, upgrade: up, abandoning: l.abandonUpgrade}, a, false)
 	if err != nil {
 		return nil, l.upgradeFailed(ctx, wctx, err)
@@ -182,10 +184,11 @@ func (l *Lock) endUpgradedLocked() {
 	go l.c.unclaimLock(l)
 }
 
-// upgradedLocked reports whether lost, a loss a heartbeat of l found, is
-// l's own upgrade: l is upgrading and the row names this client (two
-// clients never share an identity), which only the upgrade's write does
-// to a row l read. The heartbeat then ends l as Upgrade would.
-func (l *Lock) upgradedLocked(lost *dynalease.LostError) bool {
-	return l.marks&upgrading != 0 && lost != nil && lost.HolderIdentity == l.c.cfg.identity
+// upgradedLocked reports whether it, the row a heartbeat of l found l
+// lost in, is l's own upgrade: l is upgrading and the row carries an RVN
+// the upgrade wrote (not merely this client's identity: another wait of
+// this client may have been handed the row). The heartbeat then ends l as
+// Upgrade would.
+func (l *Lock) upgradedLocked(it resourcelock.Item) bool {
+	return l.marks&upgrading != 0 && l.x != nil && l.x.upgrade != nil && l.x.upgrade.Wrote(it.RVN)
 }

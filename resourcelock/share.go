@@ -75,11 +75,13 @@ const (
 // Share is one change of a row's readers (Store.Share). Every Share gives
 // the row a fresh RVN, so that a writer that watches the row's RVN sees
 // every reader's write. A Begin and a Take count an acquisition (the
-// row's Acquisitions rise by one, as a Create's do), so that the token of
-// a hold of readers is above every token of the writers before it; the
-// other changes count none (a reader that joins readers shares their
-// token). The row's FenceGeneration, AcquisitionID, Data and Attributes
-// stay as they are.
+// row's Acquisitions rise by one, and its AcquisitionID becomes the
+// write's RVN, as a Create's do), so that the token of a hold of readers
+// is above every token of the writers before it, and the hold can be
+// fenced (Store.Fence with ReadersHolder and that AcquisitionID) when the
+// row has no token yet; the other changes count none (a reader that
+// joins readers shares their token). The row's FenceGeneration, Data and
+// Attributes stay as they are.
 //
 // While a row is held by readers its LeaseDuration is at least every
 // entry's lease: set by the write that begins the hold, raised by joins

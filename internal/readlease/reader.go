@@ -462,6 +462,9 @@ func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, r
 	if expect.HolderIdentity != r.identity {
 		return resourcelock.Item{}, fmt.Errorf("%w: a reader's own write expects its identity %q, not %q", dynalease.ErrInvalid, r.identity, expect.HolderIdentity)
 	}
+	if r.handedToMe(expect.RVN) {
+		return r.decline(ctx, expect, rec, nil)
+	}
 	if !rec.Released {
 		return r.renew(ctx, expect.RVN, rec, now)
 	}
@@ -554,6 +557,9 @@ func (r *Reader) cannot(what string) error {
 // over to nobody expects no waiter; a reader's leaves any waiter in
 // place): with them, d may name no ticket.
 func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if expect.HolderIdentity == r.identity && r.handedToMe(expect.RVN) {
+		return r.decline(ctx, expect, rec, d)
+	}
 	if d == nil || len(d.Tickets) == 0 {
 		return r.Update(ctx, expect, rec)
 	}
@@ -566,6 +572,32 @@ func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondi
 	w := r.share(resourcelock.ShareTake, rec, time.Now(), 0)
 	w.Expect, w.Dequeue = expect.RVN, d.Tickets
 	return r.send(ctx, "take", w)
+}
+
+// decline passes on a hand-over to this reader's wait that it will not
+// confirm (it gives up): the row is no readers' but a handed record,
+// released or handed on by a record's write conditioned on this identity
+// and the handed RVN, as a writer's wait declines one.
+func (r *Reader) decline(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+	if err := record.CheckPrecondition(expect); err != nil {
+		return resourcelock.Item{}, err
+	}
+	opts := r.opts.WriteOptions
+	opts.Dequeue = d
+	it, err := r.store.Update(ctx, r.key, expect, rec, opts)
+	if err != nil {
+		return resourcelock.Item{}, r.refusal("decline", err)
+	}
+	r.fold(it)
+	return it, nil
+}
+
+// handedToMe reports whether the row last seen, at rvn, is a hand-over to
+// this reader's identity not yet confirmed (not a row of readers).
+func (r *Reader) handedToMe(rvn string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last.RVN == rvn && !r.last.HeldByReaders() && !r.last.Released && r.last.HandedTo != "" && r.last.HolderIdentity == r.identity
 }
 
 // Join appends this hold's wait to the row's queue, marked a reader's
@@ -601,8 +633,14 @@ func (r *Reader) Remove(context.Context, resourcelock.Precondition) error {
 	return r.cannot("delete the row")
 }
 
-// Fence returns the row as this reader last saw it, without a request: a
-// reader's token is the row's, the last writer's, and it gives none.
+// Fence returns the row as this reader last saw it, its token the hold of
+// readers': without a request when the row has one, and otherwise (a hold
+// begun on a missing row, or on a row whose counter ran out) after giving
+// the hold a new fencing generation (Store.Fence, conditioned on the row
+// still being that hold's: ReadersHolder and the hold's acquisition ID),
+// so that its token is above every earlier one. Readers that joined the
+// hold before it was fenced may then hold two tokens of one hold, both
+// above every earlier writer's.
 func (r *Reader) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
 	r.mu.Lock()
 	last := r.last
@@ -610,7 +648,14 @@ func (r *Reader) Fence(ctx context.Context, acquisitionID string) (resourcelock.
 	if acquisitionID != r.ticket {
 		return resourcelock.Item{}, fmt.Errorf("%s: fence: %w: another acquisition", r.Describe(), resourcelock.ErrConflict)
 	}
-	return r.fold(last), nil
+	if !record.NeedsFence(last.Record) || !last.HeldByReaders() || last.AcquisitionID == "" {
+		return r.fold(last), nil
+	}
+	it, err := r.store.Fence(ctx, r.key, resourcelock.ReadersHolder, last.AcquisitionID)
+	if err != nil {
+		return resourcelock.Item{}, r.refusal("fence", err)
+	}
+	return r.fold(it), nil
 }
 
 // CanFence reports whether the store keeps fencing generations.

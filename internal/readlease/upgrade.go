@@ -57,9 +57,30 @@ var _ keylease.Port = (*Upgrade)(nil)
 
 // upgrading is what an Upgrade's views (With) share.
 type upgrading struct {
-	r    *Reader
-	mu   sync.Mutex
-	last resourcelock.Item // the row last seen, unfolded
+	r     *Reader
+	mu    sync.Mutex
+	last  resourcelock.Item   // the row last seen, unfolded
+	wrote map[string]struct{} // the RVNs of the records it sent
+}
+
+// sending notes the RVN of a record the upgrade is about to send.
+func (u *Upgrade) sending(rec resourcelock.Record) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.wrote == nil {
+		u.wrote = map[string]struct{}{}
+	}
+	u.wrote[rec.RVN] = struct{}{}
+}
+
+// Wrote reports whether rvn is the RVN of a record the upgrade sent: a row
+// carrying it was written by the upgrade (a takeover, or a release of
+// one that the kernel abandons).
+func (u *Upgrade) Wrote(rvn string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.wrote[rvn]
+	return ok
 }
 
 // NewUpgrade returns the upgrade of r over port, the key's lease.
@@ -182,6 +203,7 @@ func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resource
 	for try := 0; ; try++ {
 		var it resourcelock.Item
 		var err error
+		u.sending(rec)
 		if u.alone(last) {
 			it, err = u.port.Update(ctx, resourcelock.Precondition{RVN: last.RVN}, rec)
 		} else {
@@ -245,6 +267,7 @@ func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precond
 			return resourcelock.Item{}, resourcelock.Conflict(u.Describe()+": upgrade", &f, errors.New("the other readers changed since they were watched"))
 		}
 		expect.RVN = real
+		u.sending(rec)
 		var it resourcelock.Item
 		var err error
 		if d == nil {

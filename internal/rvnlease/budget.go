@@ -226,6 +226,11 @@ func (s *waiting) giveUp(now time.Time) error {
 // holds), within one request timeout; if that fails, a later wait
 // recognises the row as this identity's.
 func (s *waiting) remember(ctx context.Context, won int) {
+	for _, a := range s.at {
+		if a.q != nil {
+			defer s.Engine.Waits.remove(a.q.me.Ticket) // after its queue is left
+		}
+	}
 	for i, a := range s.at {
 		k := s.Places[i].Key
 		if i == won {

@@ -76,7 +76,7 @@ type Settings[H comparable] struct {
 func New[H comparable](s Settings[H]) *Kernel[H] {
 	k := &Kernel[H]{
 		cfg: Config{Clock: s.Clock, Identity: s.Identity, RequestTimeout: s.RequestTimeout, Validity: s.Validity,
-			Log: s.Log, Observe: s.Observe, Epoch: s.Clock.Now()},
+			Log: s.Log, Observe: s.Observe, Epoch: s.Clock.Now(), Waits: &Waits{}},
 		watches: NewWatches(max(s.Watches, 1)),
 		failing: NewFailing(s.Clock, s.Log, orIgnore(s.Failing)),
 	}

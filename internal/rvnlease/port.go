@@ -31,6 +31,10 @@ type Config struct {
 	// Epoch is the time of the clock from which a hold keeps its send
 	// time, as a Duration (see Hold.Sent); the Kernel sets it.
 	Epoch time.Time
+	// Waits are this identity's queued waits under way, so that its own
+	// entries in a queue are told apart by ticket; the Kernel sets it
+	// (nil: every entry of the identity but a wait's own is stale).
+	Waits *Waits
 }
 
 // observe reports one request to cfg.Observe.

@@ -111,13 +111,18 @@ func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
 // Handed reports whether the watched row is a hand-over to this fair
 // acquirer's identity (or, for a Successor, this acquirer's), not yet
 // confirmed: a row naming it, whose RVN it did not write, with a ticket in
-// HandedTo. One client runs one acquirer per
-// key at a time, so a hand-over to its identity is to this wait (or to an
-// earlier one of it, which the same confirmation serves). A confirmation
+// HandedTo: this wait's ticket, or one that is no wait of this identity's
+// under way (Config.Waits: an earlier wait's, whose place the same
+// confirmation serves). A hand-over to another wait of this identity's
+// under way (one client may wait for a key several times at once: shared
+// holds, an upgrade beside a queued writer) is that wait's. A confirmation
 // that failed is sent again a poll later: like a lease that may be taken
 // over, a reason for the caller to keep trying past its budget while the
 // failures last.
 func (a *Acquirer) Handed() bool {
+	if a.q != nil && a.Obs.HandedTo != a.q.me.Ticket && a.w.cfg.Waits.Live(a.Obs.HandedTo) {
+		return false // to another wait of this identity's, under way
+	}
 	return (a.q != nil || a.Successor) && a.Obs.Known && !a.Obs.Free() && a.Obs.HandedTo != "" && a.Obs.Holder == a.w.cfg.Identity
 }
 
@@ -137,14 +142,21 @@ func (a *Acquirer) Offered() bool {
 
 // heads reports whether this fair acquirer heads the queue of the last
 // row seen: its entry is first, or the first entry is a stale one of its
-// identity (an earlier wait's whose Leave failed, or a restart's), which
-// its takeover takes out with its own.
+// identity (no wait of its under way: an earlier wait's whose Leave
+// failed, or a restart's), which its takeover takes out with its own.
 func (a *Acquirer) heads() bool {
 	q := a.q
 	if q == nil {
 		return false
 	}
-	return q.place == 0 || (len(q.last.Queue) > 0 && q.last.Queue[0].Identity == a.w.cfg.Identity)
+	if q.place == 0 {
+		return true
+	}
+	if len(q.last.Queue) == 0 {
+		return false
+	}
+	head := q.last.Queue[0]
+	return head.Identity == a.w.cfg.Identity && !a.w.cfg.Waits.Live(head.Ticket)
 }
 
 // ownRelease reports whether the watched row is this identity's release
@@ -432,15 +444,17 @@ func (a *Acquirer) staleForTakeover(now time.Time) bool {
 
 // HandOver returns how a holder with identity releases the row cur when
 // waiters are queued: the entries to take out of the queue (its own stale
-// entries at the head, then the first other waiter) and that waiter, who
+// entries at the head: of its identity, and no wait of its under way, by
+// waits; then the first other waiter, which may be another wait of this
+// identity's) and that waiter, who
 // is handed the lease. With nobody else waiting it returns no waiter and
 // a Dequeue that expects the queue to hold only the entries it removes, so
 // that a release never lands over a waiter who joined unseen.
-func HandOver(cur resourcelock.Item, identity string) (*resourcelock.Dequeue, *resourcelock.Waiter) {
+func HandOver(cur resourcelock.Item, identity string, waits *Waits) (*resourcelock.Dequeue, *resourcelock.Waiter) {
 	d := &resourcelock.Dequeue{}
 	for _, w := range cur.Queue {
 		d.Tickets = append(d.Tickets, w.Ticket)
-		if w.Identity != identity {
+		if w.Identity != identity || waits.Live(w.Ticket) {
 			return d, &w
 		}
 	}
@@ -473,7 +487,7 @@ func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next fu
 	port := h.w.port
 	var w Written
 	for try := 1; try <= maxRewrites; try++ {
-		d, head := HandOver(cur, identity)
+		d, head := HandOver(cur, identity, h.w.cfg.Waits)
 		if head != nil && keep {
 			// Kept for the stint: only this holder's own stale entries
 			// leave the queue's head, so that the first other waiter

@@ -147,7 +147,7 @@ func TestHandOverSkipsTheReleasersOwnEntries(t *testing.T) {
 		{[]resourcelock.Waiter{w("a"), w("me")}, []string{"t-a"}, "a", false},
 		{[]resourcelock.Waiter{w("me"), w("me"), w("b"), w("c")}, []string{"t-me", "t-me", "t-b"}, "b", false},
 	} {
-		d, head := HandOver(resourcelock.Item{Queue: tc.queue}, "me")
+		d, head := HandOver(resourcelock.Item{Queue: tc.queue}, "me", nil)
 		got := ""
 		if head != nil {
 			got = head.Identity

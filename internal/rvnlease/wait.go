@@ -211,6 +211,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		a.OnlyIfExists, a.Stint, a.Admit, a.Plain, a.Successor = w.OnlyIfExists, p.Stint, p.Admit, p.Plain, p.Successor
 		if p.Fair && !w.Try && len(w.Places) == 1 {
 			a.Queue(p.LeaseDuration, w.Period)
+			w.Engine.Waits.add(a.q.me.Ticket)
 		}
 		if w.Watches != nil {
 			obs, doubt, _ := w.Watches.Get(p.Key)

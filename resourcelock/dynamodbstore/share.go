@@ -134,6 +134,7 @@ func (d *Store) shareExpressions(e *expression, w resourcelock.Share) (update, c
 	switch w.Op {
 	case resourcelock.ShareBegin, resourcelock.ShareTake:
 		u.set(e, attrOwner, s(resourcelock.ReadersHolder))
+		u.set(e, attrAcquisition, s(w.RVN))
 		u.set(e, attrLease, leaseValue(w.Reader.Lease))
 		u.time(e, attrAcquireTime, w.Time)
 		u.set(e, attrReaders, &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{w.Reader.Ticket: encodeReader(w.Reader)}})

@@ -98,6 +98,7 @@ func shareApplied(cur resourcelock.Item, ok bool, key resourcelock.Key, w resour
 	case resourcelock.ShareBegin, resourcelock.ShareTake:
 		cur.HolderIdentity, cur.Released, cur.HandedTo = resourcelock.ReadersHolder, false, ""
 		cur.Acquisitions++ // the readers' token is above every earlier writer's
+		cur.AcquisitionID = w.RVN
 		cur.AcquireTime = w.Time
 		cur.Readers = []resourcelock.Reader{w.Reader}
 		cur.LeaseDuration = w.Reader.Lease

@@ -153,8 +153,8 @@ func testStoreShareEnd(t *testing.T, s resourcelock.Store) {
 	c := reader("c", time.Second)
 	got = mustShare(t, s, k, share(resourcelock.ShareBegin, c, ""))
 	wantReaders(t, "a ShareBegin of a released row", got, c)
-	if got.AcquisitionID != rel.AcquisitionID || got.Acquisitions != rel.Acquisitions+1 {
-		t.Fatalf("ShareBegin's row: %+v; want the writer's acquisition ID kept and one more acquisition counted", got.Record)
+	if got.AcquisitionID != got.RVN || got.Acquisitions != rel.Acquisitions+1 {
+		t.Fatalf("ShareBegin's row: %+v; want the begin's RVN its acquisition ID, and one more acquisition counted", got.Record)
 	}
 }
 
@@ -212,8 +212,8 @@ func testStoreShareTake(t *testing.T, s resourcelock.Store) {
 	got := mustShare(t, s, k, w)
 	wantReaders(t, "after ShareTake", got, a)
 	wantQueue(t, "after ShareTake", got, u)
-	if got.Acquisitions != held.Acquisitions+1 || got.AcquisitionID != held.AcquisitionID {
-		t.Fatalf("ShareTake's row: %+v; want one acquisition counted (the readers' token above the writer's), its ID kept", got.Record)
+	if got.Acquisitions != held.Acquisitions+1 || got.AcquisitionID != w.RVN {
+		t.Fatalf("ShareTake's row: %+v; want one acquisition counted (the readers' token above the writer's), the take's RVN its ID", got.Record)
 	}
 	// A take over readers (all of them silent) leaves the taker alone.
 	b := reader("b", time.Second)
@@ -350,12 +350,20 @@ func testStoreShareKeeps(t *testing.T, s resourcelock.Store) {
 	rel.Data = held.Data
 	released := mustUpdate(t, s, k, asHolder(held), rel, resourcelock.WriteOptions{})
 	a := reader("a", time.Second)
-	got := mustShare(t, s, k, share(resourcelock.ShareBegin, a, ""))
+	begin := share(resourcelock.ShareBegin, a, "")
+	got := mustShare(t, s, k, begin)
 	got2 := mustShare(t, s, k, share(resourcelock.ShareRenew, renewed(a), a.RVN))
 	for _, it := range []resourcelock.Item{got, got2} {
 		if it.Acquisitions != released.Acquisitions+1 || it.FenceGeneration != released.FenceGeneration ||
-			string(it.Data) != "w's data" || it.AcquisitionID != released.AcquisitionID {
-			t.Fatalf("a reader's row: %s; want the writer's generation %d, its counter %d plus the readers' one acquisition, its acquisition ID and data kept", formatStoreItem(it), released.FenceGeneration, released.Acquisitions)
+			string(it.Data) != "w's data" || it.AcquisitionID != begin.RVN {
+			t.Fatalf("a reader's row: %s; want the writer's generation %d, its counter %d plus the readers' one acquisition, the begin's acquisition ID, its data kept", formatStoreItem(it), released.FenceGeneration, released.Acquisitions)
+		}
+	}
+	if s.CanFence() {
+		// A hold of readers is fenced as any acquisition.
+		fenced, err := s.Fence(ctx(t), k, resourcelock.ReadersHolder, begin.RVN)
+		if err != nil || fenced.FenceGeneration <= released.FenceGeneration || fenced.Acquisitions != 2 || !fenced.HeldByReaders() {
+			t.Fatalf("Fence of a hold of readers: %s, %v; want a new generation, the counter at 2, still the readers'", formatStoreItem(fenced), err)
 		}
 	}
 }

@@ -276,10 +276,7 @@
 // they are taken one after another. A set carries no data or attributes,
 // and a lost set's other rows are left to run out, not released. On an
 // MRSC global table, sets and semaphores are refused before any request
-// (they need transactions). Within one client, a reader queued behind this
-// client's own writer may lose its place: a release takes this client's
-// own entries out of the head of the queue (they are most often an
-// earlier call's), and the reader queues again at the end.
+// (they need transactions).
 //
 // Fair waiting gives about the order of waiting, not a strict one: AWS Java
 // clients jump the queue (they take a released row, a row kept for a

@@ -43,12 +43,16 @@ type Renewer struct {
 
 	startOnce sync.Once
 
-	// gate is held for reading while a renewal runs; Close takes it to
-	// set closed, so that no renewal begins once Close has.
-	gate   sync.RWMutex
-	closed bool
+	// renewing counts the renewals under way: a worker adds one under mu
+	// unless closed is set, and Close, having set closed under mu, waits
+	// for them, so that no renewal begins once Close has. (Not a lock held
+	// across a renewal's request: a goroutine waiting on a lock whose
+	// holder waits on a request would not count as blocked to a
+	// simulator's scheduler, which must see every goroutine wait.)
+	renewing sync.WaitGroup
 
 	mu       sync.Mutex
+	closed   bool
 	queue    dueQueue
 	inflight int
 	version  int // counts changes to the queue, so a Watcher hears of each idle state once
@@ -112,16 +116,15 @@ func (s *Renewer) poke() {
 // began is dropped.
 func (s *Renewer) Close() {
 	s.startOnce.Do(func() {}) // never start after Close
-	s.gate.Lock()
-	s.closed = true
-	s.gate.Unlock()
 	s.mu.Lock()
+	s.closed = true
 	select {
 	case <-s.stop:
 	default:
 		close(s.stop)
 	}
 	s.mu.Unlock()
+	s.renewing.Wait()
 	s.wg.Wait()
 }
 
@@ -204,13 +207,17 @@ func (s *Renewer) waitUntil(due time.Time, idle func()) bool {
 func (s *Renewer) worker() {
 	defer s.wg.Done()
 	for r := range s.work {
-		s.gate.RLock()
+		s.mu.Lock()
 		closed := s.closed
+		if !closed {
+			s.renewing.Add(1)
+		}
+		s.mu.Unlock()
 		began := s.clk.Now()
 		if !closed {
 			r.Renew()
+			s.renewing.Done()
 		}
-		s.gate.RUnlock()
 		s.mu.Lock()
 		s.inflight--
 		s.version++

@@ -46,6 +46,8 @@ type actor struct {
 	stop context.CancelFunc
 	// done is closed when the actor's goroutine has returned.
 	done chan struct{}
+	// wall is a job actor's wall clock, whose skew the plan makes jump.
+	wall *wallClock
 }
 
 // newActor makes an actor on a new process named name, whose clock is

@@ -16,7 +16,7 @@ var exclusive = []string{"lock", "set", "permit", "job"}
 
 // Check runs every check of the history's safety, and of its liveness
 // once the faults stopped, and returns what failed.
-func (h *History) Check(end time.Time) []string {
+func (h *History) Check(end, quiet time.Time) []string {
 	h.closeAll()
 	h.checkOverlaps()
 	h.checkElections()
@@ -24,7 +24,7 @@ func (h *History) Check(end time.Time) []string {
 	h.checkTokens()
 	h.checkGuarded()
 	h.checkSlots()
-	h.checkWaits(end)
+	h.checkWaits(end, quiet)
 	h.checkSpin()
 	if s := h.w.Spun(); s != "" {
 		h.Fail("spin: %s", s)
@@ -160,11 +160,11 @@ func (h *History) checkSlots() {
 	}
 }
 
-// checkWaits: once the faults stopped, every wait that began acquires
-// within its bound.
-func (h *History) checkWaits(end time.Time) {
+// checkWaits: once the faults stopped and every pause ended (quiet),
+// every wait that began acquires within its bound.
+func (h *History) checkWaits(end, quiet time.Time) {
 	for _, wt := range h.Waits {
-		if !wt.Calm || wt.Bound <= 0 {
+		if wt.Start.Before(quiet) || wt.Bound <= 0 {
 			continue
 		}
 		switch {
@@ -225,3 +225,57 @@ func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound m
 
 // at formats a world time as seconds into the history.
 func at(t time.Time) string { return fmt.Sprintf("%.3fs", t.Sub(Epoch).Seconds()) }
+
+// checkLeaders: from quiet to end, no election is without a leader for
+// longer than bound (a leader that died costs its lease and a poll; a
+// hand-over nobody confirms, two retry periods).
+func (h *History) checkLeaders(quiet, end time.Time, bound time.Duration) {
+	h.closeAll()
+	for name, ts := range h.byKey("elect") {
+		covered := quiet
+		for _, t := range ts {
+			if !t.End.After(covered) {
+				continue
+			}
+			if t.Begin.After(covered) && t.Begin.Before(end) && t.Begin.Sub(covered) > bound {
+				h.Fail("liveness: %s had no leader from %s to %s (%v), over its bound %v", name, at(covered), at(t.Begin), t.Begin.Sub(covered), bound)
+			}
+			if t.Begin.Before(end) {
+				covered = later(covered, t.End)
+			}
+		}
+		if end.Sub(covered) > bound {
+			h.Fail("liveness: %s had no leader from %s to the end (%v), over its bound %v", name, at(covered), end.Sub(covered), bound)
+		}
+	}
+}
+
+// checkJobs: every slot of a job due between from and to started.
+func (h *History) checkJobs(from, to time.Time) {
+	started := map[string]map[int64]bool{}
+	for _, s := range h.Slots {
+		if started[s.Job] == nil {
+			started[s.Job] = map[int64]bool{}
+		}
+		started[s.Job][s.Slot.Unix()] = true
+	}
+	for job, m := range started {
+		for sec := from.Unix() + 1; sec < to.Unix(); sec++ {
+			if !m[sec] {
+				// Slots are the wall clock's: a slot is due when the
+				// processes' clocks say so, which is not the world's
+				// second; count the slots started around it.
+				if !m[sec-1] && !m[sec+1] {
+					h.Fail("liveness: job %s's slots around %ds were never started", job, sec-Epoch.Unix())
+				}
+			}
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -51,3 +51,157 @@ func (w *World) lockActor(name, key string, s Settings, contenders int) *actor {
 
 // errEndedWait is the outcome of a wait the history's end cut short.
 var errEndedWait = fmt.Errorf("ended")
+
+// setActor takes two of keys as one set again and again.
+func (w *World) setActor(name string, keys []string, s Settings, contenders int) *actor {
+	a := w.newActor(name, s)
+	// A set waits for its held keys as one, and queues on its first key
+	// only: a loose bound, a few leases and every contender's hold.
+	bound := 3*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh) + 5*s.Refresh
+	a.run(func() {
+		c := a.lockClient()
+		defer c.Close(context.Background())
+		for a.sleep(a.between(0, s.MaxThink)) {
+			i := a.rng.IntN(len(keys))
+			j := (i + 1 + a.rng.IntN(len(keys)-1)) % len(keys)
+			set := []string{keys[i], keys[j]}
+			wt := w.hist.StartWait("set", fmt.Sprint(set), a.p, bound)
+			l, err := c.AcquireSet(a.ctx, set, lock.WithAdditionalWait(time.Hour))
+			if a.ended(err) {
+				w.hist.EndWait(wt, errEndedWait)
+				return
+			}
+			w.hist.EndWait(wt, err)
+			if err != nil {
+				continue
+			}
+			t := w.hist.Begin("set", l.Keys(), a.p, l.Token(), l.ValidUntil)
+			if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
+				continue
+			}
+			if a.rng.IntN(2) == 0 {
+				_ = l.Guard(a.ctx, a.p.Store(w).Guarded(fmt.Sprint(set)))
+			}
+			w.hist.End(t, true)
+			_ = l.Release(a.ctx)
+		}
+	})
+	return a
+}
+
+// permitActor takes one of a semaphore's permits again and again.
+func (w *World) permitActor(name, sem string, permits int, s Settings, contenders int) *actor {
+	a := w.newActor(name, s)
+	// Permits poll unfairly: no bound is stated; a loose one catches a
+	// waiter that never gets one.
+	bound := 3*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh)
+	a.run(func() {
+		c := a.lockClient()
+		defer c.Close(context.Background())
+		for a.sleep(a.between(0, s.MaxThink)) {
+			wt := w.hist.StartWait("permit", sem, a.p, bound)
+			l, err := c.AcquirePermit(a.ctx, sem, permits, lock.WithAdditionalWait(time.Hour))
+			if a.ended(err) {
+				w.hist.EndWait(wt, errEndedWait)
+				return
+			}
+			w.hist.EndWait(wt, err)
+			if err != nil {
+				continue
+			}
+			t := w.hist.Begin("permit", []string{l.Key()}, a.p, l.Token(), l.ValidUntil)
+			t.Note, t.Permits = sem, permits
+			if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
+				continue
+			}
+			w.hist.End(t, true)
+			_ = l.Release(a.ctx)
+		}
+	})
+	return a
+}
+
+// rwActor takes key shared (a reader) or exclusively (a writer), as role
+// says: "reader", "writer", or "upgrader" (an upgradeable reader that
+// upgrades about one time in two).
+func (w *World) rwActor(name, key, role string, s Settings, contenders int) *actor {
+	a := w.newActor(name, s)
+	// Readers and writers are served in their queue's order: each ahead
+	// holds at most MaxHold; a dead holder or waiter costs a lease.
+	bound := 2*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh) + 5*s.Refresh
+	a.run(func() {
+		c := a.lockClient()
+		defer c.Close(context.Background())
+		for a.sleep(a.between(0, s.MaxThink)) {
+			kind := "read"
+			wt := w.hist.StartWait(role, key, a.p, bound)
+			var l *lock.Lock
+			var err error
+			switch role {
+			case "writer":
+				kind = "lock"
+				l, err = c.Acquire(a.ctx, key, lock.WithAdditionalWait(time.Hour))
+			case "upgrader":
+				l, err = c.AcquireShared(a.ctx, key, lock.WithUpgradeable(), lock.WithAdditionalWait(time.Hour))
+			default:
+				l, err = c.AcquireShared(a.ctx, key, lock.WithAdditionalWait(time.Hour))
+			}
+			if a.ended(err) {
+				w.hist.EndWait(wt, errEndedWait)
+				return
+			}
+			w.hist.EndWait(wt, err)
+			if err != nil {
+				continue
+			}
+			t := w.hist.Begin(kind, []string{key}, a.p, l.Token(), l.ValidUntil)
+			if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
+				continue
+			}
+			if role == "upgrader" && a.rng.IntN(2) == 0 {
+				l = a.upgrade(l, t, key, bound)
+				if l == nil {
+					continue
+				}
+				t = w.hist.Begin("lock", []string{key}, a.p, l.Token(), l.ValidUntil)
+				if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
+					continue
+				}
+			}
+			if kind == "lock" && a.rng.IntN(2) == 0 {
+				_ = l.Guard(a.ctx, a.p.Store(w).Guarded(key))
+			}
+			w.hist.End(t, true)
+			_ = l.Release(a.ctx)
+		}
+	})
+	return a
+}
+
+// upgrade upgrades the reader r (whose term is t) and returns the writer,
+// or nil when the upgrade failed (r is then released, or ended).
+func (a *actor) upgrade(r *lock.Lock, t *Term, key string, bound time.Duration) *lock.Lock {
+	w := a.w
+	wt := w.hist.StartWait("upgrade", key, a.p, bound)
+	l, err := r.Upgrade(a.ctx, lock.WithAdditionalWait(time.Hour))
+	if a.ended(err) {
+		w.hist.EndWait(wt, errEndedWait)
+		return nil
+	}
+	switch {
+	case err == nil:
+		w.hist.EndWait(wt, nil)
+		w.hist.End(t, true) // the reader ends as the writer begins
+		return l
+	case r.IsHeld():
+		w.hist.EndWait(wt, err)
+		w.hist.End(t, true)
+		_ = r.Release(a.ctx)
+	default:
+		// The upgrade ended with its reader: its reader's error is the
+		// outcome the doc promises.
+		w.hist.EndWait(wt, errEndedWait)
+		w.hist.End(t, false)
+	}
+	return nil
+}

@@ -20,6 +20,8 @@ type Plan struct {
 	// Pauses and Crashes are how many processes are paused (for up to
 	// two leases) or crash during the faults' phase.
 	Pauses, Crashes int
+	// Kinds are the kinds that run (all of Kinds when empty).
+	Kinds []string
 }
 
 // DefaultPlan is the plan of make sim's histories.
@@ -35,6 +37,7 @@ var DefaultPlan = Plan{
 
 // Result is what one history did.
 type Result struct {
+	Trace       []string
 	Seed        uint64
 	Failures    []string
 	Fingerprint string
@@ -47,31 +50,102 @@ type Result struct {
 func Run(t *testing.T, seed uint64, plan Plan) Result {
 	var res Result
 	synctest.Test(t, func(t *testing.T) {
-		res = runBubble(seed, plan)
+		res = runBubble(seed, plan, false)
 	})
 	return res
 }
 
+// Trace runs the history of seed as Run does, keeping every event fired.
+func Trace(t *testing.T, seed uint64, plan Plan) Result {
+	var res Result
+	synctest.Test(t, func(t *testing.T) {
+		res = runBubble(seed, plan, true)
+	})
+	return res
+}
+
+// Kinds are the kinds a history runs, each with its actors.
+var Kinds = []string{"lock", "set", "permit", "rw", "elect", "job"}
+
 // runBubble runs the history inside its bubble.
-func runBubble(seed uint64, plan Plan) Result {
+func runBubble(seed uint64, plan Plan, trace bool) Result {
 	w := New(seed, plan.Faults)
+	w.Trace = trace
 	uuid.SetRand(seededReader{newRand(seed, "uuid")})
 	defer uuid.SetRand(nil)
-	s := plan.Settings
-	var actors []*actor
-	for i := range 3 {
-		actors = append(actors, w.lockActor(fmt.Sprintf("lock-%d", i), "k", s, 3))
-	}
+	actors := w.cast(plan)
 	w.planFaults(plan, actors)
 	end := Epoch.Add(plan.Faulty + plan.Calm)
-	for w.Step() {
-		if !w.Now().Before(end) || w.Spun() != "" {
-			break
+	for w.StepUntil(end) && w.Spun() == "" {
+	}
+	synctest.Wait()
+	quiet := Epoch.Add(plan.Faulty + 2*plan.Settings.Lease)
+	w.hist.checkLeaders(quiet, end, plan.Settings.Lease+3*plan.Settings.Retry+plan.Settings.RequestTimeout)
+	w.hist.checkJobs(quiet.Add(plan.Settings.Lease+2*time.Second), end.Add(-2*time.Second))
+	w.hist.CheckEntries(end, w.gone(), map[string]time.Duration{
+		"reader":    plan.Settings.Lease + plan.Settings.Heartbeat + time.Second,
+		"candidate": plan.Settings.Lease + 4*plan.Settings.Retry + time.Second,
+		"queue":     4 * plan.Settings.Lease,
+	})
+	failures := w.hist.Check(end, quiet)
+	res := Result{Trace: w.trace, Seed: seed, Failures: failures, Fingerprint: w.hist.Fingerprint(), Steps: w.steps, Log: w.hist.Tail(80)}
+	w.teardown(actors)
+	return res
+}
+
+// cast starts the history's actors, for each kind of plan.Kinds (all when
+// empty).
+func (w *World) cast(plan Plan) []*actor {
+	s := plan.Settings
+	kinds := plan.Kinds
+	if len(kinds) == 0 {
+		kinds = Kinds
+	}
+	var actors []*actor
+	for _, kind := range kinds {
+		switch kind {
+		case "lock":
+			for i := range 3 {
+				actors = append(actors, w.lockActor(fmt.Sprintf("lock-%d", i), "k", s, 3))
+			}
+		case "set":
+			for i := range 3 {
+				actors = append(actors, w.setActor(fmt.Sprintf("set-%d", i), []string{"s1", "s2", "s3"}, s, 3))
+			}
+		case "permit":
+			for i := range 3 {
+				actors = append(actors, w.permitActor(fmt.Sprintf("permit-%d", i), "sem", 2, s, 3))
+			}
+		case "rw":
+			for i, role := range []string{"reader", "reader", "writer", "upgrader"} {
+				actors = append(actors, w.rwActor(fmt.Sprintf("rw-%d-%s", i, role), "rw", role, s, 4))
+			}
+		case "elect":
+			for i := range 3 {
+				actors = append(actors, w.electActor(fmt.Sprintf("elect-%d", i), "e", int64(i), s))
+			}
+		case "job":
+			for i := range 2 {
+				actors = append(actors, w.jobActor(fmt.Sprintf("job-%d", i), "j", s))
+			}
+		default:
+			panic("sim: no kind " + kind)
 		}
 	}
-	failures := w.hist.Check(w.Now())
-	w.teardown(actors)
-	return Result{Seed: seed, Failures: failures, Fingerprint: w.hist.Fingerprint(), Steps: w.steps, Log: w.hist.Tail(60)}
+	return actors
+}
+
+// gone returns the processes that crashed, with when.
+func (w *World) gone() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := map[string]time.Time{}
+	for _, p := range w.procs {
+		if p.crashed {
+			m[p.Name] = p.crashedAt
+		}
+	}
+	return m
 }
 
 // planFaults schedules the plan's pauses and crashes among actors, and
@@ -83,13 +157,13 @@ func (w *World) planFaults(plan Plan, actors []*actor) {
 		a := actors[w.rng.IntN(len(actors))]
 		from := time.Duration(w.rng.Int64N(int64(plan.Faulty)))
 		d := time.Duration(w.rng.Int64N(int64(2 * plan.Settings.Lease)))
-		w.atLocked(&event{fire: func() {
+		w.atLocked(&event{what: "plan", fire: func() {
 			if !a.p.crashed {
 				a.p.paused = true
 				w.hist.logLocked("%s paused for %v", a.p.Name, d)
 			}
 		}}, w.now.Add(from))
-		w.atLocked(&event{fire: func() {
+		w.atLocked(&event{what: "plan", fire: func() {
 			if a.p.paused {
 				w.resumeLocked(a.p)
 				w.hist.logLocked("%s resumed", a.p.Name)
@@ -99,12 +173,25 @@ func (w *World) planFaults(plan Plan, actors []*actor) {
 	for range plan.Crashes {
 		a := actors[w.rng.IntN(len(actors))]
 		from := time.Duration(w.rng.Int64N(int64(plan.Faulty)))
-		w.atLocked(&event{fire: func() {
-			a.p.crashed = true
+		w.atLocked(&event{what: "plan", fire: func() {
+			a.p.crashed, a.p.crashedAt = true, w.now
 			w.hist.logLocked("%s crashed", a.p.Name)
 		}}, w.now.Add(from))
 	}
-	w.atLocked(&event{fire: func() {
+	for _, a := range actors {
+		if a.wall == nil {
+			continue
+		}
+		for range 2 {
+			from := time.Duration(w.rng.Int64N(int64(plan.Faulty)))
+			jump := time.Duration(w.rng.Int64N(int64(4*time.Second))) - 2*time.Second
+			w.atLocked(&event{what: "plan", fire: func() {
+				a.wall.skew += jump
+				w.hist.logLocked("%s's wall clock jumped %v", a.p.Name, jump)
+			}}, w.now.Add(from))
+		}
+	}
+	w.atLocked(&event{what: "plan", fire: func() {
 		w.calm = true
 		w.hist.logLocked("faults end")
 	}}, w.now.Add(plan.Faulty))

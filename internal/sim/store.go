@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dynalease/dynalease/resourcelock"
@@ -45,20 +46,30 @@ const (
 	fateThrottled
 )
 
+// send is a request sent since the last step, planned at the next (its
+// latency and fate drawn in an order set by sortKey).
+type send struct {
+	p       *Process
+	r       *request
+	apply   func() error
+	sortKey string
+}
+
 // request is one call of a process's store, from its send to its answer.
 type request struct {
 	done      chan struct{}
 	err       error
 	abandoned bool // its caller stopped waiting (its context ended)
 	served    bool
+	what      string // op and key
 }
 
 // request sends op of p to the store: apply runs against the memory store
 // when the request lands, at a time and with a fate the seed picks. It
 // returns apply's error, the fault's, or ctx's when ctx ends first (the
 // request may still land later).
-func (w *World) request(ctx context.Context, p *Process, op string, apply func() error) error {
-	r := &request{done: make(chan struct{}, 1)}
+func (w *World) request(ctx context.Context, p *Process, op, key string, apply func() error) error {
+	r := &request{done: make(chan struct{}, 1), what: op + " " + key}
 	w.mu.Lock()
 	if w.ending {
 		w.mu.Unlock()
@@ -66,8 +77,7 @@ func (w *World) request(ctx context.Context, p *Process, op string, apply func()
 	}
 	p.requests++
 	w.hist.requestLocked(p, op)
-	latency, f, lands := w.planLocked()
-	w.atLocked(&event{fire: func() { w.landLocked(p, r, apply, f, lands) }}, w.now.Add(latency))
+	w.sends = append(w.sends, &send{p: p, r: r, apply: apply, sortKey: p.Name + "\x00" + r.what})
 	w.mu.Unlock()
 	select {
 	case <-r.done:
@@ -83,6 +93,12 @@ func (w *World) request(ctx context.Context, p *Process, op string, apply func()
 		}
 		return ctx.Err()
 	}
+}
+
+// planSendLocked draws s's latency and fate, and schedules its landing.
+func (w *World) planSendLocked(s *send) {
+	latency, f, lands := w.planLocked()
+	w.atLocked(&event{what: "land " + s.p.Name + " " + s.r.what, fire: func() { w.landLocked(s.p, s.r, s.apply, f, lands) }}, w.now.Add(latency))
 }
 
 // planLocked picks a request's latency and fate, and whether it lands
@@ -136,7 +152,7 @@ func (w *World) landLocked(p *Process, r *request, apply func() error, f fate, l
 	case f == fateThrottled:
 		r.err = errThrottled
 	}
-	answer := &event{owner: p, fire: func() { r.done <- struct{}{} }}
+	answer := &event{owner: p, what: "answer " + r.what, fire: func() { r.done <- struct{}{} }}
 	w.atLocked(answer, w.now)
 }
 
@@ -152,20 +168,24 @@ var _ resourcelock.Store = (*Store)(nil)
 // Store returns p's view of the world's store.
 func (p *Process) Store(w *World) *Store { return &Store{w: w, p: p} }
 
-func (s *Store) do(ctx context.Context, op string, apply func(context.Context) error) error {
+func (s *Store) do(ctx context.Context, op string, key fmt.Stringer, apply func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.w.request(ctx, s.p, op, func() error { return apply(context.Background()) })
+	k := ""
+	if key != nil {
+		k = key.String()
+	}
+	return s.w.request(ctx, s.p, op, k, func() error { return apply(context.Background()) })
 }
 
 func (s *Store) Get(ctx context.Context, key resourcelock.Key) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "get", func(c context.Context) (e error) { it, e = s.w.mem.Get(c, key); return })
+	err = s.do(ctx, "get", key, func(c context.Context) (e error) { it, e = s.w.mem.Get(c, key); return })
 	return
 }
 
 func (s *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "create", func(c context.Context) (e error) {
+	err = s.do(ctx, "create", key, func(c context.Context) (e error) {
 		it, e = s.w.mem.Create(c, key, rec, opts)
 		s.w.hist.wroteLocked(key, it, e)
 		return
@@ -174,7 +194,7 @@ func (s *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelo
 }
 
 func (s *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "update", func(c context.Context) (e error) {
+	err = s.do(ctx, "update", key, func(c context.Context) (e error) {
 		it, e = s.w.mem.Update(c, key, expect, rec, opts)
 		s.w.hist.wroteLocked(key, it, e)
 		return
@@ -183,13 +203,13 @@ func (s *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 }
 
 func (s *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition) error {
-	return s.do(ctx, "remove", func(c context.Context) error { return s.w.mem.Remove(c, key, expect) })
+	return s.do(ctx, "remove", key, func(c context.Context) error { return s.w.mem.Remove(c, key, expect) })
 }
 
 func (s *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
 	var rows []resourcelock.Item
 	var errs []error
-	err := s.do(ctx, "scan", func(c context.Context) error {
+	err := s.do(ctx, "scan", stringer(partition), func(c context.Context) error {
 		return s.w.mem.Scan(c, partition, func(it resourcelock.Item, err error) error {
 			rows, errs = append(rows, it), append(errs, err)
 			return nil
@@ -207,22 +227,22 @@ func (s *Store) Scan(ctx context.Context, partition string, fn func(resourcelock
 }
 
 func (s *Store) Join(ctx context.Context, key resourcelock.Key, wt resourcelock.Waiter) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "join", func(c context.Context) (e error) { it, e = s.w.mem.Join(c, key, wt); return })
+	err = s.do(ctx, "join", key, func(c context.Context) (e error) { it, e = s.w.mem.Join(c, key, wt); return })
 	return
 }
 
 func (s *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "leave", func(c context.Context) (e error) { it, e = s.w.mem.Leave(c, key, ticket, index); return })
+	err = s.do(ctx, "leave", key, func(c context.Context) (e error) { it, e = s.w.mem.Leave(c, key, ticket, index); return })
 	return
 }
 
 func (s *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (m map[resourcelock.Key]resourcelock.Item, err error) {
-	err = s.do(ctx, "getmany", func(c context.Context) (e error) { m, e = s.w.mem.GetMany(c, keys); return })
+	err = s.do(ctx, "getmany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) { m, e = s.w.mem.GetMany(c, keys); return })
 	return
 }
 
 func (s *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
-	return s.do(ctx, "writemany", func(c context.Context) error {
+	return s.do(ctx, "writemany", stringer(fmt.Sprint(len(writes))), func(c context.Context) error {
 		err := s.w.mem.WriteMany(c, writes)
 		if err == nil {
 			for _, wr := range writes {
@@ -238,27 +258,32 @@ func (s *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 func (s *Store) MaxMany() int { return s.w.mem.MaxMany() }
 
 func (s *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "fence", func(c context.Context) (e error) { it, e = s.w.mem.Fence(c, key, holder, acquisitionID); return })
+	err = s.do(ctx, "fence", key, func(c context.Context) (e error) { it, e = s.w.mem.Fence(c, key, holder, acquisitionID); return })
 	return
 }
 
 func (s *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (g int64, err error) {
-	err = s.do(ctx, "fencemany", func(c context.Context) (e error) { g, e = s.w.mem.FenceMany(c, keys, holder, acquisitionID); return })
+	err = s.do(ctx, "fencemany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) { g, e = s.w.mem.FenceMany(c, keys, holder, acquisitionID); return })
 	return
 }
 
 func (s *Store) Share(ctx context.Context, key resourcelock.Key, sh resourcelock.Share) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "share", func(c context.Context) (e error) { it, e = s.w.mem.Share(c, key, sh); return })
+	err = s.do(ctx, "share", key, func(c context.Context) (e error) { it, e = s.w.mem.Share(c, key, sh); return })
 	return
 }
 
 func (s *Store) Stand(ctx context.Context, key resourcelock.Key, cand resourcelock.Candidate, drop []string) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "stand", func(c context.Context) (e error) { it, e = s.w.mem.Stand(c, key, cand, drop); return })
+	err = s.do(ctx, "stand", key, func(c context.Context) (e error) { it, e = s.w.mem.Stand(c, key, cand, drop); return })
 	return
 }
 
 func (s *Store) CanFence() bool   { return true }
 func (s *Store) Describe() string { return "sim:" + s.p.Name }
+
+// stringer is a string as a fmt.Stringer.
+type stringer string
+
+func (s stringer) String() string { return string(s) }
 
 // Guarded returns a guarded write of the process's: a write to the
 // simulated resource named resource, committed (and recorded) only while
@@ -266,7 +291,7 @@ func (s *Store) Describe() string { return "sim:" + s.p.Name }
 // write is; it fails with resourcelock.ErrGuardLost otherwise.
 func (s *Store) Guarded(resource string) resourcelock.Guarded {
 	return func(ctx context.Context, h resourcelock.Holding) error {
-		return s.do(ctx, "guard", func(context.Context) error {
+		return s.do(ctx, "guard", stringer(resource), func(context.Context) error {
 			for _, k := range h.Keys {
 				it, ok := s.w.mem.Item(k)
 				if !ok || it.HolderIdentity != h.HolderIdentity || it.AcquisitionID != h.AcquisitionID || it.Released {

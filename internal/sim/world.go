@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
+	"slices"
 	"math/rand/v2"
 	"sync"
 	"testing/synctest"
@@ -27,11 +29,16 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // history.
 type World struct {
 	Seed uint64
+	// Trace keeps every event fired, for a history that diverged.
+	Trace bool
+	trace []string
 
 	mu     sync.Mutex
 	now    time.Time
 	rng    *rand.Rand // the scheduler's and the faults' choices
 	events eventHeap
+	staged []*event // scheduled since the last step
+	sends  []*send  // requests sent since the last step, not planned yet
 	seq    uint64
 	procs  []*Process
 	mem    *memorystore.Store
@@ -77,8 +84,9 @@ type Process struct {
 	rng    *rand.Rand
 	clock  *Clock
 
-	paused  bool
-	crashed bool
+	paused    bool
+	crashed   bool
+	crashedAt time.Time
 	// deferred are its events that came due while it was paused, fired
 	// when it resumes.
 	deferred []*event
@@ -139,11 +147,53 @@ func (w *World) armLocked(t *timer, d time.Duration) {
 	w.atLocked(ev, t.p.dueLocked(w.now, d))
 }
 
-// atLocked schedules ev at due (the world's time).
+// atLocked schedules ev at due (the world's time). It is staged until the
+// next step, which orders the events staged meanwhile by their content
+// (due time, owner, what), not by which goroutine staged them first: the
+// goroutines that run between two steps run in no set order.
 func (w *World) atLocked(ev *event, due time.Time) {
-	w.seq++
-	ev.due, ev.seq = due, w.seq
-	heap.Push(&w.events, ev)
+	ev.due, ev.index = due, -2
+	w.staged = append(w.staged, ev)
+}
+
+// flushLocked plans the requests sent since the last step and schedules
+// the events staged, in an order set by their content.
+func (w *World) flushLocked() {
+	if len(w.sends) > 0 {
+		sends := w.sends
+		w.sends = nil
+		slices.SortStableFunc(sends, func(a, b *send) int { return cmp.Compare(a.sortKey, b.sortKey) })
+		for _, s := range sends {
+			w.planSendLocked(s)
+		}
+	}
+	if len(w.staged) == 0 {
+		return
+	}
+	staged := w.staged
+	w.staged = nil
+	slices.SortStableFunc(staged, func(a, b *event) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.sortKey(), b.sortKey())
+	})
+	for _, ev := range staged {
+		if ev.index != -2 {
+			continue // stopped meanwhile
+		}
+		w.seq++
+		ev.seq = w.seq
+		heap.Push(&w.events, ev)
+	}
+}
+
+// sortKey orders events of one due time: by owner, then what.
+func (ev *event) sortKey() string {
+	if ev.owner == nil {
+		return "\x00" + ev.what
+	}
+	return ev.owner.Name + "\x00" + ev.what
 }
 
 // removeLocked takes ev out of the schedule (or out of its process's
@@ -151,6 +201,10 @@ func (w *World) atLocked(ev *event, due time.Time) {
 func (w *World) removeLocked(ev *event) {
 	if ev.index >= 0 {
 		heap.Remove(&w.events, ev.index)
+		return
+	}
+	if ev.index == -2 { // staged
+		ev.index = -3
 		return
 	}
 	if p := ev.owner; p != nil {
@@ -171,7 +225,7 @@ func (w *World) spawnLocked(fn func()) { go fn() }
 func (w *World) After(d time.Duration, fn func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.atLocked(&event{fire: fn}, w.now.Add(d))
+	w.atLocked(&event{fire: fn, what: "world"}, w.now.Add(d))
 }
 
 // maxInstantSteps bounds the steps at one instant: more, and something
@@ -181,16 +235,25 @@ const maxInstantSteps = 20000
 // Step waits until every goroutine of the history is blocked, then fires
 // one event; it reports false when no event is left. Call it from the
 // history's main goroutine only.
-func (w *World) Step() bool {
+func (w *World) Step() bool { return w.StepUntil(time.Time{}) }
+
+// StepUntil is Step that fires no event after until (zero: no limit): it
+// reports false when the next event is later, leaving the time where it
+// is, every goroutine waiting.
+func (w *World) StepUntil(until time.Time) bool {
 	synctest.Wait()
 	w.hist.sample()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.flushLocked()
 	for {
 		if w.events.Len() == 0 {
 			return false
 		}
 		next := w.events[0]
+		if !until.IsZero() && next.due.After(until) {
+			return false
+		}
 		if next.due.After(w.now) {
 			w.now, w.instantSteps = next.due, 0
 		}
@@ -214,8 +277,12 @@ func (w *World) Step() bool {
 			continue
 		}
 		w.steps++
+		progress.Add(1)
 		if w.instantSteps++; w.instantSteps > maxInstantSteps && w.spin == "" {
 			w.spin = fmt.Sprintf("%d steps at %v without the time moving", w.instantSteps, w.now.Sub(Epoch))
+		}
+		if w.Trace {
+			w.trace = append(w.trace, fmt.Sprintf("%d %s", w.now.Sub(Epoch), ev.sortKey()))
 		}
 		if w.instantSteps > maxInstantSteps-10 {
 			owner := "world"

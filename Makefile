@@ -9,7 +9,7 @@ DDB_LOCAL := scripts/dynamodb-local.sh
 # the module cache (go.mod does not change).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all dynamodb-local test lint fmt-check test-loaded demo bench chaos fuzz release-check fmt vet clean
+.PHONY: all dynamodb-local test lint fmt-check test-loaded demo bench chaos sim sim-batch fuzz release-check fmt vet clean
 
 all: test
 
@@ -41,6 +41,24 @@ TEST_ENV := GOGC=800 GOFLAGS="$$($(GO) env GOFLAGS) -gcflags=all=-dwarf=false -l
 	DYNAMODB_LOCAL_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 test: fmt-check
 	$(TEST_ENV) $(DDB_LOCAL) run -- $(GO) test -race -vet=all -p 4 -count=1 -timeout 20m $(MODULES)
+	$(MAKE) --no-print-directory sim-batch SEEDS=500
+
+# make sim: the deterministic simulator (internal/sim; docs/testing.md),
+# SEEDS histories (default 2000) from SEED (default 1), shared among
+# SIM_PROCS processes (default the machine's cores), each on one core
+# without the race detector; it prints histories per second, and, with
+# COVER=1, the table of what the kernel and each kind's port reached, by
+# kind. A failing seed prints the command that replays it.
+SEEDS ?= 2000
+SEED ?= 1
+SIM_PROCS ?= $(shell nproc 2>/dev/null || echo 2)
+SIM_ENV := GOGC=400 GOMAXPROCS=1
+sim:
+	SEEDS=$(SEEDS) SEED=$(SEED) SIM_PROCS=$(SIM_PROCS) COVER=$(COVER) GO=$(GO) scripts/sim.sh
+
+# make sim-batch: make sim without the coverage table, for make test.
+sim-batch:
+	SEEDS=$(SEEDS) SEED=$(SEED) SIM_PROCS=$(SIM_PROCS) COVER= GO=$(GO) scripts/sim.sh
 
 # The suite beside two CPU-bound busy loops: make test five times, then the
 # fake-clock unit tests of election and lock 50 times under -race. A test

@@ -181,3 +181,20 @@ func TestARowWhoseFencingAndReleaseFailedIsTakenAgainAtTheNextPoll(t *testing.T)
 	}
 	t.Fatalf("not acquired within three polls: the row of its own was waited out as a stranger's")
 }
+
+// An acquisition whose fence's answer comes after the win's validity has
+// passed (a pause, a slow store) renews the row before handing the lock
+// out: Acquire never returns a lock that is already not held. (Found by
+// the simulator.)
+func TestAWinFencedLateIsRenewedBeforeItIsHandedOut(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Stall: func() { f.fc.Step(lease) }})
+	l, err := f.c.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.IsHeld() || l.Token() == 0 {
+		t.Fatalf("Acquire returned a lock held %v with token %x after its fence came late; want it renewed, held and fenced", l.IsHeld(), l.Token())
+	}
+	f.wantOps(faulty.OpCreate, faulty.OpFence, faulty.OpUpdate) // the renewal
+}

@@ -382,6 +382,10 @@ func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time
 	}
 }
 
+// errFencedLate is Fence's answer when the fence landed after the win's
+// validity passed: the acquirer renews the row at its next Round.
+var errFencedLate = errors.New("fenced after the win's validity passed")
+
 // Fence gives the row of a round that came back Ours a fencing generation
 // when it needs one (record.NeedsFence), and returns the
 // result with the fenced row. If fencing fails the row is released at once
@@ -400,6 +404,12 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	fenced, err := fencer.Fence(rctx, res.Item.AcquisitionID)
 	cancel()
 	cfg.observe("fence", start, err)
+	if err == nil && !cfg.Clock.Now().Before(res.Sent.Add(cfg.Validity)) {
+		// Fenced, but the win's validity passed meanwhile (the fence's
+		// answer came late): the next Round renews the row at once.
+		a.late = fenced
+		return Result{}, errFencedLate
+	}
 	if err == nil {
 		res.Item = fenced
 		return res, nil

@@ -2,6 +2,7 @@ package rvnlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -302,6 +303,12 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 		res, err := s.at[i].Round(ctx)
 		if err == nil && res.Found == Ours && s.Fence {
 			res, err = s.at[i].Fence(ctx, res)
+			if errors.Is(err, errFencedLate) {
+				// Fenced after the win's validity passed (the fence's
+				// answer came late): renewed at once, as a win confirmed
+				// late is, rather than handed out over.
+				res, err = s.at[i].Round(ctx)
+			}
 			if err != nil && !resourcelock.Permanent(err) {
 				// Released by Fence; the next poll may take it again.
 				res, err, s.fenceFailed = Result{Found: Unknown, Err: err}, nil, true

@@ -18,6 +18,7 @@ var exclusive = []string{"lock", "set", "permit", "job"}
 // once the faults stopped, and returns what failed.
 func (h *History) Check(end, quiet time.Time) []string {
 	h.closeAll()
+	h.checkHandedOut()
 	h.checkOverlaps()
 	h.checkElections()
 	h.checkPermits()
@@ -32,8 +33,11 @@ func (h *History) Check(end, quiet time.Time) []string {
 	return h.Failures
 }
 
-// overlap reports whether a and b were believed held at one instant.
-func overlap(a, b *Term) bool { return a.Begin.Before(b.End) && b.Begin.Before(a.End) }
+// overlap reports whether a and b were believed held at one instant (a
+// term that ends as it begins was never believed).
+func overlap(a, b *Term) bool {
+	return a.Begin.Before(a.End) && b.Begin.Before(b.End) && a.Begin.Before(b.End) && b.Begin.Before(a.End)
+}
 
 // byKey returns the terms of kinds on each key.
 func (h *History) byKey(kinds ...string) map[string][]*Term {
@@ -44,6 +48,16 @@ func (h *History) byKey(kinds ...string) map[string][]*Term {
 		}
 	}
 	return m
+}
+
+// checkHandedOut: an acquisition hands out a hold that is held: a term
+// whose hold was never valid at its beginning was handed out over.
+func (h *History) checkHandedOut() {
+	for _, t := range h.Terms {
+		if t.Kind != "elect" && !t.heldAtBegin {
+			h.Fail("handed out over: %s's %s of %v was not held when its acquisition returned at %s", t.Process, t.Kind, t.Keys, at(t.Begin))
+		}
+	}
 }
 
 // checkOverlaps: never two holders of a key alone, nor one beside a

@@ -45,6 +45,8 @@ type Term struct {
 	valid     func() time.Time // nil once ended
 	lastValid time.Time        // the latest validity sampled, on the world's time
 	goneAt    time.Time        // when a sample first found it not held
+	// heldAtBegin: the hold was valid when its acquisition returned.
+	heldAtBegin bool
 }
 
 // Wait is one acquiring call of an actor: from its start to its outcome.
@@ -105,9 +107,13 @@ func (h *History) guardedLocked(p *Process, resource string, hold resourcelock.H
 // samples it after every step, so that the term's end is the last instant
 // its holder believed it held.
 func (h *History) Begin(kind string, keys []string, p *Process, token int64, valid func() time.Time) *Term {
+	v := valid()
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
-	t := &Term{Kind: kind, Keys: keys, Process: p.Name, Token: token, Begin: h.w.now, p: p, valid: valid, lastValid: h.w.now}
+	t := &Term{Kind: kind, Keys: keys, Process: p.Name, Token: token, Begin: h.w.now, p: p, valid: valid, lastValid: h.w.now, heldAtBegin: !v.IsZero()}
+	if !v.IsZero() {
+		t.lastValid = p.worldTime(v)
+	}
 	h.Terms = append(h.Terms, t)
 	h.open = append(h.open, t)
 	h.logLocked("%s %s %v from token %x", p.Name, kind, keys, token)
@@ -117,7 +123,7 @@ func (h *History) Begin(kind string, keys []string, p *Process, token int64, val
 // End ends t: now, when its holder gave it up (released), or at the last
 // validity it had.
 func (h *History) End(t *Term, released bool) {
-	h.sample()
+	h.sample(t.p)
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	h.endLocked(t, released)
@@ -142,14 +148,19 @@ func (h *History) endLocked(t *Term, released bool) {
 	h.logLocked("%s %s %v ended (believed until %.3fs)", t.Process, t.Kind, t.Keys, end.Sub(Epoch).Seconds())
 }
 
-// sample reads the validity of every open term (after a step, while
-// every goroutine of the history waits), keeping the latest.
-func (h *History) sample() {
+// sample reads the validity of the open terms of p (every one when p is
+// nil), after a step, while every goroutine of the history waits, keeping
+// the latest. A hold's validity changes only when its process runs, and
+// its process runs only after an event of its own, which the step fired:
+// the world's events (a request landing) run none of its code. A validity
+// that passes with the time, with no event, is found by the next sample
+// of its process or by the end's.
+func (h *History) sample(p *Process) {
 	h.w.mu.Lock()
 	open := slices.Clone(h.open)
 	h.w.mu.Unlock()
 	for _, t := range open {
-		if t.valid == nil {
+		if t.valid == nil || p != nil && t.p != p {
 			continue
 		}
 		v := t.valid()
@@ -172,7 +183,7 @@ func (h *History) sample() {
 
 // closeAll ends every open term at its last validity (the history's end).
 func (h *History) closeAll() {
-	h.sample()
+	h.sample(nil)
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	for _, t := range slices.Clone(h.open) {
@@ -253,7 +264,7 @@ func (h *History) Fingerprint() string {
 	for _, s := range h.Slots {
 		fmt.Fprintf(&b, "S %s %d %d %s %d;", s.Job, s.Slot.UnixNano(), s.Attempt, s.Process, s.At.UnixNano())
 	}
-	fmt.Fprintf(&b, "G %d; steps %d", len(h.Guarded), h.w.steps)
+	fmt.Fprintf(&b, "G %d", len(h.Guarded))
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,8 +27,8 @@ type Plan struct {
 
 // DefaultPlan is the plan of make sim's histories.
 var DefaultPlan = Plan{
-	Faulty:   10 * time.Second,
-	Calm:     15 * time.Second,
+	Faulty:   8 * time.Second,
+	Calm:     12 * time.Second,
 	Settings: DefaultSettings,
 	Faults: Faults{Latency: 20 * time.Millisecond, Slow: 0.02, SlowLatency: 600 * time.Millisecond, LandLate: 0.5,
 		Lost: 0.02, Refused: 0.02, Throttled: 0.02},
@@ -43,6 +44,7 @@ type Result struct {
 	Fingerprint string
 	Steps       int
 	Log         string
+	Full        string // every line of the log, with Trace
 }
 
 // Run runs the history of seed under plan in a synctest bubble of t's,
@@ -71,7 +73,7 @@ var Kinds = []string{"lock", "set", "permit", "rw", "elect", "job"}
 func runBubble(seed uint64, plan Plan, trace bool) Result {
 	w := New(seed, plan.Faults)
 	w.Trace = trace
-	uuid.SetRand(seededReader{newRand(seed, "uuid")})
+	uuid.SetRand(seededReader{mu: &sync.Mutex{}, r: newRand(seed, "uuid")})
 	defer uuid.SetRand(nil)
 	actors := w.cast(plan)
 	w.planFaults(plan, actors)
@@ -88,7 +90,11 @@ func runBubble(seed uint64, plan Plan, trace bool) Result {
 		"queue":     4 * plan.Settings.Lease,
 	})
 	failures := w.hist.Check(end, quiet)
-	res := Result{Trace: w.trace, Seed: seed, Failures: failures, Fingerprint: w.hist.Fingerprint(), Steps: w.steps, Log: w.hist.Tail(80)}
+	full := ""
+	if trace {
+		full = w.hist.Tail(1 << 30)
+	}
+	res := Result{Full: full, Trace: w.trace, Seed: seed, Failures: failures, Fingerprint: w.hist.Fingerprint(), Steps: w.steps, Log: w.hist.Tail(80)}
 	w.teardown(actors)
 	return res
 }
@@ -109,16 +115,16 @@ func (w *World) cast(plan Plan) []*actor {
 				actors = append(actors, w.lockActor(fmt.Sprintf("lock-%d", i), "k", s, 3))
 			}
 		case "set":
-			for i := range 3 {
-				actors = append(actors, w.setActor(fmt.Sprintf("set-%d", i), []string{"s1", "s2", "s3"}, s, 3))
+			for i := range 2 {
+				actors = append(actors, w.setActor(fmt.Sprintf("set-%d", i), []string{"s1", "s2", "s3"}, s, 2))
 			}
 		case "permit":
 			for i := range 3 {
 				actors = append(actors, w.permitActor(fmt.Sprintf("permit-%d", i), "sem", 2, s, 3))
 			}
 		case "rw":
-			for i, role := range []string{"reader", "reader", "writer", "upgrader"} {
-				actors = append(actors, w.rwActor(fmt.Sprintf("rw-%d-%s", i, role), "rw", role, s, 4))
+			for i, role := range []string{"reader", "writer", "upgrader"} {
+				actors = append(actors, w.rwActor(fmt.Sprintf("rw-%d-%s", i, role), "rw", role, s, 3))
 			}
 		case "elect":
 			for i := range 3 {
@@ -221,10 +227,16 @@ func (w *World) teardown(actors []*actor) {
 	}
 }
 
-// seededReader is the reader uuid draws its bytes from in a history.
-type seededReader struct{ r *rand.Rand }
+// seededReader is the reader uuid draws its bytes from in a history; the
+// library's goroutines call it at once.
+type seededReader struct {
+	mu *sync.Mutex
+	r  *rand.Rand
+}
 
 func (s seededReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i := 0; i < len(p); i += 8 {
 		v := s.r.Uint64()
 		for j := i; j < len(p) && j < i+8; j++ {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -38,6 +39,7 @@ type World struct {
 	rng    *rand.Rand // the scheduler's and the faults' choices
 	events eventHeap
 	staged []*event // scheduled since the last step
+	fired  *Process // the owner of the event the last step fired; nil: the world's
 	sends  []*send  // requests sent since the last step, not planned yet
 	seq    uint64
 	procs  []*Process
@@ -133,15 +135,19 @@ func (p *Process) dueLocked(now time.Time, d time.Duration) time.Time {
 type event struct {
 	due   time.Time
 	seq   uint64
-	owner *Process // nil: the world's, never held back
-	fire  func()   // called with the world's mu held
-	what  string   // for the log
-	index int      // in the heap; -1 when not in it
+	owner *Process      // nil: the world's, never held back
+	fire  func()        // called with the world's mu held
+	what  string        // for the log, and the order of simultaneous events
+	timer time.Duration // a timer's duration, when it is one
+	index int           // in the heap; -1 when not in it
 }
 
 // armLocked sets t to fire when its process's clock has moved d on.
 func (w *World) armLocked(t *timer, d time.Duration) {
-	ev := &event{owner: t.p, what: fmt.Sprintf("timer of %v (period %v, func %v)", d, t.period, t.fn != nil)}
+	ev := &event{owner: t.p, timer: d}
+	if t.fn != nil {
+		ev.what = "func"
+	}
 	ev.fire = t.fireLocked
 	t.ev = ev
 	w.atLocked(ev, t.p.dueLocked(w.now, d))
@@ -190,10 +196,14 @@ func (w *World) flushLocked() {
 
 // sortKey orders events of one due time: by owner, then what.
 func (ev *event) sortKey() string {
-	if ev.owner == nil {
-		return "\x00" + ev.what
+	what := ev.what
+	if ev.timer != 0 {
+		what += " timer " + strconv.FormatInt(int64(ev.timer), 10)
 	}
-	return ev.owner.Name + "\x00" + ev.what
+	if ev.owner == nil {
+		return "\x00" + what
+	}
+	return ev.owner.Name + "\x00" + what
 }
 
 // removeLocked takes ev out of the schedule (or out of its process's
@@ -242,7 +252,7 @@ func (w *World) Step() bool { return w.StepUntil(time.Time{}) }
 // is, every goroutine waiting.
 func (w *World) StepUntil(until time.Time) bool {
 	synctest.Wait()
-	w.hist.sample()
+	w.hist.sample(w.fired)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.flushLocked()
@@ -291,6 +301,7 @@ func (w *World) StepUntil(until time.Time) bool {
 			}
 			w.hist.logLocked("spinning? event of %s: %s", owner, ev.what)
 		}
+		w.fired = ev.owner
 		ev.fire()
 		return true
 	}

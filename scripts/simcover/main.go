@@ -125,4 +125,3 @@ func read(path string) (map[string]map[string]block, error) {
 	}
 	return m, sc.Err()
 }
-

@@ -48,6 +48,11 @@ type actor struct {
 	done chan struct{}
 	// wall is a job actor's wall clock, whose skew the plan makes jump.
 	wall *wallClock
+	// elect and priority are a candidate's election and priority;
+	// restarted that its process crashed to come back as a new one.
+	elect     string
+	priority  int64
+	restarted bool
 }
 
 // newActor makes an actor on a new process named name, whose clock is
@@ -57,9 +62,18 @@ func (w *World) newActor(name string, s Settings) *actor {
 	offset := time.Duration(w.rng.Int64N(int64(2*time.Hour))) - time.Hour
 	drift := (w.rng.Float64()*2 - 1) * 1e-4
 	w.mu.Unlock()
-	p := w.Process(name, offset, drift)
+	return w.actorOn(w.Process(name, offset, drift), name, s)
+}
+
+// actorOn makes an actor named name on the process p (several actors of
+// one process share its lock client).
+func (w *World) actorOn(p *Process, name string, s Settings) *actor {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &actor{w: w, p: p, s: s, rng: newRand(w.Seed, "actor "+name), ctx: ctx, stop: cancel, done: make(chan struct{})}
+	a := &actor{w: w, p: p, s: s, rng: newRand(w.Seed, "actor "+name), ctx: ctx, stop: cancel, done: make(chan struct{})}
+	w.mu.Lock()
+	w.actors = append(w.actors, a)
+	w.mu.Unlock()
+	return a
 }
 
 // run runs body on the actor's goroutine.
@@ -93,16 +107,35 @@ func (a *actor) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(a.rng.Int64N(int64(hi-lo)+1))
 }
 
-// lockClient returns a lock client of the actor's process with the
-// history's settings (fair waiting and stints, fencing, heartbeats).
-func (a *actor) lockClient() *lock.Client {
-	c, err := lock.New(lock.Config{Store: a.p.Store(a.w), Identity: a.p.Name, Clock: a.p.clock,
-		LeaseDuration: a.s.Lease, HeartbeatPeriod: a.s.Heartbeat, RefreshPeriod: a.s.Refresh,
-		RequestTimeout: a.s.RequestTimeout, Fencing: true})
-	if err != nil {
-		panic(err)
+// lockClient returns the lock client of the actor's process, with the
+// history's settings (fair waiting and stints, fencing, heartbeats), and
+// the function to call when the actor is done with it: the last of the
+// process's actors closes it.
+func (a *actor) lockClient() (*lock.Client, func()) {
+	p := a.p
+	// Made outside the world's mu: a client reads its clock.
+	p.locksOnce.Do(func() {
+		c, err := lock.New(lock.Config{Store: p.Store(a.w), Identity: p.Name, Clock: p.clock,
+			LeaseDuration: a.s.Lease, HeartbeatPeriod: a.s.Heartbeat, RefreshPeriod: a.s.Refresh,
+			RequestTimeout: a.s.RequestTimeout, Fencing: true})
+		if err != nil {
+			panic(err)
+		}
+		p.locks = c
+	})
+	a.w.mu.Lock()
+	defer a.w.mu.Unlock()
+	p.lockUsers++
+	c := p.locks
+	return c, func() {
+		a.w.mu.Lock()
+		p.lockUsers--
+		last := p.lockUsers == 0
+		a.w.mu.Unlock()
+		if last {
+			_ = c.Close(context.Background())
+		}
 	}
-	return c
 }
 
 // hold keeps the term t of l for d, or until l ends; it reports whether

@@ -178,6 +178,9 @@ func (h *History) checkSlots() {
 // every wait that began acquires within its bound.
 func (h *History) checkWaits(end, quiet time.Time) {
 	for _, wt := range h.Waits {
+		if wt.Start.Before(quiet) && wt.End.IsZero() && wt.Bound > 0 && end.Sub(quiet) > wt.Bound && !h.crashed(wt.Process) {
+			h.Fail("liveness: %s's %s of %s from %s, during the faults, was still waiting at the end, %v after they stopped (bound %v)", wt.Process, wt.Kind, wt.Key, at(wt.Start), end.Sub(quiet), wt.Bound)
+		}
 		if wt.Start.Before(quiet) || wt.Bound <= 0 {
 			continue
 		}
@@ -227,14 +230,37 @@ func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound m
 		for _, r := range it.Readers {
 			check("reader", r.Identity)
 		}
+		perIdentity := map[string]int{}
 		for _, c := range it.Candidates {
 			check("candidate", c.Identity)
+			perIdentity[c.Identity]++
+		}
+		for identity, n := range perIdentity {
+			if n > 1 {
+				h.Fail("entry: %d candidate entries of %s on %s: one is a crashed process's", n, identity, it.Key)
+			}
 		}
 		for _, q := range it.Queue {
 			check("queue", q.Identity)
 		}
 		return nil
 	})
+}
+
+// crashed reports whether the process named name crashed for good.
+func (h *History) crashed(name string) bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	gone := false
+	for _, p := range h.w.procs {
+		if p.Name == name {
+			if !p.crashed {
+				return false
+			}
+			gone = true
+		}
+	}
+	return gone
 }
 
 // at formats a world time as seconds into the history.

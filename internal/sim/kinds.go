@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -22,8 +21,8 @@ func (w *World) lockActor(name, key string, s Settings, contenders int) *actor {
 	// waiter's (a hand-over nobody confirms), and polls.
 	bound := 2*s.Lease + time.Duration(contenders)*(s.MaxHold+s.Refresh+3*s.Refresh) + 5*s.Refresh
 	a.run(func() {
-		c := a.lockClient()
-		defer c.Close(context.Background())
+		c, done := a.lockClient()
+		defer done()
 		for a.sleep(a.between(0, s.MaxThink)) {
 			wt := w.hist.StartWait("lock", key, a.p, bound)
 			l, err := c.Acquire(a.ctx, key, lock.WithAdditionalWait(time.Hour))
@@ -59,8 +58,8 @@ func (w *World) setActor(name string, keys []string, s Settings, contenders int)
 	// only: a loose bound, a few leases and every contender's hold.
 	bound := 3*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh) + 5*s.Refresh
 	a.run(func() {
-		c := a.lockClient()
-		defer c.Close(context.Background())
+		c, done := a.lockClient()
+		defer done()
 		for a.sleep(a.between(0, s.MaxThink)) {
 			i := a.rng.IntN(len(keys))
 			j := (i + 1 + a.rng.IntN(len(keys)-1)) % len(keys)
@@ -96,8 +95,8 @@ func (w *World) permitActor(name, sem string, permits int, s Settings, contender
 	// waiter that never gets one.
 	bound := 3*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh)
 	a.run(func() {
-		c := a.lockClient()
-		defer c.Close(context.Background())
+		c, done := a.lockClient()
+		defer done()
 		for a.sleep(a.between(0, s.MaxThink)) {
 			wt := w.hist.StartWait("permit", sem, a.p, bound)
 			l, err := c.AcquirePermit(a.ctx, sem, permits, lock.WithAdditionalWait(time.Hour))
@@ -122,23 +121,33 @@ func (w *World) permitActor(name, sem string, permits int, s Settings, contender
 }
 
 // rwActor takes key shared (a reader) or exclusively (a writer), as role
-// says: "reader", "writer", or "upgrader" (an upgradeable reader that
-// upgrades about one time in two).
-func (w *World) rwActor(name, key, role string, s Settings, contenders int) *actor {
-	a := w.newActor(name, s)
+// says: "reader", "writer", "greedy" (a writer that asks again at once),
+// or "upgrader" (an upgradeable reader that upgrades about one time in
+// two), on a process of its own, or on p's when p is not nil.
+func (w *World) rwActor(name, key, role string, s Settings, contenders int, p *Process) *actor {
+	var a *actor
+	if p == nil {
+		a = w.newActor(name, s)
+	} else {
+		a = w.actorOn(p, name, s)
+	}
 	// Readers and writers are served in their queue's order: each ahead
 	// holds at most MaxHold; a dead holder or waiter costs a lease.
 	bound := 2*s.Lease + time.Duration(contenders)*(s.MaxHold+4*s.Refresh) + 5*s.Refresh
 	a.run(func() {
-		c := a.lockClient()
-		defer c.Close(context.Background())
-		for a.sleep(a.between(0, s.MaxThink)) {
+		c, done := a.lockClient()
+		defer done()
+		think := s.MaxThink
+		if role == "greedy" {
+			think = 0
+		}
+		for a.sleep(a.between(0, think)) {
 			kind := "read"
 			wt := w.hist.StartWait(role, key, a.p, bound)
 			var l *lock.Lock
 			var err error
 			switch role {
-			case "writer":
+			case "writer", "greedy":
 				kind = "lock"
 				l, err = c.Acquire(a.ctx, key, lock.WithAdditionalWait(time.Hour))
 			case "upgrader":

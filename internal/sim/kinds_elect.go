@@ -14,6 +14,7 @@ import (
 // lasts a random while, then the candidate campaigns again).
 func (w *World) electActor(name, elect string, priority int64, s Settings) *actor {
 	a := w.newActor(name, s)
+	a.elect, a.priority = elect, priority
 	a.run(func() {
 		for a.ctx.Err() == nil {
 			var e *election.Elector
@@ -74,8 +75,8 @@ func (w *World) jobActor(name, job string, s Settings) *actor {
 	w.mu.Unlock()
 	a.wall = wall
 	a.run(func() {
-		c := a.lockClient()
-		defer c.Close(context.Background())
+		c, done := a.lockClient()
+		defer done()
 		every, err := schedule.Every(time.Second)
 		if err != nil {
 			panic(err)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -21,6 +22,9 @@ type Plan struct {
 	// Pauses and Crashes are how many processes are paused (for up to
 	// two leases) or crash during the faults' phase.
 	Pauses, Crashes int
+	// Restarts are how many candidates crash and come back under their
+	// identity (a new process).
+	Restarts int
 	// Kinds are the kinds that run (all of Kinds when empty).
 	Kinds []string
 }
@@ -30,10 +34,11 @@ var DefaultPlan = Plan{
 	Faulty:   8 * time.Second,
 	Calm:     12 * time.Second,
 	Settings: DefaultSettings,
-	Faults: Faults{Latency: 20 * time.Millisecond, Slow: 0.02, SlowLatency: 600 * time.Millisecond, LandLate: 0.5,
+	Faults: Faults{Latency: 20 * time.Millisecond, Instant: 0.3, Slow: 0.02, SlowLatency: 600 * time.Millisecond, LandLate: 0.5,
 		Lost: 0.02, Refused: 0.02, Throttled: 0.02},
-	Pauses:  2,
-	Crashes: 1,
+	Pauses:   2,
+	Crashes:  1,
+	Restarts: 1,
 }
 
 // Result is what one history did.
@@ -95,7 +100,7 @@ func runBubble(seed uint64, plan Plan, trace bool) Result {
 		full = w.hist.Tail(1 << 30)
 	}
 	res := Result{Full: full, Trace: w.trace, Seed: seed, Failures: failures, Fingerprint: w.hist.Fingerprint(), Steps: w.steps, Log: w.hist.Tail(80)}
-	w.teardown(actors)
+	w.teardown()
 	return res
 }
 
@@ -123,9 +128,12 @@ func (w *World) cast(plan Plan) []*actor {
 				actors = append(actors, w.permitActor(fmt.Sprintf("permit-%d", i), "sem", 2, s, 3))
 			}
 		case "rw":
-			for i, role := range []string{"reader", "writer", "upgrader"} {
-				actors = append(actors, w.rwActor(fmt.Sprintf("rw-%d-%s", i, role), "rw", role, s, 3))
+			for i, role := range []string{"reader", "greedy", "upgrader"} {
+				actors = append(actors, w.rwActor(fmt.Sprintf("rw-%d-%s", i, role), "rw", role, s, 5, nil))
 			}
+			// An upgrader and a writer of one client.
+			both := w.rwActor("rw-3-both", "rw", "upgrader", s, 5, nil)
+			actors = append(actors, both, w.rwActor("rw-3-both-writer", "rw", "writer", s, 5, both.p))
 		case "elect":
 			for i := range 3 {
 				actors = append(actors, w.electActor(fmt.Sprintf("elect-%d", i), "e", int64(i), s))
@@ -149,6 +157,11 @@ func (w *World) gone() map[string]time.Time {
 	for _, p := range w.procs {
 		if p.crashed {
 			m[p.Name] = p.crashedAt
+		}
+	}
+	for _, p := range w.procs {
+		if !p.crashed {
+			delete(m, p.Name) // came back
 		}
 	}
 	return m
@@ -184,6 +197,37 @@ func (w *World) planFaults(plan Plan, actors []*actor) {
 			w.hist.logLocked("%s crashed", a.p.Name)
 		}}, w.now.Add(from))
 	}
+	// A candidate that crashes and comes back under its name (a
+	// StatefulSet's pod): a new process of the same identity.
+	var candidates []*actor
+	for _, a := range actors {
+		if a.elect != "" {
+			candidates = append(candidates, a)
+		}
+	}
+	for range plan.Restarts {
+		if len(candidates) == 0 {
+			break
+		}
+		a := candidates[w.rng.IntN(len(candidates))]
+		from := time.Duration(w.rng.Int64N(int64(plan.Faulty)))
+		back := from + time.Duration(w.rng.Int64N(int64(plan.Settings.Lease)))
+		w.atLocked(&event{what: "plan", fire: func() {
+			if !a.p.crashed {
+				a.p.crashed, a.p.crashedAt = true, w.now
+				a.restarted = true
+				w.hist.logLocked("%s crashed, to come back", a.p.Name)
+			}
+		}}, w.now.Add(from))
+		w.atLocked(&event{what: "plan", fire: func() {
+			if !a.restarted || w.ending {
+				return
+			}
+			w.hist.logLocked("%s came back", a.p.Name)
+			name, elect, priority, s := a.p.Name, a.elect, a.priority, a.s
+			w.spawnLocked(func() { w.electActor(name, elect, priority, s) })
+		}}, w.now.Add(back))
+	}
 	for _, a := range actors {
 		if a.wall == nil {
 			continue
@@ -206,7 +250,10 @@ func (w *World) planFaults(plan Plan, actors []*actor) {
 // teardown ends the history: every actor is stopped, every process
 // resumed, the store answers nothing any more, and the scheduler runs the
 // remaining events until every goroutine has returned.
-func (w *World) teardown(actors []*actor) {
+func (w *World) teardown() {
+	w.mu.Lock()
+	actors := slices.Clone(w.actors)
+	w.mu.Unlock()
 	w.mu.Lock()
 	w.ending = true
 	for _, p := range w.procs {

@@ -15,6 +15,10 @@ type Faults struct {
 	// Latency is the most a request takes to land (uniform from zero);
 	// its answer returns when it lands.
 	Latency time.Duration
+	// Instant is the chance that a request lands at once: the scheduler
+	// answers it at the instant it was sent (a clock that does not move
+	// during a request, as a fake clock over a memory store).
+	Instant float64
 	// Slow is the chance that a request takes up to SlowLatency instead,
 	// past a request timeout: a write that lands after its caller gave up
 	// on it (or is dropped: LandLate).
@@ -106,10 +110,10 @@ func (w *World) planSendLocked(s *send) {
 func (w *World) planLocked() (time.Duration, fate, bool) {
 	f := w.faults
 	if w.calm || w.ending {
-		f = Faults{Latency: f.Latency}
+		f = Faults{Latency: f.Latency, Instant: f.Instant}
 	}
 	latency := time.Duration(0)
-	if f.Latency > 0 {
+	if f.Latency > 0 && w.rng.Float64() >= f.Instant {
 		latency = time.Duration(w.rng.Int64N(int64(f.Latency) + 1))
 	}
 	if f.Slow > 0 && w.rng.Float64() < f.Slow {

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
@@ -43,6 +44,7 @@ type World struct {
 	sends  []*send  // requests sent since the last step, not planned yet
 	seq    uint64
 	procs  []*Process
+	actors []*actor
 	mem    *memorystore.Store
 	hist   *History
 	faults Faults
@@ -89,6 +91,11 @@ type Process struct {
 	paused    bool
 	crashed   bool
 	crashedAt time.Time
+	// locks is the process's lock client, shared by its actors (lockUsers
+	// of them).
+	locksOnce sync.Once
+	locks     *lock.Client
+	lockUsers int
 	// deferred are its events that came due while it was paused, fired
 	// when it resumes.
 	deferred []*event

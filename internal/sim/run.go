@@ -2,8 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"

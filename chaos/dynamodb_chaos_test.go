@@ -93,21 +93,23 @@ func catch(t *testing.T, bin string, cfg runConfig, caught func(r *Report) bool)
 	}
 }
 
-// TestDynamoDBChaosShortRunKeepsTheGuarantees is make test's short run:
-// every nemesis action at least once (about a minute and a half, a fixed
-// seed), and no safety check may fail. The full run is make chaos.
+// TestDynamoDBChaosShortRunKeepsTheGuarantees is make test's smoke of the
+// chaos run: real processes against DynamoDB Local for 25 s (a fixed
+// seed), and no safety check may fail. The histories of faults are the
+// simulator's (make test runs 500 of them); the long runs, which must show
+// every nemesis action, are make chaos.
 //
-// A check that saw nothing proves nothing, so the run must also show
-// enough of everything (terms, holds, sets, permits, the job's runs). On a
-// busy machine less happens in a minute: the run is then made again, with
-// the next seed, up to three runs, and what they saw is added up. Every
-// run must be safe.
+// A check that saw nothing proves nothing, so the run must also show some
+// of everything (terms, holds, sets, permits, the job's runs, readers). On
+// a busy machine less happens: the run is then made again, with the next
+// seed, up to three runs, and what they saw is added up. Every run must
+// be safe.
 func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 	t.Parallel()
 	bin := buildChaos(t)
 	var seen activity
 	for run := 0; run < 3; run++ {
-		r := runChaos(t, bin, runConfig{duration: 60 * time.Second, seed: 20261125 + uint64(run), permits: 2, rw: true, jobEvery: time.Second})
+		r := runChaos(t, bin, runConfig{duration: 25 * time.Second, seed: 20261125 + uint64(run), permits: 2, rw: true, jobEvery: time.Second})
 		if !r.Safe() {
 			t.Errorf("%d safety violations (the table above lists them)", len(r.Violations))
 		}
@@ -115,19 +117,28 @@ func TestDynamoDBChaosShortRunKeepsTheGuarantees(t *testing.T) {
 			t.Errorf("%d workers crashed, %d panicked", r.Crashes, r.Panics)
 		}
 		seen.add(r)
-		if t.Failed() || seen.enough() == "" {
+		if t.Failed() || seen.smoke() == "" {
 			break
 		}
-		t.Logf("too little happened so far (%s): running again", seen.enough())
+		t.Logf("too little happened so far (%s): running again", seen.smoke())
 	}
-	for _, a := range allActions {
-		if seen.nemesis[a] == 0 {
-			t.Errorf("the nemesis never ran %q", a)
-		}
-	}
-	if lack := seen.enough(); lack != "" {
+	if lack := seen.smoke(); lack != "" {
 		t.Errorf("too little happened in three runs: %s", lack)
 	}
+}
+
+// smoke returns what is still too little for a smoke run, or "" when
+// some of everything happened.
+func (a *activity) smoke() string {
+	var lack []string
+	if a.terms < 2 || a.holds < 5 || a.acked < 20 || a.samples < 100 {
+		lack = append(lack, fmt.Sprintf("%d terms, %d lock holds, %d acknowledged writes, %d samples", a.terms, a.holds, a.acked, a.samples))
+	}
+	if a.jobStarts < 3 || a.setHolds < 1 || a.permitHolds < 3 || a.readHolds < 3 || a.writeHolds < 1 {
+		lack = append(lack, fmt.Sprintf("%d runs of the job, %d set holds, %d permit holds, %d shared and %d exclusive holds of the read-write key",
+			a.jobStarts, a.setHolds, a.permitHolds, a.readHolds, a.writeHolds))
+	}
+	return strings.Join(lack, "; ")
 }
 
 // activity adds up what short runs saw.
@@ -161,26 +172,6 @@ func (a *activity) add(r *Report) {
 	}
 }
 
-// enough returns what is still too little, or "" when enough happened.
-func (a *activity) enough() string {
-	var lack []string
-	if a.terms < 5 || a.holds < 20 || a.acked < 200 || a.samples < 1000 {
-		lack = append(lack, fmt.Sprintf("%d terms, %d lock holds, %d acknowledged writes, %d samples", a.terms, a.holds, a.acked, a.samples))
-	}
-	if a.jobStarts < 10 {
-		lack = append(lack, fmt.Sprintf("%d runs of the scheduled job", a.jobStarts))
-	}
-	if a.setHolds < 5 || a.permitHolds < 20 || a.maxPermitHolders != 2 {
-		lack = append(lack, fmt.Sprintf("%d set holds, %d permit holds, at most %d permit holders at once (want the bound, 2, reached)", a.setHolds, a.permitHolds, a.maxPermitHolders))
-	}
-	if a.readHolds < 20 || a.writeHolds < 5 || a.maxReaders < 2 || a.upgrades < 3 {
-		lack = append(lack, fmt.Sprintf("%d shared holds, %d exclusive holds (%d upgrades) of the read-write key, at most %d readers at once (want 2 or more)", a.readHolds, a.writeHolds, a.upgrades, a.maxReaders))
-	}
-	if a.preemptions < 1 || a.handOvers < 1 {
-		lack = append(lack, fmt.Sprintf("%d terms ended for a higher-priority candidate, %d by HandOver", a.preemptions, a.handOvers))
-	}
-	return strings.Join(lack, "; ")
-}
 
 // TestDynamoDBChaosCatchesAWriterThatDoesNotExcludeReaders runs the
 // variant whose writers of the read-write key take it shared: a writer

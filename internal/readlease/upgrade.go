@@ -110,6 +110,8 @@ func (u *Upgrade) fold(it resourcelock.Item) resourcelock.Item {
 	switch {
 	case u.alone(it):
 		it.Released, it.Queue, it.Readers = true, nil, nil
+	case u.holds(it):
+		it.RVN = u.othersRVN(it)
 	}
 	return it
 }

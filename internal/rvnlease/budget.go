@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // settle keeps the failure of a poll that did not win (one that waiting
@@ -216,6 +217,22 @@ func (s *waiting) giveUp(now time.Time) error {
 		return fmt.Errorf("no answer from the lock table after %v: %w", now.Sub(s.start), s.lastErr)
 	}
 	return nil
+}
+
+// abandonOthers releases the writes in doubt of every place but won (see
+// remember), now rather than when the wait returns, and forgets them.
+func (s *waiting) abandonOthers(ctx context.Context, won int) {
+	for i, a := range s.at {
+		if i == won || a.Pending() == 0 {
+			continue
+		}
+		if s.Places[i].Abandoning != nil {
+			s.Places[i].Abandoning()
+		}
+		a.Abandon(ctx)
+		a.w.attempts.Clear()
+		a.late = resourcelock.Item{}
+	}
 }
 
 // remember keeps what the wait learned for later waits on its places: the

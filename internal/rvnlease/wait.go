@@ -235,6 +235,16 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 			w.OnPoll(res, s.at[0].Obs, err, w.Engine.Clock.Since(started))
 		}
 		if i >= 0 {
+			// The other places' writes in doubt are released before the
+			// win is handed out (one of them may have landed: an orphan
+			// slot), and that takes requests: a win whose validity passed
+			// meanwhile is renewed first, at once, in the next poll, as a
+			// win confirmed late is.
+			s.abandonOthers(ctx, i)
+			if !w.Engine.Clock.Now().Before(res.Sent.Add(w.Engine.Validity)) {
+				s.at[i].late = res.Item
+				continue
+			}
 			won = i
 			s.note(nil)
 			return Won{Place: i, Item: res.Item, Sent: res.Sent, StintStart: res.StintStart}, nil

@@ -431,7 +431,7 @@ func TestAPermitFoundLandedByItsSlotsReadKeepsItsData(t *testing.T) {
 func TestAPermitWonBesideAWriteInDoubtIsHeldWhenHandedOut(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.store.Inject(faulty.OpCreate, 1, faulty.Fault{Land: true, Err: errors.New("connection reset")}) // one slot's create lands, unseen
-	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errors.New("connection reset")})                 // and the read that would settle it fails
+	f.store.Inject(faulty.OpGet, 1, faulty.Fault{Err: errors.New("connection reset")})                // and the read that would settle it fails
 	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Stall: func() { f.fc.Step(lease) }})              // releasing it takes a lease
 	l, err := f.c.AcquirePermit(context.Background(), "sem", 2)
 	if err != nil {

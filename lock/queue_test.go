@@ -431,3 +431,36 @@ func TestPassingOnAHandOverKeepsTheReleasersDataAttributesAndTTL(t *testing.T) {
 		t.Errorf("TTL after the pass-on = %v, want the releaser's %v", it.Expires, expires)
 	}
 }
+
+// A hand-over to an earlier wait of this client (its entry was stale: the
+// call gave up, or the process restarted) is confirmed by the client's
+// wait now under way, which takes only its own entry out of the queue: the
+// live waiters between keep their places. (Found by the simulator: a
+// reader's confirmation took every waiter ahead of it out of the queue.)
+func TestConfirmingAHandOverToAnEarlierWaitKeepsTheWaitersBetween(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("k", "other", "r1", lease)
+	stale := f.join(ownerName, lease) // an earlier wait of this client's, gone
+	f.join("x", lease)                // a live waiter of another client
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wantQueue(t, f.item("k"), ownerName, "x", ownerName)
+	// The holder releases, handing the lock to the queue's head: the stale
+	// entry of this client's.
+	it := f.item("k")
+	it.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: "handed", LeaseDuration: lease, HandedTo: stale.Ticket}
+	it.Queue = it.Queue[1:]
+	f.mem.PutItem(it)
+	f.fc.Step(maxPoll)
+	select {
+	case l := <-locks:
+		wantQueue(t, f.item("k"), "x")
+		mustRelease(t, l)
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-f.idle:
+		t.Fatal("the hand-over to this client's earlier wait was not confirmed at the next poll")
+	case <-time.After(patience):
+		t.Fatal("Acquire did not return")
+	}
+}

@@ -608,7 +608,13 @@ func (r *Reader) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.
 	w.Shared = true
 	r.mu.Lock()
 	r.waiter = w.Ticket
+	last, seen := r.last, r.seen
 	r.mu.Unlock()
+	if seen && record.Place(last, w.Ticket) >= 0 {
+		// Already queued (the kernel saw the row folded free, without
+		// its queue): no second entry, the row as last seen.
+		return r.fold(last), nil
+	}
 	it, err := r.store.Join(ctx, r.key, w)
 	if err != nil {
 		return resourcelock.Item{}, r.refusal("queue", err)

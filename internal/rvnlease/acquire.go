@@ -318,12 +318,20 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
 	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
 	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.last.Queue)
+	if dequeued && a.Offered() && !a.staleAhead() {
+		// An offer (a hand-over to an earlier wait of this identity's, a
+		// kept row whose head is one) with live waiters between that
+		// entry and this one's: they keep their places; this one's entry
+		// leaves after the win (see landed).
+		dequeued = false
+	}
 	if dequeued {
 		// In the queue of the row that carries the RVN taken over: the
 		// waiter's entry leaves in the same write, with the entries ahead
-		// of it, conditioned on their tickets. Those waiters read more
-		// often and did not take over a lease that ran out: they are
-		// most likely dead, and one that is not joins again.
+		// of it, conditioned on their tickets. After a lease that ran out
+		// those waiters, who read more often and did not take it over,
+		// are most likely dead, and one that is not joins again; on an
+		// offer they are this identity's stale entries (staleAhead).
 		d := &resourcelock.Dequeue{}
 		for _, w := range a.q.last.Queue[:a.q.place+1] {
 			d.Tickets = append(d.Tickets, w.Ticket)
@@ -338,6 +346,19 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 		a.tried = ""
 	}
 	return ans
+}
+
+// staleAhead reports whether every entry ahead of this acquirer's in the
+// queue last seen is a stale one of its identity's (no wait of its under
+// way): entries an offer's takeover may take out with its own.
+func (a *Acquirer) staleAhead() bool {
+	q := a.q
+	for _, w := range q.last.Queue[:q.place] {
+		if w.Identity != a.w.cfg.Identity || a.w.cfg.Waits.Live(w.Ticket) {
+			return false
+		}
+	}
+	return true
 }
 
 // queued finishes a round of a fair acquirer whose answer showed another's

@@ -26,6 +26,7 @@ func (h *History) Check(end, quiet time.Time) []string {
 	h.checkGuarded()
 	h.checkSlots()
 	h.checkWaits(end, quiet)
+	h.checkUpgrades(end)
 	h.checkSpin()
 	if s := h.w.Spun(); s != "" {
 		h.Fail("spin: %s", s)
@@ -192,6 +193,28 @@ func (h *History) checkWaits(end, quiet time.Time) {
 			h.Fail("liveness: %s's %s of %s from %s failed after %v: %s", wt.Process, wt.Kind, wt.Key, at(wt.Start), wt.End.Sub(wt.Start), wt.Outcome)
 		case wt.End.Sub(wt.Start) > wt.Bound:
 			h.Fail("liveness: %s's %s of %s from %s took %v, over its bound %v", wt.Process, wt.Kind, wt.Key, at(wt.Start), wt.End.Sub(wt.Start), wt.Bound)
+		}
+	}
+}
+
+// checkUpgrades: an upgrade whose reader ended first (released, lost,
+// expired) returns within a poll and a request of that end.
+func (h *History) checkUpgrades(end time.Time) {
+	s := DefaultSettings
+	for _, wt := range h.Waits {
+		r := wt.reader
+		if r == nil || r.End.IsZero() || !r.heldAtBegin {
+			continue
+		}
+		stop := wt.End
+		if stop.IsZero() {
+			stop = end
+		}
+		if wt.Outcome == "held" || !r.End.Before(stop) || r.p.crashed || r.p.paused {
+			continue
+		}
+		if late := stop.Sub(r.End); late > 2*s.Refresh+2*s.RequestTimeout {
+			h.Fail("liveness: %s's upgrade of %s went on %v after its reader ended at %s", wt.Process, wt.Key, late, at(r.End))
 		}
 	}
 }

@@ -59,6 +59,9 @@ type Wait struct {
 	Bound   time.Duration
 	Calm    bool   // it started after the faults stopped
 	Outcome string // "held", or the error
+	// reader is an upgrade's reader's term: the upgrade ends when it
+	// does.
+	reader *Term
 }
 
 // GuardedWrite is a guarded write that committed.

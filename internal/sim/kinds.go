@@ -192,6 +192,7 @@ func (w *World) rwActor(name, key, role string, s Settings, contenders int, p *P
 func (a *actor) upgrade(r *lock.Lock, t *Term, key string, bound time.Duration) *lock.Lock {
 	w := a.w
 	wt := w.hist.StartWait("upgrade", key, a.p, bound)
+	wt.reader = t
 	l, err := r.Upgrade(a.ctx, lock.WithAdditionalWait(time.Hour))
 	if a.ended(err) {
 		w.hist.EndWait(wt, errEndedWait)

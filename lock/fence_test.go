@@ -198,3 +198,46 @@ func TestAWinFencedLateIsRenewedBeforeItIsHandedOut(t *testing.T) {
 	}
 	f.wantOps(faulty.OpCreate, faulty.OpFence, faulty.OpUpdate) // the renewal
 }
+
+// A row whose fencing failed, and whose release then failed with its
+// answer lost, is not taken back as it stands by the next round: that
+// release may land yet, and would free the row under the lock. The next
+// round writes over it first (conditioned on its RVN, so that of the
+// release and the renewal one lands at most). (Found by the simulator:
+// a set's late release freed its keys while it held them, and another
+// set took one.)
+func TestARowWhoseReleaseIsInDoubtIsRenewedBeforeItIsTakenBack(t *testing.T) {
+	f := newFixture(t, WithFencing("fences"), WithHeartbeatPeriod(0))
+	var first string // the RVN of the create whose fence fails
+	f.store.OnCall(func(op faulty.Op) {
+		if op == faulty.OpFence && first == "" {
+			if it, ok := f.mem.Item(keyK); ok {
+				first = it.RVN
+			}
+		}
+	})
+	f.store.Inject(faulty.OpFence, 1, faulty.Fault{Err: errors.New("timeout")})
+	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errors.New("timeout")}) // the release: not applied yet, its answer lost
+	locks, errs := f.acquireAsync("k")
+	f.waitIdle("acquire")
+	f.fc.Step(maxPoll)
+	var l *Lock
+	select {
+	case l = <-locks:
+	case err := <-errs:
+		t.Fatalf("Acquire: %v", err)
+	case <-f.idle:
+		t.Fatal("the row was not taken back at the next poll")
+	case <-time.After(patience):
+		t.Fatal("Acquire did not return")
+	}
+	// The release sent after the failed fence lands now.
+	_, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: first, HolderIdentity: ownerName},
+		resourcelock.Record{HolderIdentity: ownerName, RVN: "late-release", LeaseDuration: lease, Released: true}, resourcelock.WriteOptions{})
+	if err == nil {
+		t.Fatalf("the late release landed on the row the lock holds (%v): the row was taken back as it stood", l.IsHeld())
+	}
+	if it := f.item("k"); it.Released || it.RVN != l.RVN() {
+		t.Fatalf("row %+v, want the lock's (%s), held", it.Record, l.RVN())
+	}
+}

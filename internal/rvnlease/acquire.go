@@ -439,10 +439,15 @@ func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	rerr := a.releaseOwn(rctx, res.Item)
 	cancel()
 	if rerr != nil {
-		// It may still be ours: a later round that finds the acquiring
-		// write's RVN takes it as ours (and fences it), and an acquirer
-		// that gives up releases it (Abandon).
-		a.w.attempts.Add(res.Item.RVN, "", false, res.Sent)
+		// It may still be ours, or the release may land yet (its answer
+		// was lost): a later round that finds the acquiring write's RVN
+		// writes over it before taking it (as a write of an earlier
+		// acquirer's: conditioned on that RVN, so that of the two in
+		// flight, the release and the renewal, one lands at most), and an
+		// acquirer that gives up releases it (Abandon). Taking it as it
+		// stands would let the release free the row under the new hold
+		// (found by the simulator).
+		a.w.attempts.addInherited(res.Item.RVN, res.Sent)
 		cfg.Log.Info("releasing a row whose fencing failed did not succeed", "error", rerr.Error())
 	}
 	return Result{}, fmt.Errorf("acquired but could not be given a fencing token: %w", err)

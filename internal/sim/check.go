@@ -210,7 +210,7 @@ func (h *History) checkUpgrades(end time.Time) {
 		if stop.IsZero() {
 			stop = end
 		}
-		if wt.Outcome == "held" || !r.End.Before(stop) || r.p.crashed || r.p.paused {
+		if wt.Outcome == "held" || !r.End.Before(stop) || r.p.crashed || r.p.paused || h.pausedBetween(r.p, r.End, stop) {
 			continue
 		}
 		if late := stop.Sub(r.End); late > 2*s.Refresh+2*s.RequestTimeout {
@@ -268,6 +268,19 @@ func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound m
 		}
 		return nil
 	})
+}
+
+// pausedBetween reports whether p was paused at some time from from to
+// to.
+func (h *History) pausedBetween(p *Process, from, to time.Time) bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	for _, iv := range p.pauses {
+		if iv[0].Before(to) && from.Before(iv[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // crashed reports whether the process named name crashed for good.

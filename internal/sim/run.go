@@ -181,7 +181,7 @@ func (w *World) planFaults(plan Plan, actors []*actor) {
 		d := time.Duration(w.rng.Int64N(int64(2 * plan.Settings.Lease)))
 		w.atLocked(&event{what: "plan", fire: func() {
 			if !a.p.crashed {
-				a.p.paused = true
+				a.p.paused, a.p.pausedAt = true, w.now
 				w.hist.logLocked("%s paused for %v", a.p.Name, d)
 			}
 		}}, w.now.Add(from))

@@ -89,6 +89,8 @@ type Process struct {
 	clock  *Clock
 
 	paused    bool
+	pausedAt  time.Time
+	pauses    [][2]time.Time // each pause, from and to (to zero while it lasts)
 	crashed   bool
 	crashedAt time.Time
 	// locks is the process's lock client, shared by its actors (lockUsers
@@ -317,6 +319,9 @@ func (w *World) StepUntil(until time.Time) bool {
 // resumeLocked ends p's pause: its deferred events fire now, in the order
 // they came due.
 func (w *World) resumeLocked(p *Process) {
+	if p.paused {
+		p.pauses = append(p.pauses, [2]time.Time{p.pausedAt, w.now})
+	}
 	p.paused = false
 	for _, ev := range p.deferred {
 		w.atLocked(ev, w.now)

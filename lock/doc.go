@@ -287,8 +287,10 @@
 // ordered against the waiters of a single key); a fleet whose clients
 // have different stints, or an older version of this library (which
 // takes a kept row as free), weakens the bound of Stints; a waiter that
-// finds the queue full (record.MaxQueueLength), or whose entry kept
-// vanishing, waits without a place; a release with WithDeleteOnRelease
+// finds the queue full (record.MaxQueueLength) waits without a place, and
+// one whose entry kept vanishing (an AWS Java client's whole-row writes, a
+// takeover while its process was paused) waits without a place for up to
+// a lease before it joins again; a release with WithDeleteOnRelease
 // drops the queue; each dead waiter costs the others about its lease when
 // its turn comes (two or more in a row, about one lease); and a waiter
 // gives up, whatever its place, once the lock has stayed with one holder

@@ -464,3 +464,37 @@ func TestConfirmingAHandOverToAnEarlierWaitKeepsTheWaitersBetween(t *testing.T) 
 		t.Fatal("Acquire did not return")
 	}
 }
+
+// A waiter whose entry keeps vanishing (here wiped three times, as a Java
+// client's whole-row writes do, or takeovers while its process was
+// paused) stops joining for a while, and joins again within a lease: it
+// never waits without a place for good, which would let every later
+// waiter pass it. (Found by the simulator: a paused process's waits lost
+// their entries three times and were starved.)
+func TestAWaiterWhoseEntryKeepsVanishingJoinsAgainWithinALease(t *testing.T) {
+	f := newFixture(t, WithHeartbeatPeriod(0))
+	f.putForeign("k", "other", "r1", time.Hour)
+	f.acquireAsync("k")
+	f.waitIdle("acquire")
+	wipe := func() {
+		it := f.item("k")
+		it.Queue = nil
+		f.mem.PutItem(it)
+	}
+	for range 3 {
+		wipe()
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+	}
+	wipe()
+	joins := f.store.Count(faulty.OpJoin)
+	for start := f.now(); f.now().Sub(start) <= lease+2*maxPoll; {
+		f.fc.Step(maxPoll)
+		f.waitIdle("acquire")
+		if f.store.Count(faulty.OpJoin) > joins {
+			wantQueue(t, f.item("k"), ownerName)
+			return
+		}
+	}
+	t.Fatalf("the waiter did not join again within a lease of its entry's last vanishing (%d joins)", joins)
+}

@@ -318,20 +318,15 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
 	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
 	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.last.Queue)
-	if dequeued && a.Offered() && !a.staleAhead() {
-		// An offer (a hand-over to an earlier wait of this identity's, a
-		// kept row whose head is one) with live waiters between that
-		// entry and this one's: they keep their places; this one's entry
-		// leaves after the win (see landed).
+	if dequeued && !a.mayDequeueAhead() {
+		// Live waiters ahead that this write must not take out: they keep
+		// their places; this one's entry leaves after the win (landed).
 		dequeued = false
 	}
 	if dequeued {
 		// In the queue of the row that carries the RVN taken over: the
 		// waiter's entry leaves in the same write, with the entries ahead
-		// of it, conditioned on their tickets. After a lease that ran out
-		// those waiters, who read more often and did not take it over,
-		// are most likely dead, and one that is not joins again; on an
-		// offer they are this identity's stale entries (staleAhead).
+		// of it, conditioned on their tickets (see mayDequeueAhead).
 		d := &resourcelock.Dequeue{}
 		for _, w := range a.q.last.Queue[:a.q.place+1] {
 			d.Tickets = append(d.Tickets, w.Ticket)
@@ -348,13 +343,19 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 	return ans
 }
 
-// staleAhead reports whether every entry ahead of this acquirer's in the
-// queue last seen is a stale one of its identity's (no wait of its under
-// way): entries an offer's takeover may take out with its own.
-func (a *Acquirer) staleAhead() bool {
-	q := a.q
+// mayDequeueAhead reports whether a takeover by this acquirer may take
+// the entries ahead of its own out of the queue of the row last seen, with
+// its own: none is a wait of this identity's under way (Config.Waits,
+// certainly alive), and, for an offer (a hand-over to an earlier wait of
+// this identity's, a kept row whose head is one), each is a stale one of
+// this identity's. After a lease that ran out, the others' entries ahead
+// are most likely dead (they read more often and did not take it over).
+func (a *Acquirer) mayDequeueAhead() bool {
+	q, identity := a.q, a.w.cfg.Identity
+	offered := a.Offered()
 	for _, w := range q.last.Queue[:q.place] {
-		if w.Identity != a.w.cfg.Identity || a.w.cfg.Waits.Live(w.Ticket) {
+		own := w.Identity == identity
+		if own && a.w.cfg.Waits.Live(w.Ticket) || offered && !own {
 			return false
 		}
 	}

@@ -13,9 +13,11 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// maxJoins bounds the joins of one wait: a waiter whose entry vanished (an
-// AWS Java client's acquire rewrites the whole row, queue included) joins
-// again, and after this many joins waits without a place.
+// maxJoins bounds the joins of one wait in a burst: a waiter whose entry
+// vanished (an AWS Java client's acquire rewrites the whole row, queue
+// included; a takeover took it out while this process was paused) joins
+// again, and after this many joins once a lease at most (a waiter without
+// a place for good could be passed over for ever).
 const maxJoins = 3
 
 // queued is a waiter's place in the row's queue.
@@ -24,6 +26,7 @@ type queued struct {
 	me        resourcelock.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
+	lastJoin  time.Time // when the last join was sent
 	place     int               // index of me in the last row seen; -1 when not in it
 	prevPlace int               // place before the last row seen
 	seenAt    time.Time         // when the last row was seen
@@ -173,10 +176,16 @@ func (a *Acquirer) ownRelease() bool {
 
 // wantsToJoin reports whether the acquirer should join the queue now: it
 // is fair, the row is held by another, it is not in the queue and has
-// joins left.
+// joins left (see maxJoins).
 func (a *Acquirer) wantsToJoin() bool {
 	q := a.q
-	return q != nil && a.Obs.Known && !a.Obs.Free() && !a.Offered() && q.place < 0 && q.joins < maxJoins
+	if q == nil || !a.Obs.Known || a.Obs.Free() || a.Offered() || q.place >= 0 {
+		return false
+	}
+	// After maxJoins, once a lease: a waiter whose entry keeps vanishing
+	// (a Java client's whole-row writes, takeovers while this process was
+	// paused) gets a place back within a lease, at one write a lease.
+	return q.joins < maxJoins || a.w.cfg.Clock.Since(q.lastJoin) >= q.me.Lease
 }
 
 // join appends this acquirer to the row's queue and notes the row the
@@ -215,6 +224,7 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 		return answer{err: errNothingToJoin}
 	}
 	q.joins++
+	q.lastJoin = cfg.Clock.Now()
 	rctx, cancel := timing.WithTimeout(ctx, cfg.Clock, cfg.RequestTimeout)
 	start := cfg.Clock.Now()
 	it, err := q.lease.Join(rctx, q.me)

@@ -26,7 +26,7 @@ type queued struct {
 	me        resourcelock.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
-	lastJoin  time.Time // when the last join was sent
+	lastJoin  time.Time         // when the last join was sent
 	place     int               // index of me in the last row seen; -1 when not in it
 	prevPlace int               // place before the last row seen
 	seenAt    time.Time         // when the last row was seen

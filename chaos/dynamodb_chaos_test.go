@@ -172,7 +172,6 @@ func (a *activity) add(r *Report) {
 	}
 }
 
-
 // TestDynamoDBChaosCatchesAWriterThatDoesNotExcludeReaders runs the
 // variant whose writers of the read-write key take it shared: a writer
 // then holds with readers, and the checker must say so.

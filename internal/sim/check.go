@@ -210,11 +210,18 @@ func (h *History) checkUpgrades(end time.Time) {
 		if stop.IsZero() {
 			stop = end
 		}
-		if wt.Outcome == "held" || !r.End.Before(stop) || r.p.crashed || r.p.paused || h.pausedBetween(r.p, r.End, stop) {
+		if wt.Outcome == "held" || !r.End.Before(stop) || r.p.crashed {
 			continue
 		}
-		if late := stop.Sub(r.End); late > 2*s.Refresh+2*s.RequestTimeout {
-			h.Fail("liveness: %s's upgrade of %s went on %v after its reader ended at %s", wt.Process, wt.Key, late, at(r.End))
+		// From when its process could act after the reader's end: the
+		// end of a pause the reader ended in (a process cut off loses
+		// its reader while it cannot act).
+		from, ok := h.awake(r.p, r.End, stop)
+		if !ok {
+			continue
+		}
+		if late := stop.Sub(from); late > 2*s.Refresh+2*s.RequestTimeout {
+			h.Fail("liveness: %s's upgrade of %s went on %v after its reader ended at %s (its process acting from %s)", wt.Process, wt.Key, late, at(r.End), at(from))
 		}
 	}
 }
@@ -270,17 +277,20 @@ func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound m
 	})
 }
 
-// pausedBetween reports whether p was paused at some time from from to
-// to.
-func (h *History) pausedBetween(p *Process, from, to time.Time) bool {
+// awake returns the first time from t on at which p was not paused, and
+// false when it was paused from then to until (or still is).
+func (h *History) awake(p *Process, t, until time.Time) (time.Time, bool) {
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	for _, iv := range p.pauses {
-		if iv[0].Before(to) && from.Before(iv[1]) {
-			return true
+		if !t.Before(iv[0]) && t.Before(iv[1]) {
+			t = iv[1]
 		}
 	}
-	return false
+	if p.paused && !t.Before(p.pausedAt) {
+		return time.Time{}, false
+	}
+	return t, t.Before(until)
 }
 
 // crashed reports whether the process named name crashed for good.

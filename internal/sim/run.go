@@ -78,7 +78,6 @@ var Kinds = []string{"lock", "set", "permit", "rw", "elect", "job"}
 func runBubble(seed uint64, plan Plan, trace bool) Result {
 	w := New(seed, plan.Faults)
 	w.Trace = trace
-	lastWorld = w
 	// A third of the histories answer every request at once (a fake
 	// clock over a memory store), a third never do.
 	w.faults.Instant = []float64{0, plan.Faults.Instant, 1}[w.rng.IntN(3)]
@@ -297,7 +296,3 @@ func (s seededReader) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// lastWorld is the world of the last history run, for a test that looks
-// at its store after it.
-var lastWorld *World

@@ -15,7 +15,6 @@ var (
 	shard       = flag.Int("sim.shard", 0, "this process's share of the seeds: every shards-th from first+shard")
 	shards      = flag.Int("sim.shards", 1, "how many processes share the seeds")
 	kinds       = flag.String("sim.kinds", "", "the kinds that run, comma-separated (default all)")
-	debugProc   = flag.String("sim.debug", "", "the process TestDebugSeed traces")
 	repeatSeeds = flag.Int("sim.repeat", 20, "how many seeds TestASeedRepeatsItsHistory runs twice")
 )
 

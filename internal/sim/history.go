@@ -23,6 +23,10 @@ type History struct {
 	// perSecond counts each process's requests in each second of the
 	// world's time.
 	perSecond map[string]map[int64]int
+	// lastRead and sameInstantReads are, for each process and row, when
+	// it last read the row and how many times at that instant.
+	lastRead         map[string]time.Time
+	sameInstantReads map[string]int
 	// lines is a short log of what the actors did, for a failing seed.
 	lines []string
 }
@@ -82,7 +86,23 @@ type SlotRun struct {
 }
 
 // requestLocked counts a request of p at the world's time.
-func (h *History) requestLocked(p *Process, op string) {
+func (h *History) requestLocked(p *Process, op, key string) {
+	// Polls of an election's row by one candidate at one instant: a
+	// standby that reads again without the clock moving (on a clock that
+	// does not move during a request) spins, however soon it stops. (A
+	// job's or a lock's loop may read one row a few times at an instant
+	// for other reasons: settling a write, a job's own look.)
+	if op == "get" && key == "e" {
+		k := p.Name + " " + key
+		if h.lastRead[k] == h.w.now {
+			if h.sameInstantReads[k]++; h.sameInstantReads[k] == 3 {
+				h.Failures = append(h.Failures, fmt.Sprintf("spin: %s read %s three times at %s, the clock not moving", p.Name, key, at(h.w.now)))
+			}
+		} else {
+			h.sameInstantReads[k] = 1
+		}
+		h.lastRead[k] = h.w.now
+	}
 	if h.perSecond == nil {
 		h.perSecond = map[string]map[int64]int{}
 	}

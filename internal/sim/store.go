@@ -80,7 +80,7 @@ func (w *World) request(ctx context.Context, p *Process, op, key string, apply f
 		return errEnded
 	}
 	p.requests++
-	w.hist.requestLocked(p, op)
+	w.hist.requestLocked(p, op, key)
 	w.sends = append(w.sends, &send{p: p, r: r, apply: apply, sortKey: p.Name + "\x00" + r.what})
 	w.mu.Unlock()
 	select {

@@ -61,7 +61,7 @@ type World struct {
 // New returns the world of seed, with faults f.
 func New(seed uint64, f Faults) *World {
 	w := &World{Seed: seed, now: Epoch, rng: newRand(seed, "world"), mem: memorystore.New(), faults: f}
-	w.hist = &History{w: w}
+	w.hist = &History{w: w, lastRead: map[string]time.Time{}, sameInstantReads: map[string]int{}}
 	return w
 }
 

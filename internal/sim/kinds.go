@@ -137,9 +137,12 @@ func (w *World) rwActor(name, key, role string, s Settings, contenders int, p *P
 	a.run(func() {
 		c, done := a.lockClient()
 		defer done()
-		think := s.MaxThink
-		if role == "greedy" {
+		think, hold := s.MaxThink, s.MaxHold
+		switch role {
+		case "greedy":
 			think = 0
+		case "long-reader":
+			think, hold = s.MaxThink/4, 4*s.MaxHold
 		}
 		for a.sleep(a.between(0, think)) {
 			kind := "read"
@@ -164,7 +167,7 @@ func (w *World) rwActor(name, key, role string, s Settings, contenders int, p *P
 				continue
 			}
 			t := w.hist.Begin(kind, []string{key}, a.p, l.Token(), l.ValidUntil)
-			if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
+			if !a.hold(l, t, a.between(hold/10, hold)) {
 				continue
 			}
 			if role == "upgrader" && a.rng.IntN(2) == 0 {

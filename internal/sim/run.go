@@ -137,6 +137,11 @@ func (w *World) cast(plan Plan) []*actor {
 			// An upgrader and a writer of one client.
 			both := w.rwActor("rw-3-both", "rw", "upgrader", s, 5, nil)
 			actors = append(actors, both, w.rwActor("rw-3-both-writer", "rw", "writer", s, 5, both.p))
+			// Readers alone on a key, whose holds overlap: nobody but
+			// them removes a crashed one's entry.
+			for i := range 3 {
+				actors = append(actors, w.rwActor(fmt.Sprintf("ro-%d", i), "ro", "long-reader", s, 3, nil))
+			}
 		case "elect":
 			for i := range 3 {
 				actors = append(actors, w.electActor(fmt.Sprintf("elect-%d", i), "e", int64(i), s))

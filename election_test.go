@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // TestElectionEndToEnd runs the scenario a user sees, through the public

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // maxIdleConnsPerHost replaces the SDK's default of 10 idle connections per

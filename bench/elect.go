@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/internal/testkit/logtest"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // The election durations of rows 2 and 4.

@@ -8,9 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Row 6b's settings: a dead waiter's lease, the live clients' lease and
@@ -86,8 +87,8 @@ func (b *bench) killedWaiterTrial(ctx context.Context, store *dynamodbstore.Stor
 	if err != nil {
 		return 0, err
 	}
-	dead := resourcelock.Waiter{Ticket: uuid.NewString(), Identity: "dead-" + b.runID, Lease: killedLease}
-	if _, err := store.Join(ctx, resourcelock.Key{Partition: key}, dead); err != nil {
+	dead := rows.Waiter{Ticket: uuid.NewString(), Identity: "dead-" + b.runID, Lease: killedLease}
+	if _, err := rows.MustOpen(store).Join(ctx, resourcelock.Key{Partition: key}, dead); err != nil {
 		return 0, fmt.Errorf("the dead waiter's join: %w", err)
 	}
 	type got struct {
@@ -104,7 +105,7 @@ func (b *bench) killedWaiterTrial(ctx context.Context, store *dynamodbstore.Stor
 	}()
 	// Release once the live waiter is queued behind the dead one.
 	for {
-		it, err := store.Get(ctx, resourcelock.Key{Partition: key})
+		it, err := rows.MustOpen(store).Get(ctx, resourcelock.Key{Partition: key})
 		if err != nil {
 			return 0, err
 		}

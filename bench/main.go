@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/dynamodbstore"
 )
 
 // scale holds every count and duration that BENCH_SHORT scales down.

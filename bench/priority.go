@@ -10,9 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // priorityResult is row 12: how soon a candidate of higher priority leads,
@@ -62,7 +63,7 @@ func (b *bench) rowPriority(ctx context.Context) error {
 	var rtts []time.Duration
 	for range 20 {
 		start := time.Now()
-		if _, err := store.Get(ctx, resourcelock.Key{Partition: "rtt-" + b.runID}); err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
+		if _, err := rows.MustOpen(store).Get(ctx, resourcelock.Key{Partition: "rtt-" + b.runID}); err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
 			return err
 		}
 		rtts = append(rtts, time.Since(start))

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // setsResult is row 9's result: sets of keys acquired and released, one

@@ -9,10 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/lock"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 	"github.com/dynalease/dynalease/schedule"
 )
 
@@ -74,16 +75,16 @@ func admitAnyLockCheck(table string) func(*dynamodb.Options) {
 // instead of its own (see brokenTerm). Its other methods, Guard included,
 // are the store's.
 type shortLeaseStore struct {
-	*dynamodbstore.Store
+	rows.Store
 	lease time.Duration
 }
 
-func (s shortLeaseStore) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+func (s shortLeaseStore) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
 	rec.LeaseDuration = s.lease
 	return s.Store.Create(ctx, key, rec, opts)
 }
 
-func (s shortLeaseStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+func (s shortLeaseStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
 	rec.LeaseDuration = s.lease
 	return s.Store.Update(ctx, key, expect, rec, opts)
 }
@@ -96,7 +97,7 @@ func (w *worker) electionStore() (resourcelock.Store, error) {
 	if err != nil || w.cfg.broken != brokenTerm {
 		return store, err
 	}
-	return shortLeaseStore{Store: store, lease: w.cfg.renew / 2}, nil
+	return rows.Sealed(shortLeaseStore{Store: rows.MustOpen(store), lease: w.cfg.renew / 2}), nil
 }
 
 // checkBroken refuses an unknown variant.

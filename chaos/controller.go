@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/dynamodbstore"
 )
 
 // runConfig is one chaos run.

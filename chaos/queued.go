@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -71,20 +72,20 @@ func (c *controller) queuedWaiter(ctx context.Context) *victim {
 		leader = it.HolderIdentity
 	}
 	holders := map[string]bool{}
-	rows := map[string]resourcelock.Item{}
+	found := map[string]rows.Item{}
 	for _, key := range c.keyNames() {
 		it, err := c.get(ctx, key)
 		if err != nil || it.Released {
 			continue
 		}
 		holders[it.HolderIdentity] = true
-		rows[key] = it
+		found[key] = it
 	}
 	var best *victim
 	bestScore := 0
 	for _, k := range c.rnd.Perm(c.cfg.keys) {
 		key := "k" + strconv.Itoa(k)
-		it, ok := rows[key]
+		it, ok := found[key]
 		if !ok {
 			continue
 		}
@@ -148,10 +149,10 @@ func (c *controller) watchDeadEntry(ctx context.Context, v *victim) {
 }
 
 // get reads the row of key as the library decodes it.
-func (c *controller) get(ctx context.Context, key string) (resourcelock.Item, error) {
+func (c *controller) get(ctx context.Context, key string) (rows.Item, error) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return c.store.Get(rctx, resourcelock.Key{Partition: key})
+	return rows.MustOpen(c.store).Get(rctx, resourcelock.Key{Partition: key})
 }
 
 func (c *controller) keyNames() []string {

@@ -4,37 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
-
-// unreachable is a store that can be cut off: every request fails while
-// cut is set, as when the network to DynamoDB is down.
-type unreachable struct {
-	resourcelock.Store
-	cut atomic.Bool
-}
-
-func (u *unreachable) Update(ctx context.Context, k resourcelock.Key, p resourcelock.Precondition, r resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
-	if u.cut.Load() {
-		return resourcelock.Item{}, errors.New("network unreachable")
-	}
-	return u.Store.Update(ctx, k, p, r, o)
-}
-
-func (u *unreachable) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
-	if u.cut.Load() {
-		return resourcelock.Item{}, errors.New("network unreachable")
-	}
-	return u.Store.Get(ctx, k)
-}
 
 // A test of a leader's callbacks on a fake clock: the leader renews while
 // the store answers, and stops leading once it has not renewed for its
@@ -43,7 +20,7 @@ func (u *unreachable) Get(ctx context.Context, k resourcelock.Key) (resourcelock
 func ExampleFake_election() {
 	ctx := context.Background()
 	clk := clockutil.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := &unreachable{Store: memorystore.New()}
+	store := memorystore.New()
 	started, stopped := make(chan struct{}), make(chan struct{})
 	e, _ := election.New(election.Config{Store: store, Name: "scheduler", Identity: "me", Clock: clk,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -65,7 +42,7 @@ func ExampleFake_election() {
 
 	// The store becomes unreachable: ten seconds without a confirmed
 	// renewal end the term.
-	store.cut.Store(true)
+	store.FailRequests(errors.New("network unreachable"))
 	clk.Step(10 * time.Second)
 	<-stopped
 	fmt.Println("leading:", e.IsLeader(), "lost:", errors.Is(<-ran, dynalease.ErrLost))
@@ -80,13 +57,13 @@ func ExampleFake_election() {
 func ExampleFake_lockLoss() {
 	ctx := context.Background()
 	clk := clockutil.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := &unreachable{Store: memorystore.New()}
+	store := memorystore.New()
 	c, _ := lock.New(lock.Config{Store: store, Identity: "me", Clock: clk, LeaseDuration: 20 * time.Second})
 	defer c.Close(ctx)
 	l, _ := c.Acquire(ctx, "customer-42")
 	fmt.Println("held:", l.IsHeld())
 
-	store.cut.Store(true)
+	store.FailRequests(errors.New("network unreachable"))
 	clk.Step(20 * time.Second) // past the lease minus its safety margin
 	<-l.Done()
 	var lost *dynalease.LostError

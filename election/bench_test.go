@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // Microbenchmarks of the election's hot paths against the in-memory store
@@ -18,7 +19,7 @@ import (
 // "bench" of store.
 func benchElector(b *testing.B, store *memorystore.Store, identity string) *Elector {
 	e, err := New(Config{
-		Lease: mustLease(store, "bench", identity),
+		Lease: mustLease(rows.MustOpen(store), "bench", identity),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
 			OnStoppedLeading: func() {},
@@ -32,7 +33,7 @@ func benchElector(b *testing.B, store *memorystore.Store, identity string) *Elec
 
 // acquirer returns an acquirer of r's lease, as its campaign's wait makes.
 func acquirer(r *run) *rvnlease.Acquirer {
-	return r.e.k.Acquirer(rvnlease.Place{Lease: r.e.lease, NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }})
+	return r.e.k.Acquirer(rvnlease.Place{Lease: r.e.lease, NewRecord: func(rows.Item) resourcelock.Record { return r.newRecord(false) }})
 }
 
 // benchLeader returns a Run that holds the lease "bench" of store.

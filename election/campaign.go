@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -25,7 +26,7 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 	won, err := e.k.Acquire(ctx, rvnlease.Request{
 		// A leader hands the lease to a candidate by name (Successor).
 		Places: []rvnlease.Place{{Lease: e.lease, Successor: true,
-			NewRecord: func(resourcelock.Item) resourcelock.Record { return r.newRecord(false) }}},
+			NewRecord: func(rows.Item) resourcelock.Record { return r.newRecord(false) }}},
 		Period: e.cfg.RetryPeriod,
 		// A leader renews one RetryPeriod after its previous renewal
 		// began: a standby reads just after each renewal lands.

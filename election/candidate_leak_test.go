@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -16,9 +17,9 @@ import (
 // again leave no entry behind.
 func TestARestartedCandidateDropsTheEntryItsCrashedProcessLeft(t *testing.T) {
 	h := newHarness(t, withCandidacy(1, false, 0))
-	crashed := resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "a", Priority: 1, RVN: uuid.NewString()}
-	h.store.PutItem(resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "a", RVN: "crashed-term", LeaseDuration: lease},
-		Candidates: []resourcelock.Candidate{crashed}})
+	crashed := rows.Candidate{Ticket: uuid.NewString(), Identity: "a", Priority: 1, RVN: uuid.NewString()}
+	rows.MustRaw(h.store).PutItem(rows.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "a", RVN: "crashed-term", LeaseDuration: lease},
+		Candidates: []rows.Candidate{crashed}})
 	h.start()
 	h.waitIdle()
 	for !h.e.IsLeader() {
@@ -27,7 +28,7 @@ func TestARestartedCandidateDropsTheEntryItsCrashedProcessLeft(t *testing.T) {
 		}
 		h.stepIdle(maxPoll)
 	}
-	it, _ := h.store.Item(rowKey)
+	it, _ := rows.MustRaw(h.store).Item(rowKey)
 	for _, c := range it.Candidates {
 		if c.Ticket == crashed.Ticket {
 			t.Fatalf("the crashed process's entry is still on the row after its identity led again: %+v", it.Candidates)
@@ -41,16 +42,16 @@ func TestARestartedCandidateDropsTheEntryItsCrashedProcessLeft(t *testing.T) {
 // stay on the row forever.
 func TestAStandbyDropsAnEarlierProcesssEntryOfTheLeadersIdentity(t *testing.T) {
 	h := newHarness(t, withCandidacy(0, true, 0))
-	crashed := resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "L", Priority: 1, RVN: uuid.NewString()}
-	current := resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "L", Priority: 1, RVN: uuid.NewString()}
-	h.store.PutItem(resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "L", RVN: "t0", LeaseDuration: lease},
-		Candidates: []resourcelock.Candidate{crashed, current}})
+	crashed := rows.Candidate{Ticket: uuid.NewString(), Identity: "L", Priority: 1, RVN: uuid.NewString()}
+	current := rows.Candidate{Ticket: uuid.NewString(), Identity: "L", Priority: 1, RVN: uuid.NewString()}
+	rows.MustRaw(h.store).PutItem(rows.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "L", RVN: "t0", LeaseDuration: lease},
+		Candidates: []rows.Candidate{crashed, current}})
 	renewLeader := func() {
 		t.Helper()
-		it, _ := h.store.Item(rowKey)
+		it, _ := rows.MustRaw(h.store).Item(rowKey)
 		rec := it.Record
 		rec.RVN = uuid.NewString()
-		if _, err := h.store.Update(context.Background(), rowKey, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "L"}, rec, resourcelock.WriteOptions{}); err != nil {
+		if _, err := rows.MustOpen(h.store).Update(context.Background(), rowKey, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: "L"}, rec, rows.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,11 +60,11 @@ func TestAStandbyDropsAnEarlierProcesssEntryOfTheLeadersIdentity(t *testing.T) {
 	// The current process of L stands once more, then leads on: its entry
 	// changed last.
 	current.RVN = uuid.NewString()
-	if _, err := h.store.Stand(context.Background(), rowKey, current, nil); err != nil {
+	if _, err := rows.MustOpen(h.store).Stand(context.Background(), rowKey, current, nil); err != nil {
 		t.Fatal(err)
 	}
-	has := func(c resourcelock.Candidate) bool {
-		it, _ := h.store.Item(rowKey)
+	has := func(c rows.Candidate) bool {
+		it, _ := rows.MustRaw(h.store).Item(rowKey)
 		for _, e := range it.Candidates {
 			if e.Ticket == c.Ticket {
 				return true
@@ -91,9 +92,9 @@ func TestAStandbyDropsAnEarlierProcesssEntryOfTheLeadersIdentity(t *testing.T) {
 // an earlier process of its identity left.
 func TestALeaderDropsTheEntryAnEarlierProcessOfItsIdentityLeft(t *testing.T) {
 	h := newHarness(t, withCandidacy(1, false, 0))
-	crashed := resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "a", Priority: 1, RVN: uuid.NewString()}
-	h.store.PutItem(resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "a", RVN: "r0", LeaseDuration: lease, Released: true},
-		Candidates: []resourcelock.Candidate{crashed}})
+	crashed := rows.Candidate{Ticket: uuid.NewString(), Identity: "a", Priority: 1, RVN: uuid.NewString()}
+	rows.MustRaw(h.store).PutItem(rows.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "a", RVN: "r0", LeaseDuration: lease, Released: true},
+		Candidates: []rows.Candidate{crashed}})
 	h.start()
 	h.waitIdle()
 	if !h.e.IsLeader() {
@@ -102,7 +103,7 @@ func TestALeaderDropsTheEntryAnEarlierProcessOfItsIdentityLeft(t *testing.T) {
 	for range 3 {
 		h.stepIdle(retry)
 	}
-	it, _ := h.store.Item(rowKey)
+	it, _ := rows.MustRaw(h.store).Item(rowKey)
 	for _, c := range it.Candidates {
 		if c.Ticket == crashed.Ticket {
 			t.Fatalf("the earlier process's entry is still on the row after three renewals: %+v", it.Candidates)

@@ -14,6 +14,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -278,7 +279,11 @@ func (c Config) port() (keylease.Port, error) {
 	bad := func(field string, err error) error { return &dynalease.InvalidError{Field: field, Err: err} }
 	var port keylease.Port
 	if c.Store != nil {
-		l, err := keylease.New(c.Store, resourcelock.Key{Partition: c.Name, Sort: c.SortKeyValue}, c.Identity)
+		store, err := rows.Open(c.Store, "Store")
+		if err != nil {
+			return nil, err
+		}
+		l, err := keylease.New(store, resourcelock.Key{Partition: c.Name, Sort: c.SortKeyValue}, c.Identity)
 		switch {
 		case err == nil:
 		case record.CheckIdentity(c.Identity) != nil:

@@ -11,14 +11,15 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func validConfig() Config {
 	return Config{
-		Lease: mustLease(memorystore.New(), "x", "a"),
+		Lease: mustLease(rows.MustOpen(memorystore.New()), "x", "a"),
 		Callbacks: Callbacks{
 			OnStartedLeading: func(context.Context) {},
 			OnStoppedLeading: func() {},

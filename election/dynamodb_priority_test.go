@@ -9,11 +9,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // ranked returns the option of a candidate at priority, standing, with
@@ -174,7 +175,7 @@ func waitStanding(t *testing.T, client *dynamodb.Client, table string, identitie
 	}
 	deadline := time.Now().Add(3*itLease + slack)
 	for {
-		it, err := store.Get(context.Background(), resourcelock.Key{Partition: "leader"})
+		it, err := rows.MustOpen(store).Get(context.Background(), resourcelock.Key{Partition: "leader"})
 		missing := slices.Clone(identities)
 		if err == nil {
 			for _, c := range it.Candidates {

@@ -12,12 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/internal/testkit/faulthttp"
 	"github.com/dynalease/dynalease/internal/testkit/logtest"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Short durations for the timelines against DynamoDB Local.
@@ -369,7 +370,7 @@ func measureRoundTrip(t *testing.T, client *dynamodb.Client, table string) time.
 	var d []time.Duration
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		if _, err := lock.Get(context.Background(), resourcelock.Key{Partition: "leader"}); err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
+		if _, err := rows.MustOpen(lock).Get(context.Background(), resourcelock.Key{Partition: "leader"}); err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
 			t.Fatal(err)
 		}
 		d = append(d, time.Since(start))

@@ -13,6 +13,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -81,10 +82,10 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e.lease = lease
 	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
-		e.cport = &candidatePort{Port: l, store: cfg.Store, key: l.Key(), clk: cfg.Clock, cands: &e.cands,
+		e.cport = &candidatePort{Port: l, store: l.Store(), key: l.Key(), clk: cfg.Clock, cands: &e.cands,
 			drop: cfg.staleAfter(), fresh: cfg.liveWindow(), every: cfg.RetryPeriod / 2}
 		if cfg.stands() {
-			e.cport.me = resourcelock.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
+			e.cport.me = rows.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
 		}
 		e.lease = e.cport
 	}

@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // This example elects a leader over the in-memory store, as a unit test of
@@ -39,7 +40,7 @@ func Example_memory() {
 	}
 	err = e.Run(ctx)
 	fmt.Println("Run:", err)
-	rec, err := store.Get(context.Background(), resourcelock.Key{Partition: "scheduler"})
+	rec, err := rows.MustOpen(store).Get(context.Background(), resourcelock.Key{Partition: "scheduler"})
 	fmt.Println("released:", rec.Released, err)
 	// Output:
 	// started leading

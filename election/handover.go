@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -72,7 +73,7 @@ func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	// Judged between two answers, not right after one as a renewal's step-down
 	// is: one RetryPeriod more.
 	now, window := e.clk.Now(), e.cfg.liveWindow()+e.cfg.RetryPeriod
-	var c resourcelock.Candidate
+	var c rows.Candidate
 	var ok bool
 	if identity == "" {
 		if c, ok = e.cands.Best(now, window, e.cfg.Priority-1, e.ticket()); !ok {
@@ -136,7 +137,7 @@ func (r *run) considerStepDown(t *term) {
 // being a metrics.HandOver… reason: the work's context is cancelled and
 // the election loop goes on as after Run's cancel (lead, step 3). It
 // reports false when t has ended or is stepping down already.
-func (t *term) stepDown(c resourcelock.Candidate, why string) bool {
+func (t *term) stepDown(c rows.Candidate, why string) bool {
 	t.mu.Lock()
 	if t.ended || t.sealed || t.handTo != nil {
 		t.mu.Unlock()
@@ -154,12 +155,12 @@ func (t *term) stepDown(c resourcelock.Candidate, why string) bool {
 
 // sealHandOver returns the candidate t steps down for, and why, or false;
 // from then on t takes no step-down: the election loop is ending it.
-func (t *term) sealHandOver() (resourcelock.Candidate, string, bool) {
+func (t *term) sealHandOver() (rows.Candidate, string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sealed = true
 	if t.handTo == nil {
-		return resourcelock.Candidate{}, "", false
+		return rows.Candidate{}, "", false
 	}
 	return *t.handTo, t.handWhy, true
 }
@@ -185,11 +186,11 @@ func (t *term) handOverErr() error {
 // with c's ticket (HandedTo) and the handed lease. It gives c nothing
 // until c's own write, conditioned on the handed RVN, lands. A write
 // that does not land leaves the row to run out.
-func (r *run) handOver(ctx context.Context, t *term, c resourcelock.Candidate, why string) error {
+func (r *run) handOver(ctx context.Context, t *term, c rows.Candidate, why string) error {
 	e := r.e
 	rctx, cancel := timing.KeepDeadline(ctx)
 	defer cancel()
-	next := func(resourcelock.Item) resourcelock.Record {
+	next := func(rows.Item) resourcelock.Record {
 		rec := r.newRecord(false)
 		rec.HolderIdentity, rec.HandedTo, rec.LeaseDuration = c.Identity, c.Ticket, e.cfg.handedLease()
 		return rec

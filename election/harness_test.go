@@ -12,10 +12,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -33,7 +34,7 @@ const (
 var epoch = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // harness runs one Elector on a fake clock over a lease of a MemoryStore
-// wrapped in resourcelocktest.FaultyStore, and records its callbacks.
+// wrapped in rowstest.FaultyStore, and records its callbacks.
 type harness struct {
 	t     *testing.T
 	fc    *clocktesting.FakeClock
@@ -83,17 +84,15 @@ func newHarnessOn(t *testing.T, store *memorystore.Store, fc *clocktesting.FakeC
 		ctxs:    make(chan context.Context, 10),
 		atStop:  make(chan resourcelock.Record, 10),
 	}
-	h.lock = faulty.New(store)
+	h.lock = faulty.New(rows.MustOpen(store))
 	// Tests here are written for stores whose failed conditions carry no
 	// row, so that every failure is settled by a read (the engine's own
 	// tests cover the one-request path).
 	h.lock.HideConflictRows(true)
-	lk, err := keylease.New(h.lock, resourcelock.Key{Partition: lockName}, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := Config{
-		Lease:         lk,
+		Store:         rows.Sealed(h.lock),
+		Name:          lockName,
+		Identity:      "a",
 		LeaseDuration: lease,
 		RenewDeadline: deadline,
 		RetryPeriod:   retry,
@@ -401,10 +400,10 @@ func summarize(ops []faulty.Op) string {
 }
 
 // mustLease returns the lease called name of store, written as identity.
-func mustLease(store resourcelock.Store, name, identity string) *keylease.Lease {
+func mustLease(store rows.Store, name, identity string) resourcelock.Interface {
 	l, err := keylease.New(store, resourcelock.Key{Partition: name}, identity)
 	if err != nil {
 		panic(err)
 	}
-	return l
+	return keylease.AsInterface(l)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -243,7 +244,7 @@ func (r *run) release(ctx context.Context) {
 	rctx, cancel := timing.KeepDeadline(ctx)
 	defer cancel()
 	cur := r.cur
-	w := r.hold.WriteOwn(rctx, cur, func(resourcelock.Item) resourcelock.Record { return r.newRecord(true) },
+	w := r.hold.WriteOwn(rctx, cur, func(rows.Item) resourcelock.Record { return r.newRecord(true) },
 		func(w rvnlease.Written) bool { r.confirm(w.Item, w.Sent); return true })
 	switch {
 	case w.Landed:

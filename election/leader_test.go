@@ -417,7 +417,7 @@ func TestWorkReturningAfterValidityPassedIsALoss(t *testing.T) {
 	r.cur.RVN = "rvn"
 	stopped := 0
 	// Valid until a second ago.
-	tm := newTerm(context.Background(), h.e.k, &r.hold, h.e.cfg.Lease.Describe(), h.now().Add(-time.Second-h.e.cfg.termValidity()), func() { stopped++ })
+	tm := newTerm(context.Background(), h.e.k, &r.hold, h.e.lease.Describe(), h.now().Add(-time.Second-h.e.cfg.termValidity()), func() { stopped++ })
 	tm.began = true // its work ran, and returned
 	close(tm.workDone)
 	err := r.finish(context.Background(), tm)

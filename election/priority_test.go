@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -18,7 +19,7 @@ import (
 // the default).
 func withCandidacy(priority int64, stand bool, minTerm time.Duration) harnessOption {
 	return func(h *harness, c *Config) {
-		c.Lease, c.Store, c.Name, c.Identity = nil, h.lock, lockName, "a"
+		c.Lease, c.Store, c.Name, c.Identity = nil, rows.Sealed(h.lock), lockName, "a"
 		c.Priority, c.Stand, c.MinTerm = priority, stand, minTerm
 	}
 }
@@ -28,18 +29,18 @@ var rowKey = resourcelock.Key{Partition: lockName}
 // rival is a candidate the test plays by writing its entry.
 type rival struct {
 	h *harness
-	c resourcelock.Candidate
+	c rows.Candidate
 }
 
 func (h *harness) rival(identity string, priority int64) *rival {
-	return &rival{h: h, c: resourcelock.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}}
+	return &rival{h: h, c: rows.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}}
 }
 
 // stand writes the rival's entry with a fresh RVN, as its poll would.
 func (r *rival) stand() {
 	r.h.t.Helper()
 	r.c.RVN = uuid.NewString()
-	if _, err := r.h.store.Stand(context.Background(), rowKey, r.c, nil); err != nil {
+	if _, err := rows.MustOpen(r.h.store).Stand(context.Background(), rowKey, r.c, nil); err != nil {
 		r.h.t.Fatalf("stand of %s: %v", r.c.Identity, err)
 	}
 }
@@ -228,7 +229,7 @@ func TestAStandingCandidatePollsByStandingAndConfirmsAHandOverToIt(t *testing.T)
 	h.start()
 	h.waitIdle()
 	h.wantOps(faulty.OpCreate, faulty.OpStand) // the create finds the row held; the poll stands
-	it, _ := h.store.Item(rowKey)
+	it, _ := rows.MustRaw(h.store).Item(rowKey)
 	if len(it.Candidates) != 1 || it.Candidates[0].Identity != "a" || it.Candidates[0].Priority != 5 {
 		t.Fatalf("candidates after the first poll: %+v", it.Candidates)
 	}
@@ -236,7 +237,7 @@ func TestAStandingCandidatePollsByStandingAndConfirmsAHandOverToIt(t *testing.T)
 	h.wantLeaders("old")
 	// The old leader hands over to a's ticket.
 	handed := resourcelock.Record{HolderIdentity: "a", HandedTo: ticket, RVN: "r2", LeaseDuration: 2 * retry}
-	if _, err := h.store.Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, resourcelock.WriteOptions{}); err != nil {
+	if _, err := rows.MustOpen(h.store).Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, rows.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.stepIdle(maxPoll) // a's next poll, within maxPoll, sees the hand-over
@@ -275,9 +276,9 @@ func TestAHandOverToACandidateThatGivesUpIsDeclined(t *testing.T) {
 	h.start()
 	h.waitIdle()
 	h.wantOps(faulty.OpCreate, faulty.OpStand)
-	it, _ := h.store.Item(rowKey)
+	it, _ := rows.MustRaw(h.store).Item(rowKey)
 	handed := resourcelock.Record{HolderIdentity: "a", HandedTo: it.Candidates[0].Ticket, RVN: "r2", LeaseDuration: 2 * retry}
-	if _, err := h.store.Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, resourcelock.WriteOptions{}); err != nil {
+	if _, err := rows.MustOpen(h.store).Update(context.Background(), rowKey, resourcelock.Precondition{RVN: "r1", HolderIdentity: "old"}, handed, rows.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// a sees the hand-over at its next poll; its confirmation is held on
@@ -291,7 +292,7 @@ func TestAHandOverToACandidateThatGivesUpIsDeclined(t *testing.T) {
 	if err := h.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
-	got, _ := h.store.Item(rowKey)
+	got, _ := rows.MustRaw(h.store).Item(rowKey)
 	if !got.Released || got.RVN == "r2" || got.HandedTo != "" {
 		t.Fatalf("row after a gave up: %+v; want it released over the handed RVN", got.Record)
 	}
@@ -305,7 +306,7 @@ func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
 	h.store.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
 	h.start()
 	h.waitIdle()
-	if it, _ := h.store.Item(rowKey); len(it.Candidates) != 1 {
+	if it, _ := rows.MustRaw(h.store).Item(rowKey); len(it.Candidates) != 1 {
 		t.Fatalf("candidates %+v", it.Candidates)
 	}
 	h.freeRun()
@@ -313,7 +314,7 @@ func TestAStandingCandidateWithdrawsWhenCancelled(t *testing.T) {
 	if err := h.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
-	if it, _ := h.store.Item(rowKey); len(it.Candidates) != 0 {
+	if it, _ := rows.MustRaw(h.store).Item(rowKey); len(it.Candidates) != 0 {
 		t.Fatalf("candidates after the cancel %+v, want none", it.Candidates)
 	}
 }
@@ -403,15 +404,15 @@ func TestATermLostWhileSteppingDownEndsHandOverWithTheLoss(t *testing.T) {
 func TestARowFullOfDeadEntriesTakesANewCandidateOnceTheyAreStale(t *testing.T) {
 	h := newHarness(t, withCandidacy(1, false, 0))
 	h.lock.HideConflictRows(false)
-	row := resourcelock.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: time.Hour}}
-	for i := 0; i < resourcelock.MaxCandidates; i++ {
-		row.Candidates = append(row.Candidates, resourcelock.Candidate{Ticket: uuid.NewString(), Identity: "gone", RVN: "x"})
+	row := rows.Item{Key: rowKey, Record: resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: time.Hour}}
+	for i := 0; i < rows.MaxCandidates; i++ {
+		row.Candidates = append(row.Candidates, rows.Candidate{Ticket: uuid.NewString(), Identity: "gone", RVN: "x"})
 	}
-	h.store.PutItem(row)
+	rows.MustRaw(h.store).PutItem(row)
 	h.start()
 	h.waitIdle()
 	stands := func() bool {
-		it, _ := h.store.Item(rowKey)
+		it, _ := rows.MustRaw(h.store).Item(rowKey)
 		for _, c := range it.Candidates {
 			if c.Identity == "a" {
 				return len(it.Candidates) == 1
@@ -429,7 +430,7 @@ func TestARowFullOfDeadEntriesTakesANewCandidateOnceTheyAreStale(t *testing.T) {
 	}
 	h.stepIdle(maxPoll)
 	if !stands() {
-		it, _ := h.store.Item(rowKey)
+		it, _ := rows.MustRaw(h.store).Item(rowKey)
 		t.Fatalf("a does not stand alone at %v: %d entries", h.now().Sub(epoch), len(it.Candidates))
 	}
 }

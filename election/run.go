@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -22,7 +23,7 @@ import (
 type run struct {
 	e        *Elector
 	hold     rvnlease.Hold // the kernel's hold of the record; the term's validity lives in it
-	cur      resourcelock.Item
+	cur      rows.Item
 	sent     time.Time
 	acquired time.Time // wall-clock time of this Run's acquisition, informational
 }
@@ -48,6 +49,6 @@ func (r *run) newRecord(released bool) resourcelock.Record {
 }
 
 // confirm records that the write of it, sent at sent, landed.
-func (r *run) confirm(it resourcelock.Item, sent time.Time) {
+func (r *run) confirm(it rows.Item, sent time.Time) {
 	r.cur, r.sent = it, sent
 }

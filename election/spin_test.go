@@ -10,8 +10,9 @@ import (
 
 	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // renewsBeforeEachRead is a store whose row, held by another leader, is
@@ -19,22 +20,22 @@ import (
 // move during a request, each read shows a new RVN at the instant the
 // standby reads.
 type renewsBeforeEachRead struct {
-	*memorystore.Store
+	rows.Store
 	key   resourcelock.Key
 	reads atomic.Int64
 }
 
-func (s *renewsBeforeEachRead) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+func (s *renewsBeforeEachRead) Get(ctx context.Context, k resourcelock.Key) (rows.Item, error) {
 	if err := s.renew(ctx, k); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return s.Store.Get(ctx, k)
 }
 
 // Stand is a standing candidate's read: the leader renews before it too.
-func (s *renewsBeforeEachRead) Stand(ctx context.Context, k resourcelock.Key, c resourcelock.Candidate, drop []string) (resourcelock.Item, error) {
+func (s *renewsBeforeEachRead) Stand(ctx context.Context, k resourcelock.Key, c rows.Candidate, drop []string) (rows.Item, error) {
 	if err := s.renew(ctx, k); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return s.Store.Stand(ctx, k, c, drop)
 }
@@ -47,7 +48,7 @@ func (s *renewsBeforeEachRead) renew(ctx context.Context, k resourcelock.Key) er
 	}
 	rec := cur.Record
 	rec.RVN = uuid.NewString()
-	_, err = s.Store.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cur.HolderIdentity}, rec, resourcelock.WriteOptions{})
+	_, err = s.Store.Update(ctx, k, resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: cur.HolderIdentity}, rec, rows.WriteOptions{})
 	return err
 }
 
@@ -64,9 +65,10 @@ func testStandbyNeverSpins(t *testing.T, priority int64) {
 	const retry = 2 * time.Second
 	clk := clockutil.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	key := resourcelock.Key{Partition: "spin"}
-	store := &renewsBeforeEachRead{Store: memorystore.New(), key: key}
-	store.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "leader", RVN: "r0", LeaseDuration: 15 * time.Second}})
-	e, err := election.New(election.Config{Store: store, Name: "spin", Identity: "standby", Clock: clk, Priority: priority,
+	mem := memorystore.New()
+	store := &renewsBeforeEachRead{Store: rows.MustOpen(mem), key: key}
+	rows.MustRaw(mem).PutItem(rows.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "leader", RVN: "r0", LeaseDuration: 15 * time.Second}})
+	e, err := election.New(election.Config{Store: rows.Sealed(store), Name: "spin", Identity: "standby", Clock: clk, Priority: priority,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: retry,
 		Callbacks: election.Callbacks{OnStartedLeading: func(ctx context.Context) { <-ctx.Done() }, OnStoppedLeading: func() {}}})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -23,13 +24,13 @@ import (
 // campaigns, holds and releases through it as through any lease.
 type candidatePort struct {
 	keylease.Port
-	store resourcelock.Store
+	store rows.Store
 	key   resourcelock.Key
 	clk   timing.Clock
 	cands *candidacy.Watch
-	me    resourcelock.Candidate // this candidate's entry, without its RVN; zero when it does not stand
-	drop  time.Duration          // how long an entry stays unchanged before a stand drops it
-	fresh time.Duration          // how recent the last answer must be for Stale to judge
+	me    rows.Candidate // this candidate's entry, without its RVN; zero when it does not stand
+	drop  time.Duration  // how long an entry stays unchanged before a stand drops it
+	fresh time.Duration  // how recent the last answer must be for Stale to judge
 	// every is the least time between two stands: the polls in between
 	// (a standby reads in the leader's rhythm, about 2.3 times a
 	// RetryPeriod) are reads.
@@ -67,7 +68,7 @@ func (p *candidatePort) Key() resourcelock.Key { return p.key }
 // reads the row from the answer. A stand refused because the row is full of entries (the answer
 // carries the row) drops the stale ones it shows and stands again, or, with
 // none stale, serves as the read.
-func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
+func (p *candidatePort) Get(ctx context.Context) (rows.Item, error) {
 	sent := p.clk.Now()
 	if !p.standDue(sent) {
 		it, err := p.Port.Get(ctx)
@@ -80,7 +81,7 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		return p.saw(sent, it, err)
 	}
-	full, found := resourcelock.CurrentItem(err)
+	full, found := rows.CurrentItem(err)
 	if !found {
 		sent = p.clk.Now()
 		it, err = p.Port.Get(ctx)
@@ -91,15 +92,15 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 	if len(stale) == 0 {
 		return full, nil // full of live entries: the refusal served as the read
 	}
-	if _, err := p.store.Stand(ctx, p.key, resourcelock.Candidate{}, stale); err != nil {
-		return resourcelock.Item{}, err
+	if _, err := p.store.Stand(ctx, p.key, rows.Candidate{}, stale); err != nil {
+		return rows.Item{}, err
 	}
 	sent = p.clk.Now()
 	it, err = p.store.Stand(ctx, p.key, p.entry(), nil)
 	if err == nil {
 		p.stood(sent)
 	}
-	if full, found := resourcelock.CurrentItem(err); found && errors.Is(err, resourcelock.ErrConflict) {
+	if full, found := rows.CurrentItem(err); found && errors.Is(err, resourcelock.ErrConflict) {
 		p.cands.See(full, sent)
 		return full, nil
 	}
@@ -107,14 +108,14 @@ func (p *candidatePort) Get(ctx context.Context) (resourcelock.Item, error) {
 }
 
 // entry returns this candidate's entry with a fresh RVN.
-func (p *candidatePort) entry() resourcelock.Candidate {
+func (p *candidatePort) entry() rows.Candidate {
 	c := p.me
 	c.RVN = uuid.NewString()
 	return c
 }
 
 // Create is the lease's Create; its answer shows the candidates.
-func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	sent := p.clk.Now()
 	it, err := p.Port.Create(ctx, rec)
 	return p.saw(sent, it, err)
@@ -123,7 +124,7 @@ func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (re
 // Update is the lease's Update; its answer shows the candidates, and a
 // standing candidate drops the entries of its identity with another
 // ticket that it shows (see dropEarlier).
-func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	sent := p.clk.Now()
 	it, err := p.Port.Update(ctx, expect, rec)
 	if err == nil {
@@ -139,7 +140,7 @@ func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondi
 // dropped while it leads (a watch cannot always tell which of them is the
 // leader's: see candidacy.Watch.Stale). Best effort: the next renewal
 // tries again.
-func (p *candidatePort) dropEarlier(ctx context.Context, it resourcelock.Item) {
+func (p *candidatePort) dropEarlier(ctx context.Context, it rows.Item) {
 	if p.me.Ticket == "" {
 		return
 	}
@@ -150,13 +151,13 @@ func (p *candidatePort) dropEarlier(ctx context.Context, it resourcelock.Item) {
 		}
 	}
 	if len(drop) > 0 {
-		_, _ = p.store.Stand(ctx, p.key, resourcelock.Candidate{}, drop)
+		_, _ = p.store.Stand(ctx, p.key, rows.Candidate{}, drop)
 	}
 }
 
 // saw shows the row of an answer to a request sent at sent to the watch
 // of the candidates, and returns the answer.
-func (p *candidatePort) saw(sent time.Time, it resourcelock.Item, err error) (resourcelock.Item, error) {
+func (p *candidatePort) saw(sent time.Time, it rows.Item, err error) (rows.Item, error) {
 	if err == nil {
 		p.cands.See(it, sent)
 	}
@@ -173,7 +174,7 @@ func (p *candidatePort) withdraw(ctx context.Context, timeout time.Duration) err
 	}
 	rctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), p.clk, timeout)
 	defer cancel()
-	_, err := p.store.Stand(rctx, p.key, resourcelock.Candidate{}, []string{p.me.Ticket})
+	_, err := p.store.Stand(rctx, p.key, rows.Candidate{}, []string{p.me.Ticket})
 	if errors.Is(err, resourcelock.ErrNotFound) {
 		return nil
 	}

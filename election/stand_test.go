@@ -7,9 +7,10 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A standing candidate's polls write its entry at most once per half
@@ -18,8 +19,8 @@ func TestAStandingCandidateStandsAtMostOncePerHalfRetryPeriod(t *testing.T) {
 	fc := clocktesting.NewFakeClock(epoch)
 	mem := memorystore.New()
 	mem.Put(lockName, resourcelock.Record{HolderIdentity: "old", RVN: "r1", LeaseDuration: lease})
-	store := faulty.New(mem)
-	e, err := New(Config{Store: store, Name: lockName, Identity: "a", Stand: true, Clock: fc,
+	store := faulty.New(rows.MustOpen(mem))
+	e, err := New(Config{Store: rows.Sealed(store), Name: lockName, Identity: "a", Stand: true, Clock: fc,
 		Callbacks: Callbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}})
 	if err != nil {
 		t.Fatal(err)

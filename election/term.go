@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -56,7 +57,7 @@ type term struct {
 	started  time.Time
 	work     context.Context // the work's context before the term's end: done on Run's cancel or a step-down
 	stopWork context.CancelCauseFunc
-	handTo   *resourcelock.Candidate
+	handTo   *rows.Candidate
 	handWhy  string
 	sealed   bool // the loop is ending the term: no step-down any more
 	handed   chan struct{}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dynalease/dynalease/gocronlease"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 func clients(t *testing.T, ids ...string) []*lock.Client {

@@ -11,10 +11,9 @@ import (
 
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
-	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
-	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 func get(t *testing.T, h http.Handler) (int, string) {
@@ -46,16 +45,14 @@ func TestHandlerNamesEveryFailingCheck(t *testing.T) {
 // live: restarting it would not help, and liveness never depends on
 // leading.
 func TestElectorThatCannotReachItsRecordIsLiveButNotReady(t *testing.T) {
-	store := faulty.New(memorystore.New())
+	store := faulty.New(rows.MustOpen(memorystore.New()))
 	reset := errors.New("connection reset")
 	store.Inject(faulty.OpCreate, -1, faulty.Fault{Err: reset})
 	store.Inject(faulty.OpGet, -1, faulty.Fault{Err: reset})
-	lock, err := keylease.New(store, resourcelock.Key{Partition: "leader"}, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
 	e, err := election.New(election.Config{
-		Lease:         lock,
+		Store:         rows.Sealed(store),
+		Name:          "leader",
+		Identity:      "a",
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   10 * time.Millisecond, // the floor

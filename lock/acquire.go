@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/readlease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -263,8 +264,8 @@ func acquireError(ctx context.Context, what string, err error) error {
 // newRecord returns the record of an acquiring write with a's data, or of
 // the renewal of a row of ours confirmed late or left by an earlier call
 // (cur): its attributes are the port's.
-func (c *Client) newRecord(a *acquireConfig) func(cur resourcelock.Item) resourcelock.Record {
-	return func(cur resourcelock.Item) resourcelock.Record {
+func (c *Client) newRecord(a *acquireConfig) func(cur rows.Item) resourcelock.Record {
+	return func(cur rows.Item) resourcelock.Record {
 		rec := c.record(cur, false)
 		rec.Data = a.data
 		return rec

@@ -14,11 +14,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // acquireAsync runs Acquire in the background.
@@ -206,7 +207,7 @@ func TestTryAcquireOfAHeldLockFailsAtOnce(t *testing.T) {
 
 func TestAcquireReleasedAndMissingRowsAtOnce(t *testing.T) {
 	f := newFixture(t)
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r", LeaseDuration: time.Hour, Released: true, Data: []byte("old")}})
 	l := f.acquire("k", WithReplaceData(false))
 	f.wantOps(faulty.OpCreate)
@@ -224,10 +225,10 @@ func TestAcquireOnlyIfExists(t *testing.T) {
 	if _, err := f.c.Acquire(context.Background(), "missing", WithAcquireOnlyIfExists()); !errors.Is(err, resourcelock.ErrNotFound) {
 		t.Fatalf("Acquire of a missing row = %v, want ErrNotFound", err)
 	}
-	if _, ok := f.mem.Item(resourcelock.Key{Partition: "missing"}); ok {
+	if _, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: "missing"}); ok {
 		t.Fatal("the row was created")
 	}
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r", LeaseDuration: lease, Released: true}})
 	f.acquire("k", WithAcquireOnlyIfExists())
 }
@@ -495,7 +496,7 @@ func TestAcquireGivesUpWhenTheTableStopsAnsweringAfterARelease(t *testing.T) {
 	f.putForeign("k", "other", "r0", holderLease)
 	_, errs := f.acquireAsync("k", WithAdditionalWait(2*time.Second))
 	f.waitIdle("acquire")
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r0", LeaseDuration: holderLease, Released: true}})
 	boom := errors.New("connection refused")
 	f.store.Inject(faulty.OpGet, 1, faulty.Fault{}) // the read that sees the release

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // Microbenchmarks of the lock client's hot paths against the in-memory
@@ -19,7 +20,7 @@ import (
 // benchClient returns a client over a fresh MemoryStore, without background
 // heartbeats so that none runs during a measurement.
 func benchClient(b *testing.B) *Client {
-	c, err := NewFromStore(memorystore.New(), WithOwnerName("bench-owner"), WithHeartbeatPeriod(0))
+	c, err := NewFromStore(rows.MustOpen(memorystore.New()), WithOwnerName("bench-owner"), WithHeartbeatPeriod(0))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func BenchmarkLockIsHeld(b *testing.B) {
 // the record read (the holder renewed it: a new RVN) and ask whether it
 // may be taken over.
 func BenchmarkLeaseObservation(b *testing.B) {
-	recs := [2]resourcelock.Item{
+	recs := [2]rows.Item{
 		{Record: resourcelock.Record{HolderIdentity: "other", RVN: "0c6f4f1e-7a7b-4d0e-9a55-3b7e2f1d9c8a", LeaseDuration: 20 * time.Second}},
 		{Record: resourcelock.Record{HolderIdentity: "other", RVN: "1b2c3d4e-5f60-4172-8394-a5b6c7d8e9f0", LeaseDuration: 20 * time.Second}},
 	}

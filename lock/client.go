@@ -12,6 +12,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/readlease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -22,7 +23,7 @@ import (
 // background heartbeats of every lock it holds. Its methods are safe for
 // concurrent use.
 type Client struct {
-	store resourcelock.Store
+	store rows.Store
 	cfg   config
 	clk   timing.Clock
 	log   logr.Logger
@@ -65,16 +66,20 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.Store == nil:
+	if cfg.Store == nil {
 		return nil, invalid("Store", "is nil (dynamodbstore.New makes one on a DynamoDB table)")
-	case cfg.Fencing && !cfg.Store.CanFence():
-		return nil, invalid("Fencing", "is set, but %s keeps no fencing generations (dynamodbstore.Config.FenceTable)", cfg.Store.Describe())
 	}
-	return newClient(cfg.Store, c)
+	store, err := rows.Open(cfg.Store, "Store")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Fencing && !store.CanFence() {
+		return nil, invalid("Fencing", "is set, but %s keeps no fencing generations (dynamodbstore.Config.FenceTable)", store.Describe())
+	}
+	return newClient(store, c)
 }
 
-func newClient(store resourcelock.Store, cfg config) (*Client, error) {
+func newClient(store rows.Store, cfg config) (*Client, error) {
 	c := &Client{
 		store:  store,
 		cfg:    cfg,
@@ -242,7 +247,7 @@ func (c *Client) List(ctx context.Context, partition string) ([]Info, error) {
 	}
 	var out []Info
 	started := c.clk.Now()
-	err := c.store.Scan(ctx, partition, func(it resourcelock.Item, err error) error {
+	err := c.store.Scan(ctx, partition, func(it rows.Item, err error) error {
 		out = append(out, infoOf(it, err))
 		return nil
 	})

@@ -44,9 +44,9 @@ const (
 type Config struct {
 	// Store keeps the locks: the Store of dynamodbstore.New on a DynamoDB
 	// lock table (its Config names the table, its key and TTL attributes,
-	// the fence table and the global-table settings), or any other
-	// resourcelock.Store, such as memorystore.New() in unit tests. Guarded
-	// writes need a store that can make them (dynamodbstore's Writes).
+	// the fence table and the global-table settings), or memorystore.New()
+	// in unit tests. Guarded writes need a store that can make them
+	// (dynamodbstore's Writes).
 	Store resourcelock.Store
 
 	// Identity is the holder identity written into every lock this client

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // This example changes a balance only while holding the customer's lock:

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // This example moves money between two accounts under one lock on both,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // This example reads a tenant's schema under shared holds, two readers at

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // This example locks one customer while changing it. With lock.New on a

@@ -7,10 +7,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-logr/logr"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // The tests' shorthand for Config: each Option sets one field, so that a
@@ -77,9 +78,9 @@ func configOf(opts []Option) testConfig {
 
 // NewFromStore is New over store with opts; the store's own options
 // (WithFencing's table and the like) are the store's business there.
-func NewFromStore(store resourcelock.Store, opts ...Option) (*Client, error) {
+func NewFromStore(store rows.Store, opts ...Option) (*Client, error) {
 	cfg := configOf(opts).Config
-	cfg.Store = store
+	cfg.Store = rows.Sealed(store)
 	return New(cfg)
 }
 
@@ -100,7 +101,9 @@ func NewOn(client dynamodbstore.StoreAPI, table string, opts ...Option) (*Client
 // (dynamodbstore.Store.Tables), as the store otherwise does at its first
 // request: tests that count requests make it first.
 func CheckTable(ctx context.Context, c *Client) error {
-	if s, ok := c.store.(*dynamodbstore.Store); ok {
+	if s, ok := c.store.(interface {
+		Tables(context.Context) ([]dynamodbstore.TableInfo, error)
+	}); ok {
 		_, err := s.Tables(ctx)
 		return err
 	}
@@ -110,5 +113,7 @@ func CheckTable(ctx context.Context, c *Client) error {
 // GuardItems is Guard of items through the client's DynamoDB store's
 // Writes.
 func (l *Lock) GuardItems(ctx context.Context, items ...types.TransactWriteItem) error {
-	return l.Guard(ctx, l.c.store.(*dynamodbstore.Store).Writes(items...))
+	return l.Guard(ctx, l.c.store.(interface {
+		Writes(...types.TransactWriteItem) resourcelock.Guarded
+	}).Writes(items...))
 }

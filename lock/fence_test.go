@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -36,7 +37,7 @@ func TestTokensGrowWithEveryAcquisition(t *testing.T) {
 	l = next("after delete-on-release")
 	_ = l.Release(context.Background())
 	// A whole-item rewrite by a client that knows nothing of fencing.
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "java", RVN: "j", LeaseDuration: lease, Released: true}})
 	l = next("after a foreign rewrite")
 	tok := l.Token()
@@ -44,7 +45,7 @@ func TestTokensGrowWithEveryAcquisition(t *testing.T) {
 		t.Fatalf("a heartbeat changed the token: %v", err)
 	}
 	_ = l.Release(context.Background())
-	f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) // TTL
+	rows.MustRaw(f.mem).DeleteItem(resourcelock.Key{Partition: "k"}) // TTL
 	next("after a TTL deletion")
 }
 
@@ -211,7 +212,7 @@ func TestARowWhoseReleaseIsInDoubtIsRenewedBeforeItIsTakenBack(t *testing.T) {
 	var first string // the RVN of the create whose fence fails
 	f.store.OnCall(func(op faulty.Op) {
 		if op == faulty.OpFence && first == "" {
-			if it, ok := f.mem.Item(keyK); ok {
+			if it, ok := rows.MustRaw(f.mem).Item(keyK); ok {
 				first = it.RVN
 			}
 		}
@@ -232,8 +233,8 @@ func TestARowWhoseReleaseIsInDoubtIsRenewedBeforeItIsTakenBack(t *testing.T) {
 		t.Fatal("Acquire did not return")
 	}
 	// The release sent after the failed fence lands now.
-	_, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: first, HolderIdentity: ownerName},
-		resourcelock.Record{HolderIdentity: ownerName, RVN: "late-release", LeaseDuration: lease, Released: true}, resourcelock.WriteOptions{})
+	_, err := rows.MustOpen(f.mem).Update(context.Background(), keyK, resourcelock.Precondition{RVN: first, HolderIdentity: ownerName},
+		resourcelock.Record{HolderIdentity: ownerName, RVN: "late-release", LeaseDuration: lease, Released: true}, rows.WriteOptions{})
 	if err == nil {
 		t.Fatalf("the late release landed on the row the lock holds (%v): the row was taken back as it stood", l.IsHeld())
 	}

@@ -8,10 +8,11 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -47,7 +48,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 		idle: make(chan string),
 		free: make(chan struct{}),
 	}
-	f.store = faulty.New(f.mem)
+	f.store = faulty.New(rows.MustOpen(f.mem))
 	// Most tests here were written for stores whose failed conditions
 	// carry no row, so that every failure is settled by a read; tests of
 	// the one-request path call f.store.HideConflictRows(false).
@@ -133,9 +134,9 @@ func (f *fixture) acquire(key string, opts ...AcquireOption) *Lock {
 	return l
 }
 
-func (f *fixture) item(key string) resourcelock.Item {
+func (f *fixture) item(key string) rows.Item {
 	f.t.Helper()
-	it, ok := f.mem.Item(resourcelock.Key{Partition: key})
+	it, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: key})
 	if !ok {
 		f.t.Fatalf("no row %q", key)
 	}
@@ -144,7 +145,7 @@ func (f *fixture) item(key string) resourcelock.Item {
 
 // putForeign stores a row held by another owner.
 func (f *fixture) putForeign(key, owner, rvn string, l time.Duration) {
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: key},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: key},
 		Record: resourcelock.Record{HolderIdentity: owner, RVN: rvn, LeaseDuration: l}})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -53,7 +54,7 @@ func (l *Lock) heartbeat(ctx context.Context, h heartbeatConfig) error {
 	cur := l.itemLocked()
 	l.mu.Unlock()
 
-	next := func(cur resourcelock.Item) resourcelock.Record {
+	next := func(cur rows.Item) resourcelock.Record {
 		rec := l.c.record(cur, false)
 		if h.setData {
 			rec.Data = h.data
@@ -113,7 +114,7 @@ func (l *Lock) heldLocked() error {
 
 // record returns the record of a new write by this client over cur: a
 // fresh RVN, this client's identity and lease, cur's data and acquire time.
-func (c *Client) record(cur resourcelock.Item, released bool) resourcelock.Record {
+func (c *Client) record(cur rows.Item, released bool) resourcelock.Record {
 	now := c.clk.Now()
 	acquired := cur.AcquireTime
 	if acquired.IsZero() {

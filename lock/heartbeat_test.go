@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -97,13 +98,13 @@ func TestVerifiedLossIsReportedAtOnce(t *testing.T) {
 	}{
 		{"stolen", func(f *fixture) { f.putForeign("k", "thief", "x", lease) }, dynalease.Stolen},
 		{"released elsewhere", func(f *fixture) {
-			f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
+			rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"}, Record: resourcelock.Record{HolderIdentity: "other", RVN: "x", LeaseDuration: lease, Released: true}})
 		}, dynalease.ReleasedElsewhere},
-		{"deleted", func(f *fixture) { f.mem.DeleteItem(resourcelock.Key{Partition: "k"}) }, dynalease.Deleted},
+		{"deleted", func(f *fixture) { rows.MustRaw(f.mem).DeleteItem(resourcelock.Key{Partition: "k"}) }, dynalease.Deleted},
 		{"force-released keeping the RVN", func(f *fixture) {
 			it := f.item("k")
 			it.Released = true
-			f.mem.PutItem(it)
+			rows.MustRaw(f.mem).PutItem(it)
 		}, dynalease.ReleasedElsewhere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // heapPerHeldLock returns the live heap, in bytes, that holding n locks
@@ -19,7 +20,7 @@ import (
 // validity timer's heap.
 func heapPerHeldLock(t testing.TB, n int) float64 {
 	ctx := context.Background()
-	c, err := NewFromStore(memorystore.New(), WithOwnerName("heap-owner"),
+	c, err := NewFromStore(rows.MustOpen(memorystore.New()), WithOwnerName("heap-owner"),
 		WithLeaseDuration(time.Hour), WithHeartbeatPeriod(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)

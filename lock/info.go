@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/record"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // Info is a lock row as read, with no power over the lock: nothing done
@@ -15,7 +15,7 @@ type Info struct {
 	Key     string
 	SortKey string
 	// HolderIdentity is the holder identity in the row (the holder, or the last holder
-	// when Released); resourcelock.ReadersHolder while shared holders
+	// when Released); rows.ReadersHolder while shared holders
 	// hold it.
 	HolderIdentity string
 	// Readers are the identities of the row's shared holders
@@ -25,7 +25,7 @@ type Info struct {
 	// the row (see election.Config.Stand), as last written: an entry of a
 	// candidate that stopped without withdrawing stays until another
 	// candidate drops it. Nil when there are none.
-	Candidates []resourcelock.Candidate
+	Candidates []rows.Candidate
 	// RVN is the row's record version number.
 	RVN string
 	// LeaseDuration is the holder's lease as written in the row.
@@ -52,7 +52,7 @@ type Info struct {
 	numbers map[string]int64
 }
 
-func infoOf(it resourcelock.Item, err error) Info {
+func infoOf(it rows.Item, err error) Info {
 	return Info{
 		Key:            it.Key.Partition,
 		SortKey:        it.Key.Sort,
@@ -73,7 +73,7 @@ func infoOf(it resourcelock.Item, err error) Info {
 }
 
 // readerIdentities returns the identities of readers, nil for none.
-func readerIdentities(readers []resourcelock.Reader) []string {
+func readerIdentities(readers []rows.Reader) []string {
 	if len(readers) == 0 {
 		return nil
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // The leases a client writes through are the store's own, bound to a key
@@ -75,8 +75,8 @@ func (l *Lock) holdLease() keylease.Port {
 // belowAdmits returns the rule of an acquisition with a ledger's bounds
 // (takeLedger): a row whose integer attribute is not below its bound
 // cannot be taken, and waiting will not change that.
-func belowAdmits(bounds map[string]int64) func(resourcelock.Item, bool) error {
-	return func(it resourcelock.Item, missing bool) error {
+func belowAdmits(bounds map[string]int64) func(rows.Item, bool) error {
+	return func(it rows.Item, missing bool) error {
 		if missing {
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -80,10 +81,10 @@ type heldRow struct {
 // extras is the part of a lock's state that most held locks never need,
 // made on first use; guarded by the lock's mu.
 type extras struct {
-	data       []byte                // the row's data, when it has any
-	attributes map[string]any        // the row's, when it has any
-	queue      []resourcelock.Waiter // the row's waiters, when it has any
-	lastErr    error                 // the last failure of a heartbeat, for dynalease.Expired
+	data       []byte         // the row's data, when it has any
+	attributes map[string]any // the row's, when it has any
+	queue      []rows.Waiter  // the row's waiters, when it has any
+	lastErr    error          // the last failure of a heartbeat, for dynalease.Expired
 	// err is why the lock ended, when that is not ErrNotHeld (a
 	// *dynalease.LostError, or a release's own error): see errLocked.
 	err error
@@ -194,7 +195,7 @@ func (l *Lock) extrasLocked() *extras {
 }
 
 // keepLocked keeps what the lock needs of the row it, as last confirmed.
-func (l *Lock) keepLocked(it resourcelock.Item) {
+func (l *Lock) keepLocked(it rows.Item) {
 	r := heldRow{token: record.Token(it.Record)}
 	if l.setIDsLocked(&r, it.RVN, it.AcquisitionID) && r.token == 0 {
 		// A renewal never changes the acquisition's token: an answer
@@ -222,7 +223,7 @@ func (l *Lock) keepLocked(it resourcelock.Item) {
 
 // othersQueued reports whether q holds an entry of another client: a
 // waiter (this client's own entries are stale ones of an earlier wait).
-func (l *Lock) othersQueued(q []resourcelock.Waiter) bool {
+func (l *Lock) othersQueued(q []rows.Waiter) bool {
 	for _, w := range q {
 		if w.Identity != l.c.cfg.identity {
 			return true
@@ -233,8 +234,8 @@ func (l *Lock) othersQueued(q []resourcelock.Waiter) bool {
 
 // itemLocked returns the row as last confirmed, for a write over it: the
 // kept fields, this client's identity and lease, and the lock's key.
-func (l *Lock) itemLocked() resourcelock.Item {
-	it := resourcelock.Item{
+func (l *Lock) itemLocked() rows.Item {
+	it := rows.Item{
 		Key: l.lease.Key(),
 		Record: resourcelock.Record{
 			HolderIdentity: l.c.cfg.identity,
@@ -462,7 +463,7 @@ func (l *Lock) checkMonitor() {
 // run out stays lost: it never resumes. The row is recorded all the same,
 // so that a release of the ended lock is conditioned on the RVN the row
 // carries.
-func (l *Lock) confirmLocked(it resourcelock.Item, sent time.Time) bool {
+func (l *Lock) confirmLocked(it rows.Item, sent time.Time) bool {
 	l.expireIfPassedLocked()
 	if !sent.Before(l.hold.Sent()) {
 		l.keepLocked(it)

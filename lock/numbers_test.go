@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -58,7 +59,7 @@ func TestAnAcquisitionAdvancesTheRowsLedger(t *testing.T) {
 func TestAHeldRowPastTheBoundEndsTheWaitAtOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "job"},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "job"},
 		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease},
 		Numbers: map[string]int64{"run": 5}})
 	// No clock step: the wait must end on its first read.
@@ -182,7 +183,7 @@ func TestNumbersAreRefusedOnAClientWithATTL(t *testing.T) {
 func TestARowReadPastTheBoundEndsTheWaitWithoutAWrite(t *testing.T) {
 	f := newFixture(t)
 	key := resourcelock.Key{Partition: "job"}
-	f.mem.PutItem(resourcelock.Item{Key: key,
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: key,
 		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease},
 		Numbers: map[string]int64{"run": 5}})
 	bounds := map[string]int64{"run": 6, "done": 5}
@@ -190,7 +191,7 @@ func TestARowReadPastTheBoundEndsTheWaitWithoutAWrite(t *testing.T) {
 	f.waitIdle("acquire")
 	f.store.ResetCalls()
 	// The run finishes its slot: the row released with "done" at the bound.
-	f.mem.PutItem(resourcelock.Item{Key: key,
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: key,
 		Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r2", LeaseDuration: lease, Released: true},
 		Numbers: map[string]int64{"run": 5, "done": 5}})
 	f.fc.Step(maxPoll)

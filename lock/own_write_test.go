@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 )
 
@@ -160,7 +161,7 @@ func TestReleaseWhoseAnswerWasLostAfterAForcedReleaseReportsIt(t *testing.T) {
 	l := f.acquire("k")
 	row := f.item("k")
 	row.Released = true // an operator's release --force
-	f.mem.PutItem(row)
+	rows.MustRaw(f.mem).PutItem(row)
 	f.store.Inject(faulty.OpUpdate, 1, faulty.Fault{Err: errReset})
 	err := l.Release(context.Background())
 	var lost *dynalease.LostError

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 )
 
@@ -135,7 +136,7 @@ func TestAWaiterThatGivesUpLeavesNoDuplicateEntry(t *testing.T) {
 	}()
 	f.waitIdle("acquire")
 	me := f.item("k").Queue[0]
-	if _, err := f.mem.Join(context.Background(), keyK, me); err != nil { // the retry that landed too
+	if _, err := rows.MustOpen(f.mem).Join(context.Background(), keyK, me); err != nil { // the retry that landed too
 		t.Fatal(err)
 	}
 	f.join("next", lease)

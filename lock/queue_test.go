@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -16,10 +17,10 @@ import (
 var keyK = resourcelock.Key{Partition: "k"}
 
 // join queues a waiter of another client on key k, as its Acquire would.
-func (f *fixture) join(identity string, l time.Duration) resourcelock.Waiter {
+func (f *fixture) join(identity string, l time.Duration) rows.Waiter {
 	f.t.Helper()
-	w := resourcelock.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
-	if _, err := f.mem.Join(context.Background(), keyK, w); err != nil {
+	w := rows.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
+	if _, err := rows.MustOpen(f.mem).Join(context.Background(), keyK, w); err != nil {
 		f.t.Fatalf("Join %s: %v", identity, err)
 	}
 	return w
@@ -36,10 +37,10 @@ func (f *fixture) handToMe(rvn string) {
 	head := it.Queue[0]
 	it.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: rvn, LeaseDuration: head.Lease, HandedTo: head.Ticket}
 	it.Queue = it.Queue[1:]
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 }
 
-func wantQueue(t *testing.T, it resourcelock.Item, identities ...string) {
+func wantQueue(t *testing.T, it rows.Item, identities ...string) {
 	t.Helper()
 	var got []string
 	for _, w := range it.Queue {
@@ -61,7 +62,7 @@ func TestAWaiterJoinsTheQueueAndConfirmsAHandOver(t *testing.T) {
 	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	wantQueue(t, f.item("k"), ownerName)
 	for range 3 { // the holder renews; the waiter only reads
-		f.mem.PutItem(resourcelock.Item{Key: keyK, Queue: f.item("k").Queue,
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: keyK, Queue: f.item("k").Queue,
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r" + f.now().String(), LeaseDuration: lease}})
 		f.fc.Step(maxPoll)
 		f.waitIdle("acquire")
@@ -159,7 +160,7 @@ func TestAHandOverNobodyConfirmsIsTakenOverAfterTheHeadsLease(t *testing.T) {
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: "dead", RVN: "handed", LeaseDuration: headLease, HandedTo: "ticket-dead"}
 	it.Queue = it.Queue[1:]
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	var seen time.Time
 	for {
 		f.fc.Step(maxPoll)
@@ -220,7 +221,7 @@ func TestAWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	f.waitIdle("acquire")
 	wantQueue(t, f.item("k"), "w1", ownerName)
 	f.join("w2", lease)
-	f.mem.Leave(context.Background(), keyK, "ticket-w1", 0) //nolint:errcheck // set-up
+	rows.MustOpen(f.mem).Leave(context.Background(), keyK, "ticket-w1", 0) //nolint:errcheck // set-up
 	cancel()
 	select {
 	case err := <-errs:
@@ -325,7 +326,7 @@ func TestATakeoverRemovesTheDeadEntriesAheadOfIt(t *testing.T) {
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: "dead1", RVN: "handed", LeaseDuration: deadLease, HandedTo: "ticket-dead1"}
 	it.Queue = it.Queue[1:]
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	start := f.now()
 	for {
 		f.fc.Step(maxPoll)
@@ -368,7 +369,7 @@ func TestAFairWaiterWaitsOnWhileTheQueueMoves(t *testing.T) {
 		// stays (w1 is slow to come back, say).
 		it := f.item("k")
 		it.Record = resourcelock.Record{HolderIdentity: "h" + string(rune('0'+i)), RVN: "r" + string(rune('0'+i)), LeaseDuration: lease}
-		f.mem.PutItem(it)
+		rows.MustRaw(f.mem).PutItem(it)
 		for end := f.now().Add(lease * 6 / 10); f.now().Before(end); {
 			f.fc.Step(maxPoll)
 			select {
@@ -407,7 +408,7 @@ func TestPassingOnAHandOverKeepsTheReleasersDataAttributesAndTTL(t *testing.T) {
 	it.Data = []byte("releaser's")
 	it.Attributes = map[string]any{"app": &types.AttributeValueMemberS{Value: "releaser's"}}
 	it.Expires = expires
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	cancel()
 	select {
 	case err := <-errs:
@@ -450,7 +451,7 @@ func TestConfirmingAHandOverToAnEarlierWaitKeepsTheWaitersBetween(t *testing.T) 
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: "handed", LeaseDuration: lease, HandedTo: stale.Ticket}
 	it.Queue = it.Queue[1:]
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
@@ -479,7 +480,7 @@ func TestAWaiterWhoseEntryKeepsVanishingJoinsAgainWithinALease(t *testing.T) {
 	wipe := func() {
 		it := f.item("k")
 		it.Queue = nil
-		f.mem.PutItem(it)
+		rows.MustRaw(f.mem).PutItem(it)
 	}
 	for range 3 {
 		wipe()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -141,7 +142,7 @@ func (l *Lock) expiredUnreleasedLocked(err error) bool {
 
 // writeRelease marks the row of cur released, or deletes it, by a write
 // conditioned on this identity and cur's RVN.
-func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r releaseConfig) error {
+func (l *Lock) writeRelease(rctx context.Context, cur rows.Item, r releaseConfig) error {
 	if r.deletes(l.delete) {
 		// A later heartbeat that landed unseen is deleted in turn.
 		w := l.hold.RemoveOwn(rctx, cur)
@@ -153,7 +154,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 		o.Numbers = r.numbers
 		hold = l.hold.Via(l.lease.With(o))
 	}
-	next := func(cur resourcelock.Item) resourcelock.Record {
+	next := func(cur rows.Item) resourcelock.Record {
 		rec := l.c.record(cur, true)
 		if r.setData {
 			rec.Data = r.data
@@ -203,7 +204,7 @@ func (l *Lock) writeRelease(rctx context.Context, cur resourcelock.Item, r relea
 // release meets (its first write, expecting none, is then refused and
 // written again over the row found): it keeps the row, and the stint
 // starts now. No closure: a release allocates nothing for it.
-func (l *Lock) stint(cur resourcelock.Item) (keep bool, start time.Time) {
+func (l *Lock) stint(cur rows.Item) (keep bool, start time.Time) {
 	if l.kind != kindLock || l.c.cfg.stint <= 0 {
 		return false, time.Time{}
 	}
@@ -227,7 +228,7 @@ func (l *Lock) stint(cur resourcelock.Item) (keep bool, start time.Time) {
 // rvnlease.Written.ReleaseDone): done, the lock lost before (a *dynalease.LostError,
 // which Err returns from then on unless the lock had already been lost),
 // or a write that did not land.
-func (l *Lock) afterRelease(w rvnlease.Written, cur resourcelock.Item) error {
+func (l *Lock) afterRelease(w rvnlease.Written, cur rows.Item) error {
 	switch {
 	case w.ReleaseDone(cur):
 		if !w.Landed && !w.Missing {

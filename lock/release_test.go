@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -47,14 +48,14 @@ func TestReleaseDeletesWithDeleteOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wantOps(faulty.OpRemove)
-	if _, ok := f.mem.Item(resourcelock.Key{Partition: "k"}); ok {
+	if _, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: "k"}); ok {
 		t.Fatal("row not deleted")
 	}
 	l2 := f.acquire("k2")
 	if err := l2.Release(context.Background(), ReleaseDelete(true)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.mem.Item(resourcelock.Key{Partition: "k2"}); ok {
+	if _, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: "k2"}); ok {
 		t.Fatal("ReleaseDelete(true) kept the row")
 	}
 }
@@ -192,7 +193,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if a.IsHeld() || b.IsHeld() || !f.item("a").Released {
 		t.Fatal("Close left a lock held")
 	}
-	if _, ok := f.mem.Item(resourcelock.Key{Partition: "b"}); ok {
+	if _, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: "b"}); ok {
 		t.Fatal("Close did not honour WithDeleteOnRelease")
 	}
 	if _, err := f.c.Acquire(context.Background(), "c"); !errors.Is(err, ErrClosed) {
@@ -204,7 +205,7 @@ func TestGetAndListNeverTakeALock(t *testing.T) {
 	f := newFixture(t)
 	f.acquire("a", WithData([]byte("x")))
 	f.putForeign("b", "other", "r", 6*time.Second)
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "bad"}})
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "bad"}})
 	info, err := f.c.Get(context.Background(), "b")
 	if err != nil || info.HolderIdentity != "other" || info.RVN != "r" || info.LeaseDuration != 6*time.Second {
 		t.Fatalf("Get = %+v, %v", info, err)

@@ -7,8 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 func TestParseRowIDTakesOnlyWhatItWritesBack(t *testing.T) {
@@ -37,7 +38,7 @@ func TestParseRowIDTakesOnlyWhatItWritesBack(t *testing.T) {
 // canonical form is written back with them unchanged, and so is one whose
 // IDs are, whichever came first.
 func TestALockKeepsAnyRVNAndAcquisitionID(t *testing.T) {
-	c, err := NewFromStore(memorystore.New(), WithOwnerName("owner"))
+	c, err := NewFromStore(rows.MustOpen(memorystore.New()), WithOwnerName("owner"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestALockKeepsAnyRVNAndAcquisitionID(t *testing.T) {
 	id, id2 := uuid.NewString(), uuid.NewString()
 	for _, ids := range [][2]string{{"rvn-1", ""}, {id, id}, {"RVN-" + id, id}, {id2, "acq"}, {id2, id}} {
 		l.mu.Lock()
-		l.keepLocked(resourcelock.Item{Record: resourcelock.Record{RVN: ids[0], AcquisitionID: ids[1]}})
+		l.keepLocked(rows.Item{Record: resourcelock.Record{RVN: ids[0], AcquisitionID: ids[1]}})
 		it := l.itemLocked()
 		l.mu.Unlock()
 		if it.RVN != ids[0] || it.AcquisitionID != ids[1] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -58,13 +59,13 @@ func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info,
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	rows, err := c.readSlots(ctx, store, keys)
+	found, err := c.readSlots(ctx, store, keys)
 	if err != nil {
 		return nil, err
 	}
 	var out []Info
 	for _, k := range keys {
-		if it, ok := rows[k]; ok {
+		if it, ok := found[k]; ok {
 			out = append(out, infoOf(it, nil))
 		}
 	}
@@ -73,10 +74,10 @@ func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info,
 
 // permitConfig validates a semaphore's name, permits and options, and
 // returns its slot keys.
-func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (resourcelock.Store, []resourcelock.Key, acquireConfig, error) {
+func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (rows.Store, []resourcelock.Key, acquireConfig, error) {
 	store := c.store
 	if permits < 1 || permits > store.MaxMany() {
-		return nil, nil, acquireConfig{}, invalid("permits", "%d permits; a semaphore has 1 to %d (the rows one request reads)", permits, store.MaxMany())
+		return nil, nil, acquireConfig{}, invalid("permits", "%d permits; a semaphore has 1 to %d (the found one request reads)", permits, store.MaxMany())
 	}
 	keys := make([]resourcelock.Key, permits)
 	var a acquireConfig
@@ -101,13 +102,13 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 
 // readSlots reads the slots in one request, bounded by the request
 // timeout.
-func (c *Client) readSlots(ctx context.Context, store resourcelock.Store, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
+func (c *Client) readSlots(ctx context.Context, store rows.Store, keys []resourcelock.Key) (map[resourcelock.Key]rows.Item, error) {
 	rctx, cancel := timing.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
 	defer cancel()
 	started := c.clk.Now()
-	rows, err := store.GetMany(rctx, keys)
+	found, err := store.GetMany(rctx, keys)
 	c.observeRequest("get", err, c.clk.Since(started))
-	return rows, err
+	return found, err
 }
 
 // acquirePermit takes a slot of the semaphore through the kernel's one
@@ -130,14 +131,14 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	return l, err
 }
 
-func (c *Client) takePermit(ctx context.Context, name string, permits int, store resourcelock.Store, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
+func (c *Client) takePermit(ctx context.Context, name string, permits int, store rows.Store, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()
 	r := c.request(a, try, "semaphore "+name)
 	sp.watch(&r)
 	r.Budget.Restart = true
-	r.Read = func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
+	r.Read = func(ctx context.Context) (map[resourcelock.Key]rows.Item, error) {
 		return store.GetMany(ctx, keys)
 	}
 	slots := make([]*claim, len(keys))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -319,7 +320,7 @@ func TestAPermitWaitDoesNotSpinOnAFreeSlotThisClientClaims(t *testing.T) {
 	// The slot is released (by its holder, say), and at that moment
 	// another call of this client, a plain Acquire of the slot's key, is
 	// creating the row (its request slow): it holds the in-process claim.
-	f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: slot},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: slot},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "rel", LeaseDuration: holderLease, Released: true}})
 	block, unblock := gate()
 	defer unblock()
@@ -442,7 +443,7 @@ func TestAPermitWonBesideAWriteInDoubtIsHeldWhenHandedOut(t *testing.T) {
 	}
 	held := 0
 	for _, k := range []string{"sem#permit-0", "sem#permit-1"} {
-		if it, ok := f.mem.Item(resourcelock.Key{Partition: k}); ok && !it.Released {
+		if it, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: k}); ok && !it.Released {
 			held++
 		}
 	}

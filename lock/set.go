@@ -28,7 +28,7 @@ import (
 // with a sort key every member has the sort key value of WithSortKeyValue.
 // A set holds at most the store's MaxMany keys (100 on DynamoDB), and half
 // as many on a client with fencing tokens, whose set has one token above
-// every token any of its keys had (resourcelock.Store.FenceMany).
+// every token any of its keys had (rows.Store.FenceMany).
 // Larger sets, data (WithData), attributes (WithAttributes), reentrancy
 // (WithReentrant) and WithAcquireOnlyIfExists are refused before any
 // request, with an error matching dynalease.ErrInvalid.
@@ -91,14 +91,14 @@ func (c *Client) setConfig(keys []string, opts []AcquireOption) (acquireConfig, 
 		return a, nil, invalid("WithUpgradeable", "a set of keys has no shared hold: only AcquireShared takes it")
 	}
 	store := c.store
-	rows, err := setlease.New(store, members, c.cfg.identity)
+	set, err := setlease.New(store, members, c.cfg.identity)
 	if err != nil {
 		return a, nil, refused("keys", err)
 	}
-	if n, most := len(rows.Keys()), store.MaxMany()/2; c.cfg.fencing && n > most {
+	if n, most := len(set.Keys()), store.MaxMany()/2; c.cfg.fencing && n > most {
 		return a, nil, invalid("keys", "%d keys; a client with fencing tokens takes at most %d in a set (fencing writes two items per key in one transaction)", n, most)
 	}
-	return a, &setHold{rows: rows, hold: rows.With(c.writeOptions(nil)), keys: rows.Keys()}, nil
+	return a, &setHold{rows: set, hold: set.With(c.writeOptions(nil)), keys: set.Keys()}, nil
 }
 
 // claimSet takes this client's claims on every key of set, all or none:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -17,22 +18,22 @@ import (
 // keeping the first row's queue.
 func (f *fixture) putSet(owner, rvn string, l time.Duration, keys ...string) {
 	for i, k := range keys {
-		it := resourcelock.Item{Key: resourcelock.Key{Partition: k},
+		it := rows.Item{Key: resourcelock.Key{Partition: k},
 			Record: resourcelock.Record{HolderIdentity: owner, RVN: rvn, LeaseDuration: l, AcquisitionID: "acq-" + owner}}
 		if i == 0 {
-			if cur, ok := f.mem.Item(it.Key); ok {
+			if cur, ok := rows.MustRaw(f.mem).Item(it.Key); ok {
 				it.Queue = cur.Queue
 			}
 		}
-		f.mem.PutItem(it)
+		rows.MustRaw(f.mem).PutItem(it)
 	}
 }
 
 // joinKey queues a waiter of another client on key, as its Acquire would.
-func (f *fixture) joinKey(key, identity string, l time.Duration) resourcelock.Waiter {
+func (f *fixture) joinKey(key, identity string, l time.Duration) rows.Waiter {
 	f.t.Helper()
-	w := resourcelock.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
-	if _, err := f.mem.Join(context.Background(), resourcelock.Key{Partition: key}, w); err != nil {
+	w := rows.Waiter{Ticket: "ticket-" + identity, Identity: identity, Lease: l}
+	if _, err := rows.MustOpen(f.mem).Join(context.Background(), resourcelock.Key{Partition: key}, w); err != nil {
 		f.t.Fatalf("Join %s: %v", identity, err)
 	}
 	return w
@@ -50,9 +51,9 @@ func (f *fixture) handFirstToMe(rvn string, keys ...string) {
 	head := first.Queue[0]
 	first.Record = resourcelock.Record{HolderIdentity: ownerName, RVN: rvn, LeaseDuration: head.Lease, HandedTo: head.Ticket}
 	first.Queue = first.Queue[1:]
-	f.mem.PutItem(first)
+	rows.MustRaw(f.mem).PutItem(first)
 	for _, k := range keys[1:] {
-		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: k},
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: k},
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: rvn, LeaseDuration: lease, Released: true}})
 	}
 }
@@ -143,7 +144,7 @@ func TestReleasingASetHandsItsFirstKeyToTheQueuesHead(t *testing.T) {
 // wantMissingHolder checks that the row of key is not held by owner.
 func (f *fixture) wantMissingHolder(key, owner string) {
 	f.t.Helper()
-	if it, ok := f.mem.Item(resourcelock.Key{Partition: key}); ok && !it.Released && it.HolderIdentity == owner {
+	if it, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: key}); ok && !it.Released && it.HolderIdentity == owner {
 		f.t.Fatalf("row %q is held by %s: a waiting set took part of its keys", key, owner)
 	}
 }
@@ -175,7 +176,7 @@ func TestASetHandedItsFirstKeyWaitsForItsOtherKeys(t *testing.T) {
 	}
 	b := f.item("b")
 	b.Released = true
-	f.mem.PutItem(b)
+	rows.MustRaw(f.mem).PutItem(b)
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
@@ -330,7 +331,7 @@ func TestASetThatTakesItsKeysFreeLeavesTheQueue(t *testing.T) {
 	for _, k := range keys {
 		it := f.item(k)
 		it.Released = true // released by its holder, queue kept
-		f.mem.PutItem(it)
+		rows.MustRaw(f.mem).PutItem(it)
 	}
 	f.fc.Step(maxPoll)
 	select {

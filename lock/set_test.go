@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -68,7 +69,7 @@ func (f *fixture) waitLost(l *Lock) {
 func (f *fixture) wantMissing(keys ...string) {
 	f.t.Helper()
 	for _, k := range keys {
-		if it, ok := f.mem.Item(resourcelock.Key{Partition: k}); ok {
+		if it, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: k}); ok {
 			f.t.Fatalf("row %q exists (held by %q): a set must take all its keys or none", k, it.HolderIdentity)
 		}
 	}
@@ -226,7 +227,7 @@ func TestASetIsLostWhenOneMemberIsTaken(t *testing.T) {
 	f.waitIdle("heartbeat")
 	y := f.item("y")
 	y.Released, y.HolderIdentity = true, "admin"
-	f.mem.PutItem(y)
+	rows.MustRaw(f.mem).PutItem(y)
 	f.fc.Step(period)
 	f.waitLost(l)
 	if !errors.As(l.Err(), &lost) || lost.Reason != dynalease.ReleasedElsewhere || !strings.Contains(lost.Lease, "key y") {
@@ -366,7 +367,7 @@ func TestAFreeMemberChurningDoesNotHoldUpASetsTakeover(t *testing.T) {
 	f.waitIdle("acquire")
 	for i := 1; ; i++ {
 		// a is taken and released by others between the set's polls.
-		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "a"},
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "a"},
 			Record: resourcelock.Record{HolderIdentity: "churner", RVN: fmt.Sprint("c", i), LeaseDuration: holderLease, Released: true}})
 		f.fc.Step(maxPoll)
 		select {
@@ -405,7 +406,7 @@ func TestASetsLossNamesTheKeyAndItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitIdle("heartbeat")
-	f.mem.DeleteItem(resourcelock.Key{Partition: "b"})
+	rows.MustRaw(f.mem).DeleteItem(resourcelock.Key{Partition: "b"})
 	f.fc.Step(period)
 	f.waitLost(l)
 	var lost *dynalease.LostError

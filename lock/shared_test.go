@@ -10,11 +10,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // otherClient returns a second client on f's store and clock, without
@@ -32,10 +33,10 @@ func (f *fixture) otherClient(owner string) *Client {
 
 // putReader stores a row of k held by one reader of identity, with lease,
 // as another client's AcquireShared leaves it, and returns the entry.
-func (f *fixture) putReader(identity string, l time.Duration) resourcelock.Reader {
+func (f *fixture) putReader(identity string, l time.Duration) rows.Reader {
 	f.t.Helper()
-	r := resourcelock.Reader{Ticket: uuid.NewString(), Identity: identity, Lease: l, RVN: uuid.NewString()}
-	if _, err := f.mem.Share(context.Background(), keyK, resourcelock.Share{Op: resourcelock.ShareBegin, Reader: r, RVN: r.RVN}); err != nil {
+	r := rows.Reader{Ticket: uuid.NewString(), Identity: identity, Lease: l, RVN: uuid.NewString()}
+	if _, err := rows.MustOpen(f.mem).Share(context.Background(), keyK, rows.Share{Op: rows.ShareBegin, Reader: r, RVN: r.RVN}); err != nil {
 		f.t.Fatalf("Share: %v", err)
 	}
 	return r
@@ -43,11 +44,11 @@ func (f *fixture) putReader(identity string, l time.Duration) resourcelock.Reade
 
 // renewReader renews r's entry in the row of k, as its holder's heartbeat
 // would.
-func (f *fixture) renewReader(r resourcelock.Reader) resourcelock.Reader {
+func (f *fixture) renewReader(r rows.Reader) rows.Reader {
 	f.t.Helper()
 	next := r
 	next.RVN = uuid.NewString()
-	if _, err := f.mem.Share(context.Background(), keyK, resourcelock.Share{Op: resourcelock.ShareRenew, Reader: next, Expect: r.RVN, RVN: next.RVN}); err != nil {
+	if _, err := rows.MustOpen(f.mem).Share(context.Background(), keyK, rows.Share{Op: rows.ShareRenew, Reader: next, Expect: r.RVN, RVN: next.RVN}); err != nil {
 		f.t.Fatalf("renewing %s: %v", r.Identity, err)
 	}
 	return next
@@ -89,7 +90,7 @@ func TestSharedHoldsOfOneKeyHoldItAtOnce(t *testing.T) {
 	if _, err := other.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("an exclusive TryAcquire while readers hold: %v, want ErrLocked", err)
 	}
-	if info, err := other.Get(context.Background(), "k"); err != nil || len(info.Readers) != 3 || info.HolderIdentity != resourcelock.ReadersHolder {
+	if info, err := other.Get(context.Background(), "k"); err != nil || len(info.Readers) != 3 || info.HolderIdentity != rows.ReadersHolder {
 		t.Fatalf("Get while three read: %+v, %v; want the readers' three identities", info, err)
 	}
 	if err := a.Heartbeat(context.Background()); err != nil {
@@ -276,8 +277,8 @@ func TestAReaderTakesOverASilentWriterAndIsLostToATakeover(t *testing.T) {
 		t.Fatalf("row after the reader's takeover: %+v readers %+v", it.Record, it.Readers)
 	}
 	// A writer takes the row at its RVN (as after the reader's lease).
-	if _, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: it.RVN},
-		resourcelock.Record{HolderIdentity: "thief", RVN: "t1", LeaseDuration: lease}, resourcelock.WriteOptions{}); err != nil {
+	if _, err := rows.MustOpen(f.mem).Update(context.Background(), keyK, resourcelock.Precondition{RVN: it.RVN},
+		resourcelock.Record{HolderIdentity: "thief", RVN: "t1", LeaseDuration: lease}, rows.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err := l.Heartbeat(context.Background())
@@ -567,8 +568,8 @@ func TestASharedHoldSetsTheRowsTTLFromTheLongestLease(t *testing.T) {
 	}
 	wantTTL("after a heartbeat", long)
 	// A longer reader joins: the row's lease is now 5 h.
-	r := resourcelock.Reader{Ticket: uuid.NewString(), Identity: "longer", Lease: longer, RVN: uuid.NewString()}
-	if _, err := f.mem.Share(context.Background(), keyK, resourcelock.Share{Op: resourcelock.ShareJoin, Reader: r, RVN: r.RVN, SeenLease: long}); err != nil {
+	r := rows.Reader{Ticket: uuid.NewString(), Identity: "longer", Lease: longer, RVN: uuid.NewString()}
+	if _, err := rows.MustOpen(f.mem).Share(context.Background(), keyK, rows.Share{Op: rows.ShareJoin, Reader: r, RVN: r.RVN, SeenLease: long}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Heartbeat(context.Background()); err == nil || errors.Is(err, dynalease.ErrLost) {
@@ -593,13 +594,13 @@ func TestAnUpgradeNeverTakesARowWithoutItsEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := f.item("k")
-	taken, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: it.RVN},
-		resourcelock.Record{HolderIdentity: "thief", RVN: "t1", LeaseDuration: lease}, resourcelock.WriteOptions{})
+	taken, err := rows.MustOpen(f.mem).Update(context.Background(), keyK, resourcelock.Precondition{RVN: it.RVN},
+		resourcelock.Record{HolderIdentity: "thief", RVN: "t1", LeaseDuration: lease}, rows.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.mem.Update(context.Background(), keyK, resourcelock.Precondition{RVN: taken.RVN, HolderIdentity: "thief"},
-		resourcelock.Record{HolderIdentity: "thief", RVN: "t2", LeaseDuration: lease, Released: true}, resourcelock.WriteOptions{}); err != nil {
+	if _, err := rows.MustOpen(f.mem).Update(context.Background(), keyK, resourcelock.Precondition{RVN: taken.RVN, HolderIdentity: "thief"},
+		resourcelock.Record{HolderIdentity: "thief", RVN: "t2", LeaseDuration: lease, Released: true}, rows.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := up.Upgrade(context.Background())

@@ -10,10 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A writer that takes the key again and again (Acquire, 400 ms of work,
@@ -178,7 +179,7 @@ func (q *queueScript) want(ids ...string) {
 				q.t.Fatalf("%s holds, want %v", got, ids)
 			}
 		case <-time.After(5 * time.Minute):
-			it, _ := q.store.Item(resourcelock.Key{Partition: "k"})
+			it, _ := rows.MustRaw(q.store).Item(resourcelock.Key{Partition: "k"})
 			q.t.Fatalf("nobody came to hold; want %v; the row: %+v, queue %+v, readers %+v", ids, it.Record, it.Queue, it.Readers)
 		}
 	}
@@ -229,7 +230,7 @@ func TestSilentReadersEntriesAreDroppedWithoutAWriter(t *testing.T) {
 			time.Sleep(3 * time.Second)
 		}
 		readers := func() int {
-			it, _ := store.Item(resourcelock.Key{Partition: "k"})
+			it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "k"})
 			return len(it.Readers)
 		}
 		if n := readers(); n < 5 {
@@ -239,7 +240,7 @@ func TestSilentReadersEntriesAreDroppedWithoutAWriter(t *testing.T) {
 		// period of the live reader (its renewals drop what is silent).
 		time.Sleep(20*time.Second + 5*time.Second) // the default heartbeat period
 		if n := readers(); n != 2 {
-			it, _ := store.Item(resourcelock.Key{Partition: "k"})
+			it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "k"})
 			t.Fatalf("%d entries after every crashed reader's lease, want the two live ones' alone: %+v", n, it.Readers)
 		}
 		time.Sleep(5 * time.Minute)
@@ -300,8 +301,8 @@ func TestAReaderThatGivesUpDeclinesAHandOverToIt(t *testing.T) {
 		ctx := context.Background()
 		mem := memorystore.New()
 		x := newBubbleClient(t, mem, "x", true)
-		faults := faulty.New(mem)
-		c, err := lock.New(lock.Config{Store: faults, Identity: "c", LeaseDuration: 20 * time.Second})
+		faults := faulty.New(rows.MustOpen(mem))
+		c, err := lock.New(lock.Config{Store: rows.Sealed(faults), Identity: "c", LeaseDuration: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -104,7 +105,7 @@ func TestTheQueuesHeadTakesARowKeptForAStint(t *testing.T) {
 	f.wantOps(faulty.OpCreate, faulty.OpGet, faulty.OpJoin)
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: lease, Released: true}
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	f.fc.Step(maxPoll)
 	select {
 	case l := <-locks:
@@ -129,8 +130,8 @@ func TestANewcomerQueuesBehindARowKeptForAStint(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	f.store.HideConflictRows(false)
 	const rowLease = 6 * time.Second
-	f.mem.PutItem(resourcelock.Item{Key: keyK,
-		Queue:  []resourcelock.Waiter{{Ticket: "ticket-dead", Identity: "dead", Lease: rowLease}},
+	rows.MustRaw(f.mem).PutItem(rows.Item{Key: keyK,
+		Queue:  []rows.Waiter{{Ticket: "ticket-dead", Identity: "dead", Lease: rowLease}},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: rowLease, Released: true}})
 	locks, errs := f.acquireAsync("k")
 	f.waitIdle("acquire")
@@ -189,8 +190,8 @@ func TestAQueuedWaiterWaitsOnThroughAStintLongerThanItsBudget(t *testing.T) {
 	f := newFixture(t, WithHeartbeatPeriod(0))
 	const rowLease = 5 * time.Second
 	put := func(acquisitions int64) {
-		it, _ := f.mem.Item(keyK)
-		f.mem.PutItem(resourcelock.Item{Key: keyK, Queue: it.Queue, Record: resourcelock.Record{
+		it, _ := rows.MustRaw(f.mem).Item(keyK)
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: keyK, Queue: it.Queue, Record: resourcelock.Record{
 			HolderIdentity: "other", RVN: fmt.Sprintf("r%d", acquisitions), LeaseDuration: rowLease, Acquisitions: acquisitions}})
 	}
 	put(1)
@@ -219,7 +220,7 @@ func TestAStaleEntryOfThisClientAtTheHeadDoesNotHoldAKeptRowUp(t *testing.T) {
 	wantQueue(t, f.item("k"), ownerName, ownerName)
 	it := f.item("k")
 	it.Record = resourcelock.Record{HolderIdentity: "other", RVN: "kept", LeaseDuration: lease, Released: true}
-	f.mem.PutItem(it)
+	rows.MustRaw(f.mem).PutItem(it)
 	f.fc.Step(maxPoll)
 	select {
 	case <-locks:

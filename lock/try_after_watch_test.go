@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -16,13 +17,13 @@ var freeing = []struct {
 	{"released with a new RVN", func(f *fixture, key string) {
 		// This library's release: the row kept, marked released, with a
 		// fresh RVN.
-		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: key},
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: key},
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r-released", LeaseDuration: lease, Released: true}})
 	}},
 	{"released with its RVN kept", func(f *fixture, key string) {
 		// The AWS Java client's release, and a forced one. (Coverage, not
 		// a regression case: the takeover conditioned on r1 lands.)
-		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: key},
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: key},
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease, Released: true}})
 	}},
 	{"deleted", func(f *fixture, key string) { f.mem.Delete(key) }},
@@ -90,7 +91,7 @@ func TestTryAcquireAfterAWatchOlderThanTheLeaseLeavesRowsThatAreNotFree(t *testi
 		if _, err := f.c.TryAcquire(context.Background(), "k", WithAcquireOnlyIfExists()); !errors.Is(err, resourcelock.ErrNotFound) {
 			t.Fatalf("TryAcquire of a deleted row with WithAcquireOnlyIfExists = %v, want ErrNotFound", err)
 		}
-		if it, ok := f.mem.Item(resourcelock.Key{Partition: "k"}); ok {
+		if it, ok := rows.MustRaw(f.mem).Item(resourcelock.Key{Partition: "k"}); ok {
 			t.Fatalf("the row was created: %+v", it.Record)
 		}
 	})
@@ -100,9 +101,9 @@ func TestTryAcquireAfterAWatchOlderThanTheLeaseLeavesRowsThatAreNotFree(t *testi
 		if _, err := f.c.TryAcquire(context.Background(), "k"); err == nil {
 			t.Fatal("TryAcquire took a held lock")
 		}
-		f.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+		rows.MustRaw(f.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 			Record: resourcelock.Record{HolderIdentity: "other", RVN: "r2", LeaseDuration: lease, Released: true},
-			Queue:  []resourcelock.Waiter{{Ticket: "t1", Identity: "waiter", Lease: lease}}})
+			Queue:  []rows.Waiter{{Ticket: "t1", Identity: "waiter", Lease: lease}}})
 		f.fc.Step(lease)
 		if _, err := f.c.TryAcquire(context.Background(), "k"); !errors.Is(err, ErrLocked) {
 			t.Fatalf("TryAcquire of a row released to its queue = %v, want ErrLocked", err)

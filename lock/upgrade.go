@@ -7,7 +7,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/readlease"
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // WithUpgradeable makes AcquireShared take the key's upgradeable shared
@@ -189,6 +189,6 @@ func (l *Lock) endUpgradedLocked() {
 // the upgrade wrote (not merely this client's identity: another wait of
 // this client may have been handed the row). The heartbeat then ends l as
 // Upgrade would.
-func (l *Lock) upgradedLocked(it resourcelock.Item) bool {
+func (l *Lock) upgradedLocked(it rows.Item) bool {
 	return l.marks&upgrading != 0 && l.x != nil && l.x.upgrade != nil && l.x.upgrade.Wrote(it.RVN)
 }

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // newBubbleClient returns a lock client on store for a synctest bubble:
@@ -114,8 +115,8 @@ func TestAnUpgradeReturnsWhenItsReaderEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memorystore.New()
-		cut := faulty.New(mem)
-		a, err := lock.New(lock.Config{Store: cut, Identity: "a", LeaseDuration: 20 * time.Second})
+		cut := faulty.New(rows.MustOpen(mem))
+		a, err := lock.New(lock.Config{Store: rows.Sealed(cut), Identity: "a", LeaseDuration: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,8 +175,8 @@ func TestAnUpgradeReturnsWhenItsReaderEnds(t *testing.T) {
 func TestACancelledUpgradeWhoseWriteLandedUnseenSaysTheReaderEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memorystore.New()
-		faults := faulty.New(mem)
-		a, err := lock.New(lock.Config{Store: faults, Identity: "a", LeaseDuration: 20 * time.Second})
+		faults := faulty.New(rows.MustOpen(mem))
+		a, err := lock.New(lock.Config{Store: rows.Sealed(faults), Identity: "a", LeaseDuration: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func TestACancelledUpgradeWhoseWriteLandedUnseenSaysTheReaderEnded(t *testing.T)
 		if up.IsHeld() {
 			t.Fatal("the reader is still held after its entry went with the upgrade's write")
 		}
-		if it, ok := mem.Item(resourcelock.Key{Partition: "k"}); !ok || !it.Free() {
+		if it, ok := rows.MustRaw(mem).Item(resourcelock.Key{Partition: "k"}); !ok || !it.Free() {
 			t.Fatalf("row after the cancelled upgrade: %+v; want it released", it.Record)
 		}
 	})
@@ -310,7 +311,7 @@ func TestAnUpgradeGivesUpBesideALiveCoReaderWithHeartbeatsOn(t *testing.T) {
 		if !up.IsHeld() || up.Heartbeat(ctx) != nil {
 			t.Fatal("an upgrade that gave up ended the shared hold")
 		}
-		if it, _ := store.Item(resourcelock.Key{Partition: "k"}); len(it.Queue) != 0 || len(it.Readers) != 2 {
+		if it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "k"}); len(it.Queue) != 0 || len(it.Readers) != 2 {
 			t.Fatalf("after the upgrade gave up: queue %+v readers %+v; want no queue, both readers", it.Queue, it.Readers)
 		}
 	})
@@ -324,8 +325,8 @@ func TestAnUpgradeGivesUpBesideALiveCoReaderWithHeartbeatsOn(t *testing.T) {
 func TestAnAbandonedUpgradeEndsItsReaderBeforeTheRowIsFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memorystore.New()
-		faults := faulty.New(mem)
-		a, err := lock.New(lock.Config{Store: faults, Identity: "a", LeaseDuration: 20 * time.Second})
+		faults := faulty.New(rows.MustOpen(mem))
+		a, err := lock.New(lock.Config{Store: rows.Sealed(faults), Identity: "a", LeaseDuration: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/schedule"
 )
 

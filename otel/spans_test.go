@@ -14,11 +14,11 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // recorder is a TracerProvider whose spans a test reads back.
@@ -122,7 +122,7 @@ func TestTheSpanOfAnAcquireThatWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiterStore := faulty.New(mem)
+	waiterStore := faulty.New(rows.MustOpen(mem))
 	var reads atomic.Int32
 	second := make(chan struct{})
 	waiterStore.OnCall(func(op faulty.Op) {
@@ -130,7 +130,7 @@ func TestTheSpanOfAnAcquireThatWaits(t *testing.T) {
 			close(second)
 		}
 	})
-	waiter := client(t, waiterStore, "waiter", rec)
+	waiter := client(t, rows.Sealed(waiterStore), "waiter", rec)
 	ctx, request := rec.Tracer("test").Start(context.Background(), "POST /orders")
 	got := make(chan error, 1)
 	go func() {
@@ -196,7 +196,7 @@ func TestTheSpanOfALostLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "k"},
+	rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: "k"},
 		Record: resourcelock.Record{HolderIdentity: "thief", RVN: "stolen", LeaseDuration: 2 * time.Second}})
 	if err := l.Release(context.Background()); !errors.Is(err, dynalease.ErrLost) {
 		t.Fatalf("Release of a stolen lock = %v, want ErrLost", err)
@@ -216,15 +216,12 @@ func TestTheSpanOfALostLock(t *testing.T) {
 // the work returns once a renewal has landed.
 func TestTheSpanOfATerm(t *testing.T) {
 	rec := newRecorder(t)
-	lease, err := keylease.New(memorystore.New(), resourcelock.Key{Partition: "leader"}, "me")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var (
 		work trace.SpanContext
 		e    *election.Elector
+		err  error
 	)
-	e, err = election.New(election.Config{Lease: lease, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
+	e, err = election.New(election.Config{Store: memorystore.New(), Name: "leader", Identity: "me", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod: 100 * time.Millisecond, ReleaseOnCancel: true, TracerProvider: rec,
 		Callbacks: election.Callbacks{
 			OnStartedLeading: func(ctx context.Context) {

@@ -16,19 +16,20 @@ import (
 // reflects every write that completed before it was called (a strongly
 // consistent read). Implementations must be safe for concurrent use.
 type Interface interface {
-	// Get returns the current row. It returns an error wrapping
+	// Get returns the current record. It returns an error wrapping
 	// ErrNotFound when there is none.
-	Get(ctx context.Context) (Item, error)
+	Get(ctx context.Context) (Record, error)
 
-	// Create writes rec when there is no record or the record is free
-	// (marked released, with nobody queued: Item.Free), in one request.
+	// Create writes rec when there is no record or the record is
+	// marked released, in one request.
 	// It counts a new acquisition: the stored Acquisitions is one more
-	// than the previous record's (or 1 when there was none), whatever rec
-	// holds. It returns the row as stored, or an error wrapping
-	// ErrConflict when a record exists and is not free.
+	// than the previous record's (or 1 when there was none), whatever
+	// rec holds. It returns the
+	// record as stored, or an error wrapping ErrConflict when a record
+	// exists and is not released.
 	// rec.HolderIdentity must be empty or equal Identity(); an empty one
 	// is filled in.
-	Create(ctx context.Context, rec Record) (Item, error)
+	Create(ctx context.Context, rec Record) (Record, error)
 
 	// Update writes rec when the current record satisfies expect: it
 	// carries expect.RVN and, when expect.HolderIdentity is set, names it
@@ -36,11 +37,11 @@ type Interface interface {
 	// expect.HolderIdentity empty is a takeover and counts a new
 	// acquisition like Create; one with it set is the
 	// holder's own write (a renewal or a release) and leaves
-	// Acquisitions unchanged. It returns the row as stored, or an
-	// error wrapping ErrConflict when the precondition does not hold or
-	// there is no record. rec.HolderIdentity must be empty or equal
+	// Acquisitions unchanged. It returns the record as
+	// stored, or an error wrapping ErrConflict when the precondition
+	// does not hold or there is no record. rec.HolderIdentity must be empty or equal
 	// Identity(), unless rec hands the lease over (HandedTo).
-	Update(ctx context.Context, expect Precondition, rec Record) (Item, error)
+	Update(ctx context.Context, expect Precondition, rec Record) (Record, error)
 
 	// Identity returns the holder identity this lease writes into records.
 	Identity() string

@@ -10,10 +10,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // closing is one scheduler on a lock client over a memory store, on a fake
@@ -108,7 +109,7 @@ func TestRunOnAClosedClientReturnsErrClosedAtOnce(t *testing.T) {
 // rather than the slot being tried again every refresh period.
 func TestAClientClosedDuringAWaitForTheLockEndsRun(t *testing.T) {
 	h := newClosing(t, t0, lock.Config{})
-	h.mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+	rows.MustRaw(h.mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 		Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease}})
 	done := h.run(Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }})
 	for waiting := false; !waiting; {
@@ -152,7 +153,7 @@ func TestARunWhoseClientIsClosedIsReportedClosedNotLost(t *testing.T) {
 	if len(finished) != 1 || !errors.Is(finished[0].Err, lock.ErrClosed) || errors.Is(finished[0].Err, dynalease.ErrLost) {
 		t.Fatalf("finished %+v, want one run ended by lock.ErrClosed, not a loss", finished)
 	}
-	it, ok := h.mem.Item(resourcelock.Key{Partition: jobKey})
+	it, ok := rows.MustRaw(h.mem).Item(resourcelock.Key{Partition: jobKey})
 	if led := ledgerOf(it.Numbers); !ok || !it.Released || led.slot != t0 || led.finished(t0) {
 		t.Fatalf("row %+v, ledger %+v: want it released with slot %v started and unfinished", it.Record, led, t0)
 	}

@@ -10,9 +10,10 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // hourlyFrom names a slot at first and every hour after it.
@@ -29,16 +30,16 @@ func (h hourlyFrom) Next(t time.Time) time.Time {
 // once until is closed: a read that returned before another instance's
 // write landed, its answer delivered late.
 type lateRead struct {
-	resourcelock.Store
+	rows.Store
 	after time.Time
 	until <-chan struct{}
 	done  atomic.Bool
 }
 
-func (s *lateRead) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+func (s *lateRead) Get(ctx context.Context, k resourcelock.Key) (rows.Item, error) {
 	if !time.Now().Before(s.after) && s.done.CompareAndSwap(false, true) {
 		<-s.until
-		return resourcelock.Item{}, resourcelock.ErrNotFound
+		return rows.Item{}, resourcelock.ErrNotFound
 	}
 	return s.Store.Get(ctx, k)
 }
@@ -57,9 +58,9 @@ func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
 	stops := map[string]context.CancelFunc{}
 	ends := map[string]chan error{}
 	aStarted := make(chan struct{})
-	stores := map[string]resourcelock.Store{"a": store, "b": &lateRead{Store: store, after: sched.first, until: aStarted}}
+	stores := map[string]rows.Store{"a": rows.MustOpen(store), "b": &lateRead{Store: rows.MustOpen(store), after: sched.first, until: aStarted}}
 	for _, id := range []string{"a", "b"} {
-		c, err := lock.New(lock.Config{Store: stores[id], Identity: id, LeaseDuration: 2 * time.Second,
+		c, err := lock.New(lock.Config{Store: rows.Sealed(stores[id]), Identity: id, LeaseDuration: 2 * time.Second,
 			HeartbeatPeriod: 400 * time.Millisecond, RefreshPeriod: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +118,7 @@ func TestAnInstanceThatTriedASlotRetriesItsRunThatDied(t *testing.T) {
 	if e := within(t, finished, "the retried run to be settled"); e.Status != Succeeded {
 		t.Fatalf("the retried run finished %v, want succeeded", e.Status)
 	}
-	if it, err := store.Get(context.Background(), resourcelock.Key{Partition: jobKey}); err != nil {
+	if it, err := rows.MustOpen(store).Get(context.Background(), resourcelock.Key{Partition: jobKey}); err != nil {
 		t.Fatal(err)
 	} else if led := ledgerOf(it.Numbers); !led.finished(sched.first) || led.outcome != Succeeded || led.attempt != 2 {
 		t.Fatalf("ledger %+v, want slot %v attempt 2 succeeded", led, sched.first)

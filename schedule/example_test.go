@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/schedule"
 )
 

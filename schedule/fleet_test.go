@@ -9,7 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // skewedClock is the real clock read off by an offset: the wall clock of

@@ -9,10 +9,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/ledger"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -105,7 +106,7 @@ func TestARetryTakesOverARunThatDied(t *testing.T) {
 	mem, fc, cs := instances(t, "a")
 	a := cs[0]
 	// A run of slot t0, attempt 1, whose holder died: its row stays held.
-	mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+	rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 		Record:  resourcelock.Record{HolderIdentity: "dead", RVN: "r1", LeaseDuration: testLease},
 		Numbers: map[string]int64{runAttribute: run(t0, 1)}})
 	begin := fc.Now()

@@ -12,12 +12,13 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/clocktest"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/lock"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // oneInstance runs jobs on one scheduler over a memory store, on a fake
@@ -37,7 +38,7 @@ var (
 	soloClock *clocktesting.FakeClock
 	soloLease time.Duration
 	// soloStore, when set, wraps the memory store the lock client uses.
-	soloStore func(*memorystore.Store) resourcelock.Store
+	soloStore func(*memorystore.Store) rows.Store
 )
 
 // oneInstanceFrom is oneInstance with the clock starting at start and the
@@ -77,11 +78,11 @@ func oneInstanceFrom(t *testing.T, start time.Time, setup func(*memorystore.Stor
 			go fc.Step(2 * time.Second)
 		}
 	}}
-	var store resourcelock.Store = mem
+	var store rows.Store = rows.MustOpen(mem)
 	if soloStore != nil {
 		store = soloStore(mem)
 	}
-	c, err := lock.New(lock.Config{Store: store, Identity: "solo", Clock: clk, LeaseDuration: lease,
+	c, err := lock.New(lock.Config{Store: rows.Sealed(store), Identity: "solo", Clock: clk, LeaseDuration: lease,
 		HeartbeatPeriod: 5 * time.Second, RefreshPeriod: testRefresh})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func eventsOf(events []Event, kind EventKind) []Event {
 // the slot's deadline.
 func TestARunThatDiedIsTriedAgain(t *testing.T) {
 	dead := func(mem *memorystore.Store) {
-		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+		rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "dead", RVN: "r1", LeaseDuration: testLease},
 			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
 	}
@@ -237,7 +238,7 @@ func TestARunThatDiedIsTriedAgain(t *testing.T) {
 // the others are counted missed, and the next slot runs on time.
 func TestSlotsMissedWhileAllWereDown(t *testing.T) {
 	finishedAt := func(mem *memorystore.Store) {
-		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+		rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "gone", RVN: "r1", LeaseDuration: testLease, Released: true},
 			Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(), outcomeAttribute: int64(Succeeded)}})
 	}
@@ -263,10 +264,10 @@ func TestSlotsMissedWhileAllWereDown(t *testing.T) {
 // An error that waiting cannot fix (here a table gone) ends Run with it
 // rather than being retried forever.
 func TestAnUnfixableErrorEndsRun(t *testing.T) {
-	store := faulty.New(memorystore.New())
+	store := faulty.New(rows.MustOpen(memorystore.New()))
 	gone := fmt.Errorf("%w: table gone", resourcelock.ErrPermanent)
 	store.Inject(faulty.OpGet, 1, faulty.Fault{Err: gone})
-	c, err := lock.New(lock.Config{Store: store, Identity: "a"})
+	c, err := lock.New(lock.Config{Store: rows.Sealed(store), Identity: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,12 +319,12 @@ func TestSlotsDueDuringALongRunFollowTheOverlapPolicy(t *testing.T) {
 // ledger in them, as a read sent just before another instance started the
 // slot would.
 type staleLedger struct {
-	resourcelock.Store
+	rows.Store
 	gets  *atomic.Int32
 	stale bool
 }
 
-func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (rows.Item, error) {
 	s.gets.Add(1)
 	it, err := s.Store.Get(ctx, k)
 	if s.stale {
@@ -338,12 +339,12 @@ func (s staleLedger) Get(ctx context.Context, k resourcelock.Key) (resourcelock.
 // not two.
 func TestARefusalByTheLedgerIsNotFollowedByARead(t *testing.T) {
 	var gets atomic.Int32
-	soloStore = func(mem *memorystore.Store) resourcelock.Store {
-		return staleLedger{Store: mem, gets: &gets, stale: true}
+	soloStore = func(mem *memorystore.Store) rows.Store {
+		return staleLedger{Store: rows.MustOpen(mem), gets: &gets, stale: true}
 	}
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	finishedElsewhere := func(mem *memorystore.Store) {
-		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+		rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease, Released: true},
 			Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(), outcomeAttribute: int64(Succeeded)}})
 	}
@@ -366,7 +367,7 @@ func TestARefusalByTheLedgerIsNotFollowedByARead(t *testing.T) {
 // next slot's.
 func TestAReleasedRunIsNotFollowedByARead(t *testing.T) {
 	var gets atomic.Int32
-	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	soloStore = func(mem *memorystore.Store) rows.Store { return staleLedger{Store: rows.MustOpen(mem), gets: &gets} }
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	job := Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }}
 	events := oneInstanceFrom(t, t0.Add(-30*time.Second), nil, nil, func([]Event) bool {
@@ -384,7 +385,7 @@ func TestAReleasedRunIsNotFollowedByARead(t *testing.T) {
 // timedCalls records, on the solo clock, when each Get and Create of the
 // store is made.
 type timedCalls struct {
-	resourcelock.Store
+	rows.Store
 	mu    sync.Mutex
 	calls []string
 }
@@ -395,14 +396,14 @@ func (s *timedCalls) note(op string) {
 	s.calls = append(s.calls, fmt.Sprintf("%s@%v", op, soloClock.Now().Sub(t0)))
 }
 
-func (s *timedCalls) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+func (s *timedCalls) Get(ctx context.Context, k resourcelock.Key) (rows.Item, error) {
 	s.note("get")
 	it, err := s.Store.Get(ctx, k)
 	it.Numbers = nil // a ledger read before the slot started
 	return it, err
 }
 
-func (s *timedCalls) Create(ctx context.Context, k resourcelock.Key, rec resourcelock.Record, o resourcelock.WriteOptions) (resourcelock.Item, error) {
+func (s *timedCalls) Create(ctx context.Context, k resourcelock.Key, rec resourcelock.Record, o rows.WriteOptions) (rows.Item, error) {
 	s.note("create")
 	return s.Store.Create(ctx, k, rec, o)
 }
@@ -412,10 +413,10 @@ func (s *timedCalls) Create(ctx context.Context, k resourcelock.Key, rec resourc
 // just saw the row, so the wait does not read it again at once.
 func TestARefusalByARunningSlotIsNotFollowedByARead(t *testing.T) {
 	calls := &timedCalls{}
-	soloStore = func(mem *memorystore.Store) resourcelock.Store { calls.Store = mem; return calls }
+	soloStore = func(mem *memorystore.Store) rows.Store { calls.Store = rows.MustOpen(mem); return calls }
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	startedElsewhere := func(mem *memorystore.Store) {
-		mem.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: jobKey},
+		rows.MustRaw(mem).PutItem(rows.Item{Key: resourcelock.Key{Partition: jobKey},
 			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: time.Hour},
 			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
 	}
@@ -441,7 +442,7 @@ func TestARefusalByARunningSlotIsNotFollowedByARead(t *testing.T) {
 // none after.
 func TestTheSlotAfterARunHereIsStartedWithoutARead(t *testing.T) {
 	var gets atomic.Int32
-	soloStore = func(mem *memorystore.Store) resourcelock.Store { return staleLedger{Store: mem, gets: &gets} }
+	soloStore = func(mem *memorystore.Store) rows.Store { return staleLedger{Store: rows.MustOpen(mem), gets: &gets} }
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel
 	job := Job{Name: "j", Schedule: minutely(t), Run: func(context.Context, Run) error { return nil }}
 	events := oneInstanceFrom(t, t0.Add(-30*time.Second), nil, nil, func(ev []Event) bool {

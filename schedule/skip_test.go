@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // scriptedGets is a store whose reads (Get) are numbered from 1: script
@@ -15,13 +16,13 @@ import (
 // uses it depends on the order of the scheduler's and the lock client's
 // reads, and says which it expects.
 type scriptedGets struct {
-	resourcelock.Store
+	rows.Store
 	mu     sync.Mutex
 	n      int
-	script func(n int) (resourcelock.Item, error, bool)
+	script func(n int) (rows.Item, error, bool)
 }
 
-func (s *scriptedGets) Get(ctx context.Context, k resourcelock.Key) (resourcelock.Item, error) {
+func (s *scriptedGets) Get(ctx context.Context, k resourcelock.Key) (rows.Item, error) {
 	s.mu.Lock()
 	s.n++
 	n := s.n
@@ -41,27 +42,27 @@ func TestAnOverlapSkipJobStartsTheSlotAfterAHolderThatFinished(t *testing.T) {
 	key := resourcelock.Key{Partition: jobKey}
 	// Another instance's run of slot t0 holds the row.
 	held := func(mem *memorystore.Store) {
-		mem.PutItem(resourcelock.Item{Key: key,
+		rows.MustRaw(mem).PutItem(rows.Item{Key: key,
 			Record:  resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: testLease},
 			Numbers: map[string]int64{runAttribute: run(t0, 1)}})
 	}
-	soloStore = func(mem *memorystore.Store) resourcelock.Store {
-		return &scriptedGets{Store: mem, script: func(n int) (resourcelock.Item, error, bool) {
+	soloStore = func(mem *memorystore.Store) rows.Store {
+		return &scriptedGets{Store: rows.MustOpen(mem), script: func(n int) (rows.Item, error, bool) {
 			switch n {
 			case 1:
 				// The first ledger read came back before the other's
 				// start: this instance tries slot t0 and finds it
 				// started, its holder's RVN r1 noted.
-				return resourcelock.Item{}, resourcelock.ErrNotFound, true
+				return rows.Item{}, resourcelock.ErrNotFound, true
 			case 2:
 				// The other's run finished and released the row; that
 				// instance is gone.
-				mem.PutItem(resourcelock.Item{Key: key,
+				rows.MustRaw(mem).PutItem(rows.Item{Key: key,
 					Record: resourcelock.Record{HolderIdentity: "other", RVN: "r2", LeaseDuration: testLease, Released: true},
 					Numbers: map[string]int64{runAttribute: run(t0, 1), doneAttribute: t0.UnixMilli(),
 						outcomeAttribute: int64(Succeeded)}})
 			}
-			return resourcelock.Item{}, nil, false
+			return rows.Item{}, nil, false
 		}}
 	}
 	t.Cleanup(func() { soloStore = nil }) // safe: no test here runs in parallel

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/spf13/cobra"
 
-	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // tableReport is what check-table found of one table.
@@ -130,7 +130,7 @@ func (c *common) checkTable(ctx context.Context, db *dynamodb.Client) (checkRepo
 	if err != nil {
 		return rep, exit(exitUsage, err)
 	}
-	err = s.Scan(ctx, "", func(it resourcelock.Item, err error) error {
+	err = rows.MustOpen(s).Scan(ctx, "", func(it rows.Item, err error) error {
 		rep.Rows++
 		switch {
 		case err != nil:

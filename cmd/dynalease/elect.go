@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/health"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func newElect(c *common) *cobra.Command {

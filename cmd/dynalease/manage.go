@@ -15,11 +15,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
-// store returns the table as a resourcelock.Store: with the fence table
+// store returns the table as a store: with the fence table
 // when fences, logging to log (a skipped table check).
 func (c *common) store(ctx context.Context, fences bool, log logr.Logger) (*dynamodbstore.Store, error) {
 	db, err := c.client(ctx)
@@ -55,7 +56,7 @@ released by someone else at its next heartbeat. Refused without --force.`,
 				return err
 			}
 			key := resourcelock.Key{Partition: args[0]}
-			it, err := s.Get(ctx, key)
+			it, err := rows.MustOpen(s).Get(ctx, key)
 			if errors.Is(err, resourcelock.ErrNotFound) {
 				return exit(1, fmt.Errorf("no lock %q in table %s", args[0], c.table))
 			}
@@ -72,7 +73,7 @@ released by someone else at its next heartbeat. Refused without --force.`,
 			}
 			rec := it.Record
 			rec.RVN, rec.Released, rec.RenewTime = uuid.NewString(), true, time.Now()
-			if _, err := s.Update(ctx, key, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: it.HolderIdentity}, rec, resourcelock.WriteOptions{KeepData: true}); err != nil {
+			if _, err := rows.MustOpen(s).Update(ctx, key, resourcelock.Precondition{RVN: it.RVN, HolderIdentity: it.HolderIdentity}, rec, rows.WriteOptions{KeepData: true}); err != nil {
 				if errors.Is(err, resourcelock.ErrConflict) {
 					return exit(exitNotAcquired, fmt.Errorf("not released: the lock changed since it was read (renewed or taken); read it again"))
 				}
@@ -108,7 +109,7 @@ func newObserve(c *common) *cobra.Command {
 			key := resourcelock.Key{Partition: args[0]}
 			last := "\x00"
 			for {
-				it, err := s.Get(ctx, key)
+				it, err := rows.MustOpen(s).Get(ctx, key)
 				now := time.Now()
 				word, state := "", ""
 				switch {

@@ -8,11 +8,9 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/election"
-	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // The command's arguments, fuzzed (review issue): duration flags as typed
@@ -92,11 +90,7 @@ func FuzzElectTimes(f *testing.F) {
 		if et.lease-et.renew < g+noticeSlack || et.renew < g+noticeSlack {
 			t.Fatalf("renew %v leaves no room to stop within grace %v (lease %v)", et.renew, g, et.lease)
 		}
-		lk, err := keylease.New(memorystore.New(), resourcelock.Key{Partition: "job"}, "me")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = election.New(election.Config{Lease: lk, LeaseDuration: et.lease, RenewDeadline: et.renew,
+		_, err = election.New(election.Config{Store: memorystore.New(), Name: "job", Identity: "me", LeaseDuration: et.lease, RenewDeadline: et.renew,
 			RetryPeriod: et.retry, RequestTimeout: et.requestTimeout,
 			Callbacks: election.Callbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}})
 		if err != nil {

@@ -41,8 +41,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {

@@ -74,8 +74,8 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {

@@ -40,11 +40,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/health"
 	"github.com/dynalease/dynalease/metrics/prommetrics"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {

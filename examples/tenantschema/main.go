@@ -42,8 +42,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 func main() {

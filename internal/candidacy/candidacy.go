@@ -1,5 +1,5 @@
 // Package candidacy times the entries of a row's candidates for election
-// (resourcelock.Item.Candidates) on the local clock, as a waiter times a
+// (rows.Item.Candidates) on the local clock, as a waiter times a
 // holder's RVN: an entry is live while its RVN keeps changing.
 //
 // The rule: a read (or a write's answer) whose request was sent at s shows
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // Watch times the candidates of one row. It is safe for concurrent use.
@@ -30,7 +30,7 @@ type Watch struct {
 }
 
 type entry struct {
-	c       resourcelock.Candidate
+	c       rows.Candidate
 	changed time.Time // the entry's RVN changed after this; zero when unknown
 	seen    time.Time // send time of the first answer that showed this RVN
 	since   time.Time // when the ticket was first seen, for ties
@@ -38,7 +38,7 @@ type entry struct {
 
 // See notes the row of an answer to a request sent at sent. Answers must
 // be seen in the order their requests were sent; an older one is ignored.
-func (w *Watch) See(it resourcelock.Item, sent time.Time) {
+func (w *Watch) See(it rows.Item, sent time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if sent.Before(w.lastSent) {
@@ -74,10 +74,10 @@ func (w *Watch) See(it resourcelock.Item, sent time.Time) {
 
 // Live returns the entries whose RVN changed within window before now, in
 // no particular order.
-func (w *Watch) Live(now time.Time, window time.Duration) []resourcelock.Candidate {
+func (w *Watch) Live(now time.Time, window time.Duration) []rows.Candidate {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var live []resourcelock.Candidate
+	var live []rows.Candidate
 	for _, e := range w.entries {
 		if e.live(now, window) {
 			live = append(live, e.c)
@@ -93,7 +93,7 @@ func (e *entry) live(now time.Time, window time.Duration) bool {
 // Best returns the live entry (see Live) of the highest priority above
 // above, other than skip's ticket; among equals, the one first seen
 // earliest, then the smallest ticket. It reports false when there is none.
-func (w *Watch) Best(now time.Time, window time.Duration, above int64, skip string) (resourcelock.Candidate, bool) {
+func (w *Watch) Best(now time.Time, window time.Duration, above int64, skip string) (rows.Candidate, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var best *entry
@@ -107,14 +107,14 @@ func (w *Watch) Best(now time.Time, window time.Duration, above int64, skip stri
 		}
 	}
 	if best == nil {
-		return resourcelock.Candidate{}, false
+		return rows.Candidate{}, false
 	}
 	return best.c, true
 }
 
 // Named returns the live entry of identity, and whether there is one; with
 // several (restarts under one identity), the one changed last.
-func (w *Watch) Named(now time.Time, window time.Duration, identity string) (resourcelock.Candidate, bool) {
+func (w *Watch) Named(now time.Time, window time.Duration, identity string) (rows.Candidate, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var found *entry
@@ -124,7 +124,7 @@ func (w *Watch) Named(now time.Time, window time.Duration, identity string) (res
 		}
 	}
 	if found == nil {
-		return resourcelock.Candidate{}, false
+		return rows.Candidate{}, false
 	}
 	return found.c, true
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -12,12 +13,12 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
-func row(cands ...resourcelock.Candidate) resourcelock.Item {
-	return resourcelock.Item{Candidates: cands}
+func row(cands ...rows.Candidate) rows.Item {
+	return rows.Item{Candidates: cands}
 }
 
-func cand(ticket, identity string, prio int64, rvn string) resourcelock.Candidate {
-	return resourcelock.Candidate{Ticket: ticket, Identity: identity, Priority: prio, RVN: rvn}
+func cand(ticket, identity string, prio int64, rvn string) rows.Candidate {
+	return rows.Candidate{Ticket: ticket, Identity: identity, Priority: prio, RVN: rvn}
 }
 
 func TestAnEntrySeenOnceIsNotLive(t *testing.T) {
@@ -112,8 +113,8 @@ func TestStale(t *testing.T) {
 
 func TestStaleKeepsTheHoldersEntry(t *testing.T) {
 	var w Watch
-	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
-		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	held := func(cands ...rows.Candidate) rows.Item {
+		return rows.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
 	}
 	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(0))
 	w.See(held(cand("l", "L", 3, "1"), cand("a", "A", 1, "1")), at(30))
@@ -127,8 +128,8 @@ func TestStaleKeepsTheHoldersEntry(t *testing.T) {
 // leaves an entry that is dropped once stale, as any.
 func TestStaleKeepsOnlyTheHoldersCurrentEntry(t *testing.T) {
 	var w Watch
-	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
-		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	held := func(cands ...rows.Candidate) rows.Item {
+		return rows.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
 	}
 	w.See(held(cand("crashed", "L", 3, "1"), cand("l", "L", 3, "1")), at(0))
 	w.See(held(cand("crashed", "L", 3, "1"), cand("l", "L", 3, "2")), at(2)) // l stood once more before it led
@@ -153,8 +154,8 @@ func TestStaleDropsTheCandidatesOwnEarlierEntries(t *testing.T) {
 // coin toss between a crashed process's entry and the leader's.
 func TestStaleKeepsTheHoldersEntriesItCannotTellApart(t *testing.T) {
 	var w Watch
-	held := func(cands ...resourcelock.Candidate) resourcelock.Item {
-		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
+	held := func(cands ...rows.Candidate) rows.Item {
+		return rows.Item{Record: resourcelock.Record{HolderIdentity: "L"}, Candidates: cands}
 	}
 	w.See(held(cand("aaaa-leader", "L", 3, "9"), cand("zzzz-crashed", "L", 3, "1")), at(0))
 	w.See(held(cand("aaaa-leader", "L", 3, "9"), cand("zzzz-crashed", "L", 3, "1")), at(40))

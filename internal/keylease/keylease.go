@@ -12,32 +12,39 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Port is a lease as the kernel acquires, holds and releases it: the
-// client-go-shaped resourcelock.Interface, and everything else the kernel
-// does with a lease. Every method is required; a lease that cannot do
+// client-go-shaped resourcelock.Interface over rows, and everything else
+// the kernel does with a lease. Every method is required; a lease that cannot do
 // something (fence, queue, delete its row) says so with an error matching
 // dynalease.ErrInvalid (and CanFence).
 type Port interface {
-	resourcelock.Interface
+	// Get, Create, Update, Identity and Describe are
+	// resourcelock.Interface's, answering with the whole row.
+	Get(ctx context.Context) (rows.Item, error)
+	Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error)
+	Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error)
+	Identity() string
+	Describe() string
 	// UpdateDequeue is Update conditioned on the queue by d, taking the
-	// entries it names out (see resourcelock.WriteOptions.Dequeue).
-	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error)
+	// entries it names out (see rows.WriteOptions.Dequeue).
+	UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error)
 	// Join and Leave are the store's, for the lease's queue.
-	Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error)
-	Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error)
+	Join(ctx context.Context, w rows.Waiter) (rows.Item, error)
+	Leave(ctx context.Context, ticket string, index int) (rows.Item, error)
 	// Joinable makes w the waiter this lease waits as, and reports
 	// whether it has a queue to join now (a set whose first key is free
 	// while another is held has none).
-	Joinable(w resourcelock.Waiter) bool
+	Joinable(w rows.Waiter) bool
 	// Remove deletes the lease's row(s) when they satisfy expect.
 	Remove(ctx context.Context, expect resourcelock.Precondition) error
 	// Fence gives the lease's row(s), held by this lease's identity under
 	// acquisitionID, a new fencing generation, and returns the row as
 	// fenced; CanFence reports whether it can.
-	Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error)
+	Fence(ctx context.Context, acquisitionID string) (rows.Item, error)
 	CanFence() bool
 	// With returns the same lease writing o with every Create and Update
 	// (a Dequeue aside: UpdateDequeue sets it).
@@ -48,13 +55,13 @@ type Port interface {
 // WriteOptions, and a TTL counted from each write's wall-clock time, which
 // sets WriteOptions.Expires when it has none.
 type Options struct {
-	resourcelock.WriteOptions
+	rows.WriteOptions
 	TTL time.Duration
 }
 
 // At returns the write options of a write sent at the wall-clock time
 // now.
-func (o Options) At(now time.Time) resourcelock.WriteOptions {
+func (o Options) At(now time.Time) rows.WriteOptions {
 	w := o.WriteOptions
 	if o.TTL > 0 && w.Expires.IsZero() && !w.KeepTTL {
 		w.Expires = now.Add(o.TTL)
@@ -76,7 +83,7 @@ type Lease struct {
 
 // binding is what the leases of one store, holder and options share.
 type binding struct {
-	store    resourcelock.Store
+	store    rows.Store
 	identity string
 	opts     Options
 }
@@ -86,7 +93,7 @@ var _ Port = (*Lease)(nil)
 // New returns the lease at key of store, written as identity. It checks
 // the key's and the identity's limits (an error matching
 // dynalease.ErrInvalid) and sends no request.
-func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Lease, error) {
+func New(store rows.Store, key resourcelock.Key, identity string) (*Lease, error) {
 	if err := Check(store, key, identity); err != nil {
 		return nil, err
 	}
@@ -96,7 +103,7 @@ func New(store resourcelock.Store, key resourcelock.Key, identity string) (*Leas
 // Check reports whether a lease at key of store, written as identity, can
 // be made: a store, and the key's and the identity's limits (an error
 // matching dynalease.ErrInvalid).
-func Check(store resourcelock.Store, key resourcelock.Key, identity string) error {
+func Check(store rows.Store, key resourcelock.Key, identity string) error {
 	if store == nil {
 		return &dynalease.InvalidError{Field: "store", Reason: "is nil"}
 	}
@@ -130,68 +137,68 @@ func (l *Lease) Describe() string { return l.store.Describe() + "/" + l.key.Stri
 func (l *Lease) Key() resourcelock.Key { return l.key }
 
 // Store returns the store the lease is kept in.
-func (l *Lease) Store() resourcelock.Store { return l.store }
+func (l *Lease) Store() rows.Store { return l.store }
 
-// Get reads the row; see resourcelock.Store.Get.
-func (l *Lease) Get(ctx context.Context) (resourcelock.Item, error) {
+// Get reads the row; see rows.Store.Get.
+func (l *Lease) Get(ctx context.Context) (rows.Item, error) {
 	return l.store.Get(ctx, l.key)
 }
 
 // Create writes rec when the record is missing or free; see
 // resourcelock.Interface.Create.
-func (l *Lease) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+func (l *Lease) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	rec, err := FillHolder(l.identity, rec, false)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return l.store.Create(ctx, l.key, rec, l.opts.At(time.Now()))
 }
 
 // Update writes rec when the record satisfies expect; see
 // resourcelock.Interface.Update.
-func (l *Lease) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+func (l *Lease) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	return l.UpdateDequeue(ctx, expect, rec, nil)
 }
 
 // UpdateDequeue is Update conditioned on the queue by d, taking the
 // entries it names out.
-func (l *Lease) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+func (l *Lease) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error) {
 	rec, err := FillHolder(l.identity, rec, expect.HolderIdentity == l.identity)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	o := l.opts.At(time.Now())
 	o.Dequeue = d
 	return l.store.Update(ctx, l.key, expect, rec, o)
 }
 
-// Join queues w; see resourcelock.Store.Join.
-func (l *Lease) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+// Join queues w; see rows.Store.Join.
+func (l *Lease) Join(ctx context.Context, w rows.Waiter) (rows.Item, error) {
 	return l.store.Join(ctx, l.key, w)
 }
 
 // Leave takes the entry ticket at index out of the queue; see
-// resourcelock.Store.Leave.
-func (l *Lease) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+// rows.Store.Leave.
+func (l *Lease) Leave(ctx context.Context, ticket string, index int) (rows.Item, error) {
 	return l.store.Leave(ctx, l.key, ticket, index)
 }
 
 // Joinable reports true: one key always has its queue.
-func (l *Lease) Joinable(resourcelock.Waiter) bool { return true }
+func (l *Lease) Joinable(rows.Waiter) bool { return true }
 
 // Remove deletes the row when it satisfies expect; see
-// resourcelock.Store.Remove.
+// rows.Store.Remove.
 func (l *Lease) Remove(ctx context.Context, expect resourcelock.Precondition) error {
 	return l.store.Remove(ctx, l.key, expect)
 }
 
 // Fence gives the record a new fencing generation; see
-// resourcelock.Store.Fence.
-func (l *Lease) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
+// rows.Store.Fence.
+func (l *Lease) Fence(ctx context.Context, acquisitionID string) (rows.Item, error) {
 	return l.store.Fence(ctx, l.key, l.identity, acquisitionID)
 }
 
-// CanFence reports whether Fence can work (see resourcelock.Store.CanFence).
+// CanFence reports whether Fence can work (see rows.Store.CanFence).
 func (l *Lease) CanFence() bool { return l.store.CanFence() }
 
 // FillHolder returns rec naming holder id, or an error when it names

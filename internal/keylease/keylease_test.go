@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // A lease's TTL sets each write's Expires from the write's own wall-clock
@@ -19,8 +19,8 @@ func TestOptionsAtSetTheTTLAfterTheWrite(t *testing.T) {
 	}{
 		{"no TTL", Options{}, time.Time{}},
 		{"a TTL", Options{TTL: time.Hour}, now.Add(time.Hour)},
-		{"an explicit time", Options{WriteOptions: resourcelock.WriteOptions{Expires: at}, TTL: time.Hour}, at},
-		{"the row's kept", Options{WriteOptions: resourcelock.WriteOptions{KeepTTL: true}, TTL: time.Hour}, time.Time{}},
+		{"an explicit time", Options{WriteOptions: rows.WriteOptions{Expires: at}, TTL: time.Hour}, at},
+		{"the row's kept", Options{WriteOptions: rows.WriteOptions{KeepTTL: true}, TTL: time.Hour}, time.Time{}},
 	} {
 		if got := c.o.At(now).Expires; !got.Equal(c.want) {
 			t.Errorf("%s: Expires %v, want %v", c.name, got, c.want)

@@ -1,7 +1,7 @@
 // Package ledger is the bridge between package lock and package schedule,
 // and nothing else: a scheduled job keeps a ledger of integers on its
 // lock's row, written by the write that takes the lock
-// (resourcelock.WriteOptions.Numbers) and admitted only while the row's
+// (rows.WriteOptions.Numbers) and admitted only while the row's
 // integers are below the bounds the job gives (WriteOptions.Below), in the
 // same request. Package lock offers the options that do it here, for
 // package schedule alone, rather than in its own API.

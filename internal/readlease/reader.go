@@ -1,7 +1,7 @@
 // Package readlease is one shared hold of a key's row, a reader, as a
 // keylease.Port: the kernel acquires, holds, renews and releases it with
 // the same wait loop and hold as any lease, and the reader's writes are
-// the store's changes of the row's readers (resourcelock.Store.Share).
+// the store's changes of the row's readers (rows.Store.Share).
 //
 // # How the row folds for a reader
 //
@@ -32,7 +32,7 @@
 // A reader never excludes another reader, so the only claims to check are
 // between readers and a writer. Every change of the readers gives the row
 // a fresh RVN, and the row's lease is at least every entry's (see
-// resourcelock.Share). A writer takes a row of readers only by a write
+// rows.Share). A writer takes a row of readers only by a write
 // conditioned on a row RVN it watched unchanged for that lease, so after
 // the last write of every entry's holder by at least that entry's lease:
 // each reader's hold, counted from the send of its last confirmed write,
@@ -65,6 +65,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -80,19 +81,19 @@ var _ keylease.Port = (*Reader)(nil)
 // state is what a Reader's views (With) share: the key, the ticket of
 // this hold and the row last seen.
 type state struct {
-	store    resourcelock.Store
+	store    rows.Store
 	key      resourcelock.Key
 	identity string
 	ticket   string
 	clk      timing.Clock
 
 	mu      sync.Mutex
-	last    resourcelock.Item // the row as last seen, unfolded
-	missing bool              // the last look found no row
-	seen    bool              // a row (or its absence) was seen
-	guess   Hint              // what the first join guesses, before any look
+	last    rows.Item // the row as last seen, unfolded
+	missing bool      // the last look found no row
+	seen    bool      // a row (or its absence) was seen
+	guess   Hint      // what the first join guesses, before any look
 	// upgradeable: this reader is its row's one upgradeable reader
-	// (resourcelock.Share.Upgradeable); set before the first write.
+	// (rows.Share.Upgradeable); set before the first write.
 	upgradeable bool
 	// waiter is the ticket of this hold's wait in the row's queue (Join),
 	// "" before it joins.
@@ -155,7 +156,7 @@ func (r *Reader) Hint() Hint {
 // New returns a read hold of the row at key of store, written as
 // identity, with a fresh ticket, timing the other readers' entries on
 // clk. It checks the key and the identity and sends no request.
-func New(store resourcelock.Store, key resourcelock.Key, identity string, clk timing.Clock) (*Reader, error) {
+func New(store rows.Store, key resourcelock.Key, identity string, clk timing.Clock) (*Reader, error) {
 	if err := keylease.Check(store, key, identity); err != nil {
 		return nil, err
 	}
@@ -181,22 +182,22 @@ func (r *Reader) Describe() string { return r.store.Describe() + "/" + r.key.Str
 func (r *Reader) Key() resourcelock.Key { return r.key }
 
 // Get reads the row and folds it (see the package doc).
-func (r *Reader) Get(ctx context.Context) (resourcelock.Item, error) {
+func (r *Reader) Get(ctx context.Context) (rows.Item, error) {
 	it, err := r.store.Get(ctx, r.key)
 	if errors.Is(err, resourcelock.ErrNotFound) {
 		r.mu.Lock()
-		r.last, r.missing, r.seen = resourcelock.Item{}, true, true
+		r.last, r.missing, r.seen = rows.Item{}, true, true
 		r.mu.Unlock()
 	}
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return r.fold(it), nil
 }
 
 // fold notes the row it as the last seen and returns it as this reader
 // sees it.
-func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
+func (r *Reader) fold(it rows.Item) rows.Item {
 	now := r.clk.Now()
 	r.mu.Lock()
 	r.last, r.missing, r.seen = it, false, true
@@ -222,7 +223,7 @@ func (r *Reader) fold(it resourcelock.Item) resourcelock.Item {
 // answer that returned at now: an entry is timed from the first answer
 // that showed its RVN, and forgotten once an answer shows the row without
 // it (or not held by readers).
-func (r *Reader) watchLocked(it resourcelock.Item, now time.Time) {
+func (r *Reader) watchLocked(it rows.Item, now time.Time) {
 	if !it.HeldByReaders() {
 		r.others = nil
 		return
@@ -245,11 +246,11 @@ func (r *Reader) watchLocked(it resourcelock.Item, now time.Time) {
 // silent returns the entries of other readers of the row last seen whose
 // RVN this reader has timed unchanged for the entry's lease at now: their
 // holds have ended, by the argument of any takeover, and a write of this
-// reader's drops them (resourcelock.Share.Drop), the row's upgradeable
+// reader's drops them (rows.Share.Drop), the row's upgradeable
 // reader's first (which an upgradeable reader leaves to others: its
 // changes expect no other). It reports whether the first is the
 // upgradeable reader's.
-func (r *Reader) silent(now time.Time) (drop []resourcelock.Reader, upgrader bool) {
+func (r *Reader) silent(now time.Time) (drop []rows.Reader, upgrader bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.last.HeldByReaders() {
@@ -267,7 +268,7 @@ func (r *Reader) silent(now time.Time) (drop []resourcelock.Reader, upgrader boo
 		if r.upgradeable {
 			continue // its change expects no other upgradeable reader
 		}
-		drop, upgrader = append([]resourcelock.Reader{e}, drop...), true
+		drop, upgrader = append([]rows.Reader{e}, drop...), true
 	}
 	return drop, upgrader
 }
@@ -276,8 +277,8 @@ func (r *Reader) silent(now time.Time) (drop []resourcelock.Reader, upgrader boo
 // readers, with room for another entry (and, for an upgradeable reader,
 // no other upgradeable one), and no writer queued ahead of this reader's
 // wait (ahead of every entry, when it has none).
-func (r *Reader) joins(it resourcelock.Item) bool {
-	if !it.HeldByReaders() || len(it.Readers) == 0 || len(it.Readers) >= resourcelock.MaxReaders || (r.IsUpgradeable() && it.Upgrader != "") {
+func (r *Reader) joins(it rows.Item) bool {
+	if !it.HeldByReaders() || len(it.Readers) == 0 || len(it.Readers) >= rows.MaxReaders || (r.IsUpgradeable() && it.Upgrader != "") {
 		return false
 	}
 	_, ok := record.ReadersAhead(it.Queue, r.waiterTicket())
@@ -295,7 +296,7 @@ func (r *Reader) waiterTicket() string {
 // joinCondition sets w's condition on the queue of the row it, which the
 // reader may join (joins): the readers queued ahead of its wait, whose
 // entry the join removes, or of none when it is not queued there.
-func (r *Reader) joinCondition(w *resourcelock.Share, it resourcelock.Item) {
+func (r *Reader) joinCondition(w *rows.Share, it rows.Item) {
 	waiter := r.waiterTicket()
 	ahead, _ := record.ReadersAhead(it.Queue, waiter)
 	w.Ahead, w.Waiter = ahead, ""
@@ -307,19 +308,19 @@ func (r *Reader) joinCondition(w *resourcelock.Share, it resourcelock.Item) {
 // refusal returns the error of a change the store refused: a Conflict
 // carrying the row folded, when the store's carried one.
 func (r *Reader) refusal(op string, err error) error {
-	cur, ok := resourcelock.CurrentItem(err)
+	cur, ok := rows.CurrentItem(err)
 	if !ok {
 		return err
 	}
 	it := r.fold(cur)
-	return resourcelock.Conflict(fmt.Sprintf("%s: %s", r.Describe(), op), &it, errors.New(err.Error()))
+	return rows.Conflict(fmt.Sprintf("%s: %s", r.Describe(), op), &it, errors.New(err.Error()))
 }
 
 // send writes w and returns the row as this reader sees it.
-func (r *Reader) send(ctx context.Context, op string, w resourcelock.Share) (resourcelock.Item, error) {
+func (r *Reader) send(ctx context.Context, op string, w rows.Share) (rows.Item, error) {
 	it, err := r.store.Share(ctx, r.key, w)
 	if err != nil {
-		return resourcelock.Item{}, r.refusal(op, err)
+		return rows.Item{}, r.refusal(op, err)
 	}
 	return r.fold(it), nil
 }
@@ -335,24 +336,24 @@ func (r *Reader) send(ctx context.Context, op string, w resourcelock.Share) (res
 // plus how much longer the row's lease is. A change that keeps the row's
 // lease then expects the lease it saw (SeenLease), so that it never cuts
 // a longer one short.
-func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now time.Time, seen time.Duration) resourcelock.Share {
+func (r *Reader) share(op rows.ShareOp, rec resourcelock.Record, now time.Time, seen time.Duration) rows.Share {
 	t := rec.RenewTime
 	if t.IsZero() {
 		t = now
 	}
-	w := resourcelock.Share{
+	w := rows.Share{
 		Op:          op,
-		Reader:      resourcelock.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
+		Reader:      rows.Reader{Ticket: r.ticket, Identity: r.identity, Lease: rec.LeaseDuration, RVN: rec.RVN},
 		RVN:         rec.RVN, // the row's too: a write whose answer was lost is found by it
 		Time:        t,
 		Expires:     r.opts.At(now).Expires,
-		Upgradeable: r.IsUpgradeable() && op != resourcelock.ShareRenew,
+		Upgradeable: r.IsUpgradeable() && op != rows.ShareRenew,
 	}
 	rowLease := rec.LeaseDuration // a begin's, a take's
 	switch op {
-	case resourcelock.ShareJoin:
+	case rows.ShareJoin:
 		w.SeenLease, rowLease = seen, max(seen, rec.LeaseDuration)
-	case resourcelock.ShareRenew, resourcelock.ShareLeave, resourcelock.ShareEnd:
+	case rows.ShareRenew, rows.ShareLeave, rows.ShareEnd:
 		if r.opts.TTL > 0 {
 			w.SeenLease = seen
 		}
@@ -361,7 +362,7 @@ func (r *Reader) share(op resourcelock.ShareOp, rec resourcelock.Record, now tim
 	if r.opts.TTL > 0 && w.Expires.After(now) {
 		w.Expires = w.Expires.Add(max(rowLease-rec.LeaseDuration, 0))
 	}
-	if op != resourcelock.ShareBegin && op != resourcelock.ShareTake {
+	if op != rows.ShareBegin && op != rows.ShareTake {
 		w.Drop, w.DropsUpgrader = r.silent(r.clk.Now())
 	}
 	return w
@@ -378,23 +379,23 @@ func (r *Reader) lastLease() time.Duration {
 // seen missing or free, and joins one last seen held by readers (or not
 // seen yet). A guess the row refuses, because it is in the other state,
 // is followed at once by the other write, once.
-func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	if rec.HolderIdentity != "" && rec.HolderIdentity != r.identity {
-		return resourcelock.Item{}, fmt.Errorf("%w: record names holder %q but this reader's identity is %q", dynalease.ErrInvalid, rec.HolderIdentity, r.identity)
+		return rows.Item{}, fmt.Errorf("%w: record names holder %q but this reader's identity is %q", dynalease.ErrInvalid, rec.HolderIdentity, r.identity)
 	}
 	r.mu.Lock()
 	last, missing := r.last, !r.seen || r.missing
 	if !r.seen && r.guess.Readers {
 		// Not seen yet: an earlier hold saw readers.
-		last.HolderIdentity, last.LeaseDuration, missing = resourcelock.ReadersHolder, r.guess.Lease, false
+		last.HolderIdentity, last.LeaseDuration, missing = rows.ReadersHolder, r.guess.Lease, false
 	}
 	r.mu.Unlock()
 	for try := 0; ; try++ {
-		var w resourcelock.Share
+		var w rows.Share
 		if missing || !last.HeldByReaders() {
-			w = r.share(resourcelock.ShareBegin, rec, time.Now(), 0)
+			w = r.share(rows.ShareBegin, rec, time.Now(), 0)
 		} else {
-			w = r.share(resourcelock.ShareJoin, rec, time.Now(), last.LeaseDuration)
+			w = r.share(rows.ShareJoin, rec, time.Now(), last.LeaseDuration)
 			r.joinCondition(&w, last)
 		}
 		it, err := r.store.Share(ctx, r.key, w)
@@ -410,13 +411,13 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 			// Refused on a row that takes the other write (or a join
 			// with the lease now seen): send that. A refusal that
 			// carries no row is read.
-			cur, ok := resourcelock.CurrentItem(err)
+			cur, ok := rows.CurrentItem(err)
 			if !ok {
 				if cur, err = r.store.Get(ctx, r.key); errors.Is(err, resourcelock.ErrNotFound) {
 					missing = true
 					continue
 				} else if err != nil {
-					return resourcelock.Item{}, err
+					return rows.Item{}, err
 				}
 			}
 			if cur.Free() || r.joins(cur) {
@@ -424,12 +425,12 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 				continue
 			}
 			it := r.fold(cur)
-			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": join", &it, errors.New("the row is held"))
+			return rows.Item{}, rows.Conflict(r.Describe()+": join", &it, errors.New("the row is held"))
 		}
 		if errors.Is(err, resourcelock.ErrNotFound) {
-			return resourcelock.Item{}, err
+			return rows.Item{}, err
 		}
-		return resourcelock.Item{}, r.refusal("join", err)
+		return rows.Item{}, r.refusal("join", err)
 	}
 }
 
@@ -438,13 +439,13 @@ func (r *Reader) Create(ctx context.Context, rec resourcelock.Record) (resourcel
 // conditioned on the entry's RVN; or, with no holder expected, a takeover
 // of the row at its RVN (ShareTake), taking out the queue's head seen
 // with that RVN.
-func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	if err := record.CheckPrecondition(expect); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	now := time.Now()
 	if expect.HolderIdentity == "" {
-		w := r.share(resourcelock.ShareTake, rec, now, 0)
+		w := r.share(rows.ShareTake, rec, now, 0)
 		w.Expect = expect.RVN
 		r.mu.Lock()
 		if r.waiter == "" && r.last.RVN == expect.RVN && r.last.HandedTo == "" && len(r.last.Queue) > 0 {
@@ -460,7 +461,7 @@ func (r *Reader) Update(ctx context.Context, expect resourcelock.Precondition, r
 		return r.send(ctx, "take", w)
 	}
 	if expect.HolderIdentity != r.identity {
-		return resourcelock.Item{}, fmt.Errorf("%w: a reader's own write expects its identity %q, not %q", dynalease.ErrInvalid, r.identity, expect.HolderIdentity)
+		return rows.Item{}, fmt.Errorf("%w: a reader's own write expects its identity %q, not %q", dynalease.ErrInvalid, r.identity, expect.HolderIdentity)
 	}
 	if r.handedToMe(expect.RVN) {
 		return r.decline(ctx, expect, rec, nil)
@@ -480,16 +481,16 @@ const maxLeaves = 3
 // found while the row refuses the guess only. A refusal that finds the
 // row at this leave's own RVN is its earlier attempt, landed (the SDK
 // sent it again): the release is done.
-func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
+func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (rows.Item, error) {
 	r.mu.Lock()
 	entries, seen := len(r.last.Readers), r.last.LeaseDuration
 	r.mu.Unlock()
 	for try := 1; ; try++ {
-		w := r.share(resourcelock.ShareLeave, rec, now, seen)
+		w := r.share(rows.ShareLeave, rec, now, seen)
 		if entries-len(w.Drop) <= 1 {
 			// The last entry, with the silent ones dropped: the row is
 			// released.
-			w.Op = resourcelock.ShareEnd
+			w.Op = rows.ShareEnd
 		}
 		w.Expect = rvn
 		it, err := r.store.Share(ctx, r.key, w)
@@ -497,14 +498,14 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 			return r.fold(it), nil
 		}
 		if !errors.Is(err, resourcelock.ErrConflict) {
-			return resourcelock.Item{}, r.refusal("leave", err)
+			return rows.Item{}, r.refusal("leave", err)
 		}
-		cur, ok := resourcelock.CurrentItem(err)
+		cur, ok := rows.CurrentItem(err)
 		if !ok {
 			// A refusal that carries no row: read it.
 			var rerr error
 			if cur, rerr = r.store.Get(ctx, r.key); rerr != nil {
-				return resourcelock.Item{}, err
+				return rows.Item{}, err
 			}
 		}
 		if cur.RVN == w.RVN {
@@ -514,7 +515,7 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 		}
 		it = r.fold(cur) // and the others' entries as they stand
 		if i := record.ReaderPlace(cur, r.ticket); try >= maxLeaves || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn {
-			return resourcelock.Item{}, resourcelock.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
+			return rows.Item{}, rows.Conflict(r.Describe()+": leave", &it, errors.New(err.Error()))
 		}
 		entries, seen = len(cur.Readers), cur.LeaseDuration
 	}
@@ -523,20 +524,20 @@ func (r *Reader) leave(ctx context.Context, rvn string, rec resourcelock.Record,
 // renew gives this reader's entry at rvn the RVN of rec, and again with
 // the row's lease as found while the row refuses only the lease it
 // expected (SeenLease: a longer reader joined since it was seen).
-func (r *Reader) renew(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (resourcelock.Item, error) {
+func (r *Reader) renew(ctx context.Context, rvn string, rec resourcelock.Record, now time.Time) (rows.Item, error) {
 	seen := r.lastLease()
 	for try := 1; ; try++ {
-		w := r.share(resourcelock.ShareRenew, rec, now, seen)
+		w := r.share(rows.ShareRenew, rec, now, seen)
 		w.Expect = rvn
 		it, err := r.store.Share(ctx, r.key, w)
 		if err == nil {
 			return r.fold(it), nil
 		}
-		cur, ok := resourcelock.CurrentItem(err)
+		cur, ok := rows.CurrentItem(err)
 		i := record.ReaderPlace(cur, r.ticket)
 		leaseMoved := w.SeenLease != 0 && cur.LeaseDuration != seen
 		if try >= maxLeaves || !ok || !cur.HeldByReaders() || i < 0 || cur.Readers[i].RVN != rvn || !(leaseMoved || len(w.Drop) > 0) {
-			return resourcelock.Item{}, r.refusal("renew", err)
+			return rows.Item{}, r.refusal("renew", err)
 		}
 		// Still this reader's entry: refused for the lease it expected
 		// (a longer reader joined) or an entry it dropped (renewed since,
@@ -556,7 +557,7 @@ func (r *Reader) cannot(what string) error {
 // them. A reader's own writes ignore the queue (a release that would hand
 // over to nobody expects no waiter; a reader's leaves any waiter in
 // place): with them, d may name no ticket.
-func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error) {
 	if expect.HolderIdentity == r.identity && r.handedToMe(expect.RVN) {
 		return r.decline(ctx, expect, rec, d)
 	}
@@ -564,12 +565,12 @@ func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondi
 		return r.Update(ctx, expect, rec)
 	}
 	if expect.HolderIdentity != "" || d.All {
-		return resourcelock.Item{}, r.cannot("take waiters out of the queue with its own write")
+		return rows.Item{}, r.cannot("take waiters out of the queue with its own write")
 	}
 	if err := record.CheckPrecondition(expect); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
-	w := r.share(resourcelock.ShareTake, rec, time.Now(), 0)
+	w := r.share(rows.ShareTake, rec, time.Now(), 0)
 	w.Expect, w.Dequeue = expect.RVN, d.Tickets
 	return r.send(ctx, "take", w)
 }
@@ -578,15 +579,15 @@ func (r *Reader) UpdateDequeue(ctx context.Context, expect resourcelock.Precondi
 // confirm (it gives up): the row is no readers' but a handed record,
 // released or handed on by a record's write conditioned on this identity
 // and the handed RVN, as a writer's wait declines one.
-func (r *Reader) decline(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+func (r *Reader) decline(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error) {
 	if err := record.CheckPrecondition(expect); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	opts := r.opts.WriteOptions
 	opts.Dequeue = d
 	it, err := r.store.Update(ctx, r.key, expect, rec, opts)
 	if err != nil {
-		return resourcelock.Item{}, r.refusal("decline", err)
+		return rows.Item{}, r.refusal("decline", err)
 	}
 	r.fold(it)
 	return it, nil
@@ -601,10 +602,10 @@ func (r *Reader) handedToMe(rvn string) bool {
 }
 
 // Join appends this hold's wait to the row's queue, marked a reader's
-// (resourcelock.Waiter.Shared): readers queued ahead of every writer join
+// (rows.Waiter.Shared): readers queued ahead of every writer join
 // a row of readers, and a writer's release sees the wait and hands the row
 // over to it in its turn, as to any waiter.
-func (r *Reader) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+func (r *Reader) Join(ctx context.Context, w rows.Waiter) (rows.Item, error) {
 	w.Shared = true
 	r.mu.Lock()
 	r.waiter = w.Ticket
@@ -617,22 +618,22 @@ func (r *Reader) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.
 	}
 	it, err := r.store.Join(ctx, r.key, w)
 	if err != nil {
-		return resourcelock.Item{}, r.refusal("queue", err)
+		return rows.Item{}, r.refusal("queue", err)
 	}
 	return r.fold(it), nil
 }
 
 // Leave takes this hold's wait out of the queue.
-func (r *Reader) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+func (r *Reader) Leave(ctx context.Context, ticket string, index int) (rows.Item, error) {
 	it, err := r.store.Leave(ctx, r.key, ticket, index)
 	if err != nil {
-		return resourcelock.Item{}, r.refusal("leave the queue", err)
+		return rows.Item{}, r.refusal("leave the queue", err)
 	}
 	return r.fold(it), nil
 }
 
 // Joinable reports true: a reader that waits queues.
-func (r *Reader) Joinable(resourcelock.Waiter) bool { return true }
+func (r *Reader) Joinable(rows.Waiter) bool { return true }
 
 // Remove refuses: the row is shared.
 func (r *Reader) Remove(context.Context, resourcelock.Precondition) error {
@@ -647,19 +648,19 @@ func (r *Reader) Remove(context.Context, resourcelock.Precondition) error {
 // so that its token is above every earlier one. Readers that joined the
 // hold before it was fenced may then hold two tokens of one hold, both
 // above every earlier writer's.
-func (r *Reader) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
+func (r *Reader) Fence(ctx context.Context, acquisitionID string) (rows.Item, error) {
 	r.mu.Lock()
 	last := r.last
 	r.mu.Unlock()
 	if acquisitionID != r.ticket {
-		return resourcelock.Item{}, fmt.Errorf("%s: fence: %w: another acquisition", r.Describe(), resourcelock.ErrConflict)
+		return rows.Item{}, fmt.Errorf("%s: fence: %w: another acquisition", r.Describe(), resourcelock.ErrConflict)
 	}
 	if !record.NeedsFence(last.Record) || !last.HeldByReaders() || last.AcquisitionID == "" {
 		return r.fold(last), nil
 	}
-	it, err := r.store.Fence(ctx, r.key, resourcelock.ReadersHolder, last.AcquisitionID)
+	it, err := r.store.Fence(ctx, r.key, rows.ReadersHolder, last.AcquisitionID)
 	if err != nil {
-		return resourcelock.Item{}, r.refusal("fence", err)
+		return rows.Item{}, r.refusal("fence", err)
 	}
 	return r.fold(it), nil
 }

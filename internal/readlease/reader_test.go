@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A reader already in the queue does not join it again: the kernel, which
@@ -17,12 +18,12 @@ import (
 func TestAReaderInTheQueueDoesNotJoinTwice(t *testing.T) {
 	mem := memorystore.New()
 	key := resourcelock.Key{Partition: "k"}
-	mem.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "w", RVN: "r1", LeaseDuration: time.Second}})
-	r, err := New(mem, key, "me", timing.Real())
+	rows.MustRaw(mem).PutItem(rows.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "w", RVN: "r1", LeaseDuration: time.Second}})
+	r, err := New(rows.MustOpen(mem), key, "me", timing.Real())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := resourcelock.Waiter{Ticket: "t1", Identity: "me", Lease: time.Second}
+	w := rows.Waiter{Ticket: "t1", Identity: "me", Lease: time.Second}
 	if _, err := r.Join(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestAReaderInTheQueueDoesNotJoinTwice(t *testing.T) {
 	if _, err := r.Join(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
-	if it, _ := mem.Item(key); len(it.Queue) != 1 {
+	if it, _ := rows.MustRaw(mem).Item(key); len(it.Queue) != 1 {
 		t.Fatalf("queue after a second join of one wait: %+v, want one entry", it.Queue)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -59,7 +60,7 @@ var _ keylease.Port = (*Upgrade)(nil)
 type upgrading struct {
 	r     *Reader
 	mu    sync.Mutex
-	last  resourcelock.Item   // the row last seen, unfolded
+	last  rows.Item           // the row last seen, unfolded
 	wrote map[string]struct{} // the RVNs of the records it sent
 }
 
@@ -90,20 +91,20 @@ func NewUpgrade(port keylease.Port, r *Reader) *Upgrade {
 
 // holds reports whether it is a row of readers with the upgrading
 // reader's entry.
-func (u *Upgrade) holds(it resourcelock.Item) bool {
+func (u *Upgrade) holds(it rows.Item) bool {
 	return it.HeldByReaders() && record.ReaderPlace(it, u.r.ticket) >= 0
 }
 
 // alone reports whether it is a row of readers whose only entry is the
 // upgrading reader's.
-func (u *Upgrade) alone(it resourcelock.Item) bool {
+func (u *Upgrade) alone(it rows.Item) bool {
 	return it.HeldByReaders() && len(it.Readers) == 1 && it.Readers[0].Ticket == u.r.ticket
 }
 
 // fold notes the row it and returns it as the upgrade sees it: free when
 // the reader's entry is its only one; with the RVN of the other entries
 // (othersRVN) when it has others too.
-func (u *Upgrade) fold(it resourcelock.Item) resourcelock.Item {
+func (u *Upgrade) fold(it rows.Item) rows.Item {
 	u.mu.Lock()
 	u.last = it
 	u.mu.Unlock()
@@ -124,7 +125,7 @@ const othersPrefix = "readers-besides-upgrader:"
 // readers that holds the reader's entry and others: a digest of the other
 // entries (ticket and RVN) and the row's lease, which changes with every
 // write of another reader and with no write of the upgrading reader's.
-func (u *Upgrade) othersRVN(it resourcelock.Item) string {
+func (u *Upgrade) othersRVN(it rows.Item) string {
 	h := sha256.New()
 	for _, e := range it.Readers {
 		if e.Ticket != u.r.ticket {
@@ -157,7 +158,7 @@ func (u *Upgrade) realRVN(rvn string) (real string, ok bool) {
 
 // folded returns the answer of a write through the key's lease, its row
 // or its refusal's folded.
-func (u *Upgrade) folded(it resourcelock.Item, err error) (resourcelock.Item, error) {
+func (u *Upgrade) folded(it rows.Item, err error) (rows.Item, error) {
 	if err == nil {
 		if u.holds(it) {
 			return u.fold(it), nil
@@ -167,19 +168,19 @@ func (u *Upgrade) folded(it resourcelock.Item, err error) (resourcelock.Item, er
 		u.mu.Unlock()
 		return it, nil
 	}
-	cur, ok := resourcelock.CurrentItem(err)
+	cur, ok := rows.CurrentItem(err)
 	if !ok {
 		return it, err
 	}
 	f := u.fold(cur)
-	return resourcelock.Item{}, resourcelock.Conflict(u.Describe()+": upgrade", &f, errors.New(err.Error()))
+	return rows.Item{}, rows.Conflict(u.Describe()+": upgrade", &f, errors.New(err.Error()))
 }
 
 // Get reads the row and folds it.
-func (u *Upgrade) Get(ctx context.Context) (resourcelock.Item, error) {
+func (u *Upgrade) Get(ctx context.Context) (rows.Item, error) {
 	it, err := u.port.Get(ctx)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return u.fold(it), nil
 }
@@ -193,15 +194,15 @@ func (u *Upgrade) Get(ctx context.Context) (resourcelock.Item, error) {
 // A refusal that shows the reader's entry alone (a row not seen yet, or
 // the reader's own heartbeat between the read and the write) is followed
 // at once by the write on the row it shows, once.
-func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	u.mu.Lock()
 	last := u.last
 	u.mu.Unlock()
 	if !u.alone(last) && u.seen(last) {
-		return resourcelock.Item{}, ErrEntryGone
+		return rows.Item{}, ErrEntryGone
 	}
 	for try := 0; ; try++ {
-		var it resourcelock.Item
+		var it rows.Item
 		var err error
 		u.sending(rec)
 		if u.alone(last) {
@@ -209,12 +210,12 @@ func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resource
 		} else {
 			it, err = u.port.Create(ctx, rec) // not seen yet: refused unless the row is free
 		}
-		cur, ok := resourcelock.CurrentItem(err)
+		cur, ok := rows.CurrentItem(err)
 		if err == nil && !u.alone(last) {
 			// A free row created before this upgrade saw any: the reader's
 			// entry was gone. Refused; the kernel releases the row it
 			// wrote, as any write in doubt of a wait that gives up.
-			return resourcelock.Item{}, ErrEntryGone
+			return rows.Item{}, ErrEntryGone
 		}
 		if err == nil || try > 0 || !ok || !u.alone(cur) {
 			return u.folded(it, err)
@@ -225,7 +226,7 @@ func (u *Upgrade) Create(ctx context.Context, rec resourcelock.Record) (resource
 
 // seen reports whether it is a row the upgrade has read (its zero value
 // before the first look).
-func (u *Upgrade) seen(it resourcelock.Item) bool { return it.RVN != "" }
+func (u *Upgrade) seen(it rows.Item) bool { return it.RVN != "" }
 
 // refusesTakeover reports whether expect is a takeover (an Update
 // expecting no holder) of a row last seen without the reader's entry:
@@ -241,7 +242,7 @@ func (u *Upgrade) refusesTakeover(expect resourcelock.Precondition) bool {
 
 // Update writes through the key's lease; a takeover of a row without the
 // reader's entry is refused with ErrEntryGone (see Create).
-func (u *Upgrade) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+func (u *Upgrade) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	return u.UpdateDequeue(ctx, expect, rec, nil)
 }
 
@@ -250,9 +251,9 @@ func (u *Upgrade) Update(ctx context.Context, expect resourcelock.Precondition, 
 // RVN as last seen with those other entries, and sent again, once, on the
 // row its refusal shows when that row still has them (the reader's own
 // heartbeat came between the read and the write).
-func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error) {
 	if u.refusesTakeover(expect) {
-		return resourcelock.Item{}, ErrEntryGone
+		return rows.Item{}, ErrEntryGone
 	}
 	watched := expect.RVN
 	for try := 0; ; try++ {
@@ -264,11 +265,11 @@ func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precond
 			last := u.last
 			u.mu.Unlock()
 			f := u.fold(last)
-			return resourcelock.Item{}, resourcelock.Conflict(u.Describe()+": upgrade", &f, errors.New("the other readers changed since they were watched"))
+			return rows.Item{}, rows.Conflict(u.Describe()+": upgrade", &f, errors.New("the other readers changed since they were watched"))
 		}
 		expect.RVN = real
 		u.sending(rec)
-		var it resourcelock.Item
+		var it rows.Item
 		var err error
 		if d == nil {
 			it, err = u.port.Update(ctx, expect, rec)
@@ -280,30 +281,30 @@ func (u *Upgrade) UpdateDequeue(ctx context.Context, expect resourcelock.Precond
 		}
 		// Refused: a row that still has the other entries as watched
 		// (only the reader's own write came between) is taken at once.
-		cur, found := resourcelock.CurrentItem(err)
+		cur, found := rows.CurrentItem(err)
 		if !found {
 			if cur, err = u.port.Get(ctx); err != nil {
-				return resourcelock.Item{}, err
+				return rows.Item{}, err
 			}
 		}
 		if u.fold(cur).RVN != watched {
-			return u.folded(it, resourcelock.Conflict(u.Describe()+": upgrade", &cur, errors.New("the other readers changed since they were watched")))
+			return u.folded(it, rows.Conflict(u.Describe()+": upgrade", &cur, errors.New("the other readers changed since they were watched")))
 		}
 	}
 }
 
 // Join queues through the key's lease.
-func (u *Upgrade) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+func (u *Upgrade) Join(ctx context.Context, w rows.Waiter) (rows.Item, error) {
 	return u.folded(u.port.Join(ctx, w))
 }
 
 // Leave leaves the queue through the key's lease.
-func (u *Upgrade) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+func (u *Upgrade) Leave(ctx context.Context, ticket string, index int) (rows.Item, error) {
 	return u.folded(u.port.Leave(ctx, ticket, index))
 }
 
 // Joinable reports true: the upgrade waits in the key's queue.
-func (u *Upgrade) Joinable(w resourcelock.Waiter) bool { return u.port.Joinable(w) }
+func (u *Upgrade) Joinable(w rows.Waiter) bool { return u.port.Joinable(w) }
 
 // Remove deletes through the key's lease.
 func (u *Upgrade) Remove(ctx context.Context, expect resourcelock.Precondition) error {
@@ -311,7 +312,7 @@ func (u *Upgrade) Remove(ctx context.Context, expect resourcelock.Precondition) 
 }
 
 // Fence fences through the key's lease.
-func (u *Upgrade) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
+func (u *Upgrade) Fence(ctx context.Context, acquisitionID string) (rows.Item, error) {
 	return u.port.Fence(ctx, acquisitionID)
 }
 

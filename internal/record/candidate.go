@@ -4,13 +4,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // CheckStand returns an error matching dynalease.ErrInvalid when a Stand of
 // c dropping drop cannot be sent: a c with a ticket and no identity or
 // RVN, an empty ticket to drop, or nothing to do.
-func CheckStand(c resourcelock.Candidate, drop []string) error {
+func CheckStand(c rows.Candidate, drop []string) error {
 	if c.Ticket == "" && len(drop) == 0 {
 		return invalid("stand sets no entry and drops none")
 	}
@@ -32,9 +32,9 @@ func CheckStand(c resourcelock.Candidate, drop []string) error {
 
 // Stood returns the candidates cands after a Stand of c dropping drop,
 // in ticket order, and false when the Stand is refused: c would be a new
-// entry of a row with resourcelock.MaxCandidates already.
-func Stood(cands []resourcelock.Candidate, c resourcelock.Candidate, drop []string) ([]resourcelock.Candidate, bool) {
-	out := make([]resourcelock.Candidate, 0, len(cands)+1)
+// entry of a row with rows.MaxCandidates already.
+func Stood(cands []rows.Candidate, c rows.Candidate, drop []string) ([]rows.Candidate, bool) {
+	out := make([]rows.Candidate, 0, len(cands)+1)
 	had := false
 	for _, e := range cands {
 		switch {
@@ -46,7 +46,7 @@ func Stood(cands []resourcelock.Candidate, c resourcelock.Candidate, drop []stri
 		}
 	}
 	if c.Ticket != "" {
-		if !had && len(cands) >= resourcelock.MaxCandidates {
+		if !had && len(cands) >= rows.MaxCandidates {
 			return nil, false
 		}
 		out = append(out, c)
@@ -59,6 +59,6 @@ func Stood(cands []resourcelock.Candidate, c resourcelock.Candidate, drop []stri
 }
 
 // SortCandidates puts cands in ticket order.
-func SortCandidates(cands []resourcelock.Candidate) {
-	slices.SortFunc(cands, func(a, b resourcelock.Candidate) int { return strings.Compare(a.Ticket, b.Ticket) })
+func SortCandidates(cands []rows.Candidate) {
+	slices.SortFunc(cands, func(a, b rows.Candidate) int { return strings.Compare(a.Ticket, b.Ticket) })
 }

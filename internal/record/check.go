@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -32,7 +33,7 @@ func CheckIdentity(id string) error {
 		return invalid("identity is empty")
 	case len(id) > MaxIdentityBytes:
 		return invalid("identity is %d bytes, over the %d-byte limit", len(id), MaxIdentityBytes)
-	case id == resourcelock.ReadersHolder:
+	case id == rows.ReadersHolder:
 		return invalid("identity %q is the one a row held by readers names", id)
 	}
 	return nil
@@ -60,7 +61,7 @@ func CheckPrecondition(p resourcelock.Precondition) error {
 // CheckWaiter reports whether w can be written into a queue: a ticket, an
 // identity within MaxIdentityBytes and a lease within MaxLeaseDuration. It
 // returns an error matching dynalease.ErrInvalid.
-func CheckWaiter(w resourcelock.Waiter) error {
+func CheckWaiter(w rows.Waiter) error {
 	if w.Ticket == "" {
 		return invalid("waiter has no ticket")
 	}
@@ -77,9 +78,9 @@ func CheckWaiter(w resourcelock.Waiter) error {
 // milliseconds, the time at millisecond precision, the TTL at whole
 // seconds), or an error matching dynalease.ErrInvalid when it cannot be
 // sent (see checkShare).
-func PrepareShare(w resourcelock.Share) (resourcelock.Share, error) {
+func PrepareShare(w rows.Share) (rows.Share, error) {
 	if err := checkShare(w); err != nil {
-		return resourcelock.Share{}, err
+		return rows.Share{}, err
 	}
 	w.Reader.Lease = roundUpToMillisecond(w.Reader.Lease)
 	w.SeenLease = roundUpToMillisecond(w.SeenLease)
@@ -93,31 +94,31 @@ func PrepareShare(w resourcelock.Share) (resourcelock.Share, error) {
 // the row's new RVN, a join's seen lease, an expected RVN
 // where the change needs one, a Dequeue only on a take, and times that
 // can be stored.
-func checkShare(w resourcelock.Share) error {
+func checkShare(w rows.Share) error {
 	r := w.Reader
 	op := w.Op
-	writes := op != resourcelock.ShareLeave && op != resourcelock.ShareEnd // the entry
+	writes := op != rows.ShareLeave && op != rows.ShareEnd // the entry
 	switch {
-	case op < resourcelock.ShareBegin || op > resourcelock.ShareEnd:
+	case op < rows.ShareBegin || op > rows.ShareEnd:
 		return invalid("share change %d is not one of ShareBegin to ShareEnd", op)
 	case r.Ticket == "":
 		return invalid("reader has no ticket")
 	case w.RVN == "":
 		return invalid("share without the row's new RVN")
-	case op != resourcelock.ShareBegin && op != resourcelock.ShareJoin && w.Expect == "":
+	case op != rows.ShareBegin && op != rows.ShareJoin && w.Expect == "":
 		return invalid("share change %d needs the RVN it expects", op)
-	case op != resourcelock.ShareTake && len(w.Dequeue) > 0:
+	case op != rows.ShareTake && len(w.Dequeue) > 0:
 		return invalid("only a ShareTake dequeues")
-	case op != resourcelock.ShareJoin && (w.Ahead != 0 || w.Waiter != ""):
+	case op != rows.ShareJoin && (w.Ahead != 0 || w.Waiter != ""):
 		return invalid("only a ShareJoin expects readers queued ahead")
-	case len(w.Drop) > 0 && (op == resourcelock.ShareBegin || op == resourcelock.ShareTake):
+	case len(w.Drop) > 0 && (op == rows.ShareBegin || op == rows.ShareTake):
 		return invalid("a ShareBegin or ShareTake drops no entry (it replaces them all)")
 	case w.DropsUpgrader && len(w.Drop) == 0:
 		return invalid("DropsUpgrader without an entry to drop")
 	case w.DropsUpgrader && w.Upgradeable:
 		return invalid("an upgradeable reader's change drops no upgradeable reader (there is one: itself, or none)")
-	case len(w.Drop) > resourcelock.MaxReaders:
-		return invalid("drop of %d entries, over the readers' %d", len(w.Drop), resourcelock.MaxReaders)
+	case len(w.Drop) > rows.MaxReaders:
+		return invalid("drop of %d entries, over the readers' %d", len(w.Drop), rows.MaxReaders)
 	case w.Ahead < 0 || w.Ahead > MaxQueueLength:
 		return invalid("join expecting %d readers queued ahead, not within [0, %d]", w.Ahead, MaxQueueLength)
 	case len(w.Dequeue) > MaxQueueLength:
@@ -126,7 +127,7 @@ func checkShare(w resourcelock.Share) error {
 		return invalid("reader entry has no RVN")
 	case writes && (r.Lease <= 0 || r.Lease > MaxLeaseDuration):
 		return invalid("reader lease %v is not within (0, %v]", r.Lease, MaxLeaseDuration)
-	case op == resourcelock.ShareJoin && (w.SeenLease <= 0 || w.SeenLease > MaxLeaseDuration):
+	case op == rows.ShareJoin && (w.SeenLease <= 0 || w.SeenLease > MaxLeaseDuration):
 		return invalid("join's seen lease %v is not within (0, %v]", w.SeenLease, MaxLeaseDuration)
 	case w.SeenLease < 0 || w.SeenLease > MaxLeaseDuration:
 		return invalid("seen lease %v is not within [0, %v]", w.SeenLease, MaxLeaseDuration)
@@ -199,7 +200,7 @@ func CheckMany(keys []resourcelock.Key, max int) error {
 // seconds. Every store writes the normalized form, so that what a write
 // returns equals what a later read returns. A store checks its own rules
 // (its schema, reserved attribute names, attribute value types) besides.
-func Prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Record, resourcelock.WriteOptions, error) {
+func Prepare(key resourcelock.Key, rec resourcelock.Record, opts rows.WriteOptions) (resourcelock.Record, rows.WriteOptions, error) {
 	if err := CheckKey(key); err != nil {
 		return resourcelock.Record{}, opts, err
 	}
@@ -213,7 +214,7 @@ func Prepare(key resourcelock.Key, rec resourcelock.Record, opts resourcelock.Wr
 
 // PrepareMany validates writes before any request, as CheckMany and
 // Prepare do, and returns them as written.
-func PrepareMany(writes []resourcelock.Write, max int) ([]resourcelock.Write, error) {
+func PrepareMany(writes []rows.Write, max int) ([]rows.Write, error) {
 	keys := make([]resourcelock.Key, len(writes))
 	for i, w := range writes {
 		keys[i] = w.Key
@@ -229,19 +230,19 @@ func PrepareMany(writes []resourcelock.Write, max int) ([]resourcelock.Write, er
 		if len(w.Options.Below) > 0 {
 			return nil, invalid("a write of many rows cannot require integer attributes (Below)")
 		}
-		if w.Options.Dequeue != nil && w.Kind == resourcelock.WriteRemove {
+		if w.Options.Dequeue != nil && w.Kind == rows.WriteRemove {
 			return nil, invalid("a removal cannot dequeue")
 		}
 		switch w.Kind {
-		case resourcelock.WriteCreate:
-		case resourcelock.WriteUpdate, resourcelock.WriteRemove:
+		case rows.WriteCreate:
+		case rows.WriteUpdate, rows.WriteRemove:
 			if err := CheckPrecondition(w.Expect); err != nil {
 				return nil, err
 			}
 		default:
 			return nil, invalid("unknown write kind %d", w.Kind)
 		}
-		if w.Kind == resourcelock.WriteRemove {
+		if w.Kind == rows.WriteRemove {
 			continue
 		}
 		rec, opts, err := Prepare(w.Key, w.Record, w.Options)
@@ -256,8 +257,8 @@ func PrepareMany(writes []resourcelock.Write, max int) ([]resourcelock.Write, er
 // Acquiring reports whether w starts a new acquisition of its row: a
 // create, or an update that does not name the holder it expects (a
 // takeover).
-func Acquiring(w resourcelock.Write) bool {
-	return w.Kind == resourcelock.WriteCreate || (w.Kind == resourcelock.WriteUpdate && w.Expect.HolderIdentity == "")
+func Acquiring(w rows.Write) bool {
+	return w.Kind == rows.WriteCreate || (w.Kind == rows.WriteUpdate && w.Expect.HolderIdentity == "")
 }
 
 // prepareRecord checks and normalizes the record of a write (see
@@ -288,7 +289,7 @@ func prepareRecord(rec resourcelock.Record) (resourcelock.Record, error) {
 
 // checkOptions reports whether the options can be written by any store
 // (see Prepare).
-func checkOptions(o resourcelock.WriteOptions) error {
+func checkOptions(o rows.WriteOptions) error {
 	for name, v := range o.Attributes {
 		if name == "" || v == nil {
 			return invalid("attribute %q has an empty name or no value", name)

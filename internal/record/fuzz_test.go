@@ -11,8 +11,9 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // The fuzz targets of the review issue: rows that other writers made (AWS
@@ -46,7 +47,7 @@ func FuzzRecordValidation(f *testing.F) {
 			}
 			return
 		}
-		got, _, err := record.Prepare(resourcelock.Key{Partition: "k"}, rec, resourcelock.WriteOptions{})
+		got, _, err := record.Prepare(resourcelock.Key{Partition: "k"}, rec, rows.WriteOptions{})
 		if err != nil {
 			if !errors.Is(err, dynalease.ErrInvalid) {
 				t.Fatalf("refusal %v does not match dynalease.ErrInvalid", err)
@@ -109,10 +110,10 @@ func FuzzCheckKey(f *testing.F) {
 		s := memorystore.New()
 		ctx := t.Context()
 		rec := resourcelock.Record{RVN: "r" + strconv.Itoa(len(partition)), LeaseDuration: time.Second, HolderIdentity: "me"}
-		if _, err := s.Create(ctx, k, rec, resourcelock.WriteOptions{}); err != nil {
+		if _, err := rows.MustOpen(s).Create(ctx, k, rec, rows.WriteOptions{}); err != nil {
 			t.Fatalf("Create(%q): %v", k, err)
 		}
-		it, err := s.Get(ctx, k)
+		it, err := rows.MustOpen(s).Get(ctx, k)
 		if err != nil || it.Key != k || it.RVN != rec.RVN {
 			t.Fatalf("Get(%q) = %+v, %v", k, it.Key, err)
 		}

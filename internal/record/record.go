@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -131,7 +132,7 @@ func normalizeTime(t time.Time) time.Time {
 }
 
 // Clone returns a deep-enough copy of it for handing out.
-func Clone(it resourcelock.Item) resourcelock.Item {
+func Clone(it rows.Item) rows.Item {
 	it.Record = Normalize(it.Record)
 	if it.Attributes != nil {
 		it.Attributes = maps.Clone(it.Attributes)
@@ -167,7 +168,7 @@ func Equal(a, b resourcelock.Record) bool {
 }
 
 // Place returns the index of ticket in it's queue, or -1.
-func Place(it resourcelock.Item, ticket string) int {
+func Place(it rows.Item, ticket string) int {
 	for i, w := range it.Queue {
 		if w.Ticket == ticket {
 			return i
@@ -179,8 +180,8 @@ func Place(it resourcelock.Item, ticket string) int {
 // ReadersAhead returns how many entries of q come before the entry of
 // ticket (all of q when ticket is empty or not in it), and whether all of
 // them are readers' (Waiter.Shared): a reader's join of a row of readers
-// that expects them (resourcelock.Share.Ahead) then jumps no writer.
-func ReadersAhead(q []resourcelock.Waiter, ticket string) (ahead int, readers bool) {
+// that expects them (rows.Share.Ahead) then jumps no writer.
+func ReadersAhead(q []rows.Waiter, ticket string) (ahead int, readers bool) {
 	for i, w := range q {
 		if ticket != "" && w.Ticket == ticket {
 			return i, true
@@ -194,9 +195,9 @@ func ReadersAhead(q []resourcelock.Waiter, ticket string) (ahead int, readers bo
 
 // JoinAdmits reports whether a reader's join expecting ahead readers
 // queued before its own wait's entry waiter (none: nothing more) admits
-// the queue q (see resourcelock.Share.Ahead). Stores without expressions
+// the queue q (see rows.Share.Ahead). Stores without expressions
 // (the memory store) use it.
-func JoinAdmits(q []resourcelock.Waiter, ahead int, waiter string) bool {
+func JoinAdmits(q []rows.Waiter, ahead int, waiter string) bool {
 	if len(q) < ahead {
 		return false
 	}
@@ -213,7 +214,7 @@ func JoinAdmits(q []resourcelock.Waiter, ahead int, waiter string) bool {
 
 // ReaderPlace returns the index of the reader entry of ticket in it's
 // readers, and -1 when it has none.
-func ReaderPlace(it resourcelock.Item, ticket string) int {
+func ReaderPlace(it rows.Item, ticket string) int {
 	for i, r := range it.Readers {
 		if r.Ticket == ticket {
 			return i
@@ -225,7 +226,7 @@ func ReaderPlace(it resourcelock.Item, ticket string) int {
 // QueueMatches reports whether q satisfies d: it begins with d's tickets
 // and, when d.All, holds nothing else. Stores without expressions (the
 // memory store) use it.
-func QueueMatches(q []resourcelock.Waiter, d *resourcelock.Dequeue) bool {
+func QueueMatches(q []rows.Waiter, d *rows.Dequeue) bool {
 	if d == nil {
 		return true
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -31,7 +32,7 @@ const (
 type Result struct {
 	Found Found
 	// Item is the row as confirmed (Ours).
-	Item resourcelock.Item
+	Item rows.Item
 	// Sent is the local time just before the confirmed write was sent
 	// (Ours): the lease's validity counts from it.
 	Sent time.Time
@@ -73,15 +74,15 @@ type Result struct {
 // write is waited out like any other.
 type Acquirer struct {
 	w         writer
-	newRecord func(cur resourcelock.Item) resourcelock.Record
+	newRecord func(cur rows.Item) resourcelock.Record
 	// Obs is what this acquirer has watched of another holder.s row. A
 	// caller may seed it from an earlier acquirer of the same key, and
 	// keep it for a later one.
 	Obs   Observation
-	late  resourcelock.Item // ours, confirmed after its validity passed
-	tried string            // the RVN of the last takeover sent
-	q     *queued           // the place in the row's queue; nil unless fair (Queue)
-	fed   *answer           // the row as a caller's read showed it (Feed), for the next round
+	late  rows.Item // ours, confirmed after its validity passed
+	tried string    // the RVN of the last takeover sent
+	q     *queued   // the place in the row's queue; nil unless fair (Queue)
+	fed   *answer   // the row as a caller's read showed it (Feed), for the next round
 	// OnlyIfExists makes a missing row an error (the acquirer takes only
 	// existing, released rows), not a free lease.
 	OnlyIfExists bool
@@ -95,13 +96,13 @@ type Acquirer struct {
 	// others or refusing its write (none when missing); an error ends the
 	// round with it: the kind's own rule that waiting cannot satisfy (see
 	// Place.Admit).
-	Admit func(it resourcelock.Item, missing bool) error
+	Admit func(it rows.Item, missing bool) error
 	// Successor makes an acquirer that waits in no queue take a hand-over
 	// to its identity as an offer (see Handed): an election's candidate,
 	// to whom a leader hands the lease by name (Place.Successor).
 	Successor bool
 	// Plain, when set, is the lease without what a win writes besides its
-	// record (resourcelock.WriteOptions.Numbers and Below): the releases
+	// record (rows.WriteOptions.Numbers and Below): the releases
 	// of rows this acquirer never hands out (a fence that failed, a row an
 	// earlier acquirer left, Abandon) write through it, so that they leave
 	// the row's numbers as the write that took it set them. The lease
@@ -113,7 +114,7 @@ type Acquirer struct {
 // returns the record of each write, with a fresh RVN; cur is the row of
 // ours being renewed, or the zero Item for a create or a takeover. cfg may
 // be shared, and must not change.
-func NewAcquirer(cfg *Config, lease keylease.Port, newRecord func(cur resourcelock.Item) resourcelock.Record) *Acquirer {
+func NewAcquirer(cfg *Config, lease keylease.Port, newRecord func(cur rows.Item) resourcelock.Record) *Acquirer {
 	return &Acquirer{w: writer{cfg: cfg, port: lease}, newRecord: newRecord}
 }
 
@@ -168,7 +169,7 @@ func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
 			a.w.attempts.addInherited(ans.item.RVN, ans.sent)
 			return Result{Found: Unknown, Err: fmt.Errorf("releasing a row an earlier acquirer of this identity left: %w", err)}, true
 		}
-		a.late, a.Obs = resourcelock.Item{}, Observation{Pace: a.Obs.Pace}
+		a.late, a.Obs = rows.Item{}, Observation{Pace: a.Obs.Pace}
 		return Result{}, false
 	}
 	if !a.w.cfg.Clock.Now().Before(ans.sent.Add(a.w.cfg.Validity)) {
@@ -185,7 +186,7 @@ func (a *Acquirer) landed(ctx context.Context, ans answer) (Result, bool) {
 		a.late = ans.item
 		return Result{}, false
 	}
-	a.late = resourcelock.Item{}
+	a.late = rows.Item{}
 	stint := ans.sent
 	if o := a.Obs; a.tried == o.RVN && o.Known && o.Holder == a.w.cfg.Identity && !o.StintStart.IsZero() {
 		// Its own release kept for its stint, taken back: the stint
@@ -221,9 +222,9 @@ func (a *Acquirer) attempt(ctx context.Context) answer {
 		cur := a.late
 		rec := a.newRecord(cur)
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: identity}
-		ans := a.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
+		ans := a.w.write(ctx, rec, cur.RVN, func(c context.Context) (rows.Item, error) { return port.Update(c, expect, rec) })
 		if !ans.landed && ans.err == nil {
-			a.late = resourcelock.Item{}
+			a.late = rows.Item{}
 			if !ans.missing && ans.item.RVN == cur.RVN && !ans.item.Released {
 				// Still our row at the old RVN: the renewal did not land.
 				// Renew it again next round.
@@ -288,7 +289,7 @@ func (a *Acquirer) admits(ans answer) bool {
 // semaphore's slots are read in one request. The row is settled against
 // the writes in doubt and watched as a round's read would; the next Round
 // acts on it without reading.
-func (a *Acquirer) Feed(it resourcelock.Item, missing bool, returned time.Time) {
+func (a *Acquirer) Feed(it rows.Item, missing bool, returned time.Time) {
 	ans := a.w.settle(it, missing, returned)
 	// A write of ours found landed is written again with this acquirer's
 	// record before it is handed out, as a resumed one is: the caller's
@@ -314,9 +315,9 @@ func (a *Acquirer) Ready() bool {
 func (a *Acquirer) takeover(ctx context.Context) answer {
 	port := a.w.port
 	a.tried = a.Obs.RVN
-	rec := a.newRecord(resourcelock.Item{})
+	rec := a.newRecord(rows.Item{})
 	expect := resourcelock.Precondition{RVN: a.Obs.RVN}
-	send := func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) }
+	send := func(c context.Context) (rows.Item, error) { return port.Update(c, expect, rec) }
 	dequeued := a.q != nil && a.q.place >= 0 && a.q.place < len(a.q.last.Queue)
 	if dequeued && !a.mayDequeueAhead() {
 		// Live waiters ahead that this write must not take out: they keep
@@ -327,11 +328,11 @@ func (a *Acquirer) takeover(ctx context.Context) answer {
 		// In the queue of the row that carries the RVN taken over: the
 		// waiter's entry leaves in the same write, with the entries ahead
 		// of it, conditioned on their tickets (see mayDequeueAhead).
-		d := &resourcelock.Dequeue{}
+		d := &rows.Dequeue{}
 		for _, w := range a.q.last.Queue[:a.q.place+1] {
 			d.Tickets = append(d.Tickets, w.Ticket)
 		}
-		send = func(c context.Context) (resourcelock.Item, error) { return a.q.lease.UpdateDequeue(c, expect, rec, d) }
+		send = func(c context.Context) (rows.Item, error) { return a.q.lease.UpdateDequeue(c, expect, rec, d) }
 	}
 	ans := a.w.write(ctx, rec, expect.RVN, send)
 	a.observe(ans)
@@ -380,9 +381,9 @@ func (a *Acquirer) queued(ctx context.Context, ans answer) answer {
 }
 
 func (a *Acquirer) create(ctx context.Context) answer {
-	rec := a.newRecord(resourcelock.Item{})
+	rec := a.newRecord(rows.Item{})
 	port := a.w.port
-	ans := a.w.write(ctx, rec, "", func(c context.Context) (resourcelock.Item, error) { return port.Create(c, rec) })
+	ans := a.w.write(ctx, rec, "", func(c context.Context) (rows.Item, error) { return port.Create(c, rec) })
 	a.observe(ans)
 	return ans
 }
@@ -397,7 +398,7 @@ func (a *Acquirer) observe(ans answer) {
 
 // observeItem notes the row it (none when missing), another's, seen in an
 // answer that returned at returned.
-func (a *Acquirer) observeItem(it resourcelock.Item, missing bool, returned time.Time) {
+func (a *Acquirer) observeItem(it rows.Item, missing bool, returned time.Time) {
 	a.Obs.Observe(it, missing, returned)
 	if a.q != nil {
 		a.q.see(it, missing, returned)
@@ -505,7 +506,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 	if a.late.RVN != "" {
 		// A row of ours confirmed after its validity, not renewed yet.
 		if a.releaseOwn(ctx, a.late) == nil {
-			a.late = resourcelock.Item{}
+			a.late = rows.Item{}
 			return 1
 		}
 	}
@@ -513,7 +514,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 		if at.released {
 			continue
 		}
-		if a.releaseOwn(ctx, resourcelock.Item{Record: resourcelock.Record{RVN: at.rvn}}) == nil {
+		if a.releaseOwn(ctx, rows.Item{Record: resourcelock.Record{RVN: at.rvn}}) == nil {
 			cfg.Log.V(1).Info("released a row whose acquiring write had landed unseen", "rvn", at.rvn)
 			released++
 			break // at most one of them can be in the row
@@ -525,7 +526,7 @@ func (a *Acquirer) Abandon(ctx context.Context) int {
 // releaseOwn marks the row cur released, with a write conditioned on this
 // identity and cur's RVN, through Plain: a row this acquirer will not hand
 // out (cur carries the row's record when known, its RVN alone otherwise).
-func (a *Acquirer) releaseOwn(ctx context.Context, cur resourcelock.Item) error {
+func (a *Acquirer) releaseOwn(ctx context.Context, cur rows.Item) error {
 	cfg := a.w.cfg
 	port := a.Plain
 	if port == nil {
@@ -533,7 +534,7 @@ func (a *Acquirer) releaseOwn(ctx context.Context, cur resourcelock.Item) error 
 	}
 	base := cur // the row's record, when known, carries its data over
 	if cur.HolderIdentity == "" {
-		base = resourcelock.Item{}
+		base = rows.Item{}
 	}
 	rec := a.newRecord(base)
 	rec.Released = true

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // settle keeps the failure of a poll that did not win (one that waiting
@@ -231,7 +231,7 @@ func (s *waiting) abandonOthers(ctx context.Context, won int) {
 		}
 		a.Abandon(ctx)
 		a.w.attempts.Clear()
-		a.late = resourcelock.Item{}
+		a.late = rows.Item{}
 	}
 }
 

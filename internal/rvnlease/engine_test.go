@@ -12,10 +12,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 const (
@@ -44,14 +45,14 @@ type engine struct {
 
 func newEngine(t *testing.T) *engine {
 	e := &engine{t: t, fc: clocktesting.NewFakeClock(t0), mem: memorystore.New()}
-	e.fs = faulty.New(e.mem)
+	e.fs = faulty.New(rows.MustOpen(e.mem))
 	cfg := Config{Clock: e.fc, Identity: "me", RequestTimeout: time.Second, Validity: validity}
 	lease, err := keylease.New(e.fs, key, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.lease = lease
-	e.acq = NewAcquirer(&cfg, lease, func(resourcelock.Item) resourcelock.Record { return e.record(false) })
+	e.acq = NewAcquirer(&cfg, lease, func(rows.Item) resourcelock.Record { return e.record(false) })
 	e.hld = NewHold(&cfg, lease)
 	return e
 }
@@ -62,7 +63,7 @@ func (e *engine) record(released bool) resourcelock.Record {
 
 // put stores a row of holder at rvn, as another client would.
 func (e *engine) put(holder, rvn string, released bool) {
-	e.mem.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, Released: released}})
+	rows.MustRaw(e.mem).PutItem(rows.Item{Key: key, Record: resourcelock.Record{HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, Released: released}})
 }
 
 func (e *engine) round() Result {
@@ -95,15 +96,15 @@ func (e *engine) releaseBeforeTheNextRead() {
 	e.fs.OnCall(func(op faulty.Op) {
 		if op == faulty.OpGet && !released {
 			released = true
-			it, _ := e.mem.Item(key)
+			it, _ := rows.MustRaw(e.mem).Item(key)
 			it.Released = true
-			e.mem.PutItem(it)
+			rows.MustRaw(e.mem).PutItem(it)
 		}
 	})
 }
 
-func (e *engine) row() resourcelock.Item {
-	it, _ := e.mem.Item(key)
+func (e *engine) row() rows.Item {
+	it, _ := rows.MustRaw(e.mem).Item(key)
 	return it
 }
 
@@ -137,7 +138,7 @@ func TestFailedWritesTakeOneRequest(t *testing.T) {
 	}
 
 	// A holder whose row was taken: one request, and the loss.
-	e.mem.DeleteItem(key)
+	rows.MustRaw(e.mem).DeleteItem(key)
 	res := e.round()
 	if res.Found != Ours {
 		t.Fatalf("create over a deleted row: %v", res.Found)
@@ -275,7 +276,7 @@ func TestLateConfirmationIsRenewedAtOnce(t *testing.T) {
 // Errors that waiting cannot fix end the round with their cause.
 func TestPermanentErrorsEndTheRound(t *testing.T) {
 	e := newEngine(t)
-	e.mem.PutItem(resourcelock.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease}})
+	rows.MustRaw(e.mem).PutItem(rows.Item{Key: key, Record: resourcelock.Record{HolderIdentity: "other", RVN: "r1", LeaseDuration: lease}})
 	gone := fmt.Errorf("the store is gone: %w", resourcelock.ErrPermanent)
 	e.fs.Inject(faulty.OpCreate, 1, faulty.Fault{Err: gone})
 	if _, err := e.acq.Round(context.Background()); !errors.Is(err, gone) {

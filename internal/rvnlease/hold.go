@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -57,7 +58,7 @@ type Written struct {
 	// earlier one whose answer was lost; compare Item.RVN): Item is the
 	// row, Sent that write's send time.
 	Landed bool
-	Item   resourcelock.Item
+	Item   rows.Item
 	Sent   time.Time
 	// Lost: the row is someone else's, was released by someone else, or
 	// is missing (Missing). Item is the row found.
@@ -113,10 +114,10 @@ func (w Written) Outcome() metrics.Outcome {
 
 // Write writes rec over cur, conditioned on this holder's identity and cur's
 // RVN, and settles the answer.
-func (h *Hold) Write(ctx context.Context, cur resourcelock.Item, rec resourcelock.Record) Written {
+func (h *Hold) Write(ctx context.Context, cur rows.Item, rec resourcelock.Record) Written {
 	expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: h.w.cfg.Identity}
 	port := h.w.port
-	ans := h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) { return port.Update(c, expect, rec) })
+	ans := h.w.write(ctx, rec, cur.RVN, func(c context.Context) (rows.Item, error) { return port.Update(c, expect, rec) })
 	return h.written(ans, cur)
 }
 
@@ -136,7 +137,7 @@ const maxRewrites = 3
 // more is written, and WriteOwn returns the earlier write's Written. It
 // returns the Written of the last write; after maxRewrites writes that
 // each met an earlier one, an error (the last earlier write confirmed).
-func (h *Hold) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, confirm func(Written) bool) Written {
+func (h *Hold) WriteOwn(ctx context.Context, cur rows.Item, next func(cur rows.Item) resourcelock.Record, confirm func(Written) bool) Written {
 	for try := 1; ; try++ {
 		rec := next(cur)
 		w := h.Write(ctx, cur, rec)
@@ -160,7 +161,7 @@ func (h *Hold) WriteOwn(ctx context.Context, cur resourcelock.Item, next func(cu
 // write of this holder (its answer lost), that write is deleted in turn,
 // up to maxRewrites deletes in all. The row gone, whoever deleted it, is
 // reported Lost with Missing (see ReleaseDone).
-func (h *Hold) RemoveOwn(ctx context.Context, cur resourcelock.Item) Written {
+func (h *Hold) RemoveOwn(ctx context.Context, cur rows.Item) Written {
 	cfg := h.w.cfg
 	remover := h.w.port
 	for try := 1; ; try++ {
@@ -222,7 +223,7 @@ func (h *Hold) Lost(ctx context.Context, lease string, cause error) *dynalease.L
 // same (a false alarm, never a hidden theft). A row that still carries
 // cur's RVN but is not this holder's (marked released by another writer,
 // which keeps the RVN) is a loss too.
-func (w Written) ReleaseDone(cur resourcelock.Item) bool {
+func (w Written) ReleaseDone(cur rows.Item) bool {
 	answerLost := w.Cause != nil && !errors.Is(w.Cause, resourcelock.ErrConflict)
 	return w.Landed || (w.Lost && (w.Missing || (w.Item.RVN != cur.RVN && answerLost)))
 }
@@ -231,9 +232,9 @@ func (w Written) ReleaseDone(cur resourcelock.Item) bool {
 // conditional delete) failed with writeErr, and says what it found: Lost
 // with Missing when the row is gone, Landed when it carries a write of
 // this holder other than cur's.
-func (h *Hold) Settle(ctx context.Context, cur resourcelock.Item, writeErr error) Written {
+func (h *Hold) Settle(ctx context.Context, cur rows.Item, writeErr error) Written {
 	var ans answer
-	if it, ok := resourcelock.CurrentItem(writeErr); ok {
+	if it, ok := rows.CurrentItem(writeErr); ok {
 		ans = h.w.settle(it, false, h.w.cfg.Clock.Now())
 	} else {
 		ans = h.w.read(ctx)
@@ -245,7 +246,7 @@ func (h *Hold) Settle(ctx context.Context, cur resourcelock.Item, writeErr error
 	return h.written(ans, cur)
 }
 
-func (h *Hold) written(ans answer, cur resourcelock.Item) Written {
+func (h *Hold) written(ans answer, cur rows.Item) Written {
 	switch {
 	case ans.landed:
 		return Written{Landed: true, Item: ans.item, Sent: ans.sent}
@@ -261,7 +262,7 @@ func (h *Hold) written(ans answer, cur resourcelock.Item) Written {
 // lostTo returns the loss of the hold on lease to the row it (missing
 // when there is none) found in place of the holder's own: Deleted,
 // ReleasedElsewhere or Stolen.
-func lostTo(lease string, it resourcelock.Item, missing bool) *dynalease.LostError {
+func lostTo(lease string, it rows.Item, missing bool) *dynalease.LostError {
 	e := &dynalease.LostError{Lease: lease}
 	switch {
 	case missing:

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -225,7 +226,7 @@ func (k *Kernel[H]) LastFailure() (error, time.Time) { return k.failing.Last() }
 // its stint (begun at stintStart), as the watch of key: the next Acquire
 // of key by this identity takes the row back at once, by a write
 // conditioned on its RVN (see Acquirer.Offered).
-func (k *Kernel[H]) KeepForStint(key resourcelock.Key, it resourcelock.Item, stintStart time.Time) {
+func (k *Kernel[H]) KeepForStint(key resourcelock.Key, it rows.Item, stintStart time.Time) {
 	prev, _, _ := k.watches.Get(key)
 	obs := Observation{Pace: prev.Pace}
 	obs.Observe(it, false, k.cfg.Clock.Now())
@@ -238,7 +239,7 @@ func (k *Kernel[H]) KeepForStint(key resourcelock.Key, it resourcelock.Item, sti
 // delay (waiting longer is always safe), so that the waiters already
 // queued, who see it sooner, take over a hand-over nobody confirms before
 // this identity does.
-func (k *Kernel[H]) HandedOver(key resourcelock.Key, it resourcelock.Item, delay time.Duration) {
+func (k *Kernel[H]) HandedOver(key resourcelock.Key, it rows.Item, delay time.Duration) {
 	prev, _, _ := k.watches.Get(key)
 	obs := Observation{Pace: prev.Pace}
 	obs.Observe(it, false, k.cfg.Clock.Now().Add(delay))
@@ -250,7 +251,7 @@ func (k *Kernel[H]) HandedOver(key resourcelock.Key, it resourcelock.Item, delay
 // failures.
 type Request struct {
 	Places       []Place
-	Read         func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
+	Read         func(ctx context.Context) (map[resourcelock.Key]rows.Item, error)
 	Period       time.Duration
 	Rhythm       time.Duration
 	Budget       Budget

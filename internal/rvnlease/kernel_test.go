@@ -11,9 +11,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // kept is a kind's hold as a test keeps it.
@@ -42,7 +43,7 @@ func kernelOn(fc *clocktesting.FakeClock, observed *[]string) *Kernel[*kept] {
 // failKey.
 func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, observe func(string, error, time.Duration)) error {
 	t.Helper()
-	fs := faulty.New(memorystore.New())
+	fs := faulty.New(rows.MustOpen(memorystore.New()))
 	for _, op := range []faulty.Op{faulty.OpGet, faulty.OpCreate, faulty.OpUpdate} {
 		fs.Inject(op, -1, faulty.Fault{Err: errTimeout})
 	}
@@ -51,7 +52,7 @@ func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, observe func(string
 		t.Fatal(err)
 	}
 	_, err = k.Acquire(context.Background(), Request{
-		Places: []Place{{Lease: kl, NewRecord: func(resourcelock.Item) resourcelock.Record {
+		Places: []Place{{Lease: kl, NewRecord: func(rows.Item) resourcelock.Record {
 			return resourcelock.Record{HolderIdentity: "me", RVN: "r1", LeaseDuration: lease}
 		}}},
 		Period: period, Try: true, FailKey: failKey, Observe: observe, Loop: "test",
@@ -110,7 +111,7 @@ func TestKernelEndingAnUnstartedHoldTouchesNoOther(t *testing.T) {
 	k := New(Settings[*kept]{Clock: fc, Identity: "me", Validity: validity,
 		HoldOf: func(h *kept) *Hold { return &h.hold },
 		Expire: func(h *kept) { mu.Lock(); expired = append(expired, h); mu.Unlock() }})
-	kl, err := keylease.New(memorystore.New(), key, "me")
+	kl, err := keylease.New(rows.MustOpen(memorystore.New()), key, "me")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package rvnlease
 import (
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -24,7 +25,7 @@ type Observation struct {
 	// with that ticket, who has not confirmed it.
 	HandedTo string
 	// Queued: the record was marked released with waiters still in its
-	// queue (resourcelock.Item.Free). Such a row is not free: it belongs
+	// queue (rows.Item.Free). Such a row is not free: it belongs
 	// to the queue's head and, within its stint, to its releaser (see
 	// Acquirer.Offered); to anybody else it is held, and taken over once
 	// its RVN has stayed unchanged for Lease.
@@ -46,7 +47,7 @@ type Observation struct {
 
 // Observe records a read that returned the row it (or no row, when
 // missing) at local time returned. It reports whether the RVN changed.
-func (o *Observation) Observe(it resourcelock.Item, missing bool, returned time.Time) bool {
+func (o *Observation) Observe(it rows.Item, missing bool, returned time.Time) bool {
 	rec := it.Record
 	if missing {
 		rec, it.Queue = resourcelock.Record{}, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -23,14 +24,14 @@ const maxJoins = 3
 // queued is a waiter's place in the row's queue.
 type queued struct {
 	lease     keylease.Port
-	me        resourcelock.Waiter
+	me        rows.Waiter
 	period    time.Duration // the caller's poll period: the head's
 	joins     int
-	lastJoin  time.Time         // when the last join was sent
-	place     int               // index of me in the last row seen; -1 when not in it
-	prevPlace int               // place before the last row seen
-	seenAt    time.Time         // when the last row was seen
-	last      resourcelock.Item // the last row seen (zero when missing)
+	lastJoin  time.Time // when the last join was sent
+	place     int       // index of me in the last row seen; -1 when not in it
+	prevPlace int       // place before the last row seen
+	seenAt    time.Time // when the last row was seen
+	last      rows.Item // the last row seen (zero when missing)
 	// The pace of the queue: the place and time of the last read that
 	// saw it move (zero until the first move after joining, whose wait
 	// includes the rest of a hold already under way), and the shortest
@@ -59,7 +60,7 @@ type queued struct {
 func (a *Acquirer) Queue(lease, period time.Duration) bool {
 	a.q = &queued{
 		lease:     a.w.port,
-		me:        resourcelock.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
+		me:        rows.Waiter{Ticket: uuid.NewString(), Identity: a.w.cfg.Identity, Lease: lease},
 		period:    period,
 		place:     -1,
 		prevPlace: -1,
@@ -77,9 +78,9 @@ func (a *Acquirer) Position() int {
 }
 
 // see notes the row an answer showed, for the queue.
-func (q *queued) see(it resourcelock.Item, missing bool, at time.Time) {
+func (q *queued) see(it rows.Item, missing bool, at time.Time) {
 	q.seenAt = at
-	q.last = resourcelock.Item{}
+	q.last = rows.Item{}
 	if !missing {
 		q.last = it
 	}
@@ -231,14 +232,14 @@ func (a *Acquirer) sendJoin(ctx context.Context) answer {
 	cancel()
 	cfg.observe("join", start, err)
 	returned := cfg.Clock.Now()
-	switch cur, ok := resourcelock.CurrentItem(err); {
+	switch cur, ok := rows.CurrentItem(err); {
 	case err == nil:
 		cfg.Log.V(1).Info("joined the queue", "place", record.Place(it, q.me.Ticket), "holder", it.HolderIdentity)
 		return a.w.settle(it, false, returned)
 	case ok:
 		return a.w.settle(cur, false, returned)
 	case errors.Is(err, resourcelock.ErrNotFound):
-		return a.w.settle(resourcelock.Item{}, true, returned)
+		return a.w.settle(rows.Item{}, true, returned)
 	case resourcelock.Permanent(err):
 		// Waiting cannot fix it (say, a row too large for one more
 		// entry); the waiter polls without a place, and says so.
@@ -292,7 +293,7 @@ const maxLeaves = 3
 // returns the row as left, or it unchanged when the entry was not there
 // or could not be removed (it then costs the others at most one lease of
 // delay, when a hand-over to it goes unconfirmed).
-func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock.Item {
+func (a *Acquirer) leave(ctx context.Context, it rows.Item) rows.Item {
 	cfg, q := a.w.cfg, a.q
 	for range maxLeaves {
 		i := record.Place(it, q.me.Ticket)
@@ -320,7 +321,7 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 			cfg.Log.V(1).Info("leaving the queue failed; the entry stays", "error", err.Error())
 			break
 		}
-		cur, ok := resourcelock.CurrentItem(err)
+		cur, ok := rows.CurrentItem(err)
 		if !ok {
 			// A store whose refusals carry no row: read it.
 			// (A plain read: it must not settle the writes in doubt,
@@ -348,11 +349,11 @@ func (a *Acquirer) leave(ctx context.Context, it resourcelock.Item) resourcelock
 // data, attributes and TTL stay as the releaser left them (the release
 // goes through the lease With KeepData and KeepTTL: see
 // keylease.Port.With).
-func (a *Acquirer) decline(ctx context.Context, it resourcelock.Item) {
+func (a *Acquirer) decline(ctx context.Context, it rows.Item) {
 	cfg := a.w.cfg
 	lease := a.w.port
-	lease = lease.With(keylease.Options{WriteOptions: resourcelock.WriteOptions{KeepData: true, KeepTTL: true}})
-	next := func(cur resourcelock.Item) resourcelock.Record {
+	lease = lease.With(keylease.Options{WriteOptions: rows.WriteOptions{KeepData: true, KeepTTL: true}})
+	next := func(cur rows.Item) resourcelock.Record {
 		rec := a.newRecord(cur)
 		rec.Released = true
 		return rec
@@ -373,7 +374,7 @@ func (a *Acquirer) LeaveQueue(ctx context.Context) {
 			ctx, cancel := timing.WithTimeout(context.WithoutCancel(ctx), cfg.Clock, cfg.RequestTimeout)
 			defer cancel()
 			o := a.Obs
-			a.decline(ctx, resourcelock.Item{Record: resourcelock.Record{
+			a.decline(ctx, rows.Item{Record: resourcelock.Record{
 				RVN: o.RVN, HolderIdentity: o.Holder, HandedTo: o.HandedTo, LeaseDuration: o.Lease}})
 		}
 		return
@@ -460,8 +461,8 @@ func (a *Acquirer) staleForTakeover(now time.Time) bool {
 // is handed the lease. With nobody else waiting it returns no waiter and
 // a Dequeue that expects the queue to hold only the entries it removes, so
 // that a release never lands over a waiter who joined unseen.
-func HandOver(cur resourcelock.Item, identity string, waits *Waits) (*resourcelock.Dequeue, *resourcelock.Waiter) {
-	d := &resourcelock.Dequeue{}
+func HandOver(cur rows.Item, identity string, waits *Waits) (*rows.Dequeue, *rows.Waiter) {
+	d := &rows.Dequeue{}
 	for _, w := range cur.Queue {
 		d.Tickets = append(d.Tickets, w.Ticket)
 		if w.Identity != identity || waits.Live(w.Ticket) {
@@ -492,7 +493,7 @@ func HandOver(cur resourcelock.Item, identity string, waits *Waits) (*resourcelo
 // The releaser's hold ends before the call, as every release's: the
 // hand-over gives the waiter nothing until its own write, conditioned on
 // the handed RVN, lands.
-func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next func(cur resourcelock.Item) resourcelock.Record, keep bool) Written {
+func (h *Hold) ReleaseQueued(ctx context.Context, cur rows.Item, next func(cur rows.Item) resourcelock.Record, keep bool) Written {
 	identity := h.w.cfg.Identity
 	port := h.w.port
 	var w Written
@@ -522,7 +523,7 @@ func (h *Hold) ReleaseQueued(ctx context.Context, cur resourcelock.Item, next fu
 			rec.HolderIdentity, rec.LeaseDuration, rec.HandedTo = head.Identity, head.Lease, head.Ticket
 		}
 		expect := resourcelock.Precondition{RVN: cur.RVN, HolderIdentity: identity}
-		w = h.written(h.w.write(ctx, rec, cur.RVN, func(c context.Context) (resourcelock.Item, error) {
+		w = h.written(h.w.write(ctx, rec, cur.RVN, func(c context.Context) (rows.Item, error) {
 			return port.UpdateDequeue(c, expect, rec, d)
 		}), cur)
 		switch {

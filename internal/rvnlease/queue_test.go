@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -14,17 +15,17 @@ import (
 // this acquirer's entry (when it has joined) and m behind.
 func (e *engine) queueAhead(rvn string, n, m int) {
 	e.t.Helper()
-	var q []resourcelock.Waiter
+	var q []rows.Waiter
 	for i := range n {
-		q = append(q, resourcelock.Waiter{Ticket: fmt.Sprintf("a%d-%s", i, rvn), Identity: fmt.Sprintf("w%d", i), Lease: lease})
+		q = append(q, rows.Waiter{Ticket: fmt.Sprintf("a%d-%s", i, rvn), Identity: fmt.Sprintf("w%d", i), Lease: lease})
 	}
 	if e.acq.q != nil {
 		q = append(q, e.acq.q.me)
 	}
 	for i := range m {
-		q = append(q, resourcelock.Waiter{Ticket: fmt.Sprintf("b%d", i), Identity: fmt.Sprintf("v%d", i), Lease: lease})
+		q = append(q, rows.Waiter{Ticket: fmt.Sprintf("b%d", i), Identity: fmt.Sprintf("v%d", i), Lease: lease})
 	}
-	e.mem.PutItem(resourcelock.Item{Key: key, Queue: q, Record: resourcelock.Record{HolderIdentity: "other", RVN: rvn, LeaseDuration: lease}})
+	rows.MustRaw(e.mem).PutItem(rows.Item{Key: key, Queue: q, Record: resourcelock.Record{HolderIdentity: "other", RVN: rvn, LeaseDuration: lease}})
 }
 
 // A waiter behind the head reads at the pace it measured the queue move,
@@ -133,21 +134,21 @@ func TestTheHeadReadsFasterWhenTheHandOverIsDue(t *testing.T) {
 }
 
 func TestHandOverSkipsTheReleasersOwnEntries(t *testing.T) {
-	w := func(id string) resourcelock.Waiter {
-		return resourcelock.Waiter{Ticket: "t-" + id, Identity: id, Lease: lease}
+	w := func(id string) rows.Waiter {
+		return rows.Waiter{Ticket: "t-" + id, Identity: id, Lease: lease}
 	}
 	for _, tc := range []struct {
-		queue   []resourcelock.Waiter
+		queue   []rows.Waiter
 		tickets []string
 		head    string
 		all     bool
 	}{
 		{nil, nil, "", true},
-		{[]resourcelock.Waiter{w("me")}, []string{"t-me"}, "", true},
-		{[]resourcelock.Waiter{w("a"), w("me")}, []string{"t-a"}, "a", false},
-		{[]resourcelock.Waiter{w("me"), w("me"), w("b"), w("c")}, []string{"t-me", "t-me", "t-b"}, "b", false},
+		{[]rows.Waiter{w("me")}, []string{"t-me"}, "", true},
+		{[]rows.Waiter{w("a"), w("me")}, []string{"t-a"}, "a", false},
+		{[]rows.Waiter{w("me"), w("me"), w("b"), w("c")}, []string{"t-me", "t-me", "t-b"}, "b", false},
 	} {
-		d, head := HandOver(resourcelock.Item{Queue: tc.queue}, "me", nil)
+		d, head := HandOver(rows.Item{Queue: tc.queue}, "me", nil)
 		got := ""
 		if head != nil {
 			got = head.Identity
@@ -166,10 +167,10 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 	res := e.round()
 	e.fs.OnCall(func(op faulty.Op) {
 		if op == faulty.OpUpdate {
-			_, _ = e.mem.Join(context.Background(), key, resourcelock.Waiter{Ticket: e.record(false).RVN, Identity: "me", Lease: lease})
+			_, _ = rows.MustOpen(e.mem).Join(context.Background(), key, rows.Waiter{Ticket: e.record(false).RVN, Identity: "me", Lease: lease})
 		}
 	})
-	next := func(cur resourcelock.Item) resourcelock.Record { return e.record(true) }
+	next := func(cur rows.Item) resourcelock.Record { return e.record(true) }
 	w := e.hld.ReleaseQueued(context.Background(), res.Item, next, false)
 	if !w.Landed {
 		t.Fatalf("ReleaseQueued = %+v, want landed", w)
@@ -177,12 +178,12 @@ func TestAReleaseWhoseQueueKeepsMovingReleasesPlainly(t *testing.T) {
 	if n := e.fs.Count(faulty.OpUpdate); n != maxRewrites {
 		t.Fatalf("%d writes, want %d", n, maxRewrites)
 	}
-	if it, _ := e.mem.Item(key); !it.Released || it.HandedTo != "" {
+	if it, _ := rows.MustRaw(e.mem).Item(key); !it.Released || it.HandedTo != "" {
 		t.Fatalf("row %+v, want released", it.Record)
 	}
 }
 
-// The queue's head behind readers (a row held by resourcelock.ReadersHolder)
+// The queue's head behind readers (a row held by rows.ReadersHolder)
 // reads a quarter period for its first two periods there, since the last
 // reader leaves when its hold ends, which no row tells; a period after
 // that, and a period behind a holder that is not readers.
@@ -192,9 +193,9 @@ func TestTheHeadBehindReadersReadsOftenForTwoPeriods(t *testing.T) {
 	e.put("other", "r0", false)
 	e.round()
 	readers := func(rvn string) {
-		e.mem.PutItem(resourcelock.Item{Key: key, Queue: []resourcelock.Waiter{e.acq.q.me},
-			Record:  resourcelock.Record{HolderIdentity: resourcelock.ReadersHolder, RVN: rvn, LeaseDuration: lease},
-			Readers: []resourcelock.Reader{{Ticket: "t", Identity: "reader", Lease: lease, RVN: rvn}}})
+		rows.MustRaw(e.mem).PutItem(rows.Item{Key: key, Queue: []rows.Waiter{e.acq.q.me},
+			Record:  resourcelock.Record{HolderIdentity: rows.ReadersHolder, RVN: rvn, LeaseDuration: lease},
+			Readers: []rows.Reader{{Ticket: "t", Identity: "reader", Lease: lease, RVN: rvn}}})
 	}
 	readers("r1")
 	e.round()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -31,7 +32,7 @@ type Wait struct {
 	// Read, when set, reads every place's row in one request (a
 	// semaphore's slots); a row missing from the map is missing. Without
 	// it each place's round reads its own row.
-	Read func(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error)
+	Read func(ctx context.Context) (map[resourcelock.Key]rows.Item, error)
 	// Period is the poll period (a fair waiter's at the queue's head).
 	Period time.Duration
 	// Rhythm, when positive, is the period at which the holder of a single
@@ -82,12 +83,12 @@ type Place struct {
 	// Acquirer.Queue). Zero for none.
 	Stint time.Duration
 	// NewRecord returns the record of each write (see NewAcquirer).
-	NewRecord func(cur resourcelock.Item) resourcelock.Record
+	NewRecord func(cur rows.Item) resourcelock.Record
 	// Admit, when set, is the kind's rule on the rows it may take (see
 	// Acquirer.Admit): a row it refuses ends the wait with its error, as
 	// a failure that waiting cannot fix. A row a write of this wait's
 	// took is never asked about.
-	Admit func(it resourcelock.Item, missing bool) error
+	Admit func(it rows.Item, missing bool) error
 	// Plain, when set, is Lease without what a win writes besides its
 	// record: the port of the releases of rows the wait never hands out
 	// (see Acquirer.Plain).
@@ -134,7 +135,7 @@ type Won struct {
 	// Item is the row as confirmed (fenced, with Wait.Fence); Sent the
 	// local time just before the confirmed write was sent, from which the
 	// hold's validity counts.
-	Item resourcelock.Item
+	Item rows.Item
 	Sent time.Time
 	// StintStart is when the winner's stint on the place began (see
 	// Result.StintStart), for Hold.ReleaseQueued.
@@ -346,7 +347,7 @@ func (s *waiting) poll(ctx context.Context) (Result, int, error) {
 
 // readAll reads every place in one request, bounded by the request
 // timeout.
-func (s *waiting) readAll(ctx context.Context) (map[resourcelock.Key]resourcelock.Item, error) {
+func (s *waiting) readAll(ctx context.Context) (map[resourcelock.Key]rows.Item, error) {
 	rctx, cancel := timing.WithTimeout(ctx, s.Engine.Clock, s.Engine.RequestTimeout)
 	defer cancel()
 	start := s.Engine.Clock.Now()

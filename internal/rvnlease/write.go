@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -23,14 +24,14 @@ type writer struct {
 
 // answer is what one write or read told the writer.
 type answer struct {
-	landed   bool              // a write of ours is in the row: item, sent
-	earlier  bool              // landed, by a write of an earlier acquirer (Resume)
-	item     resourcelock.Item // the row as confirmed or as found
-	sent     time.Time         // landed: the send time of the write found
-	missing  bool              // there is no row
-	returned time.Time         // when the answer that showed the row returned
-	err      error             // nothing was learned: the cause
-	cause    error             // a failed write's own error, when settled
+	landed   bool      // a write of ours is in the row: item, sent
+	earlier  bool      // landed, by a write of an earlier acquirer (Resume)
+	item     rows.Item // the row as confirmed or as found
+	sent     time.Time // landed: the send time of the write found
+	missing  bool      // there is no row
+	returned time.Time // when the answer that showed the row returned
+	err      error     // nothing was learned: the cause
+	cause    error     // a failed write's own error, when settled
 }
 
 // failure returns the error of a write that failed for a reason other than
@@ -49,7 +50,7 @@ func (a answer) failure() error {
 // send. A failed write is settled by the row its conflict carries, or else
 // by a read: a conditional failure may be the SDK's retry of an attempt
 // that landed, and any other failure may have landed too.
-func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string, send func(context.Context) (resourcelock.Item, error)) answer {
+func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string, send func(context.Context) (rows.Item, error)) answer {
 	sent := w.cfg.Clock.Now()
 	w.attempts.Add(rec.RVN, cond, rec.Released, sent)
 	rctx, cancel := timing.WithTimeout(ctx, w.cfg.Clock, w.cfg.RequestTimeout)
@@ -69,7 +70,7 @@ func (w *writer) write(ctx context.Context, rec resourcelock.Record, cond string
 	}
 	conflict := errors.Is(err, resourcelock.ErrConflict)
 	var a answer
-	if cur, ok := resourcelock.CurrentItem(err); ok {
+	if cur, ok := rows.CurrentItem(err); ok {
 		a = w.settle(cur, false, w.cfg.Clock.Now())
 	} else {
 		w.cfg.Log.V(1).Info("write failed; reading the row to settle it", "rvn", rec.RVN, "error", err.Error())
@@ -101,7 +102,7 @@ func (w *writer) read(ctx context.Context) answer {
 	returned := w.cfg.Clock.Now()
 	switch {
 	case errors.Is(err, resourcelock.ErrNotFound):
-		return w.settle(resourcelock.Item{}, true, returned)
+		return w.settle(rows.Item{}, true, returned)
 	case err != nil:
 		return answer{err: err}
 	}
@@ -110,7 +111,7 @@ func (w *writer) read(ctx context.Context) answer {
 
 // settle classifies the row it (none when missing), seen in an answer that
 // returned at returned.
-func (w *writer) settle(it resourcelock.Item, missing bool, returned time.Time) answer {
+func (w *writer) settle(it rows.Item, missing bool, returned time.Time) answer {
 	if missing {
 		w.attempts.Forget("")
 		return answer{missing: true, returned: returned}

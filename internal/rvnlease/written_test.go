@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -13,9 +14,9 @@ import (
 // Loss and Outcome are the one classification of a holder's write that
 // election's renewals and releases and lock's heartbeats and releases use.
 func TestWrittenLossAndOutcome(t *testing.T) {
-	cause := resourcelock.Conflict("update", nil, nil)
-	row := func(holder string, released bool) resourcelock.Item {
-		return resourcelock.Item{Record: resourcelock.Record{HolderIdentity: holder, RVN: "r2", Released: released}}
+	cause := rows.Conflict("update", nil, nil)
+	row := func(holder string, released bool) rows.Item {
+		return rows.Item{Record: resourcelock.Record{HolderIdentity: holder, RVN: "r2", Released: released}}
 	}
 	for name, tc := range map[string]struct {
 		w          Written

@@ -13,6 +13,7 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -126,7 +127,7 @@ var _ keylease.Port = (*Set)(nil)
 // setRows is a Set's rows and what it remembers of its writes, shared by
 // the Set's views (With).
 type setRows struct {
-	store resourcelock.Store
+	store rows.Store
 	keys  []resourcelock.Key
 	key   resourcelock.Key
 
@@ -142,8 +143,8 @@ type setRows struct {
 	// it: a holder's writes leave it on the rows.
 	generation, transitions int64
 	// The waiter this Set joined its first member's queue as (Join).
-	waiter resourcelock.Waiter
-	last   map[resourcelock.Key]resourcelock.Item // the rows of the last fold
+	waiter rows.Waiter
+	last   map[resourcelock.Key]rows.Item // the found of the last fold
 }
 
 // compositeMark starts a composite RVN; a member RVN that starts with it is
@@ -153,7 +154,7 @@ const compositeMark = "\x00set"
 // New returns the set of rows at keys of store, sorted and without
 // duplicates, written as identity. It checks the keys against the store's
 // MaxMany and sends no request.
-func New(store resourcelock.Store, keys []resourcelock.Key, identity string) (*Set, error) {
+func New(store rows.Store, keys []resourcelock.Key, identity string) (*Set, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", dynalease.ErrInvalid)
 	}
@@ -200,19 +201,19 @@ func (s *Set) Keys() []resourcelock.Key { return slices.Clone(s.keys) }
 func (s *Set) Key() resourcelock.Key { return s.key }
 
 // Store returns the store the members are in.
-func (s *Set) Store() resourcelock.Store { return s.store }
+func (s *Set) Store() rows.Store { return s.store }
 
 // CanFence reports whether Fence can work (see Store.CanFence).
 func (s *Set) CanFence() bool { return s.store.CanFence() }
 
 // Get reads every member in one snapshot and returns them folded into one
 // item, or an error wrapping ErrNotFound when every member is missing.
-func (s *Set) Get(ctx context.Context) (resourcelock.Item, error) {
-	rows, err := s.store.GetMany(ctx, s.keys)
+func (s *Set) Get(ctx context.Context) (rows.Item, error) {
+	found, err := s.store.GetMany(ctx, s.keys)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
-	return s.fold(rows)
+	return s.fold(found)
 }
 
 // Departure says which member keeps a set from being held as a whole, and
@@ -235,38 +236,38 @@ func (s *Set) Departure() (Departure, bool) {
 }
 
 // fold folds the member rows into one item (see Set).
-func (s *Set) fold(rows map[resourcelock.Key]resourcelock.Item) (resourcelock.Item, error) {
-	for _, r := range rows {
+func (s *Set) fold(found map[resourcelock.Key]rows.Item) (rows.Item, error) {
+	for _, r := range found {
 		if strings.IndexByte(r.RVN, 0) >= 0 {
-			return resourcelock.Item{}, fmt.Errorf("%w: invalid record: %s: the RVN holds a NUL byte", resourcelock.ErrPermanent, r.Key)
+			return rows.Item{}, fmt.Errorf("%w: invalid record: %s: the RVN holds a NUL byte", resourcelock.ErrPermanent, r.Key)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = rows
+	s.last = found
 	s.departure = Departure{}
-	if len(rows) == 0 {
-		return resourcelock.Item{}, fmt.Errorf("%s: %w", s.key, resourcelock.ErrNotFound)
+	if len(found) == 0 {
+		return rows.Item{}, fmt.Errorf("%s: %w", s.key, resourcelock.ErrNotFound)
 	}
-	if it, ok := s.foldWholeLocked(rows); ok {
+	if it, ok := s.foldWholeLocked(found); ok {
 		return it, nil
 	}
-	return s.foldCompositeLocked(rows), nil
+	return s.foldCompositeLocked(found), nil
 }
 
 // foldWholeLocked folds rows written as one by a Set: every member
 // present with one holder, RVN and acquisition, all held or all released.
 // It reports false for rows that are not. s.mu is held.
-func (s *Set) foldWholeLocked(rows map[resourcelock.Key]resourcelock.Item) (resourcelock.Item, bool) {
-	first := rows[s.keys[0]]
-	if len(rows) != len(s.keys) {
-		return resourcelock.Item{}, false
+func (s *Set) foldWholeLocked(found map[resourcelock.Key]rows.Item) (rows.Item, bool) {
+	first := found[s.keys[0]]
+	if len(found) != len(s.keys) {
+		return rows.Item{}, false
 	}
 	token := true // one fencing token on every row
 	for _, k := range s.keys[1:] {
-		r := rows[k]
+		r := found[k]
 		if r.Released != first.Released || r.RVN != first.RVN || r.HolderIdentity != first.HolderIdentity || r.AcquisitionID != first.AcquisitionID {
-			return resourcelock.Item{}, false
+			return rows.Item{}, false
 		}
 		token = token && r.FenceGeneration == first.FenceGeneration && r.Acquisitions == first.Acquisitions
 	}
@@ -285,14 +286,14 @@ func (s *Set) foldWholeLocked(rows map[resourcelock.Key]resourcelock.Item) (reso
 			s.generation, s.transitions = rec.FenceGeneration, rec.Acquisitions
 		}
 	}
-	return resourcelock.Item{Key: s.key, Record: rec, Queue: first.Queue}, true
+	return rows.Item{Key: s.key, Record: rec, Queue: first.Queue}, true
 }
 
 // foldCompositeLocked folds rows that are not held as one: a composite
 // RVN, held for the longest lease of the held members by the first holder
 // other than this Set (or handed to its waiter when every held member
 // is), and the Departure. s.mu is held.
-func (s *Set) foldCompositeLocked(rows map[resourcelock.Key]resourcelock.Item) resourcelock.Item {
+func (s *Set) foldCompositeLocked(found map[resourcelock.Key]rows.Item) rows.Item {
 	var b strings.Builder
 	b.WriteString(compositeMark)
 	rec := resourcelock.Record{Released: true}
@@ -302,7 +303,7 @@ func (s *Set) foldCompositeLocked(rows map[resourcelock.Key]resourcelock.Item) r
 	handedAny, allHanded := false, true
 	for _, k := range s.keys {
 		b.WriteByte(0)
-		r, ok := rows[k]
+		r, ok := found[k]
 		// A released row is never ours: a forced release, and the AWS
 		// Java client's, keep the RVN they found.
 		ours := ok && !r.Released && slices.Contains(s.written, r.RVN)
@@ -337,12 +338,12 @@ func (s *Set) foldCompositeLocked(rows map[resourcelock.Key]resourcelock.Item) r
 		rec.HolderIdentity, rec.HandedTo = s.waiter.Identity, s.waiter.Ticket
 	}
 	rec.RVN = b.String()
-	return resourcelock.Item{Key: s.key, Record: rec, Queue: rows[s.keys[0]].Queue}
+	return rows.Item{Key: s.key, Record: rec, Queue: found[s.keys[0]].Queue}
 }
 
 // handedToMe reports whether the row r is a hand-over to this Set's
 // waiter, unconfirmed. s.mu is held.
-func (s *Set) handedToMe(r resourcelock.Item) bool {
+func (s *Set) handedToMe(r rows.Item) bool {
 	return s.waiter.Ticket != "" && !r.Released && r.HandedTo == s.waiter.Ticket && r.HolderIdentity == s.waiter.Identity
 }
 
@@ -351,17 +352,17 @@ func (s *Set) handedToMe(r resourcelock.Item) bool {
 // holder when not empty; for a composite, which no holder's write may
 // expect (its rows are not held as one), a WriteUpdate on each held
 // member's RVN and a WriteCreate where the member was free.
-func (s *Set) expectations(rvn, holder string) ([]resourcelock.Write, error) {
-	writes := make([]resourcelock.Write, len(s.keys))
+func (s *Set) expectations(rvn, holder string) ([]rows.Write, error) {
+	writes := make([]rows.Write, len(s.keys))
 	if !strings.HasPrefix(rvn, compositeMark) {
 		for i, k := range s.keys {
-			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteUpdate, Expect: resourcelock.Precondition{RVN: rvn, HolderIdentity: holder}}
+			writes[i] = rows.Write{Key: k, Kind: rows.WriteUpdate, Expect: resourcelock.Precondition{RVN: rvn, HolderIdentity: holder}}
 		}
 		return writes, nil
 	}
 	if holder != "" {
-		return nil, resourcelock.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
-			errors.New("the rows are not held as one set"))
+		return nil, rows.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+			errors.New("the found are not held as one set"))
 	}
 	parts := strings.Split(rvn[len(compositeMark):], "\x00")
 	if len(parts) != len(s.keys)+1 || parts[0] != "" {
@@ -371,9 +372,9 @@ func (s *Set) expectations(rvn, holder string) ([]resourcelock.Write, error) {
 		p := parts[i+1]
 		switch {
 		case p == "f":
-			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate}
+			writes[i] = rows.Write{Key: k, Kind: rows.WriteCreate}
 		case len(p) > 1 && p[0] == '=':
-			writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteUpdate, Expect: resourcelock.Precondition{RVN: p[1:]}}
+			writes[i] = rows.Write{Key: k, Kind: rows.WriteUpdate, Expect: resourcelock.Precondition{RVN: p[1:]}}
 		default:
 			return nil, fmt.Errorf("%w: %s: malformed composite RVN", dynalease.ErrInvalid, s.key)
 		}
@@ -385,31 +386,31 @@ func (s *Set) expectations(rvn, holder string) ([]resourcelock.Write, error) {
 // whatever its queue: unlike Interface.Create's "free", since a set queues
 // on its first key only and is not ordered against the waiters of its
 // other keys (WriteCreate).
-func (s *Set) Create(ctx context.Context, rec resourcelock.Record) (resourcelock.Item, error) {
+func (s *Set) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	rec, err := keylease.FillHolder(s.identity, rec, false)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
-	writes := make([]resourcelock.Write, len(s.keys))
+	writes := make([]rows.Write, len(s.keys))
 	for i, k := range s.keys {
-		writes[i] = resourcelock.Write{Key: k, Kind: resourcelock.WriteCreate}
+		writes[i] = rows.Write{Key: k, Kind: rows.WriteCreate}
 	}
 	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), nil), rec, true)
 }
 
 // Update writes rec on every member when the set is in the state expect
 // names (see Set).
-func (s *Set) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (resourcelock.Item, error) {
+func (s *Set) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	rec, err := keylease.FillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	if err := record.CheckPrecondition(expect); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), nil), rec, expect.HolderIdentity == "")
 }
@@ -421,25 +422,25 @@ func (s *Set) Update(ctx context.Context, expect resourcelock.Precondition, rec 
 // released, each with rec's RVN. A holder's write that expects a composite
 // (a waiter passing on the first member, handed to it, while others are
 // free) writes the first member only, conditioned on its RVN and holder.
-func (s *Set) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *resourcelock.Dequeue) (resourcelock.Item, error) {
+func (s *Set) UpdateDequeue(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record, d *rows.Dequeue) (rows.Item, error) {
 	rec, err := keylease.FillHolder(s.identity, rec, expect.HolderIdentity == s.identity)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	if err := record.CheckPrecondition(expect); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
-	var writes []resourcelock.Write
+	var writes []rows.Write
 	if expect.HolderIdentity != "" && strings.HasPrefix(expect.RVN, compositeMark) {
 		w, err := s.firstExpectation(expect)
 		if err != nil {
-			return resourcelock.Item{}, err
+			return rows.Item{}, err
 		}
-		writes = []resourcelock.Write{w}
+		writes = []rows.Write{w}
 	} else {
 		var err error
 		if writes, err = s.expectations(expect.RVN, expect.HolderIdentity); err != nil {
-			return resourcelock.Item{}, err
+			return rows.Item{}, err
 		}
 	}
 	return s.write(ctx, fill(writes, rec, s.opts.At(time.Now()), d), rec, expect.HolderIdentity == "")
@@ -448,14 +449,14 @@ func (s *Set) UpdateDequeue(ctx context.Context, expect resourcelock.Preconditio
 // firstExpectation returns the write of the first member that a holder's
 // write expecting the composite expect calls for: an update conditioned on
 // the member's RVN in it and on the holder.
-func (s *Set) firstExpectation(expect resourcelock.Precondition) (resourcelock.Write, error) {
+func (s *Set) firstExpectation(expect resourcelock.Precondition) (rows.Write, error) {
 	writes, err := s.expectations(expect.RVN, "")
 	if err != nil {
-		return resourcelock.Write{}, err
+		return rows.Write{}, err
 	}
 	w := writes[0]
-	if w.Kind != resourcelock.WriteUpdate {
-		return resourcelock.Write{}, resourcelock.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
+	if w.Kind != rows.WriteUpdate {
+		return rows.Write{}, rows.Conflict(fmt.Sprintf("%s: a holder's write", s.key), nil,
 			errors.New("the first member is free: there is nothing to pass on"))
 	}
 	w.Expect.HolderIdentity = expect.HolderIdentity
@@ -465,7 +466,7 @@ func (s *Set) firstExpectation(expect resourcelock.Precondition) (resourcelock.W
 // fill gives every write rec and opts, and the first one d. A hand-over
 // (rec naming HandedTo) goes to the first row only: the others get rec
 // marked released by the releaser.
-func fill(writes []resourcelock.Write, rec resourcelock.Record, opts resourcelock.WriteOptions, d *resourcelock.Dequeue) []resourcelock.Write {
+func fill(writes []rows.Write, rec resourcelock.Record, opts rows.WriteOptions, d *rows.Dequeue) []rows.Write {
 	released := rec
 	released.Released, released.HandedTo = true, ""
 	for i := range writes {
@@ -483,7 +484,7 @@ func fill(writes []resourcelock.Write, rec resourcelock.Record, opts resourceloc
 // is a queue to join: false when the last read showed the first member
 // free, missing, handed to w already, or carrying this Set's own write.
 // A waiter asks before it joins.
-func (s *Set) Joinable(w resourcelock.Waiter) bool {
+func (s *Set) Joinable(w rows.Waiter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiter = w
@@ -496,7 +497,7 @@ func (s *Set) Joinable(w resourcelock.Waiter) bool {
 // there was none). A join refused by the store returns a Conflict carrying
 // the set folded with the row that refused it. w is the waiter this Set
 // waits as from then on.
-func (s *Set) Join(ctx context.Context, w resourcelock.Waiter) (resourcelock.Item, error) {
+func (s *Set) Join(ctx context.Context, w rows.Waiter) (rows.Item, error) {
 	s.mu.Lock()
 	s.waiter = w
 	s.mu.Unlock()
@@ -519,10 +520,10 @@ func (s *Set) joinableLocked() bool {
 // it. A refusal is a Conflict that carries no row, so that the caller
 // reads every member afresh: a waiter giving up must see a hand-over to it
 // whole (the other members freed with it) to pass it on.
-func (s *Set) Leave(ctx context.Context, ticket string, index int) (resourcelock.Item, error) {
+func (s *Set) Leave(ctx context.Context, ticket string, index int) (rows.Item, error) {
 	first, err := s.store.Leave(ctx, s.keys[0], ticket, index)
 	if errors.Is(err, resourcelock.ErrConflict) {
-		return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: leave", s.key), nil, errors.New(err.Error()))
+		return rows.Item{}, rows.Conflict(fmt.Sprintf("%s: leave", s.key), nil, errors.New(err.Error()))
 	}
 	if err != nil {
 		return s.refusal(ctx, "leave", err)
@@ -534,43 +535,43 @@ func (s *Set) Leave(ctx context.Context, ticket string, index int) (resourcelock
 // failed with err: a Conflict carrying the set folded with the row err
 // carries (or without the row, when it is missing), or err itself when it
 // taught nothing of the row.
-func (s *Set) refusal(ctx context.Context, op string, err error) (resourcelock.Item, error) {
-	cur, ok := resourcelock.CurrentItem(err)
-	var it resourcelock.Item
+func (s *Set) refusal(ctx context.Context, op string, err error) (rows.Item, error) {
+	cur, ok := rows.CurrentItem(err)
+	var it rows.Item
 	var ferr error
 	switch {
 	case ok:
 		it, ferr = s.foldFirst(ctx, cur, true)
 	case errors.Is(err, resourcelock.ErrNotFound):
-		it, ferr = s.foldFirst(ctx, resourcelock.Item{}, false)
+		it, ferr = s.foldFirst(ctx, rows.Item{}, false)
 	case errors.Is(err, resourcelock.ErrConflict):
 		// A refusal that carries no row: the caller reads.
-		return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: %s", s.key, op), nil, errors.New(err.Error()))
+		return rows.Item{}, rows.Conflict(fmt.Sprintf("%s: %s", s.key, op), nil, errors.New(err.Error()))
 	default:
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	if ferr != nil {
-		return resourcelock.Item{}, ferr
+		return rows.Item{}, ferr
 	}
-	return resourcelock.Item{}, resourcelock.Conflict(fmt.Sprintf("%s: %s", s.key, op), &it, errors.New(err.Error()))
+	return rows.Item{}, rows.Conflict(fmt.Sprintf("%s: %s", s.key, op), &it, errors.New(err.Error()))
 }
 
 // foldFirst folds the first member's row first (missing unless present)
 // with the other members as the last fold saw them, or reads the set when
 // there was none.
-func (s *Set) foldFirst(ctx context.Context, first resourcelock.Item, present bool) (resourcelock.Item, error) {
+func (s *Set) foldFirst(ctx context.Context, first rows.Item, present bool) (rows.Item, error) {
 	s.mu.Lock()
 	last := s.last
 	s.mu.Unlock()
 	if last == nil {
 		return s.Get(ctx)
 	}
-	rows := maps.Clone(last)
-	delete(rows, s.keys[0])
+	found := maps.Clone(last)
+	delete(found, s.keys[0])
 	if present {
-		rows[s.keys[0]] = first
+		found[s.keys[0]] = first
 	}
-	return s.fold(rows)
+	return s.fold(found)
 }
 
 // Remove deletes every member when each carries the RVN expect names (with
@@ -581,14 +582,14 @@ func (s *Set) Remove(ctx context.Context, expect resourcelock.Precondition) erro
 		return err
 	}
 	if strings.HasPrefix(expect.RVN, compositeMark) {
-		return resourcelock.Conflict(fmt.Sprintf("%s: remove", s.key), nil, errors.New("the rows are not held as one set"))
+		return rows.Conflict(fmt.Sprintf("%s: remove", s.key), nil, errors.New("the found are not held as one set"))
 	}
 	writes, err := s.expectations(expect.RVN, expect.HolderIdentity)
 	if err != nil {
 		return err
 	}
 	for i := range writes {
-		writes[i].Kind = resourcelock.WriteRemove
+		writes[i].Kind = rows.WriteRemove
 	}
 	return s.store.WriteMany(ctx, writes)
 }
@@ -598,17 +599,17 @@ func (s *Set) Remove(ctx context.Context, expect resourcelock.Precondition) erro
 // is higher than every token any member carried before, and lower than
 // the token of any later acquisition of any member. It returns the set
 // as fenced.
-func (s *Set) Fence(ctx context.Context, acquisitionID string) (resourcelock.Item, error) {
+func (s *Set) Fence(ctx context.Context, acquisitionID string) (rows.Item, error) {
 	gen, err := s.store.FenceMany(ctx, s.keys, s.identity, acquisitionID)
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	it, err := s.Get(ctx)
 	if err != nil {
-		return resourcelock.Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
+		return rows.Item{}, fmt.Errorf("%s: fenced, but reading the set back failed: %w", s.key, err)
 	}
 	if it.FenceGeneration != gen || it.Acquisitions != 2 || it.AcquisitionID != acquisitionID {
-		return resourcelock.Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, resourcelock.ErrConflict)
+		return rows.Item{}, fmt.Errorf("%s: fence: %w: the set changed after it was fenced", s.key, resourcelock.ErrConflict)
 	}
 	s.mu.Lock()
 	s.generation, s.transitions = gen, 2
@@ -618,7 +619,7 @@ func (s *Set) Fence(ctx context.Context, acquisitionID string) (resourcelock.Ite
 
 // write sends writes, which carry rec (see fill), and returns the set as
 // written.
-func (s *Set) write(ctx context.Context, writes []resourcelock.Write, rec resourcelock.Record, acquiring bool) (resourcelock.Item, error) {
+func (s *Set) write(ctx context.Context, writes []rows.Write, rec resourcelock.Record, acquiring bool) (rows.Item, error) {
 	s.mu.Lock()
 	s.written = remember(s.written, rec.RVN)
 	if acquiring {
@@ -626,7 +627,7 @@ func (s *Set) write(ctx context.Context, writes []resourcelock.Write, rec resour
 	}
 	s.mu.Unlock()
 	if err := s.store.WriteMany(ctx, writes); err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	// The record as the store keeps it (WriteMany checked it, above).
 	out := record.Normalize(rec)
@@ -647,7 +648,7 @@ func (s *Set) write(ctx context.Context, writes []resourcelock.Write, rec resour
 	// that acquired leaves its entry from there, and a holder's release
 	// hands over by it; both are conditioned on it, and read again when
 	// it moved.
-	return resourcelock.Item{Key: s.key, Record: out, Queue: slices.Clone(s.last[s.keys[0]].Queue)}, nil
+	return rows.Item{Key: s.key, Record: out, Queue: slices.Clone(s.last[s.keys[0]].Queue)}, nil
 }
 
 // maxWritten bounds the RVNs a Set remembers as its own writes.

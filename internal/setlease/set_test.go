@@ -9,8 +9,9 @@ import (
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
 // A set whose acquiring write's answer was lost learns its acquisition
@@ -27,7 +28,7 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	}
 	// An earlier acquisition, fenced, then released: the rows carry a
 	// generation.
-	s1, err := New(store, keys, "me")
+	s1, err := New(rows.MustOpen(store), keys, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	}
 	// This acquisition's answer is lost: its Set learns nothing from the
 	// write (here: it is sent, and its answer dropped), only from a read.
-	s2, err := New(store, keys, "me")
+	s2, err := New(rows.MustOpen(store), keys, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	s2.mu.Lock()
 	s2.written, s2.acquiring = remember(s2.written, r2), remember(s2.acquiring, r2)
 	s2.mu.Unlock()
-	if err := store.WriteMany(ctx, fill([]resourcelock.Write{{Kind: resourcelock.WriteCreate, Key: keys[0]}, {Kind: resourcelock.WriteCreate, Key: keys[1]}}, mustPrepare(t, rec(r2, false), "me"), s2.opts.At(time.Now()), nil)); err != nil {
+	if err := rows.MustOpen(store).WriteMany(ctx, fill([]rows.Write{{Kind: rows.WriteCreate, Key: keys[0]}, {Kind: rows.WriteCreate, Key: keys[1]}}, mustPrepare(t, rec(r2, false), "me"), s2.opts.At(time.Now()), nil)); err != nil {
 		t.Fatal(err)
 	}
 	read, err := s2.Get(ctx)

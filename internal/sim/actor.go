@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/dynalease/dynalease/internal/rows"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -115,7 +116,7 @@ func (a *actor) lockClient() (*lock.Client, func()) {
 	p := a.p
 	// Made outside the world's mu: a client reads its clock.
 	p.locksOnce.Do(func() {
-		c, err := lock.New(lock.Config{Store: p.Store(a.w), Identity: p.Name, Clock: p.clock,
+		c, err := lock.New(lock.Config{Store: rows.Sealed(p.Store(a.w)), Identity: p.Name, Clock: p.clock,
 			LeaseDuration: a.s.Lease, HeartbeatPeriod: a.s.Heartbeat, RefreshPeriod: a.s.Refresh,
 			RequestTimeout: a.s.RequestTimeout, Fencing: true})
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynalease/dynalease/resourcelock"
+	"github.com/dynalease/dynalease/internal/rows"
 )
 
 // exclusive are the kinds of term that hold a key alone: a lock, a set's
@@ -247,7 +247,7 @@ func (h *History) checkSpin() {
 // reader, a candidate) belongs to a process that stopped more than its
 // bound ago: gone names each stopped process with the time it stopped.
 func (h *History) CheckEntries(end time.Time, gone map[string]time.Time, bound map[string]time.Duration) {
-	_ = h.w.mem.Scan(context.Background(), "", func(it resourcelock.Item, err error) error {
+	_ = rows.MustOpen(h.w.mem).Scan(context.Background(), "", func(it rows.Item, err error) error {
 		if err != nil {
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -118,7 +119,7 @@ func (h *History) requestLocked(p *Process, op, key string) {
 }
 
 // wroteLocked notes a write of a record that landed (or err).
-func (h *History) wroteLocked(resourcelock.Key, resourcelock.Item, error) {}
+func (h *History) wroteLocked(resourcelock.Key, rows.Item, error) {}
 
 // guardedLocked records a guarded write that commits.
 func (h *History) guardedLocked(p *Process, resource string, hold resourcelock.Holding) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/dynalease/dynalease/internal/rows"
 	"context"
 	"time"
 
@@ -22,7 +23,7 @@ func (w *World) electActor(name, elect string, priority int64, s Settings) *acto
 			handOver := a.rng.IntN(3) == 0
 			leadFor := a.between(s.Retry, 3*s.Lease)
 			var err error
-			e, err = election.New(election.Config{Store: a.p.Store(w), Name: elect, Identity: a.p.Name, Clock: a.p.clock,
+			e, err = election.New(election.Config{Store: rows.Sealed(a.p.Store(w)), Name: elect, Identity: a.p.Name, Clock: a.p.clock,
 				LeaseDuration: s.Lease, RenewDeadline: s.RenewDeadline, RetryPeriod: s.Retry, RequestTimeout: s.RequestTimeout,
 				Priority: priority, Stand: true, Fencing: true, ReleaseOnCancel: a.rng.IntN(2) == 0,
 				Callbacks: election.Callbacks{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -161,13 +162,13 @@ func (w *World) landLocked(p *Process, r *request, apply func() error, f fate, l
 }
 
 // Store is a process's view of the world's store: every call is a request
-// through the scheduler. It implements resourcelock.Store.
+// through the scheduler. It implements rows.Store.
 type Store struct {
 	w *World
 	p *Process
 }
 
-var _ resourcelock.Store = (*Store)(nil)
+var _ rows.Store = (*Store)(nil)
 
 // Store returns p's view of the world's store.
 func (p *Process) Store(w *World) *Store { return &Store{w: w, p: p} }
@@ -183,23 +184,23 @@ func (s *Store) do(ctx context.Context, op string, key fmt.Stringer, apply func(
 	return s.w.request(ctx, s.p, op, k, func() error { return apply(context.Background()) })
 }
 
-func (s *Store) Get(ctx context.Context, key resourcelock.Key) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "get", key, func(c context.Context) (e error) { it, e = s.w.mem.Get(c, key); return })
+func (s *Store) Get(ctx context.Context, key resourcelock.Key) (it rows.Item, err error) {
+	err = s.do(ctx, "get", key, func(c context.Context) (e error) { it, e = rows.MustOpen(s.w.mem).Get(c, key); return })
 	return
 }
 
-func (s *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (it resourcelock.Item, err error) {
+func (s *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts rows.WriteOptions) (it rows.Item, err error) {
 	err = s.do(ctx, "create", key, func(c context.Context) (e error) {
-		it, e = s.w.mem.Create(c, key, rec, opts)
+		it, e = rows.MustOpen(s.w.mem).Create(c, key, rec, opts)
 		s.w.hist.wroteLocked(key, it, e)
 		return
 	})
 	return
 }
 
-func (s *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (it resourcelock.Item, err error) {
+func (s *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts rows.WriteOptions) (it rows.Item, err error) {
 	err = s.do(ctx, "update", key, func(c context.Context) (e error) {
-		it, e = s.w.mem.Update(c, key, expect, rec, opts)
+		it, e = rows.MustOpen(s.w.mem).Update(c, key, expect, rec, opts)
 		s.w.hist.wroteLocked(key, it, e)
 		return
 	})
@@ -207,50 +208,50 @@ func (s *Store) Update(ctx context.Context, key resourcelock.Key, expect resourc
 }
 
 func (s *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition) error {
-	return s.do(ctx, "remove", key, func(c context.Context) error { return s.w.mem.Remove(c, key, expect) })
+	return s.do(ctx, "remove", key, func(c context.Context) error { return rows.MustOpen(s.w.mem).Remove(c, key, expect) })
 }
 
-func (s *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
-	var rows []resourcelock.Item
+func (s *Store) Scan(ctx context.Context, partition string, fn func(rows.Item, error) error) error {
+	var found []rows.Item
 	var errs []error
 	err := s.do(ctx, "scan", stringer(partition), func(c context.Context) error {
-		return s.w.mem.Scan(c, partition, func(it resourcelock.Item, err error) error {
-			rows, errs = append(rows, it), append(errs, err)
+		return rows.MustOpen(s.w.mem).Scan(c, partition, func(it rows.Item, err error) error {
+			found, errs = append(found, it), append(errs, err)
 			return nil
 		})
 	})
 	if err != nil {
 		return err
 	}
-	for i := range rows {
-		if err := fn(rows[i], errs[i]); err != nil {
+	for i := range found {
+		if err := fn(found[i], errs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) Join(ctx context.Context, key resourcelock.Key, wt resourcelock.Waiter) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "join", key, func(c context.Context) (e error) { it, e = s.w.mem.Join(c, key, wt); return })
+func (s *Store) Join(ctx context.Context, key resourcelock.Key, wt rows.Waiter) (it rows.Item, err error) {
+	err = s.do(ctx, "join", key, func(c context.Context) (e error) { it, e = rows.MustOpen(s.w.mem).Join(c, key, wt); return })
 	return
 }
 
-func (s *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "leave", key, func(c context.Context) (e error) { it, e = s.w.mem.Leave(c, key, ticket, index); return })
+func (s *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (it rows.Item, err error) {
+	err = s.do(ctx, "leave", key, func(c context.Context) (e error) { it, e = rows.MustOpen(s.w.mem).Leave(c, key, ticket, index); return })
 	return
 }
 
-func (s *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (m map[resourcelock.Key]resourcelock.Item, err error) {
-	err = s.do(ctx, "getmany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) { m, e = s.w.mem.GetMany(c, keys); return })
+func (s *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (m map[resourcelock.Key]rows.Item, err error) {
+	err = s.do(ctx, "getmany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) { m, e = rows.MustOpen(s.w.mem).GetMany(c, keys); return })
 	return
 }
 
-func (s *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
+func (s *Store) WriteMany(ctx context.Context, writes []rows.Write) error {
 	return s.do(ctx, "writemany", stringer(fmt.Sprint(len(writes))), func(c context.Context) error {
-		err := s.w.mem.WriteMany(c, writes)
+		err := rows.MustOpen(s.w.mem).WriteMany(c, writes)
 		if err == nil {
 			for _, wr := range writes {
-				if it, ok := s.w.mem.Item(wr.Key); ok {
+				if it, ok := rows.MustRaw(s.w.mem).Item(wr.Key); ok {
 					s.w.hist.wroteLocked(wr.Key, it, nil)
 				}
 			}
@@ -259,25 +260,31 @@ func (s *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) erro
 	})
 }
 
-func (s *Store) MaxMany() int { return s.w.mem.MaxMany() }
+func (s *Store) MaxMany() int { return rows.MustOpen(s.w.mem).MaxMany() }
 
-func (s *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "fence", key, func(c context.Context) (e error) { it, e = s.w.mem.Fence(c, key, holder, acquisitionID); return })
+func (s *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (it rows.Item, err error) {
+	err = s.do(ctx, "fence", key, func(c context.Context) (e error) {
+		it, e = rows.MustOpen(s.w.mem).Fence(c, key, holder, acquisitionID)
+		return
+	})
 	return
 }
 
 func (s *Store) FenceMany(ctx context.Context, keys []resourcelock.Key, holder, acquisitionID string) (g int64, err error) {
-	err = s.do(ctx, "fencemany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) { g, e = s.w.mem.FenceMany(c, keys, holder, acquisitionID); return })
+	err = s.do(ctx, "fencemany", stringer(fmt.Sprint(keys)), func(c context.Context) (e error) {
+		g, e = rows.MustOpen(s.w.mem).FenceMany(c, keys, holder, acquisitionID)
+		return
+	})
 	return
 }
 
-func (s *Store) Share(ctx context.Context, key resourcelock.Key, sh resourcelock.Share) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "share", key, func(c context.Context) (e error) { it, e = s.w.mem.Share(c, key, sh); return })
+func (s *Store) Share(ctx context.Context, key resourcelock.Key, sh rows.Share) (it rows.Item, err error) {
+	err = s.do(ctx, "share", key, func(c context.Context) (e error) { it, e = rows.MustOpen(s.w.mem).Share(c, key, sh); return })
 	return
 }
 
-func (s *Store) Stand(ctx context.Context, key resourcelock.Key, cand resourcelock.Candidate, drop []string) (it resourcelock.Item, err error) {
-	err = s.do(ctx, "stand", key, func(c context.Context) (e error) { it, e = s.w.mem.Stand(c, key, cand, drop); return })
+func (s *Store) Stand(ctx context.Context, key resourcelock.Key, cand rows.Candidate, drop []string) (it rows.Item, err error) {
+	err = s.do(ctx, "stand", key, func(c context.Context) (e error) { it, e = rows.MustOpen(s.w.mem).Stand(c, key, cand, drop); return })
 	return
 }
 
@@ -297,7 +304,7 @@ func (s *Store) Guarded(resource string) resourcelock.Guarded {
 	return func(ctx context.Context, h resourcelock.Holding) error {
 		return s.do(ctx, "guard", stringer(resource), func(context.Context) error {
 			for _, k := range h.Keys {
-				it, ok := s.w.mem.Item(k)
+				it, ok := rows.MustRaw(s.w.mem).Item(k)
 				if !ok || it.HolderIdentity != h.HolderIdentity || it.AcquisitionID != h.AcquisitionID || it.Released {
 					return resourcelock.ErrGuardLost
 				}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/lock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
+	"github.com/dynalease/dynalease/memorystore"
 )
 
 // Epoch is the world's time when a history begins.

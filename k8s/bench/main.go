@@ -37,10 +37,11 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/k8s/clientgo"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 const (
@@ -137,14 +138,14 @@ func median(v []float64) float64 {
 // leader's next Update lands but answers slowAnswer late, and every Update
 // after it hangs until its context ends, without landing.
 type faultyStore struct {
-	resourcelock.Store
+	rows.Store
 	armed  atomic.Bool
 	mu     sync.Mutex
 	slowed bool
 	sentAt time.Time // when the slow write was sent
 }
 
-func (s *faultyStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+func (s *faultyStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
 	if !s.armed.Load() {
 		return s.Store.Update(ctx, key, expect, rec, opts)
 	}
@@ -157,7 +158,7 @@ func (s *faultyStore) Update(ctx context.Context, key resourcelock.Key, expect r
 	s.mu.Unlock()
 	if !first {
 		<-ctx.Done()
-		return resourcelock.Item{}, ctx.Err()
+		return rows.Item{}, ctx.Err()
 	}
 	it, err := s.Store.Update(context.WithoutCancel(ctx), key, expect, rec, opts)
 	time.Sleep(slowAnswer) // the answer is slow; the write has landed
@@ -197,7 +198,7 @@ func (l *leader) stop() {
 func trial(store resourcelock.Store, name string, clientGo bool) (time.Duration, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), trialLimit)
 	defer cancel()
-	faulty := &faultyStore{Store: store}
+	faulty := &faultyStore{Store: rows.MustOpen(store)}
 	first, second := newLeader(), newLeader()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -225,7 +226,7 @@ func trial(store resourcelock.Store, name string, clientGo bool) (time.Duration,
 		wg.Go(func() { _ = e.Run(ctx) })
 		return nil
 	}
-	if err := run(faulty, "leader", first); err != nil {
+	if err := run(rows.Sealed(faulty), "leader", first); err != nil {
 		return 0, 0, err
 	}
 	select {

@@ -13,11 +13,12 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/election"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
 	"github.com/dynalease/dynalease/k8s/clientgo"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 const (
@@ -60,9 +61,9 @@ func (e *ddbEnv) started() {
 
 func (e *ddbEnv) stopped() { e.leaders.Add(-1) }
 
-func (e *ddbEnv) row() resourcelock.Item {
+func (e *ddbEnv) row() rows.Item {
 	e.t.Helper()
-	it, err := e.store.Get(context.Background(), resourcelock.Key{Partition: electionName})
+	it, err := rows.MustOpen(e.store).Get(context.Background(), resourcelock.Key{Partition: electionName})
 	if err != nil {
 		e.t.Fatalf("Get: %v", err)
 	}
@@ -258,8 +259,8 @@ func TestDynamoDBClientGoHandsOverOnReleaseOnCancel(t *testing.T) {
 func TestDynamoDBStaleUpdateAndNotFound(t *testing.T) {
 	t.Parallel()
 	e := newDDBEnv(t)
-	testNotFound(t, e.store)
-	testStaleUpdate(t, e.store)
+	testNotFound(t, rows.MustOpen(e.store))
+	testStaleUpdate(t, rows.MustOpen(e.store))
 }
 
 // A dynalease elector and a client-go elector on the same name never lead

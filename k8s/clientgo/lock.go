@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -66,13 +67,13 @@ type Config struct {
 // Get sets the version the next Update is conditioned on, so only the
 // elector may call them (read the row through the store to look at it).
 type Lock struct {
-	store    resourcelock.Store
+	store    rows.Store
 	key      resourcelock.Key
 	identity string
 	log      logr.Logger
 
 	mu   sync.Mutex
-	last *resourcelock.Item // the row as last read or written; nil when unknown
+	last *rows.Item // the row as last read or written; nil when unknown
 	// mine: the RVNs of this Lock's writes that may be on the row (every
 	// write sent, whether or not its answer came back); a row carrying
 	// one is this Lock's hold.
@@ -96,7 +97,11 @@ func New(cfg Config) (*Lock, error) {
 	if err := record.CheckKey(key); err != nil {
 		return nil, err
 	}
-	return &Lock{store: cfg.Store, key: key, identity: cfg.Identity, log: cfg.Logger}, nil
+	store, err := rows.Open(cfg.Store, "Store")
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{store: store, key: key, identity: cfg.Identity, log: cfg.Logger}, nil
 }
 
 // Get reads the row and returns it as a LeaderElectionRecord, with raw
@@ -127,7 +132,7 @@ func (l *Lock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
 		return err
 	}
 	l.sending(rec.RVN)
-	it, err := l.store.Create(ctx, l.key, rec, resourcelock.WriteOptions{})
+	it, err := l.store.Create(ctx, l.key, rec, rows.WriteOptions{})
 	if err != nil {
 		return l.failed(err)
 	}
@@ -181,8 +186,8 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 		return fmt.Errorf("%w (the row is %q's, transitions %d; the record says %d)", ErrNotATakeover, last.HolderIdentity, last.Acquisitions, ler.LeaderTransitions)
 	}
 	l.sending(rec.RVN)
-	it, err := l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
-	if cur, ok := resourcelock.CurrentItem(err); ok && ours && l.ownWrite(cur) {
+	it, err := l.store.Update(ctx, l.key, expect, rec, rows.WriteOptions{})
+	if cur, ok := rows.CurrentItem(err); ok && ours && l.ownWrite(cur) {
 		// An earlier write of this Lock whose answer was lost (a renewal
 		// cut short by the elector's cancel, say) landed after the row was
 		// read: the row is still this Lock's own. The write goes on top of
@@ -190,7 +195,7 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 		expect.RVN = cur.RVN
 		rec.RVN = uuid.NewString()
 		l.sending(rec.RVN)
-		it, err = l.store.Update(ctx, l.key, expect, rec, resourcelock.WriteOptions{})
+		it, err = l.store.Update(ctx, l.key, expect, rec, rows.WriteOptions{})
 	}
 	if err != nil {
 		return l.failed(err)
@@ -201,7 +206,7 @@ func (l *Lock) Update(ctx context.Context, ler rl.LeaderElectionRecord) error {
 
 // ownWrite reports whether it is a row this Lock wrote and still holds: its
 // identity, an RVN of its own writes, not released or handed over.
-func (l *Lock) ownWrite(it resourcelock.Item) bool {
+func (l *Lock) ownWrite(it rows.Item) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return it.HolderIdentity == l.identity && !it.Released && it.HandedTo == "" && slices.Contains(l.mine, it.RVN)
@@ -236,7 +241,7 @@ func (l *Lock) sending(rvn string) {
 	l.mu.Unlock()
 }
 
-func (l *Lock) remember(it *resourcelock.Item) {
+func (l *Lock) remember(it *rows.Item) {
 	l.mu.Lock()
 	l.last = it
 	l.mu.Unlock()

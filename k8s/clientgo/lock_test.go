@@ -11,14 +11,15 @@ import (
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/k8s/clientgo"
+	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/memorystore"
 )
 
-func newLock(t *testing.T, store resourcelock.Store, identity string) *clientgo.Lock {
+func newLock(t *testing.T, store rows.Store, identity string) *clientgo.Lock {
 	t.Helper()
-	l, err := clientgo.New(clientgo.Config{Store: store, Name: "controller", Identity: identity})
+	l, err := clientgo.New(clientgo.Config{Store: rows.Sealed(store), Name: "controller", Identity: identity})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -32,10 +33,10 @@ func leading(identity string, at time.Time) rl.LeaderElectionRecord {
 
 // A missing row is NotFound to client-go, which then creates it.
 func TestGetOfAMissingRowIsNotFound(t *testing.T) {
-	testNotFound(t, memorystore.New())
+	testNotFound(t, rows.MustOpen(memorystore.New()))
 }
 
-func testNotFound(t *testing.T, store resourcelock.Store) {
+func testNotFound(t *testing.T, store rows.Store) {
 	l := newLock(t, store, "a")
 	_, _, err := l.Get(context.Background())
 	if !apierrors.IsNotFound(err) {
@@ -51,7 +52,7 @@ func testNotFound(t *testing.T, store resourcelock.Store) {
 // detects a change by them).
 func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
 	store := memorystore.New()
-	l := newLock(t, store, "a")
+	l := newLock(t, rows.MustOpen(store), "a")
 	ctx := context.Background()
 	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	if err := l.Create(ctx, leading("a", at)); err != nil {
@@ -77,7 +78,7 @@ func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
 	if ler2.LeaderTransitions != 1 {
 		t.Fatalf("a renewal changed the transitions to %d", ler2.LeaderTransitions)
 	}
-	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "controller"})
 	if it.HolderIdentity != "a" || it.LeaseDuration != 15*time.Second || it.Released || it.RVN == "" {
 		t.Fatalf("row: %+v", it.Record)
 	}
@@ -87,10 +88,10 @@ func TestTheRecordRoundTripsAndEveryWriteChangesTheRawBytes(t *testing.T) {
 // candidate's write based on a row that changed since is refused, and
 // changes nothing.
 func TestAStaleUpdateIsRefused(t *testing.T) {
-	testStaleUpdate(t, memorystore.New())
+	testStaleUpdate(t, rows.MustOpen(memorystore.New()))
 }
 
-func testStaleUpdate(t *testing.T, store resourcelock.Store) {
+func testStaleUpdate(t *testing.T, store rows.Store) {
 	ctx := context.Background()
 	a, b := newLock(t, store, "a"), newLock(t, store, "b")
 	released := rl.LeaderElectionRecord{LeaseDurationSeconds: 1}
@@ -130,7 +131,7 @@ func testStaleUpdate(t *testing.T, store resourcelock.Store) {
 // held writes a row held by holder, as another client would.
 func held(t *testing.T, store *memorystore.Store, holder, rvn string, transitions int64, lease time.Duration) {
 	t.Helper()
-	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
+	rows.MustRaw(store).PutItem(rows.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
 		HolderIdentity: holder, RVN: rvn, LeaseDuration: lease, Acquisitions: transitions, AcquisitionID: rvn}})
 }
 
@@ -140,7 +141,7 @@ func held(t *testing.T, store *memorystore.Store, holder, rvn string, transition
 func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
 	store := memorystore.New()
 	ctx := context.Background()
-	a := newLock(t, store, "a")
+	a := newLock(t, rows.MustOpen(store), "a")
 	if err := a.Create(ctx, leading("a", time.Now())); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
 	if err := a.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
 		t.Fatalf("release of b's row: %v, want nil (nothing to release)", err)
 	}
-	if it, _ := store.Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" || it.Released {
+	if it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" || it.Released {
 		t.Fatalf("b's row after a's release: %+v, want it unchanged", it.Record)
 	}
 }
@@ -162,7 +163,7 @@ func TestAReleaseOfARowAnotherTookWritesNothing(t *testing.T) {
 func TestARenewalOverAnotherHoldersRowIsRefused(t *testing.T) {
 	store := memorystore.New()
 	ctx := context.Background()
-	a := newLock(t, store, "a")
+	a := newLock(t, rows.MustOpen(store), "a")
 	rec := leading("a", time.Now())
 	rec.LeaderTransitions = 1
 	if err := a.Create(ctx, rec); err != nil {
@@ -175,7 +176,7 @@ func TestARenewalOverAnotherHoldersRowIsRefused(t *testing.T) {
 	if err := a.Update(ctx, rec); !errors.Is(err, clientgo.ErrNotATakeover) {
 		t.Fatalf("a renewal over b's row: %v, want ErrNotATakeover", err)
 	}
-	if it, _ := store.Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" {
+	if it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "controller"}); it.RVN != "b-1" {
 		t.Fatalf("b's row after the refused renewal: %+v", it.Record)
 	}
 }
@@ -188,7 +189,7 @@ func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
 	store := memorystore.New()
 	ctx := context.Background()
 	held(t, store, "a", "earlier", 3, 15*time.Second)
-	a := newLock(t, store, "a")
+	a := newLock(t, rows.MustOpen(store), "a")
 	ler, _, err := a.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
 	if err := a.Update(ctx, leading("a", time.Now())); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "controller"})
 	if it.AcquisitionID == "earlier" || it.Acquisitions != int64(ler.LeaderTransitions)+1 {
 		t.Fatalf("row after the Update: %+v, want a new acquisition", it.Record)
 	}
@@ -207,10 +208,10 @@ func TestARowOfThisIdentityNotWrittenByThisLockIsANewAcquisition(t *testing.T) {
 func TestTheLeaseRoundsUpAndTheTimesAreTheRows(t *testing.T) {
 	store := memorystore.New()
 	acquired := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	store.PutItem(resourcelock.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
+	rows.MustRaw(store).PutItem(rows.Item{Key: resourcelock.Key{Partition: "controller"}, Record: resourcelock.Record{
 		HolderIdentity: "x", RVN: "r", LeaseDuration: 1500 * time.Millisecond,
 		AcquireTime: acquired, RenewTime: acquired.Add(time.Minute)}})
-	ler, _, err := newLock(t, store, "a").Get(context.Background())
+	ler, _, err := newLock(t, rows.MustOpen(store), "a").Get(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestTheLeaseRoundsUpAndTheTimesAreTheRows(t *testing.T) {
 // by this identity; others see no holder and may take it at once.
 func TestAReleaseMarksTheRowReleased(t *testing.T) {
 	store := memorystore.New()
-	l := newLock(t, store, "a")
+	l := newLock(t, rows.MustOpen(store), "a")
 	ctx := context.Background()
 	if err := l.Create(ctx, leading("a", time.Now())); err != nil {
 		t.Fatal(err)
@@ -231,11 +232,11 @@ func TestAReleaseMarksTheRowReleased(t *testing.T) {
 	if err := l.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	it, _ := store.Item(resourcelock.Key{Partition: "controller"})
+	it, _ := rows.MustRaw(store).Item(resourcelock.Key{Partition: "controller"})
 	if !it.Released || it.HolderIdentity != "a" {
 		t.Fatalf("row after the release: %+v", it.Record)
 	}
-	ler, _, err := newLock(t, store, "b").Get(ctx)
+	ler, _, err := newLock(t, rows.MustOpen(store), "b").Get(ctx)
 	if err != nil || ler.HolderIdentity != "" {
 		t.Fatalf("Get of the released row: %+v, %v; want no holder", ler, err)
 	}
@@ -245,21 +246,21 @@ func TestAReleaseMarksTheRowReleased(t *testing.T) {
 // landed, and a read can return the row as it was before that write (the
 // read served first, the write applied after it).
 type lateStore struct {
-	resourcelock.Store
-	loseAnswer bool               // the next Update lands, its caller sees a cancel
-	stale      *resourcelock.Item // the next Get returns this
+	rows.Store
+	loseAnswer bool       // the next Update lands, its caller sees a cancel
+	stale      *rows.Item // the next Get returns this
 }
 
-func (s *lateStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
+func (s *lateStore) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
 	it, err := s.Store.Update(ctx, key, expect, rec, opts)
 	if s.loseAnswer && err == nil {
 		s.loseAnswer = false
-		return resourcelock.Item{}, context.Canceled
+		return rows.Item{}, context.Canceled
 	}
 	return it, err
 }
 
-func (s *lateStore) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
+func (s *lateStore) Get(ctx context.Context, key resourcelock.Key) (rows.Item, error) {
 	if s.stale != nil {
 		it := *s.stale
 		s.stale = nil
@@ -274,13 +275,13 @@ func (s *lateStore) Get(ctx context.Context, key resourcelock.Key) (resourcelock
 func TestAWriteOverOwnRenewalThatLandedLateSucceeds(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		mem := memorystore.New()
-		store := &lateStore{Store: mem}
+		store := &lateStore{Store: rows.MustOpen(mem)}
 		l := newLock(t, store, "a")
 		ctx := context.Background()
 		if err := l.Create(ctx, leading("a", time.Now())); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := mem.Item(resourcelock.Key{Partition: "controller"})
+		before, _ := rows.MustRaw(mem).Item(resourcelock.Key{Partition: "controller"})
 		store.loseAnswer = true
 		if err := l.Update(ctx, leading("a", time.Now())); !errors.Is(err, context.Canceled) {
 			t.Fatalf("renewal whose answer is lost: %v", err)
@@ -296,7 +297,7 @@ func TestAWriteOverOwnRenewalThatLandedLateSucceeds(t *testing.T) {
 		if err := l.Update(ctx, next); err != nil {
 			t.Fatalf("write (release %t) after the late renewal: %v", release, err)
 		}
-		it, _ := mem.Item(resourcelock.Key{Partition: "controller"})
+		it, _ := rows.MustRaw(mem).Item(resourcelock.Key{Partition: "controller"})
 		if it.Released != release || it.HolderIdentity != "a" || it.Acquisitions != before.Acquisitions {
 			t.Fatalf("row after the write (release %t): %+v", release, it.Record)
 		}
@@ -306,7 +307,7 @@ func TestAWriteOverOwnRenewalThatLandedLateSucceeds(t *testing.T) {
 // A record naming another identity, or no lease, is refused before any
 // request.
 func TestInvalidRecordsAreRefused(t *testing.T) {
-	l := newLock(t, memorystore.New(), "a")
+	l := newLock(t, rows.MustOpen(memorystore.New()), "a")
 	ctx := context.Background()
 	if err := l.Create(ctx, leading("b", time.Now())); !errors.Is(err, dynalease.ErrInvalid) {
 		t.Fatalf("Create naming another holder: %v, want dynalease.ErrInvalid", err)

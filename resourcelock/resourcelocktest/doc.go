@@ -1,8 +1,6 @@
-// Package resourcelocktest checks a store against the storage contract.
-//
-// RunStoreConformance checks that an implementation of resourcelock.Store
-// keeps the contract the library relies on, and that a lease of the
-// library over it (election's, lock's, a set of keys) behaves; dynalease
-// runs it against the memory store and DynamoDB Local, and a store's author
-// runs it against theirs.
+// Package resourcelocktest checks an implementation of
+// resourcelock.Interface against its contract: RunInterfaceConformance,
+// which a backend's author runs against theirs before giving it to an
+// election.Elector (election.Config.Lease). dynalease runs it against the
+// leases of its own stores, on the memory store and DynamoDB Local.
 package resourcelocktest

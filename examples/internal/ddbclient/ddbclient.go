@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
+	"github.com/dynalease/dynalease/dynamodbstore"
 )
 
 // EndpointEnv names the environment variable that points the examples at

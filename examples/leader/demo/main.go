@@ -36,9 +36,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/examples/internal/ddbclient"
 	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // The candidates' durations, passed on their command lines.

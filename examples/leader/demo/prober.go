@@ -11,8 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // prober measures the round trip to DynamoDB Local with the two kinds of
@@ -39,14 +40,14 @@ func newProber(client *dynamodb.Client, name string) (*prober, error) {
 // once sends one read and one write and returns their round trips.
 func (p *prober) once(ctx context.Context) (rtts []time.Duration, errs int) {
 	t := time.Now()
-	_, err := p.store.Get(ctx, p.read)
+	_, err := rows.MustOpen(p.store).Get(ctx, p.read)
 	rtts = append(rtts, time.Since(t))
 	if err != nil && !errors.Is(err, resourcelock.ErrNotFound) {
 		errs++
 	}
 	t = time.Now()
 	never := resourcelock.Precondition{RVN: "never-written"}
-	_, err = p.store.Update(ctx, p.write, never, resourcelock.Record{HolderIdentity: "demo-probe", RVN: "probe", LeaseDuration: time.Second}, resourcelock.WriteOptions{})
+	_, err = rows.MustOpen(p.store).Update(ctx, p.write, never, resourcelock.Record{HolderIdentity: "demo-probe", RVN: "probe", LeaseDuration: time.Second}, rows.WriteOptions{})
 	rtts = append(rtts, time.Since(t))
 	if !errors.Is(err, resourcelock.ErrConflict) {
 		errs++

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// Op names a method of resourcelock.Store that sends a request.
+// Op names a method of rows.Store that sends a request.
 type Op string
 
 // The operations Store counts and can fail.
@@ -76,7 +77,7 @@ func (f *faults) Inject(op Op, n int, fault Fault) {
 }
 
 // HideConflictRows makes every failed condition carry no row
-// (resourcelock.CurrentItem finds none), as a store that does not
+// (rows.CurrentItem finds none), as a store that does not
 // return one: the caller must then read the row to settle its write. The
 // engine's read fallback is tested this way.
 func (f *faults) HideConflictRows(hide bool) {
@@ -187,9 +188,9 @@ func (f *faults) do(ctx context.Context, op Op, apply func() (resourcelock.Recor
 
 // withoutCurrent returns err as a store that returns no row with a failed
 // condition would answer: it still matches ErrConflict and wraps the
-// store's cause, but resourcelock.CurrentItem finds no row in it.
+// store's cause, but rows.CurrentItem finds no row in it.
 func withoutCurrent(err error) error {
-	if _, ok := resourcelock.CurrentItem(err); !ok {
+	if _, ok := rows.CurrentItem(err); !ok {
 		return err
 	}
 	return rowHidden{err}
@@ -206,7 +207,7 @@ func (e rowHidden) Unwrap() error {
 	err := e.conflict
 	for {
 		next := errors.Unwrap(err)
-		if _, ok := resourcelock.CurrentItem(next); !ok {
+		if _, ok := rows.CurrentItem(next); !ok {
 			return next
 		}
 		err = next

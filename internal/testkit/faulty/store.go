@@ -3,6 +3,7 @@ package faulty
 import (
 	"context"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -12,19 +13,19 @@ const (
 	OpScan   Op = "Scan"
 )
 
-// Store wraps a resourcelock.Store: it records every call and applies
+// Store wraps a rows.Store: it records every call and applies
 // injected faults, per operation. A fault injected for an operation
 // applies to the next calls of it on any key. It is safe for concurrent
 // use.
 type Store struct {
 	faults
-	inner resourcelock.Store
+	inner rows.Store
 }
 
-var _ resourcelock.Store = (*Store)(nil)
+var _ rows.Store = (*Store)(nil)
 
 // New wraps inner.
-func New(inner resourcelock.Store) *Store {
+func New(inner rows.Store) *Store {
 	return &Store{faults: faults{faults: map[Op][]queued{}}, inner: inner}
 }
 
@@ -32,18 +33,18 @@ func New(inner resourcelock.Store) *Store {
 func (f *Store) Describe() string { return "faulty " + f.inner.Describe() }
 
 // Get reads through the wrapped store, subject to faults for OpGet.
-func (f *Store) Get(ctx context.Context, key resourcelock.Key) (resourcelock.Item, error) {
-	return f.item(ctx, OpGet, func() (resourcelock.Item, error) { return f.inner.Get(ctx, key) })
+func (f *Store) Get(ctx context.Context, key resourcelock.Key) (rows.Item, error) {
+	return f.item(ctx, OpGet, func() (rows.Item, error) { return f.inner.Get(ctx, key) })
 }
 
 // Create writes through the wrapped store, subject to faults for OpCreate.
-func (f *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	return f.item(ctx, OpCreate, func() (resourcelock.Item, error) { return f.inner.Create(context.WithoutCancel(ctx), key, rec, opts) })
+func (f *Store) Create(ctx context.Context, key resourcelock.Key, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
+	return f.item(ctx, OpCreate, func() (rows.Item, error) { return f.inner.Create(context.WithoutCancel(ctx), key, rec, opts) })
 }
 
 // Update writes through the wrapped store, subject to faults for OpUpdate.
-func (f *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts resourcelock.WriteOptions) (resourcelock.Item, error) {
-	return f.item(ctx, OpUpdate, func() (resourcelock.Item, error) {
+func (f *Store) Update(ctx context.Context, key resourcelock.Key, expect resourcelock.Precondition, rec resourcelock.Record, opts rows.WriteOptions) (rows.Item, error) {
+	return f.item(ctx, OpUpdate, func() (rows.Item, error) {
 		return f.inner.Update(context.WithoutCancel(ctx), key, expect, rec, opts)
 	})
 }
@@ -57,7 +58,7 @@ func (f *Store) Remove(ctx context.Context, key resourcelock.Key, expect resourc
 }
 
 // Scan reads through the wrapped store, subject to faults for OpScan.
-func (f *Store) Scan(ctx context.Context, partition string, fn func(resourcelock.Item, error) error) error {
+func (f *Store) Scan(ctx context.Context, partition string, fn func(rows.Item, error) error) error {
 	_, err := f.do(ctx, OpScan, func() (resourcelock.Record, error) {
 		return resourcelock.Record{}, f.inner.Scan(ctx, partition, fn)
 	})
@@ -68,8 +69,8 @@ func (f *Store) Scan(ctx context.Context, partition string, fn func(resourcelock
 const OpFence Op = "Fence"
 
 // Fence passes through the wrapped store, subject to faults for OpFence.
-func (f *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (resourcelock.Item, error) {
-	return f.item(ctx, OpFence, func() (resourcelock.Item, error) {
+func (f *Store) Fence(ctx context.Context, key resourcelock.Key, holder, acquisitionID string) (rows.Item, error) {
+	return f.item(ctx, OpFence, func() (rows.Item, error) {
 		return f.inner.Fence(context.WithoutCancel(ctx), key, holder, acquisitionID)
 	})
 }
@@ -87,38 +88,38 @@ const (
 )
 
 // Stand passes through the wrapped store, subject to faults for OpStand.
-func (f *Store) Stand(ctx context.Context, key resourcelock.Key, c resourcelock.Candidate, drop []string) (resourcelock.Item, error) {
-	return f.item(ctx, OpStand, func() (resourcelock.Item, error) { return f.inner.Stand(context.WithoutCancel(ctx), key, c, drop) })
+func (f *Store) Stand(ctx context.Context, key resourcelock.Key, c rows.Candidate, drop []string) (rows.Item, error) {
+	return f.item(ctx, OpStand, func() (rows.Item, error) { return f.inner.Stand(context.WithoutCancel(ctx), key, c, drop) })
 }
 
 // Share passes through the wrapped store, subject to faults for OpShare.
-func (f *Store) Share(ctx context.Context, key resourcelock.Key, w resourcelock.Share) (resourcelock.Item, error) {
-	return f.item(ctx, OpShare, func() (resourcelock.Item, error) { return f.inner.Share(context.WithoutCancel(ctx), key, w) })
+func (f *Store) Share(ctx context.Context, key resourcelock.Key, w rows.Share) (rows.Item, error) {
+	return f.item(ctx, OpShare, func() (rows.Item, error) { return f.inner.Share(context.WithoutCancel(ctx), key, w) })
 }
 
 // Join passes through the wrapped store, subject to faults for OpJoin.
-func (f *Store) Join(ctx context.Context, key resourcelock.Key, w resourcelock.Waiter) (resourcelock.Item, error) {
-	return f.item(ctx, OpJoin, func() (resourcelock.Item, error) { return f.inner.Join(context.WithoutCancel(ctx), key, w) })
+func (f *Store) Join(ctx context.Context, key resourcelock.Key, w rows.Waiter) (rows.Item, error) {
+	return f.item(ctx, OpJoin, func() (rows.Item, error) { return f.inner.Join(context.WithoutCancel(ctx), key, w) })
 }
 
 // Leave passes through the wrapped store, subject to faults for OpLeave.
-func (f *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (resourcelock.Item, error) {
-	return f.item(ctx, OpLeave, func() (resourcelock.Item, error) {
+func (f *Store) Leave(ctx context.Context, key resourcelock.Key, ticket string, index int) (rows.Item, error) {
+	return f.item(ctx, OpLeave, func() (rows.Item, error) {
 		return f.inner.Leave(context.WithoutCancel(ctx), key, ticket, index)
 	})
 }
 
 // item runs apply, a request that answers with a row, subject to faults
 // for op.
-func (f *Store) item(ctx context.Context, op Op, apply func() (resourcelock.Item, error)) (resourcelock.Item, error) {
-	var it resourcelock.Item
+func (f *Store) item(ctx context.Context, op Op, apply func() (rows.Item, error)) (rows.Item, error) {
+	var it rows.Item
 	_, err := f.do(ctx, op, func() (resourcelock.Record, error) {
 		var err error
 		it, err = apply()
 		return it.Record, err
 	})
 	if err != nil {
-		return resourcelock.Item{}, err
+		return rows.Item{}, err
 	}
 	return it, nil
 }
@@ -136,8 +137,8 @@ func (f *Store) MaxMany() int { return f.inner.MaxMany() }
 
 // GetMany reads through the wrapped store, subject to faults for
 // OpGetMany.
-func (f *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]resourcelock.Item, error) {
-	var rows map[resourcelock.Key]resourcelock.Item
+func (f *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resourcelock.Key]rows.Item, error) {
+	var rows map[resourcelock.Key]rows.Item
 	_, err := f.do(ctx, OpGetMany, func() (resourcelock.Record, error) {
 		var err error
 		rows, err = f.inner.GetMany(ctx, keys)
@@ -151,7 +152,7 @@ func (f *Store) GetMany(ctx context.Context, keys []resourcelock.Key) (map[resou
 
 // WriteMany writes through the wrapped store, subject to faults for
 // OpWriteMany.
-func (f *Store) WriteMany(ctx context.Context, writes []resourcelock.Write) error {
+func (f *Store) WriteMany(ctx context.Context, writes []rows.Write) error {
 	_, err := f.do(ctx, OpWriteMany, func() (resourcelock.Record, error) {
 		return resourcelock.Record{}, f.inner.WriteMany(context.WithoutCancel(ctx), writes)
 	})

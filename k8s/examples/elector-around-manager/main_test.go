@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/k8s/internal/k8stest"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -121,12 +122,12 @@ func TestDynamoDBALostTermCallsLost(t *testing.T) {
 	r := startReplica(t, store, "a", func() { lost <- struct{}{} })
 	waitStarted(t, r)
 	key := resourcelock.Key{Partition: "ctl"}
-	cur, err := store.Get(context.Background(), key)
+	cur, err := rows.MustOpen(store).Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Update(context.Background(), key, resourcelock.Precondition{RVN: cur.RVN},
-		resourcelock.Record{HolderIdentity: "thief", RVN: uuid.NewString(), LeaseDuration: short.lease}, resourcelock.WriteOptions{}); err != nil {
+	if _, err := rows.MustOpen(store).Update(context.Background(), key, resourcelock.Precondition{RVN: cur.RVN},
+		resourcelock.Record{HolderIdentity: "thief", RVN: uuid.NewString(), LeaseDuration: short.lease}, rows.WriteOptions{}); err != nil {
 		t.Fatalf("taking the row: %v", err)
 	}
 	select {

@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/dynalease/dynalease/dynamodbstore"
 	"github.com/dynalease/dynalease/internal/testkit/ddbtest"
-	"github.com/dynalease/dynalease/resourcelock/dynamodbstore"
 )
 
 // Store returns a store on a fresh table of the DynamoDB the tests use

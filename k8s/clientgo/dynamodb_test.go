@@ -21,10 +21,14 @@ import (
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
+// The electors' timings: a leader steps down when its renewals take
+// longer than renewDeadline, so it is kept well above what a request to
+// DynamoDB Local takes on a busy machine (over 1.5 s has been seen), for
+// the tests' "nothing happened to it" to hold.
 const (
-	leaseDuration = 2 * time.Second
-	renewDeadline = 1500 * time.Millisecond
-	retryPeriod   = 200 * time.Millisecond
+	leaseDuration = 4 * time.Second
+	renewDeadline = 3 * time.Second
+	retryPeriod   = 300 * time.Millisecond
 	patience      = 60 * time.Second
 	electionName  = "controller"
 )

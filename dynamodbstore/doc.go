@@ -1,4 +1,4 @@
-// Package dynamodbstore is the rows.Store on an Amazon DynamoDB
+// Package dynamodbstore is the resourcelock.Store on an Amazon DynamoDB
 // table: the only code in dynalease that knows the lock item. Its rows have
 // the layout of the AWS Java DynamoDB Lock Client (key, ownerName,
 // leaseDuration in milliseconds, recordVersionNumber, data, isReleased),
@@ -17,8 +17,8 @@
 // Both are DynamoDB's, reached through this package, not part of the
 // generic contract.
 //
-// Errors are classified once, here: a failed condition is a
-// rows.Conflict carrying the row; a missing table matches
+// Errors are classified once, here: a failed condition matches
+// resourcelock.ErrConflict; a missing table matches
 // resourcelock.ErrPermanent, and it and the other errors that no retry can change
 // (a key schema other than the table's, access denied, credentials not
 // recognised) match resourcelock.ErrPermanent; throttling matches

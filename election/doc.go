@@ -54,7 +54,7 @@
 //
 // A candidate may stand on the election's row (Config.Stand, or a
 // Priority other than zero): it keeps an entry among the row's candidates
-// (rows.Item.Candidates) with its identity, its priority and an
+// with its identity, its priority and an
 // RVN of the entry's own, which each of its polls rewrites. An entry takes
 // nothing: writing it changes neither the record nor the row's RVN, so a
 // leader's renewal, conditioned on its own RVN, is never refused by one.

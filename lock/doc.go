@@ -74,7 +74,7 @@
 //     Each taking back is a new acquisition (a new fencing token), and a
 //     queued waiter's wait budget starts again at it, as at a change of
 //     holder.
-//   - A row kept for the stint is not free (rows.Item.Free): Create
+//   - A row kept for the stint is not free: Create
 //     refuses it, a newcomer joins its queue, and a waiter behind the head
 //     sees it as held and takes it over only after its RVN has stayed
 //     unchanged for the row's lease (a dead head). The queue's head takes
@@ -174,8 +174,8 @@
 // once, and a writer holds it alone.
 //
 // The key keeps its one row. While readers hold it, the row names the
-// holder rows.ReadersHolder ("dynalease:readers"), and each reader
-// is an entry of the row (rows.Reader) with a ticket and an RVN of
+// holder "dynalease:readers", and each reader
+// is an entry of the row with a ticket and an RVN of
 // its own: a reader's acquisition adds its entry, its heartbeat gives the
 // entry (and the row) a new RVN conditioned on the entry's, its release
 // removes the entry, and the last release marks the row released. Readers
@@ -202,7 +202,7 @@
 // Readers and writers wait in one queue, the key's, and are served in
 // its order (with fair waiting, the default). A reader that finds a
 // writer holding, or a writer queued, queues: its entry is marked a
-// reader's (rows.Waiter.Shared). Readers queued ahead of every
+// reader's. Readers queued ahead of every
 // writer join a row of readers at their next poll (their join removes
 // their entry); a reader queued behind a writer waits for that writer's
 // turn, so new readers never overtake a waiting writer. A writer's release

@@ -15,7 +15,7 @@ type Info struct {
 	Key     string
 	SortKey string
 	// HolderIdentity is the holder identity in the row (the holder, or the last holder
-	// when Released); rows.ReadersHolder while shared holders
+	// when Released); "dynalease:readers" while shared holders
 	// hold it.
 	HolderIdentity string
 	// Readers are the identities of the row's shared holders

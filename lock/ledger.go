@@ -17,7 +17,7 @@ func init() {
 
 // takeLedger is ledger.Options.Take: the taking write sets numbers and is
 // admitted only while each integer below names is missing or below its
-// bound (rows.WriteOptions.Numbers and Below). Such an acquisition
+// bound. Such an acquisition
 // does not join the row's queue, even on a fair client: it polls as an
 // Unfair client's does, since a hand-over to it could only be refused by
 // its bound. The row a failed fence or an abandoned write in doubt

@@ -28,7 +28,7 @@ import (
 // with a sort key every member has the sort key value of WithSortKeyValue.
 // A set holds at most the store's MaxMany keys (100 on DynamoDB), and half
 // as many on a client with fencing tokens, whose set has one token above
-// every token any of its keys had (rows.Store.FenceMany).
+// every token any of its keys had (one fence of all of them).
 // Larger sets, data (WithData), attributes (WithAttributes), reentrancy
 // (WithReentrant) and WithAcquireOnlyIfExists are refused before any
 // request, with an error matching dynalease.ErrInvalid.

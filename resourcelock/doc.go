@@ -1,18 +1,27 @@
-// Package resourcelock is the storage contract: the record behind a lease
-// (who holds it, which record version number, RVN, they last wrote, for how
-// long that write holds, and whether the holder released it), the row a
-// store keeps it in, and the one interface a store implements, Store.
-// Interface is one lease of a store seen by one holder, in the shape of
-// client-go's resource lock: what package election takes.
+// Package resourcelock is dynalease's storage contract as users meet it:
+// the record behind a lease (Record: who holds it, which record version
+// number, RVN, they last wrote, for how long that write holds, and whether
+// the holder released it), the key that names it (Key), what a write
+// expects to find (Precondition), the errors stores return, and two
+// interfaces:
 //
-// The package holds nothing else and imports nothing of AWS. The stores
-// sit beside it: dynamodbstore on a DynamoDB table, whose items have the
-// layout of the AWS Java DynamoDB Lock Client so that Java and Go hosts
-// share one table (the only code in dynalease that knows that layout);
-// memorystore in process, for unit tests. resourcelocktest holds the
-// conformance suite every store runs. Each store classifies its own
-// errors: those waiting cannot fix match ErrPermanent (see Permanent),
-// throttling ErrThrottled.
+//   - Store is a table of leases made by dynamodbstore.New (a DynamoDB
+//     table whose items have the layout of the AWS Java DynamoDB Lock
+//     Client, so that Java and Go hosts share one table) or memorystore.New
+//     (in process, for unit tests): what lock, election and schedule take.
+//     Its methods are dynalease's own; no other package implements it.
+//   - Interface is one lease seen by one holder, in the shape of client-go's
+//     resource lock: Get, Create, Update, Identity, Describe. It is the one
+//     contract a backend author implements, to give an election.Elector
+//     storage other than DynamoDB (election.Config.Lease);
+//     resourcelocktest.RunInterfaceConformance checks an implementation.
+//
+// Holding and Guarded compose a write of the caller's own with a lock's
+// ownership, as etcd's Mutex.IsOwner does: lock.Lock.Guard and
+// election.Elector.Guard hand their Holding to a Guarded, which
+// dynamodbstore's Writes makes of DynamoDB items.
+//
+// The package imports nothing of AWS and nothing of dynalease's internals.
 //
 // # The contract in one paragraph
 //

@@ -1,9 +1,9 @@
 package sim
 
 import (
-	"github.com/dynalease/dynalease/internal/rows"
 	"context"
 	"errors"
+	"github.com/dynalease/dynalease/internal/rows"
 	"math/rand/v2"
 	"time"
 

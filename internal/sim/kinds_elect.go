@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"github.com/dynalease/dynalease/internal/rows"
 	"context"
+	"github.com/dynalease/dynalease/internal/rows"
 	"time"
 
 	"github.com/dynalease/dynalease/election"

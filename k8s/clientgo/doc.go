@@ -1,6 +1,6 @@
 // Package clientgo puts client-go's leader election, and so
 // controller-runtime's, on a dynalease row: Lock implements client-go's
-// resourcelock.Interface over a dynalease rows.Store (DynamoDB
+// resourcelock.Interface over a dynalease resourcelock.Store (DynamoDB
 // through dynamodbstore, or the memory store in tests), so that a
 // controller's replicas in several clusters, or regions, elect one leader
 // through a table outside any cluster.

@@ -43,7 +43,7 @@ test: fmt-check
 	$(TEST_ENV) $(DDB_LOCAL) run -- $(GO) test -race -vet=all -p 4 -count=1 -timeout 20m $(MODULES)
 	$(MAKE) --no-print-directory sim-batch SEEDS=500
 
-# make sim: the deterministic simulator (internal/sim; docs/testing.md),
+# make sim: the deterministic simulator (internal/sim, a harness of test files; docs/testing.md),
 # SEEDS histories (default 2000) from SEED (default 1), shared among
 # SIM_PROCS processes (default the machine's cores), each on one core
 # without the race detector; it prints histories per second, and, with

@@ -222,7 +222,7 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		c.k.Renew(background{l}, sent.Add(timing.Spread(c.clk, c.cfg.heartbeat)))
 	}
 	if log := c.log.V(1); log.Enabled() {
-		log.Info("acquired", "key", t.key.String(), "rvn", l.RVN())
+		log.Info("acquired", "key", t.key.String(), "rvn", l.rvn())
 	}
 	return l, nil
 }

@@ -322,11 +322,9 @@ func TestClientConfigValidation(t *testing.T) {
 		"negative lease":            {Config{LeaseDuration: -1}, "LeaseDuration"},
 		"margin at lease":           {Config{SafetyMargin: DefaultLeaseDuration}, "SafetyMargin"},
 		"ttl slack under an hour":   {Config{TTL: time.Minute}, "TTL"},
-		"negative concurrency":      {Config{HeartbeatConcurrency: -1}, "HeartbeatConcurrency"},
 		"negative refresh":          {Config{RefreshPeriod: -s}, "RefreshPeriod"},
 		"identity over 1 KiB":       {Config{Identity: string(make([]byte, 2000))}, "Identity"},
 		"request timeout too long":  {Config{RequestTimeout: time.Minute}, "RequestTimeout"},
-		"negative cache capacity":   {Config{ObservationCacheSize: -1}, "ObservationCacheSize"},
 		// Bug 9 of the engine issue: a margin with no room for drift.
 		"margin of 1 ns":           {Config{SafetyMargin: time.Nanosecond}, "SafetyMargin"},
 		"margin below 1% of lease": {Config{LeaseDuration: 10 * s, SafetyMargin: 99 * time.Millisecond}, "SafetyMargin"},

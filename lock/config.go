@@ -122,13 +122,11 @@ type Config struct {
 	// fencing costs two more requests; every later one none.
 	Fencing bool
 
-	// HeartbeatConcurrency bounds the heartbeats in flight at once
-	// (default 16).
-	HeartbeatConcurrency int
-	// ObservationCacheSize bounds how many locks of other owners the client
-	// remembers having watched (default 10,000); the oldest
-	// are forgotten first.
-	ObservationCacheSize int
+	// concurrency bounds the heartbeats in flight at once (16 when 0),
+	// and cacheSize how many locks of other owners the client remembers
+	// having watched (10,000 when 0; the oldest are forgotten first):
+	// the library's, set by its tests only.
+	concurrency, cacheSize int
 	// Clock times every wait; the real clock when nil.
 	Clock clock.WithTickerAndDelayedExecution
 	// Logger receives structured logs; silent when unset.
@@ -172,7 +170,7 @@ func (cfg Config) resolve() (config, error) {
 	c := config{
 		identity: cfg.Identity, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
 		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, ttlSlack: cfg.TTL, clock: cfg.Clock,
-		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.HeartbeatConcurrency, cacheSize: cfg.ObservationCacheSize,
+		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.concurrency, cacheSize: cfg.cacheSize,
 		fencing: cfg.Fencing, fair: !cfg.Unfair, tracer: tracing.New(cfg.TracerProvider),
 	}
 	if c.lease == 0 {
@@ -251,10 +249,6 @@ func (c config) validate() error {
 		return invalid("RefreshPeriod", "refresh period %v is below %v", c.refresh, rvnlease.MinPeriod)
 	case c.ttlSlack < 0 || (c.ttlSlack > 0 && c.ttlSlack < minTTLSlack):
 		return invalid("TTL", "TTL slack %v must be at least %v", c.ttlSlack, minTTLSlack)
-	case c.concurrency <= 0:
-		return invalid("HeartbeatConcurrency", "heartbeat concurrency %d is not positive", c.concurrency)
-	case c.cacheSize <= 0:
-		return invalid("ObservationCacheSize", "observation cache size %d is not positive", c.cacheSize)
 	}
 	return nil
 }

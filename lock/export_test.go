@@ -56,10 +56,10 @@ func WithClock(clk timing.Clock) Option  { return func(c *testConfig) { c.Clock 
 func WithLogger(l logr.Logger) Option    { return func(c *testConfig) { c.Logger = l } }
 func WithMetrics(m metrics.Locks) Option { return func(c *testConfig) { c.Metrics = m } }
 func WithHeartbeatConcurrency(n int) Option {
-	return func(c *testConfig) { c.HeartbeatConcurrency = n }
+	return func(c *testConfig) { c.concurrency = n }
 }
 func WithObservationCacheSize(n int) Option {
-	return func(c *testConfig) { c.ObservationCacheSize = n }
+	return func(c *testConfig) { c.cacheSize = n }
 }
 
 // WithUnfair turns fair waiting off (Config.Unfair).
@@ -116,4 +116,13 @@ func (l *Lock) GuardItems(ctx context.Context, items ...types.TransactWriteItem)
 	return l.Guard(ctx, l.c.store.(interface {
 		Writes(...types.TransactWriteItem) resourcelock.Guarded
 	}).Writes(items...))
+}
+
+// What tests read of a lock and a client beyond the public API.
+func (l *Lock) RVN() string                { return l.rvn() }
+func (l *Lock) SortKey() string            { return l.sortKey() }
+func (l *Lock) Keys() []string             { return l.keys() }
+func (l *Lock) Attributes() map[string]any { return l.attributes() }
+func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info, error) {
+	return c.permitRows(ctx, name, permits)
 }

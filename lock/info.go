@@ -2,7 +2,6 @@ package lock
 
 import (
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/dynalease/dynalease/internal/record"
@@ -21,11 +20,12 @@ type Info struct {
 	// Readers are the identities of the row's shared holders
 	// (AcquireShared), in no particular order; nil unless readers hold it.
 	Readers []string
-	// Candidates are the entries of candidates for election standing on
-	// the row (see election.Config.Stand), as last written: an entry of a
-	// candidate that stopped without withdrawing stays until another
+	// Candidates are the priorities of the candidates for election
+	// standing on the row (see election.Config.Stand), by identity, as
+	// last written (an identity with two entries: the higher): an entry
+	// of a candidate that stopped without withdrawing stays until another
 	// candidate drops it. Nil when there are none.
-	Candidates []rows.Candidate
+	Candidates map[string]int64
 	// RVN is the row's record version number.
 	RVN string
 	// LeaseDuration is the holder's lease as written in the row.
@@ -58,7 +58,7 @@ func infoOf(it rows.Item, err error) Info {
 		SortKey:        it.Key.Sort,
 		HolderIdentity: it.HolderIdentity,
 		Readers:        readerIdentities(it.Readers),
-		Candidates:     slices.Clone(it.Candidates),
+		Candidates:     candidatesOf(it.Candidates),
 		RVN:            it.RVN,
 		LeaseDuration:  it.LeaseDuration,
 		Released:       it.Released,
@@ -90,4 +90,18 @@ func cloneAttributes(attrs map[string]any) map[string]any {
 		return nil
 	}
 	return maps.Clone(attrs)
+}
+
+// candidatesOf returns the priorities of cs by identity, nil for none.
+func candidatesOf(cs []rows.Candidate) map[string]int64 {
+	if len(cs) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(cs))
+	for _, c := range cs {
+		if p, ok := m[c.Identity]; !ok || c.Priority > p {
+			m[c.Identity] = c.Priority
+		}
+	}
+	return m
 }

@@ -304,8 +304,8 @@ func (l *Lock) endWrite() {
 // Key returns the lock's key (its partition key value).
 func (l *Lock) Key() string { return l.lease.Key().Partition }
 
-// SortKey returns the lock's sort key value, empty without one.
-func (l *Lock) SortKey() string { return l.lease.Key().Sort }
+// sortKey returns the lock's sort key value, empty without one.
+func (l *Lock) sortKey() string { return l.lease.Key().Sort }
 
 // Data returns a copy of the data stored with the lock as last written.
 func (l *Lock) Data() []byte {
@@ -317,9 +317,9 @@ func (l *Lock) Data() []byte {
 	return bytes.Clone(l.x.data)
 }
 
-// Attributes returns a copy of the row's additional attributes as last
+// attributes returns a copy of the row's additional attributes as last
 // written, their values of the store's own kind (see WithAttributes).
-func (l *Lock) Attributes() map[string]any {
+func (l *Lock) attributes() map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.x == nil || len(l.x.attributes) == 0 {
@@ -328,9 +328,9 @@ func (l *Lock) Attributes() map[string]any {
 	return maps.Clone(l.x.attributes)
 }
 
-// RVN returns the record version number of the lock's last confirmed
+// rvn returns the record version number of the lock's last confirmed
 // write.
-func (l *Lock) RVN() string {
+func (l *Lock) rvn() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rvnLocked()

@@ -47,11 +47,11 @@ func (c *Client) TryAcquirePermit(ctx context.Context, name string, permits int,
 	return c.acquirePermit(ctx, name, permits, opts, true)
 }
 
-// Permits returns the rows of the slots of the semaphore name with permits
+// permitRows returns the rows of the slots of the semaphore name with permits
 // permits, in slot order, held or not; a slot never taken is absent. It
 // reads them in one request; once the client is closed it returns
 // ErrClosed without one.
-func (c *Client) Permits(ctx context.Context, name string, permits int) ([]Info, error) {
+func (c *Client) permitRows(ctx context.Context, name string, permits int) ([]Info, error) {
 	store, keys, _, err := c.permitConfig(name, permits, nil)
 	if err != nil {
 		return nil, err

@@ -161,9 +161,9 @@ func (t target) own(l *Lock) {
 	}
 }
 
-// Keys returns the keys the lock holds: its key, or the members of a set
+// keys returns the keys the lock holds: its key, or the members of a set
 // (sorted), as partition key values.
-func (l *Lock) Keys() []string {
+func (l *Lock) keys() []string {
 	set := l.claim.set
 	if set == nil {
 		return []string{l.lease.Key().Partition}

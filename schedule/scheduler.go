@@ -274,7 +274,7 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 // it planned the step from a ledger it did not read (a refusal's, just
 // now): the row was seen held by the slot's run, and a wait that began at
 // once would only read it again. The lock client keeps what the refusal
-// saw (while its cache of watched keys, Config.ObservationCacheSize, keeps
+// saw (while the lock client's cache of watched keys, 10,000 of them, keeps
 // the key), so the wait's takeover of a run that dies still counts from
 // that sighting: the pause costs no lateness, only the read. A key evicted
 // meanwhile costs a dead run's takeover one refresh period more.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -47,8 +48,8 @@ func toJSON(in lock.Info) lockJSON {
 	out := lockJSON{Name: in.Key, SortKey: in.SortKey, Owner: in.HolderIdentity, Readers: in.Readers, RVN: in.RVN,
 		LeaseMillis: in.LeaseDuration.Milliseconds(), Released: in.Released, Acquisitions: in.Acquisitions, Data: string(in.Data),
 		Token: in.Token}
-	for _, c := range in.Candidates {
-		out.Candidates = append(out.Candidates, candidateJSON{Identity: c.Identity, Priority: c.Priority})
+	for _, id := range byPriority(in.Candidates) {
+		out.Candidates = append(out.Candidates, candidateJSON{Identity: id, Priority: in.Candidates[id]})
 	}
 	if !in.RenewTime.IsZero() {
 		out.RenewTime = in.RenewTime.UTC().Format(time.RFC3339Nano)
@@ -148,8 +149,8 @@ func print(infos []lock.Info, asJSON bool) error {
 		}
 		if len(in.Candidates) > 0 {
 			cands := make([]string, 0, len(in.Candidates))
-			for _, c := range in.Candidates {
-				cands = append(cands, fmt.Sprintf("%s (priority %d)", c.Identity, c.Priority))
+			for _, id := range byPriority(in.Candidates) {
+				cands = append(cands, fmt.Sprintf("%s (priority %d)", id, in.Candidates[id]))
 			}
 			owner += "; candidates: " + strings.Join(cands, ", ")
 		}
@@ -201,4 +202,20 @@ right key schema, and fails (exit 69) on a table of another schema.`,
 	}
 	cmd.Flags().BoolVar(&ttl, "ttl", false, "enable TTL on the lock table's ttl attribute")
 	return cmd
+}
+
+// byPriority returns the identities of cands, the highest priority first
+// (ties by identity).
+func byPriority(cands map[string]int64) []string {
+	ids := make([]string, 0, len(cands))
+	for id := range cands {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if cands[ids[i]] != cands[ids[j]] {
+			return cands[ids[i]] > cands[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
 }

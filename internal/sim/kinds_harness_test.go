@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dynalease/dynalease/lock"
@@ -74,7 +75,7 @@ func (w *World) setActor(name string, keys []string, s Settings, contenders int)
 			if err != nil {
 				continue
 			}
-			t := w.hist.Begin("set", l.Keys(), a.p, l.Token(), l.ValidUntil)
+			t := w.hist.Begin("set", slices.Sorted(slices.Values(set)), a.p, l.Token(), l.ValidUntil)
 			if !a.hold(l, t, a.between(s.MaxHold/10, s.MaxHold)) {
 				continue
 			}

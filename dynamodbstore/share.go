@@ -102,9 +102,8 @@ func (d *rowStore) Share(ctx context.Context, key resourcelock.Key, w rows.Share
 
 // shareExpressions returns the update and condition expressions of w.
 func (d *Store) shareExpressions(e *expression, w rows.Share) (update, cond string) {
-	var u updateClauses
-	readers := e.name(attrReaders)
-	entry := func() string { return readers + "." + e.name(w.Reader.Ticket) }
+	x := &shareExpr{d: d, e: e, w: w, readers: e.name(attrReaders)}
+	u := &x.u
 	u.set(e, attrRVN, s(w.RVN))
 	u.time(e, attrRenewTime, w.Time)
 	switch {
@@ -114,24 +113,60 @@ func (d *Store) shareExpressions(e *expression, w rows.Share) (update, cond stri
 	default:
 		u.set(e, d.keys.ttl, &types.AttributeValueMemberN{Value: strconv.FormatInt(w.Expires.Unix(), 10)})
 	}
-	held := func() string {
-		return e.name(attrOwner) + " = " + e.value(s(rows.ReadersHolder)) +
-			" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
-	}
-	own := func() string {
-		c := held() + " AND " + entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
-		if w.SeenLease > 0 {
-			c += " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease))
-		}
-		return c
-	}
-	mark := e.name(attrUpgrader)
 	switch {
 	case w.Op == rows.ShareBegin || w.Op == rows.ShareTake || (w.Upgradeable && w.Op == rows.ShareJoin):
 		u.optional(e, attrUpgrader, upgrader(w))
 	case w.Op == rows.ShareEnd || (w.Upgradeable && w.Op == rows.ShareLeave):
 		u.remove(e, attrUpgrader)
 	}
+	cond = x.op() + x.drops()
+	if w.Op == rows.ShareBegin || w.Op == rows.ShareTake {
+		// A new hold of readers counts an acquisition: their token is
+		// above every earlier writer's.
+		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})), cond
+	}
+	return u.expression(""), cond
+}
+
+// shareExpr is the expressions of one Share under construction.
+type shareExpr struct {
+	d       *Store
+	e       *expression
+	u       updateClauses
+	w       rows.Share
+	readers string // the readers' map attribute, named
+}
+
+// entry is the path of the writing reader's entry.
+func (x *shareExpr) entry() string { return x.readers + "." + x.e.name(x.w.Reader.Ticket) }
+
+// held is the condition that readers hold the row.
+func (x *shareExpr) held() string {
+	e := x.e
+	return e.name(attrOwner) + " = " + e.value(s(rows.ReadersHolder)) +
+		" AND NOT " + e.name(attrReleased) + " = " + e.value(s(releasedValue))
+}
+
+// own is the condition that the writing reader's entry is as it last
+// wrote it (and, with SeenLease, the row's lease as seen).
+func (x *shareExpr) own() string {
+	e, w := x.e, x.w
+	c := x.held() + " AND " + x.entry() + "." + e.name(readerRVN) + " = " + e.value(s(w.Expect))
+	if w.SeenLease > 0 {
+		c += " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease))
+	}
+	return c
+}
+
+// count is n as an expression value.
+func (x *shareExpr) count(n int) string {
+	return x.e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(n)})
+}
+
+// op adds the clauses of w's change of the readers and returns its
+// condition.
+func (x *shareExpr) op() string {
+	e, w, u := x.e, x.w, &x.u
 	switch w.Op {
 	case rows.ShareBegin, rows.ShareTake:
 		u.set(e, attrOwner, s(rows.ReadersHolder))
@@ -142,31 +177,39 @@ func (d *Store) shareExpressions(e *expression, w rows.Share) (update, cond stri
 		u.remove(e, attrReleased)
 		u.remove(e, attrHandedTo)
 		if w.Op == rows.ShareBegin {
-			cond = d.keys.createCondition(e)
-		} else {
-			cond = "attribute_exists(" + e.name(d.keys.partitionKey) + ") AND " + e.name(attrRVN) + " = " + e.value(s(w.Expect))
-			cond = withDequeue(e, cond, &rows.Dequeue{Tickets: w.Dequeue})
-			dequeueRemoves(&u, e, &rows.Dequeue{Tickets: w.Dequeue})
+			return x.d.keys.createCondition(e)
 		}
+		cond := "attribute_exists(" + e.name(x.d.keys.partitionKey) + ") AND " + e.name(attrRVN) + " = " + e.value(s(w.Expect))
+		dequeueRemoves(u, e, &rows.Dequeue{Tickets: w.Dequeue})
+		return withDequeue(e, cond, &rows.Dequeue{Tickets: w.Dequeue})
 	case rows.ShareJoin:
-		u.setPath(entry(), e.value(encodeReader(w.Reader)))
+		u.setPath(x.entry(), e.value(encodeReader(w.Reader)))
 		u.set(e, attrLease, leaseValue(max(w.SeenLease, w.Reader.Lease)))
-		cond = held() + " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease)) +
-			" AND " + joinQueueCondition(e, &u, w) +
-			" AND size(" + readers + ") < " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(rows.MaxReaders)})
+		return x.held() + " AND " + e.name(attrLease) + " = " + e.value(leaseValue(w.SeenLease)) +
+			" AND " + joinQueueCondition(e, u, w) +
+			" AND size(" + x.readers + ") < " + x.count(rows.MaxReaders)
 	case rows.ShareRenew:
-		u.setPath(entry()+"."+e.name(readerRVN), e.value(s(w.Reader.RVN)))
-		cond = own()
+		u.setPath(x.entry()+"."+e.name(readerRVN), e.value(s(w.Reader.RVN)))
+		return x.own()
 	case rows.ShareLeave:
-		u.removePath(entry())
-		cond = own() + " AND size(" + readers + ") > " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(1 + len(w.Drop))})
+		u.removePath(x.entry())
+		return x.own() + " AND size(" + x.readers + ") > " + x.count(1+len(w.Drop))
 	case rows.ShareEnd:
 		u.remove(e, attrReaders)
 		u.set(e, attrReleased, s(releasedValue))
-		cond = own() + " AND size(" + readers + ") = " + e.value(&types.AttributeValueMemberN{Value: strconv.Itoa(1 + len(w.Drop))})
+		return x.own() + " AND size(" + x.readers + ") = " + x.count(1+len(w.Drop))
 	}
+	return ""
+}
+
+// drops adds the clauses that take w's silent readers (and the upgrader
+// mark) out, and returns the conditions on them and on the mark.
+func (x *shareExpr) drops() string {
+	e, w, u := x.e, x.w, &x.u
+	mark := e.name(attrUpgrader)
+	var cond string
 	for _, d := range w.Drop {
-		path := readers + "." + e.name(d.Ticket)
+		path := x.readers + "." + e.name(d.Ticket)
 		cond += " AND " + path + "." + e.name(readerRVN) + " = " + e.value(s(d.RVN))
 		if w.Op != rows.ShareEnd { // an End removes the whole map
 			u.removePath(path)
@@ -185,12 +228,7 @@ func (d *Store) shareExpressions(e *expression, w rows.Share) (update, cond stri
 	case w.Op == rows.ShareLeave || w.Op == rows.ShareEnd:
 		cond += " AND " + mark + " = " + e.value(s(w.Reader.Ticket))
 	}
-	if w.Op == rows.ShareBegin || w.Op == rows.ShareTake {
-		// A new hold of readers counts an acquisition: their token is
-		// above every earlier writer's.
-		return u.expression(e.name(attrTransitions) + " " + e.value(&types.AttributeValueMemberN{Value: "1"})), cond
-	}
-	return u.expression(""), cond
+	return cond
 }
 
 // joinQueueCondition returns a join's condition on the queue (see

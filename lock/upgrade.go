@@ -48,24 +48,11 @@ func WithUpgradeable() AcquireOption { return func(a *acquireConfig) { a.upgrade
 // the acquire options it takes WithAdditionalWait, WithRefreshPeriodFor
 // and WithSessionMonitor.
 func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error) {
-	var reader *readlease.Reader
-	if l.x != nil {
-		reader = l.x.shared
-	}
-	if reader == nil || !reader.IsUpgradeable() {
-		return nil, invalid("Upgrade", "only an upgradeable shared lock upgrades (AcquireShared with WithUpgradeable)")
-	}
-	c, k := l.c, l.lease.Key()
-	a, _, err := c.acquireConfig(k.Partition, append([]AcquireOption{WithSortKeyValue(k.Sort)}, opts...))
+	reader, a, err := l.upgradeConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	if name := a.refusedForShared(); name != "" || a.upgradeable {
-		if name == "" {
-			name = "WithUpgradeable"
-		}
-		return nil, invalid(name, "Upgrade takes WithAdditionalWait, WithRefreshPeriodFor and WithSessionMonitor")
-	}
+	c, k := l.c, l.lease.Key()
 	l.mu.Lock()
 	if err := l.heldLocked(); err != nil {
 		l.mu.Unlock()
@@ -109,6 +96,31 @@ func (l *Lock) Upgrade(ctx context.Context, opts ...AcquireOption) (*Lock, error
 	}
 	l.endUpgradedLocked()
 	return w, nil
+}
+
+// upgradeConfig returns the reader of l, which must be upgradeable, and
+// the acquire configuration of its upgrade with opts, which Upgrade
+// takes only some of.
+func (l *Lock) upgradeConfig(opts []AcquireOption) (*readlease.Reader, acquireConfig, error) {
+	var reader *readlease.Reader
+	if l.x != nil {
+		reader = l.x.shared
+	}
+	if reader == nil || !reader.IsUpgradeable() {
+		return nil, acquireConfig{}, invalid("Upgrade", "only an upgradeable shared lock upgrades (AcquireShared with WithUpgradeable)")
+	}
+	k := l.lease.Key()
+	a, _, err := l.c.acquireConfig(k.Partition, append([]AcquireOption{WithSortKeyValue(k.Sort)}, opts...))
+	if err != nil {
+		return nil, a, err
+	}
+	if name := a.refusedForShared(); name != "" || a.upgradeable {
+		if name == "" {
+			name = "WithUpgradeable"
+		}
+		return nil, a, invalid(name, "Upgrade takes WithAdditionalWait, WithRefreshPeriodFor and WithSessionMonitor")
+	}
+	return reader, a, nil
 }
 
 // errReaderEnded is the cause of an upgrade's wait ended by its reader's

@@ -234,22 +234,9 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 		s.reportDue(j, led, started)
 		d := j.plan(led, handled, now, s.cfg.Horizon)
-		switch {
-		case !d.skipTo.IsZero():
-			handled = d.skipTo
-			s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: d.skipTo, Count: d.missed})
-		case d.missed > 0:
-			s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
-		}
-		for _, st := range d.steps {
-			if fresh && st.watches() && !s.pause(ctx, st) {
-				break
-			}
-			settled, found, err := s.take(ctx, j, key, led, st)
-			if err != nil {
-				return err
-			}
-			handled, known = later(handled, settled), found
+		handled = s.reportPlan(j, d, handled, now)
+		if handled, known, err = s.takeSteps(ctx, j, key, led, d.steps, fresh, handled); err != nil {
+			return err
 		}
 		if len(d.steps) == 0 {
 			if d.wake.IsZero() {
@@ -266,6 +253,38 @@ func (s *Scheduler) loop(ctx context.Context, j *Job) error {
 		}
 	}
 	return nil
+}
+
+// reportPlan reports the slots plan d skips or missed at now, and
+// returns the last slot handled: d's skip's when it skips.
+func (s *Scheduler) reportPlan(j *Job, d decision, handled, now time.Time) time.Time {
+	switch {
+	case !d.skipTo.IsZero():
+		handled = d.skipTo
+		s.event(Event{Job: j.Name, Kind: EventSkipped, Slot: d.skipTo, Count: d.missed})
+	case d.missed > 0:
+		s.event(Event{Job: j.Name, Kind: EventMissed, Slot: now, Count: d.missed})
+	}
+	return handled
+}
+
+// takeSteps takes the steps planned from led (fresh: a ledger the loop
+// did not read, see pause) in order, and returns the last slot handled,
+// the ledger the last step left when it knows it, and an error that
+// waiting cannot fix.
+func (s *Scheduler) takeSteps(ctx context.Context, j *Job, key string, led slotLedger, steps []step, fresh bool, handled time.Time) (time.Time, *slotLedger, error) {
+	var known *slotLedger
+	for _, st := range steps {
+		if fresh && st.watches() && !s.pause(ctx, st) {
+			break
+		}
+		settled, found, err := s.take(ctx, j, key, led, st)
+		if err != nil {
+			return handled, known, err
+		}
+		handled, known = later(handled, settled), found
+	}
+	return handled, known, nil
 }
 
 // pause waits, before a step that watches a running slot (st.watches),
@@ -326,17 +345,7 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, led slotLedger
 			return s.gaveUp(ctx, j, st, err), nil, nil
 		}
 	}
-	numbers, below := startWrites(st.slot, st.attempt)
-	opts := []lock.AcquireOption{ledgered.Take(numbers, below)}
-	acquire := s.cfg.Locks.Acquire
-	if j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished {
-		acquire = s.cfg.Locks.TryAcquire
-	} else if wait > 0 {
-		// Wait for a live holder (an earlier slot's run) until the
-		// step's deadline, not only for its lease.
-		opts = append(opts, lock.WithAdditionalWait(wait))
-	}
-	l, err := acquire(actx, key, opts...)
+	l, err := s.acquireStep(actx, j, key, st, wait)
 	switch {
 	case errors.Is(err, ledger.ErrNotBelow):
 		log.V(1).Info("started or finished elsewhere")
@@ -381,6 +390,22 @@ func (s *Scheduler) take(ctx context.Context, j *Job, key string, led slotLedger
 	return last, found, nil
 }
 
+// acquireStep takes the job's lock at key for step st, with the ledger's
+// write that starts (or closes) its slot: a try for a slot skipped on
+// overlap, else a wait for a live holder until the step's deadline
+// (wait from now), not only for its lease.
+func (s *Scheduler) acquireStep(ctx context.Context, j *Job, key string, st step, wait time.Duration) (*lock.Lock, error) {
+	numbers, below := startWrites(st.slot, st.attempt)
+	opts := []lock.AcquireOption{ledgered.Take(numbers, below)}
+	if j.Overlap == OverlapSkip && st.attempt == 1 && st.close == Unfinished {
+		return s.cfg.Locks.TryAcquire(ctx, key, opts...)
+	}
+	if wait > 0 {
+		opts = append(opts, lock.WithAdditionalWait(wait))
+	}
+	return s.cfg.Locks.Acquire(ctx, key, opts...)
+}
+
 // gaveUp settles st, which could not take the job's lock by its deadline
 // (err): a slot's first attempt is missed; a retry or a close found the
 // slot's run alive, and the loop looks at the slot again. It returns zero
@@ -402,30 +427,7 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	defer s.running.Add(-1)
 	start := s.clk.Now()
 	s.event(Event{Job: j.Name, Kind: EventStarted, Slot: st.slot, Attempt: st.attempt, Lateness: s.wall.Now().Sub(st.slot)})
-	rctx, cancel := l.Context(ctx)
-	rctx, span := s.tracer.Start(rctx, "dynalease.job.run")
-	token := run(st.slot, st.attempt)
-	if span.IsRecording() {
-		span.SetAttributes(tracing.Job.String(j.Name), tracing.Slot.String(st.slot.Format(time.RFC3339Nano)),
-			tracing.Attempt.Int(st.attempt), tracing.Token.Int64(token), tracing.Identity.String(s.cfg.Locks.Identity()))
-	}
-	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: token, Lock: l})
-	cancel()
-	if span.IsRecording() {
-		outcome := "succeeded"
-		switch {
-		case errors.Is(l.Err(), lock.ErrClosed):
-			outcome = "closed"
-		case l.Err() != nil:
-			outcome = "lost"
-		case err != nil && ctx.Err() != nil:
-			outcome = "stopped"
-		case err != nil:
-			outcome = "failed"
-		}
-		span.SetAttributes(tracing.Outcome.String(outcome))
-	}
-	tracing.End(span, err)
+	err := s.runTraced(ctx, j, l, st)
 	ev := Event{Job: j.Name, Kind: EventFinished, Slot: st.slot, Attempt: st.attempt, Duration: s.clk.Since(start), Err: err}
 	if ended := l.Err(); errors.Is(ended, lock.ErrClosed) {
 		// The lock client was closed: Close released the row (the slot
@@ -469,6 +471,36 @@ func (s *Scheduler) runSlot(ctx context.Context, j *Job, l *lock.Lock, st step, 
 	}
 	s.event(ev)
 	return finished
+}
+
+// runTraced runs j's slot st under l, in a span of its own, and returns
+// the run's error.
+func (s *Scheduler) runTraced(ctx context.Context, j *Job, l *lock.Lock, st step) error {
+	rctx, cancel := l.Context(ctx)
+	rctx, span := s.tracer.Start(rctx, "dynalease.job.run")
+	token := run(st.slot, st.attempt)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Job.String(j.Name), tracing.Slot.String(st.slot.Format(time.RFC3339Nano)),
+			tracing.Attempt.Int(st.attempt), tracing.Token.Int64(token), tracing.Identity.String(s.cfg.Locks.Identity()))
+	}
+	err := j.Run(rctx, Run{Job: j.Name, Slot: st.slot, Attempt: st.attempt, Token: token, Lock: l})
+	cancel()
+	if span.IsRecording() {
+		outcome := "succeeded"
+		switch {
+		case errors.Is(l.Err(), lock.ErrClosed):
+			outcome = "closed"
+		case l.Err() != nil:
+			outcome = "lost"
+		case err != nil && ctx.Err() != nil:
+			outcome = "stopped"
+		case err != nil:
+			outcome = "failed"
+		}
+		span.SetAttributes(tracing.Outcome.String(outcome))
+	}
+	tracing.End(span, err)
+	return err
 }
 
 // release releases l with slot finished as o, even once ctx has ended.

@@ -137,11 +137,23 @@ func checkShare(w rows.Share) error {
 	if err := checkTime("Time", w.Time); err != nil {
 		return err
 	}
+	if err := checkDrops(w); err != nil {
+		return err
+	}
+	if !writes {
+		return nil
+	}
+	return CheckIdentity(r.Identity)
+}
+
+// checkDrops reports whether the entries w drops can be named: each with
+// a ticket and an RVN, none twice, none the writing reader's own.
+func checkDrops(w rows.Share) error {
 	for i, d := range w.Drop {
 		switch {
 		case d.Ticket == "" || d.RVN == "":
 			return invalid("dropped entry %d has no ticket or RVN", i)
-		case d.Ticket == r.Ticket:
+		case d.Ticket == w.Reader.Ticket:
 			return invalid("a reader drops its own entry by ShareLeave or ShareEnd, not Drop")
 		}
 		for _, e := range w.Drop[:i] {
@@ -150,10 +162,7 @@ func checkShare(w rows.Share) error {
 			}
 		}
 	}
-	if !writes {
-		return nil
-	}
-	return CheckIdentity(r.Identity)
+	return nil
 }
 
 // CheckLeave reports whether a Leave of ticket at index can be sent.

@@ -207,23 +207,7 @@ type placeState struct {
 // Watches, a wait that gives up leaves its queue (passing on a hand-over
 // to it), and a row that a write in doubt may have left is released.
 func (w *Wait) Run(ctx context.Context) (Won, error) {
-	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
-	for i, p := range w.Places {
-		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
-		a.OnlyIfExists, a.Stint, a.Admit, a.Plain, a.Successor = w.OnlyIfExists, p.Stint, p.Admit, p.Plain, p.Successor
-		if p.Fair && !w.Try && len(w.Places) == 1 {
-			a.Queue(p.LeaseDuration, w.Period)
-			w.Engine.Waits.add(a.q.me.Ticket)
-		}
-		if w.Watches != nil {
-			obs, doubt, _ := w.Watches.Get(p.Key)
-			a.Resume(obs, doubt)
-		}
-		s.at[i].Acquirer = a
-	}
-	if w.Rhythm > 0 && !w.Try && len(w.Places) == 1 && w.Read == nil {
-		s.rh = newRhythm(w.Rhythm, w.Engine.Clock)
-	}
+	s := w.begin()
 	won := -1
 	defer func() { s.remember(ctx, won) }()
 	for {
@@ -257,14 +241,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 			return Won{}, err
 		}
 		now := w.Engine.Clock.Now()
-		switch {
-		case s.rh == nil:
-		case res.Err == nil:
-			o := s.at[0].Obs
-			s.rh.saw(started, now, o.RVN, o.Holder, o.Known && !o.Free() && o.Holder != w.Engine.Identity)
-		default:
-			s.rh.failed(started)
-		}
+		s.paceRhythm(res.Err, started, now)
 		if err := s.settle(res.Err, now); err != nil {
 			return Won{}, err
 		}
@@ -275,6 +252,44 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		if err := timing.Sleep(ctx, w.Engine.Clock, wait, w.Loop); err != nil {
 			return Won{}, err
 		}
+	}
+}
+
+// begin returns the state of a wait about to run: an acquirer per place
+// (queued when the place is fair and alone, resuming what Watches kept
+// of it), and the rhythm of a lone watched place.
+func (w *Wait) begin() *waiting {
+	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
+	for i, p := range w.Places {
+		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
+		a.OnlyIfExists, a.Stint, a.Admit, a.Plain, a.Successor = w.OnlyIfExists, p.Stint, p.Admit, p.Plain, p.Successor
+		if p.Fair && !w.Try && len(w.Places) == 1 {
+			a.Queue(p.LeaseDuration, w.Period)
+			w.Engine.Waits.add(a.q.me.Ticket)
+		}
+		if w.Watches != nil {
+			obs, doubt, _ := w.Watches.Get(p.Key)
+			a.Resume(obs, doubt)
+		}
+		s.at[i].Acquirer = a
+	}
+	if w.Rhythm > 0 && !w.Try && len(w.Places) == 1 && w.Read == nil {
+		s.rh = newRhythm(w.Rhythm, w.Engine.Clock)
+	}
+	return s
+}
+
+// paceRhythm tells the wait's rhythm (when it has one) what the poll sent
+// at started and answered by now showed: the row another holds, or a
+// failure (err).
+func (s *waiting) paceRhythm(err error, started, now time.Time) {
+	switch {
+	case s.rh == nil:
+	case err == nil:
+		o := s.at[0].Obs
+		s.rh.saw(started, now, o.RVN, o.Holder, o.Known && !o.Free() && o.Holder != s.Engine.Identity)
+	default:
+		s.rh.failed(started)
 	}
 }
 

@@ -93,67 +93,106 @@ type Metrics struct {
 
 // New makes the instruments on mp's meter for this library.
 func New(mp metric.MeterProvider) (*Metrics, error) {
-	meter := mp.Meter(Scope)
+	in := &instruments{meter: mp.Meter(Scope)}
 	m := &Metrics{elections: map[string]*election{}}
-	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
-	histogram := func(name, desc string, buckets []float64) metric.Float64Histogram {
-		h, err := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
-		errs = append(errs, err)
-		return h
-	}
-	intGauge := func(name, unit, desc string) metric.Int64Gauge {
-		g, err := meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return g
-	}
-	timeGauge := func(name, desc string) metric.Float64Gauge {
-		g, err := meter.Float64Gauge(name, metric.WithUnit("s"), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return g
-	}
-	m.leaderChanges = counter("dynalease.election.leader_changes", "{change}", "Changes of the observed leader.")
-	m.termHandOvers = counter("dynalease.election.handovers", "{term}", "Terms of this candidate that handed the lease to another, by reason: priority or requested.")
-	m.rounds = counter("dynalease.election.rounds", "{round}", "Campaign rounds by outcome (ok, held, error).")
-	m.roundDur = histogram("dynalease.election.round.duration", "Duration of campaign rounds.", requestBuckets)
-	m.renewals = counter("dynalease.election.renewals", "{renewal}", "Leader renewals by outcome (ok, lost, error).")
-	m.renewalDur = histogram("dynalease.election.renewal.duration", "Duration of leader renewals, settling included.", requestBuckets)
-	m.workRunning = intGauge("dynalease.election.work_running", "{work}", "1 while the leader's work (OnStartedLeading) runs, else 0.")
-	held, err := meter.Int64UpDownCounter("dynalease.lock.held", metric.WithUnit("{lock}"), metric.WithDescription("Locks held now, by kind (lock, set, permit: permits in use, shared: readers)."))
-	m.held, errs = held, append(errs, err)
-	waiting, err := meter.Int64UpDownCounter("dynalease.lock.waiting", metric.WithUnit("{call}"), metric.WithDescription("Acquisitions under way, by kind."))
-	m.waiting, errs = waiting, append(errs, err)
-	m.handovers = counter("dynalease.lock.handovers", "{lock}", "Releases that handed the lock to the next waiter of its queue, by kind.")
-	m.acquisitions = counter("dynalease.lock.acquisitions", "{lock}", "Locks acquired, by kind (lock, set, permit, shared).")
-	m.acquireWait = histogram("dynalease.lock.acquire.wait", "Time from an Acquire's call to the lock, by kind.", waitBuckets)
-	m.lost = counter("dynalease.lock.lost", "{lock}", "Locks lost, by kind and reason (expired, stolen, released_elsewhere, deleted).")
-	m.heartbeats = counter("dynalease.lock.heartbeats", "{beat}", "Heartbeats by outcome (ok, lost, error).")
-	m.heartbeatDur = histogram("dynalease.lock.heartbeat.duration", "Duration of heartbeats, settling included.", requestBuckets)
-	m.requests = counter("dynalease.requests", "{request}", "Store requests by operation and outcome (ok, condition_failed, throttled, timeout, error).")
-	m.requestDur = histogram("dynalease.request.duration", "Store request latency, the SDK's retries included.", requestBuckets)
-	m.guarded = counter("dynalease.guarded_writes", "{write}", "Guarded writes by outcome (committed, lock_lost, condition_failed, conflict, error), and conflict_retried per retry.")
-	m.failing = intGauge("dynalease.failing", "{failure}", "1 while the library keeps retrying a failing request, else 0.")
-	m.failingSince = timeGauge("dynalease.failing.since.timestamp", "When the failure being retried began (Unix time); 0 when none.")
-	m.jobSlots = counter("dynalease.job.slots", "{slot}", "Slots of scheduled jobs by event (started, succeeded, failed, skipped, missed).")
-	m.jobLateness = histogram("dynalease.job.lateness", "Time from a slot to the start of its run.", waitBuckets)
-	m.jobDuration = histogram("dynalease.job.run.duration", "Duration of scheduled runs.", waitBuckets)
-	m.jobLastSuccess = timeGauge("dynalease.job.last_success.timestamp", "When a run of the job last succeeded on this instance (Unix time).")
-	m.jobDue = timeGauge("dynalease.job.success_due.timestamp", "By when the job must succeed again lest two slots pass without a success.")
-
-	leader, err := meter.Int64ObservableGauge("dynalease.election.leader", metric.WithUnit("{leader}"), metric.WithDescription("1 while this candidate's term is in force, else 0."))
-	errs = append(errs, err)
-	remaining, err := meter.Float64ObservableGauge("dynalease.election.term.remaining", metric.WithUnit("s"), metric.WithDescription("Time left in this candidate's current term; 0 when not leading."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	m.makeElections(in)
+	m.makeLocks(in)
+	m.makeJobs(in)
+	if err := errors.Join(in.errs...); err != nil {
 		return nil, err
 	}
-	// The leader gauge and the term's remaining time are read when
-	// collected, so that they turn 0 when the validity passes whatever the
-	// election loop is doing.
+	if err := m.observeTerms(in.meter); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// instruments makes instruments on one meter, collecting their errors.
+type instruments struct {
+	meter metric.Meter
+	errs  []error
+}
+
+func (in *instruments) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := in.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.errs = append(in.errs, err)
+	return c
+}
+
+func (in *instruments) upDown(name, unit, desc string) metric.Int64UpDownCounter {
+	c, err := in.meter.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.errs = append(in.errs, err)
+	return c
+}
+
+func (in *instruments) histogram(name, desc string, buckets []float64) metric.Float64Histogram {
+	h, err := in.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
+	in.errs = append(in.errs, err)
+	return h
+}
+
+func (in *instruments) intGauge(name, unit, desc string) metric.Int64Gauge {
+	g, err := in.meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.errs = append(in.errs, err)
+	return g
+}
+
+func (in *instruments) timeGauge(name, desc string) metric.Float64Gauge {
+	g, err := in.meter.Float64Gauge(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	in.errs = append(in.errs, err)
+	return g
+}
+
+// makeElections makes the elections' instruments, the store's requests'
+// and the failing gauges.
+func (m *Metrics) makeElections(in *instruments) {
+	m.leaderChanges = in.counter("dynalease.election.leader_changes", "{change}", "Changes of the observed leader.")
+	m.termHandOvers = in.counter("dynalease.election.handovers", "{term}", "Terms of this candidate that handed the lease to another, by reason: priority or requested.")
+	m.rounds = in.counter("dynalease.election.rounds", "{round}", "Campaign rounds by outcome (ok, held, error).")
+	m.roundDur = in.histogram("dynalease.election.round.duration", "Duration of campaign rounds.", requestBuckets)
+	m.renewals = in.counter("dynalease.election.renewals", "{renewal}", "Leader renewals by outcome (ok, lost, error).")
+	m.renewalDur = in.histogram("dynalease.election.renewal.duration", "Duration of leader renewals, settling included.", requestBuckets)
+	m.workRunning = in.intGauge("dynalease.election.work_running", "{work}", "1 while the leader's work (OnStartedLeading) runs, else 0.")
+	m.requests = in.counter("dynalease.requests", "{request}", "Store requests by operation and outcome (ok, condition_failed, throttled, timeout, error).")
+	m.requestDur = in.histogram("dynalease.request.duration", "Store request latency, the SDK's retries included.", requestBuckets)
+	m.failing = in.intGauge("dynalease.failing", "{failure}", "1 while the library keeps retrying a failing request, else 0.")
+	m.failingSince = in.timeGauge("dynalease.failing.since.timestamp", "When the failure being retried began (Unix time); 0 when none.")
+}
+
+// makeLocks makes the locks' instruments and the guarded writes'.
+func (m *Metrics) makeLocks(in *instruments) {
+	m.held = in.upDown("dynalease.lock.held", "{lock}", "Locks held now, by kind (lock, set, permit: permits in use, shared: readers).")
+	m.waiting = in.upDown("dynalease.lock.waiting", "{call}", "Acquisitions under way, by kind.")
+	m.handovers = in.counter("dynalease.lock.handovers", "{lock}", "Releases that handed the lock to the next waiter of its queue, by kind.")
+	m.acquisitions = in.counter("dynalease.lock.acquisitions", "{lock}", "Locks acquired, by kind (lock, set, permit, shared).")
+	m.acquireWait = in.histogram("dynalease.lock.acquire.wait", "Time from an Acquire's call to the lock, by kind.", waitBuckets)
+	m.lost = in.counter("dynalease.lock.lost", "{lock}", "Locks lost, by kind and reason (expired, stolen, released_elsewhere, deleted).")
+	m.heartbeats = in.counter("dynalease.lock.heartbeats", "{beat}", "Heartbeats by outcome (ok, lost, error).")
+	m.heartbeatDur = in.histogram("dynalease.lock.heartbeat.duration", "Duration of heartbeats, settling included.", requestBuckets)
+	m.guarded = in.counter("dynalease.guarded_writes", "{write}", "Guarded writes by outcome (committed, lock_lost, condition_failed, conflict, error), and conflict_retried per retry.")
+}
+
+// makeJobs makes the scheduled jobs' instruments.
+func (m *Metrics) makeJobs(in *instruments) {
+	m.jobSlots = in.counter("dynalease.job.slots", "{slot}", "Slots of scheduled jobs by event (started, succeeded, failed, skipped, missed).")
+	m.jobLateness = in.histogram("dynalease.job.lateness", "Time from a slot to the start of its run.", waitBuckets)
+	m.jobDuration = in.histogram("dynalease.job.run.duration", "Duration of scheduled runs.", waitBuckets)
+	m.jobLastSuccess = in.timeGauge("dynalease.job.last_success.timestamp", "When a run of the job last succeeded on this instance (Unix time).")
+	m.jobDue = in.timeGauge("dynalease.job.success_due.timestamp", "By when the job must succeed again lest two slots pass without a success.")
+}
+
+// observeTerms registers the leader gauge and the term's remaining time,
+// read when collected, so that they turn 0 when the validity passes
+// whatever the election loop is doing.
+func (m *Metrics) observeTerms(meter metric.Meter) error {
+	leader, err := meter.Int64ObservableGauge("dynalease.election.leader", metric.WithUnit("{leader}"), metric.WithDescription("1 while this candidate's term is in force, else 0."))
+	if err != nil {
+		return err
+	}
+	remaining, err := meter.Float64ObservableGauge("dynalease.election.term.remaining", metric.WithUnit("s"), metric.WithDescription("Time left in this candidate's current term; 0 when not leading."))
+	if err != nil {
+		return err
+	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -170,10 +209,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		}
 		return nil
 	}, leader, remaining)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return err
 }
 
 var ctx = context.Background() // the recorders' calls carry no context

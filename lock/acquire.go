@@ -126,13 +126,13 @@ func (c *Client) acquireTarget(ctx context.Context, t target, a acquireConfig, t
 	k := t.kind().String()
 	c.cfg.waits.Waiting(k, 1)
 	defer c.cfg.waits.Waiting(k, -1)
-	ctx, sp := c.startAcquire(ctx, t.kind(), t.key, try)
+	ctx, sp := c.startAcquire(ctx, t.kind(), t.key, try, 0)
 	l, err := c.takeTarget(ctx, t, a, try, sp)
 	sp.end(c, l, err)
 	return l, err
 }
 
-func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
+func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try bool, sp acquireSpan) (*Lock, error) {
 	if try {
 		a.failIfLocked = true
 	}
@@ -172,7 +172,7 @@ func (c *Client) takeTarget(ctx context.Context, t target, a acquireConfig, try 
 	}
 	r := c.request(a, try, t.key.String())
 	r.Unremembered = t.shared != nil
-	sp.watch(&r)
+	r.Span = sp.Acquisition
 	r.Places = []rvnlease.Place{place}
 	won, err := c.k.Acquire(ctx, r)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -122,21 +121,18 @@ func (c *Client) acquirePermit(ctx context.Context, name string, permits int, op
 	}
 	c.cfg.waits.Waiting(kindPermit.String(), 1)
 	defer c.cfg.waits.Waiting(kindPermit.String(), -1)
-	ctx, sp := c.startAcquire(ctx, kindPermit, semName(name), try)
-	if sp != nil {
-		sp.span.SetAttributes(tracing.Permits.Int(permits))
-	}
+	ctx, sp := c.startAcquire(ctx, kindPermit, semName(name), try, permits)
 	l, err := c.takePermit(ctx, name, permits, store, keys, a, try, sp)
 	sp.end(c, l, err)
 	return l, err
 }
 
-func (c *Client) takePermit(ctx context.Context, name string, permits int, store rows.Store, keys []resourcelock.Key, a acquireConfig, try bool, sp *acquireSpan) (*Lock, error) {
+func (c *Client) takePermit(ctx context.Context, name string, permits int, store rows.Store, keys []resourcelock.Key, a acquireConfig, try bool, sp acquireSpan) (*Lock, error) {
 	ctx, cancel := c.closable(ctx)
 	defer cancel()
 	start := c.clk.Now()
 	r := c.request(a, try, "semaphore "+name)
-	sp.watch(&r)
+	r.Span = sp.Acquisition
 	r.Budget.Restart = true
 	r.Read = func(ctx context.Context) (map[resourcelock.Key]rows.Item, error) {
 		return store.GetMany(ctx, keys)

@@ -4,26 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/ledger"
-	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/tracing"
 )
-
-// acquireSpan is the span of one acquisition while it records: the polls
-// and requests of its wait are counted into it. A nil *acquireSpan (the
-// span records nothing) does nothing and costs nothing.
-type acquireSpan struct {
-	span     trace.Span
-	start    time.Time
-	polls    atomic.Int32
-	requests atomic.Int32
-}
 
 // acquireSpanNames names the span of each kind of acquisition.
 var acquireSpanNames = [...]string{
@@ -33,54 +21,34 @@ var acquireSpanNames = [...]string{
 	kindShared: "dynalease.lock.acquire_shared",
 }
 
+// acquireSpan is the span of an acquisition and when it began.
+type acquireSpan struct {
+	*tracing.Acquisition
+	start time.Time
+}
+
 // startAcquire starts the span of an acquisition of kind k of what (a key,
-// a set's keys, a semaphore's name), and returns the context the
-// acquisition's requests run under. what is a Stringer, made a string
-// only for a span that records.
-func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, try bool) (context.Context, *acquireSpan) {
-	ctx, span := c.cfg.tracer.Start(ctx, acquireSpanNames[k])
-	if !span.IsRecording() {
-		span.End()
-		return ctx, nil
-	}
-	span.SetAttributes(tracing.Key.String(what.String()), tracing.Kind.String(k.String()), tracing.Identity.String(c.cfg.identity),
-		tracing.Try.Bool(try))
-	return ctx, &acquireSpan{span: span, start: c.clk.Now()}
+// a set's keys, a semaphore's name with its permits), and returns the
+// context the acquisition's requests run under.
+func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, try bool, permits int) (context.Context, acquireSpan) {
+	ctx, a := c.cfg.tracer.StartAcquisition(ctx, acquireSpanNames[k], what, k.String(), c.cfg.identity, try, permits)
+	return ctx, acquireSpan{Acquisition: a, start: c.clk.Now()}
 }
 
-// watch counts w's polls and requests into s.
-func (s *acquireSpan) watch(w *rvnlease.Request) {
-	if s == nil {
+// end ends s with the acquisition's lock l or its error.
+func (s acquireSpan) end(c *Client, l *Lock, err error) {
+	if s.Acquisition == nil {
 		return
 	}
-	w.Observe = func(string, error, time.Duration) { s.requests.Add(1) }
-	onPoll := w.OnPoll
-	w.OnPoll = func(res rvnlease.Result, obs rvnlease.Observation, err error, took time.Duration) {
-		if s.polls.Add(1) == 1 && obs.Known && !obs.Free() {
-			s.span.AddEvent("held", trace.WithAttributes(tracing.Holder.String(obs.Holder)))
-		}
-		if onPoll != nil {
-			onPoll(res, obs, err, took)
-		}
+	var token int64
+	if l != nil {
+		token = l.Token()
 	}
-}
-
-// end ends s with the acquisition's lock l or its error, after a wait of
-// waited.
-func (s *acquireSpan) end(c *Client, l *Lock, err error) {
-	if s == nil {
-		return
-	}
-	s.span.SetAttributes(tracing.Outcome.String(acquireOutcome(err)),
-		tracing.WaitMs.Float64(float64(c.clk.Since(s.start))/float64(time.Millisecond)),
-		tracing.Polls.Int(int(s.polls.Load())), tracing.Requests.Int(int(s.requests.Load())))
-	if l != nil && l.Token() != 0 {
-		s.span.SetAttributes(tracing.Token.Int64(l.Token()))
-	}
+	outcome := acquireOutcome(err)
 	if errors.Is(err, ErrLocked) || errors.Is(err, ledger.ErrNotBelow) {
 		err = nil // an answer, not a failure
 	}
-	tracing.End(s.span, err)
+	s.End(outcome, c.clk.Since(s.start), token, err)
 }
 
 // acquireOutcome names how an acquisition ended.
@@ -105,30 +73,13 @@ func acquireOutcome(err error) string {
 // startCall starts the span name of a call on l (a release, a guarded
 // write), with the lock's key and token.
 func (l *Lock) startCall(ctx context.Context, name string) (context.Context, trace.Span) {
-	ctx, span := l.c.cfg.tracer.Start(ctx, name)
-	if span.IsRecording() {
-		span.SetAttributes(tracing.Key.String(l.lease.Key().String()), tracing.Identity.String(l.c.cfg.identity))
-		if t := l.Token(); t != 0 {
-			span.SetAttributes(tracing.Token.Int64(t))
-		}
-	}
-	return ctx, span
+	return l.c.cfg.tracer.StartCall(ctx, name, l.lease.Key(), l.c.cfg.identity, l.Token())
 }
 
 // endCall ends the span of a call on l with its outcome and error; a lost
 // lock is also an event with its reason, and its outcome is "lost".
 func endCall(span trace.Span, outcome string, err error) {
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	var lost *dynalease.LostError
-	if errors.As(err, &lost) {
-		outcome = "lost"
-		span.AddEvent("dynalease.lock.lost", trace.WithAttributes(tracing.Reason.String(lost.Reason.String())))
-	}
-	span.SetAttributes(tracing.Outcome.String(outcome))
-	tracing.End(span, err)
+	tracing.EndCall(span, "dynalease.lock.lost", outcome, err)
 }
 
 // semName is a semaphore's name as a fmt.Stringer, for startAcquire.

@@ -10,6 +10,7 @@ import (
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -115,11 +116,11 @@ func (k *Kernel[H]) Acquirer(p Place) *Acquirer {
 // campaign, until the elector notes the next outcome).
 func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 	cfg := &k.cfg
-	if r.Observe != nil {
+	if r.Span != nil {
 		c := k.cfg
-		own, also := c.Observe, r.Observe
+		own, span := c.Observe, r.Span
 		c.Observe = func(op string, err error, d time.Duration) {
-			also(op, err, d)
+			span.Requested()
 			if own != nil {
 				own(op, err, d)
 			}
@@ -128,7 +129,7 @@ func (k *Kernel[H]) Acquire(ctx context.Context, r Request) (Won, error) {
 	}
 	w := Wait{Engine: cfg, Places: r.Places, Read: r.Read, Period: r.Period, Rhythm: r.Rhythm, Budget: r.Budget,
 		OnlyIfExists: r.OnlyIfExists, Try: r.Try, Fence: r.Fence,
-		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Loop: r.Loop}
+		Watches: k.watches, Failing: k.failing, FailKey: r.FailKey, OnPoll: r.OnPoll, Span: r.Span, Loop: r.Loop}
 	if r.Unremembered {
 		w.Watches = nil
 	}
@@ -265,9 +266,9 @@ type Request struct {
 	// leaves one (a shared hold's place is its own, one hold's: an
 	// earlier hold's writes in doubt are not this one's).
 	Unremembered bool
-	// Observe, when set, is told of each of this call's requests, before
-	// the kernel's own Observe.
-	Observe func(op string, err error, d time.Duration)
+	// Span, when not nil, counts this call's requests and polls (the
+	// span of a lock's acquisition).
+	Span *tracing.Acquisition
 }
 
 // Watches returns what the kernel remembers watching, for tests and

@@ -3,16 +3,19 @@ package rvnlease
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -41,7 +44,7 @@ func kernelOn(fc *clocktesting.FakeClock, observed *[]string) *Kernel[*kept] {
 // tryOnce makes one Try request of the row at key through a store whose
 // every request fails with a transient error, noting its failure as
 // failKey.
-func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, observe func(string, error, time.Duration)) error {
+func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, span *tracing.Acquisition) error {
 	t.Helper()
 	fs := faulty.New(rows.MustOpen(memorystore.New()))
 	for _, op := range []faulty.Op{faulty.OpGet, faulty.OpCreate, faulty.OpUpdate} {
@@ -55,7 +58,7 @@ func tryOnce(t *testing.T, k *Kernel[*kept], failKey string, observe func(string
 		Places: []Place{{Lease: kl, NewRecord: func(rows.Item) resourcelock.Record {
 			return resourcelock.Record{HolderIdentity: "me", RVN: "r1", LeaseDuration: lease}
 		}}},
-		Period: period, Try: true, FailKey: failKey, Observe: observe, Loop: "test",
+		Period: period, Try: true, FailKey: failKey, Span: span, Loop: "test",
 	})
 	if !errors.Is(err, errTimeout) {
 		t.Fatalf("Acquire through a failing store = %v, want its failure", err)
@@ -81,26 +84,41 @@ func TestKernelAcquireForgetsTheFailureOfACallWithAFailKey(t *testing.T) {
 	}
 }
 
-// A request's own Observe hears each of its requests before the kernel's
-// does, and only its own.
-func TestKernelTellsARequestsObserverFirst(t *testing.T) {
+// A request's span counts each of its requests, which the kernel's own
+// observer hears too, and its polls; a later call's are not its.
+func TestKernelCountsARequestsRequestsIntoItsSpan(t *testing.T) {
 	var observed []string
 	k := kernelOn(clocktesting.NewFakeClock(t0), &observed)
-	tryOnce(t, k, "call", func(op string, _ error, _ time.Duration) { observed = append(observed, "call:"+op) })
-	if len(observed) == 0 || len(observed)%2 != 0 {
-		t.Fatalf("observed %v, want each request twice", observed)
+	_, span := tracing.New(recordingProvider{}).StartAcquisition(context.Background(), "test", stringer("k"), "lock", "me", true, 0)
+	tryOnce(t, k, "call", span)
+	polls, requests := span.Counts()
+	if requests == 0 || requests != len(observed) || polls != 1 {
+		t.Fatalf("span counted %d polls and %d requests; the kernel observed %v; want one poll and each request", polls, requests, observed)
 	}
-	for i := 0; i < len(observed); i += 2 {
-		if observed[i] != "call:"+observed[i+1][len("kernel:"):] || observed[i+1][:len("kernel:")] != "kernel:" {
-			t.Fatalf("observed %v, want the call's observer first for each request", observed)
-		}
-	}
-	observed = nil
 	tryOnce(t, k, "other", nil)
-	if slices.ContainsFunc(observed, func(s string) bool { return s[:5] == "call:" }) {
-		t.Fatalf("observed %v: an earlier call's observer heard a later call", observed)
+	if p, r := span.Counts(); p != polls || r != requests {
+		t.Fatalf("a later call counted into an earlier call's span: %d polls, %d requests", p, r)
 	}
 }
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+// recordingProvider makes spans that record and keep nothing.
+type recordingProvider struct{ embedded.TracerProvider }
+
+func (recordingProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return recordingTracer{} }
+
+type recordingTracer struct{ embedded.Tracer }
+
+func (recordingTracer) Start(ctx context.Context, _ string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
+	return ctx, recordingSpan{}
+}
+
+type recordingSpan struct{ noop.Span }
+
+func (recordingSpan) IsRecording() bool { return true }
 
 // A hold the kernel gives is unstarted: it counts as passed, and ending it
 // leaves every started hold's validity alone (its timer still ends it).

@@ -9,6 +9,7 @@ import (
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -61,6 +62,9 @@ type Wait struct {
 	// one place, its round's), what the first place's watch saw, and how
 	// long it took.
 	OnPoll func(res Result, obs Observation, err error, took time.Duration)
+	// Span, when not nil, counts the wait's polls (see
+	// tracing.Acquisition.Polled).
+	Span *tracing.Acquisition
 	// Loop names the wait's sleeps for the clock ("acquire").
 	Loop string
 }
@@ -219,6 +223,7 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		if w.OnPoll != nil {
 			w.OnPoll(res, s.at[0].Obs, err, w.Engine.Clock.Since(started))
 		}
+		s.countPoll()
 		if i >= 0 {
 			// The other places' writes in doubt are released before the
 			// win is handed out (one of them may have landed: an orphan
@@ -277,6 +282,19 @@ func (w *Wait) begin() *waiting {
 		s.rh = newRhythm(w.Rhythm, w.Engine.Clock)
 	}
 	return s
+}
+
+// countPoll counts a poll into the wait's span, with the holder its
+// first place's watch saw.
+func (s *waiting) countPoll() {
+	if s.Span == nil {
+		return
+	}
+	held := ""
+	if o := s.at[0].Obs; o.Known && !o.Free() {
+		held = o.Holder
+	}
+	s.Span.Polled(held)
 }
 
 // paceRhythm tells the wait's rhythm (when it has one) what the poll sent

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -48,8 +47,8 @@ func (d *rowStore) Fence(ctx context.Context, key resourcelock.Key, holder, acqu
 	if err != nil {
 		return rows.Item{}, err
 	}
-	if gen > record.MaxFenceGeneration {
-		return rows.Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(record.MaxFenceGeneration))
+	if gen > rows.MaxFenceGeneration {
+		return rows.Item{}, fmt.Errorf("%s: fencing generation %d is over the limit %d", d.describeKey(key), gen, int64(rows.MaxFenceGeneration))
 	}
 	e := newExpression()
 	update := "SET " + e.name(attrGeneration) + " = " + e.value(&types.AttributeValueMemberN{Value: strconv.FormatInt(gen, 10)}) +

@@ -99,7 +99,7 @@ func FuzzDecodeItem(f *testing.F) {
 				t.Fatalf("reserved attribute %q returned as an application attribute", name)
 			}
 		}
-		if tok := record.Token(rec); tok != 0 && (tok < 0 || record.NeedsFence(rec) || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.Acquisitions) {
+		if tok := rows.Token(rec); tok != 0 && (tok < 0 || rows.NeedsFence(rec) || tok>>32 != rec.FenceGeneration || tok&(1<<32-1) != rec.Acquisitions) {
 			t.Fatalf("token %d from generation %d counter %d", tok, rec.FenceGeneration, rec.Acquisitions)
 		}
 		// Whatever was read can be written back by its holder: renewals

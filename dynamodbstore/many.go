@@ -207,8 +207,8 @@ func (d *rowStore) FenceMany(ctx context.Context, keys []resourcelock.Key, holde
 		if gen, err = d.nextGeneration(ctx, api, keys); err != nil {
 			return 0, err
 		}
-		if gen > record.MaxFenceGeneration {
-			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(record.MaxFenceGeneration))
+		if gen > rows.MaxFenceGeneration {
+			return 0, fmt.Errorf("%s: fencing generation %d is over the limit %d", what, gen, int64(rows.MaxFenceGeneration))
 		}
 		if err = d.transactWrite(ctx, api, d.fenceItems(keys, gen, holder, acquisitionID)); err == nil {
 			return gen, nil

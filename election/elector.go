@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
-	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
@@ -36,7 +34,7 @@ type Elector struct {
 	// cands times the row's candidates from every answer of the lease;
 	// cport is the lease that shows them to it (nil with Config.Lease).
 	cands candidacy.Watch
-	cport *candidatePort
+	cport *candidacy.Port
 
 	// mu guards the state shared between Run and the accessors.
 	mu      sync.Mutex
@@ -82,11 +80,8 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e.lease = lease
 	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
-		e.cport = &candidatePort{Port: l, store: l.Store(), key: l.Key(), clk: cfg.Clock, cands: &e.cands,
-			drop: cfg.staleAfter(), fresh: cfg.liveWindow(), every: cfg.RetryPeriod / 2}
-		if cfg.stands() {
-			e.cport.me = rows.Candidate{Ticket: uuid.NewString(), Identity: e.identity, Priority: cfg.Priority}
-		}
+		e.cport = candidacy.NewPort(l, cfg.Clock, &e.cands, e.identity, cfg.Priority, cfg.stands(),
+			cfg.staleAfter(), cfg.liveWindow(), cfg.RetryPeriod/2)
 		e.lease = e.cport
 	}
 	e.k = rvnlease.New(rvnlease.Settings[*term]{
@@ -292,7 +287,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		// Whatever ends the Run, the entry goes: a Run that stands again
 		// writes it again at its first poll.
 		defer func() {
-			if err := e.cport.withdraw(ctx, e.cfg.RequestTimeout); err != nil {
+			if err := e.cport.Withdraw(ctx, e.cfg.RequestTimeout); err != nil {
 				e.log.Info("could not withdraw the candidate's entry; it stops counting as live", "error", err.Error())
 			}
 		}()

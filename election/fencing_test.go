@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/record"
+	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -39,8 +39,8 @@ func TestTermTokensGrow(t *testing.T) {
 	if tok, ok := TokenFromContext(h.leaderCtx()); !ok || tok != first {
 		t.Fatalf("TokenFromContext = %d, %v; want %d", tok, ok, first)
 	}
-	if rec := h.record(); record.Token(rec) != first {
-		t.Fatalf("record token %d, want %d", record.Token(rec), first)
+	if rec := h.record(); rows.Token(rec) != first {
+		t.Fatalf("record token %d, want %d", rows.Token(rec), first)
 	}
 	h.stepIdle(retry)
 	h.wantOps(faulty.OpUpdate)

@@ -111,7 +111,7 @@ func (e *Elector) ticket() string {
 	if e.cport == nil {
 		return ""
 	}
-	return e.cport.me.Ticket
+	return e.cport.Ticket()
 }
 
 // considerStepDown steps the term t down for the live candidate of highest

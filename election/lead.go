@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
@@ -89,7 +88,7 @@ func (r *run) startTerm(ctx context.Context, sent time.Time, span trace.Span) *t
 	t := newTerm(ctx, e.k, &r.hold, e.lease.Describe(), sent, e.cfg.Callbacks.OnStoppedLeading)
 	t.span = span // before the term is published (HandOver reads it) and its renewals start
 	validUntil := t.until()
-	t.token = record.Token(r.cur.Record)
+	t.token = r.cur.Token()
 	t.holding = resourcelock.Holding{HolderIdentity: e.identity, AcquisitionID: r.cur.AcquisitionID}
 	if k, ok := e.lease.(interface{ Key() resourcelock.Key }); ok {
 		t.holding.Keys = []resourcelock.Key{k.Key()} // a lease of a store's row

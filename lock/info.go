@@ -4,7 +4,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 )
 
@@ -66,7 +65,7 @@ func infoOf(it rows.Item, err error) Info {
 		Attributes:     cloneAttributes(it.Attributes),
 		numbers:        it.Numbers,
 		Acquisitions:   it.Acquisitions,
-		Token:          record.Token(it.Record),
+		Token:          it.Token(),
 		RenewTime:      it.RenewTime,
 		Err:            err,
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/readlease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -75,7 +74,7 @@ type heldRow struct {
 	rvn           rowID // unless marked foreignRVN
 	acquisitionID rowID // unless marked foreignAcquisition
 	acquired      int64 // the row's AcquireTime in Unix milliseconds; 0 for none
-	token         int64 // the row's fencing token (record.Token)
+	token         int64 // the row's fencing token (rows.Token)
 }
 
 // extras is the part of a lock's state that most held locks never need,
@@ -196,7 +195,7 @@ func (l *Lock) extrasLocked() *extras {
 
 // keepLocked keeps what the lock needs of the row it, as last confirmed.
 func (l *Lock) keepLocked(it rows.Item) {
-	r := heldRow{token: record.Token(it.Record)}
+	r := heldRow{token: it.Token()}
 	if l.setIDsLocked(&r, it.RVN, it.AcquisitionID) && r.token == 0 {
 		// A renewal never changes the acquisition's token: an answer
 		// that does not carry it (a store's omission) does not lose it.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/testkit/faulty"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -333,7 +332,7 @@ func TestASetOnAFencingClientHasOneTokenAboveItsKeys(t *testing.T) {
 		t.Fatalf("the set's token %#x is not above b's earlier %#x", token, before)
 	}
 	for _, k := range []string{"a", "b"} {
-		if got := record.Token(f.item(k).Record); got != token {
+		if got := rows.Token(f.item(k).Record); got != token {
 			t.Fatalf("row %s carries token %#x, want the set's %#x", k, got, token)
 		}
 	}

@@ -655,7 +655,7 @@ func (r *Reader) Fence(ctx context.Context, acquisitionID string) (rows.Item, er
 	if acquisitionID != r.ticket {
 		return rows.Item{}, fmt.Errorf("%s: fence: %w: another acquisition", r.Describe(), resourcelock.ErrConflict)
 	}
-	if !record.NeedsFence(last.Record) || !last.HeldByReaders() || last.AcquisitionID == "" {
+	if !rows.NeedsFence(last.Record) || !last.HeldByReaders() || last.AcquisitionID == "" {
 		return r.fold(last), nil
 	}
 	it, err := r.store.Fence(ctx, r.key, rows.ReadersHolder, last.AcquisitionID)

@@ -308,7 +308,7 @@ func testSetFence(t *testing.T, s rows.Store) {
 			t.Fatalf("Fence of a: %v", err)
 		}
 	}
-	before := record.Token(ia.Record)
+	before := rows.Token(ia.Record)
 	mustUpdate(t, s, a, asHolder(ia), releasedBy("x"), rows.WriteOptions{})
 
 	set := mustSet(t, s, a, b)
@@ -324,23 +324,23 @@ func testSetFence(t *testing.T, s rows.Store) {
 	if err != nil {
 		t.Fatalf("Set.Fence: %v", err)
 	}
-	token := record.Token(fenced.Record)
+	token := rows.Token(fenced.Record)
 	if token <= before {
 		t.Fatalf("the set's token %#x is not above member a's earlier token %#x", token, before)
 	}
 	for _, k := range []resourcelock.Key{a, b} {
-		if it := mustGetItem(t, s, k); record.Token(it.Record) != token {
-			t.Fatalf("member %s carries token %#x, want the set's %#x", k, record.Token(it.Record), token)
+		if it := mustGetItem(t, s, k); rows.Token(it.Record) != token {
+			t.Fatalf("member %s carries token %#x, want the set's %#x", k, rows.Token(it.Record), token)
 		}
 	}
 	// A renewal keeps the token.
 	renewed, err := set.Update(ctx(t), resourcelock.Precondition{RVN: r.RVN, HolderIdentity: "me"}, heldBy("me", time.Second, ""))
-	if err != nil || record.Token(renewed.Record) != token {
-		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", record.Token(renewed.Record), err, token)
+	if err != nil || rows.Token(renewed.Record) != token {
+		t.Fatalf("renewal: token %#x, %v; want the set's %#x kept", rows.Token(renewed.Record), err, token)
 	}
 	read, err := set.Get(ctx(t))
-	if err != nil || record.Token(read.Record) != token {
-		t.Fatalf("Get: token %#x, %v; want %#x", record.Token(read.Record), err, token)
+	if err != nil || rows.Token(read.Record) != token {
+		t.Fatalf("Get: token %#x, %v; want %#x", rows.Token(read.Record), err, token)
 	}
 	if _, err := set.Update(ctx(t), asHolder(read), releasedBy("me")); err != nil {
 		t.Fatalf("release: %v", err)
@@ -353,8 +353,8 @@ func testSetFence(t *testing.T, s rows.Store) {
 	if ib, err = s.Fence(ctx(t), b, "y", ib.AcquisitionID); err != nil {
 		t.Fatalf("Fence of b: %v", err)
 	}
-	if record.Token(ib.Record) <= token {
-		t.Fatalf("b's later token %#x is not above the set's %#x", record.Token(ib.Record), token)
+	if rows.Token(ib.Record) <= token {
+		t.Fatalf("b's later token %#x is not above the set's %#x", rows.Token(ib.Record), token)
 	}
 }
 

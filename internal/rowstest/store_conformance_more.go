@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -24,25 +23,25 @@ func testStoreFence(t *testing.T, s rows.Store) {
 	}
 	k := storeKey("fence")
 	first := mustCreate(t, s, k, heldBy("a", time.Second, ""), rows.WriteOptions{})
-	if !record.NeedsFence(first.Record) {
+	if !rows.NeedsFence(first.Record) {
 		t.Fatalf("a new row needs no fence: %s", formatStoreItem(first))
 	}
 	fenced, err := s.Fence(ctx(t), k, "a", first.AcquisitionID)
 	if err != nil {
 		t.Fatalf("Fence of a row held by this acquisition: %v", err)
 	}
-	tok1 := record.Token(fenced.Record)
+	tok1 := rows.Token(fenced.Record)
 	if tok1 <= 0 || fenced.RVN != first.RVN || fenced.HolderIdentity != "a" {
 		t.Fatalf("fenced row %s, token %d", formatStoreItem(fenced), tok1)
 	}
-	if got := mustGetItem(t, s, k); record.Token(got.Record) != tok1 {
-		t.Fatalf("stored token %d, want %d", record.Token(got.Record), tok1)
+	if got := mustGetItem(t, s, k); rows.Token(got.Record) != tok1 {
+		t.Fatalf("stored token %d, want %d", rows.Token(got.Record), tok1)
 	}
 	// The next acquisition counts on from the fenced row: no new
 	// generation, a larger token.
 	second := mustUpdate(t, s, k, asTakeover(fenced), heldBy("b", time.Second, ""), rows.WriteOptions{})
-	if record.NeedsFence(second.Record) || record.Token(second.Record) <= tok1 {
-		t.Fatalf("takeover of a fenced row: token %d, want above %d without a new fence", record.Token(second.Record), tok1)
+	if rows.NeedsFence(second.Record) || rows.Token(second.Record) <= tok1 {
+		t.Fatalf("takeover of a fenced row: token %d, want above %d without a new fence", rows.Token(second.Record), tok1)
 	}
 	// A row deleted and created again starts a new counter; its fence gives
 	// a generation above every earlier one.
@@ -54,8 +53,8 @@ func testStoreFence(t *testing.T, s rows.Store) {
 	if err != nil {
 		t.Fatalf("Fence after the row was deleted: %v", err)
 	}
-	if record.Token(refenced.Record) <= record.Token(second.Record) {
-		t.Fatalf("token after a deletion %d, want above %d", record.Token(refenced.Record), record.Token(second.Record))
+	if rows.Token(refenced.Record) <= rows.Token(second.Record) {
+		t.Fatalf("token after a deletion %d, want above %d", rows.Token(refenced.Record), rows.Token(second.Record))
 	}
 }
 
@@ -76,7 +75,7 @@ func testStoreFenceConflict(t *testing.T, s rows.Store) {
 	if _, err := s.Fence(ctx(t), k, "a", "another-acquisition"); !errors.Is(err, resourcelock.ErrConflict) {
 		t.Fatalf("Fence of another acquisition = %v, want ErrConflict", err)
 	}
-	if got := mustGetItem(t, s, k); !record.NeedsFence(got.Record) {
+	if got := mustGetItem(t, s, k); !rows.NeedsFence(got.Record) {
 		t.Fatalf("a refused Fence changed the row: %s", formatStoreItem(got))
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease/internal/keylease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -410,7 +409,7 @@ func (a *Acquirer) observeItem(it rows.Item, missing bool, returned time.Time) {
 var errFencedLate = errors.New("fenced after the win's validity passed")
 
 // Fence gives the row of a round that came back Ours a fencing generation
-// when it needs one (record.NeedsFence), and returns the
+// when it needs one (rows.NeedsFence), and returns the
 // result with the fenced row. If fencing fails the row is released at once
 // (a write conditioned on this identity and its RVN, best effort, within one
 // request timeout even when ctx has ended), so that nobody waits a lease
@@ -418,7 +417,7 @@ var errFencedLate = errors.New("fenced after the win's validity passed")
 // what to do then (give up, or try again after a poll) is the caller's.
 func (a *Acquirer) Fence(ctx context.Context, res Result) (Result, error) {
 	cfg := a.w.cfg
-	if !record.NeedsFence(res.Item.Record) {
+	if !rows.NeedsFence(res.Item.Record) {
 		return res, nil
 	}
 	fencer := a.w.port

@@ -282,7 +282,7 @@ func (s *Set) foldWholeLocked(found map[resourcelock.Key]rows.Item) (rows.Item, 
 		// and its holder's writes the token the rows carry, which a
 		// renewal does not change.
 		s.acquisitionID = rec.AcquisitionID
-		if !record.NeedsFence(rec) {
+		if !rows.NeedsFence(rec) {
 			s.generation, s.transitions = rec.FenceGeneration, rec.Acquisitions
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dynalease/dynalease/internal/keylease"
-	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/memorystore"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -59,7 +58,7 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := record.Token(read.Record)
+	token := rows.Token(read.Record)
 	if token == 0 || read.RVN != r2 {
 		t.Fatalf("the read shows %+v (token %d), want this acquisition with a token", read.Record, token)
 	}
@@ -67,7 +66,7 @@ func TestASetSettledByAReadKeepsItsTokenThroughRenewals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := record.Token(renewed.Record); got != token {
+	if got := rows.Token(renewed.Record); got != token {
 		t.Fatalf("the renewal's answer carries token %d, want the acquisition's %d", got, token)
 	}
 }

@@ -1,4 +1,4 @@
-package election
+package candidacy
 
 import (
 	"context"
@@ -8,26 +8,25 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
-// candidatePort is the election's lease as the kernel sees it: the row's
+// Port is an election's lease as the kernel sees it: the row's
 // lease, whose every answer also shows the row's candidates to the
-// Elector's watch of them, and whose reads, for a candidate that stands,
+// elector's Watch of them, and whose reads, for a candidate that stands,
 // write its entry instead (Store.Stand answers with the row as a read
 // does, so a standing candidate's poll costs one request, a write). It is
 // the one place where the election meets the candidates: the kernel
 // campaigns, holds and releases through it as through any lease.
-type candidatePort struct {
+type Port struct {
 	keylease.Port
 	store rows.Store
 	key   resourcelock.Key
 	clk   timing.Clock
-	cands *candidacy.Watch
+	cands *Watch
 	me    rows.Candidate // this candidate's entry, without its RVN; zero when it does not stand
 	drop  time.Duration  // how long an entry stays unchanged before a stand drops it
 	fresh time.Duration  // how recent the last answer must be for Stale to judge
@@ -43,16 +42,33 @@ type candidatePort struct {
 	lastStand time.Time
 }
 
+// NewPort returns the lease l, whose answers show its row's candidates to
+// cands, for a candidate of identity that stands with priority when
+// stands (a fresh ticket: its entry's, for this Port's life). A stand
+// drops entries unchanged for drop, judged only on an answer newer than
+// fresh; a standing candidate stands at most once per every, and reads
+// between.
+func NewPort(l *keylease.Lease, clk timing.Clock, cands *Watch, identity string, priority int64, stands bool, drop, fresh, every time.Duration) *Port {
+	p := &Port{Port: l, store: l.Store(), key: l.Key(), clk: clk, cands: cands, drop: drop, fresh: fresh, every: every}
+	if stands {
+		p.me = rows.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}
+	}
+	return p
+}
+
+// Ticket returns this candidate's ticket, "" when it does not stand.
+func (p *Port) Ticket() string { return p.me.Ticket }
+
 // standDue reports whether a poll sent at sent stands: this candidate
 // stands, and its last stand landed at least every before.
-func (p *candidatePort) standDue(sent time.Time) bool {
+func (p *Port) standDue(sent time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.me.Ticket != "" && sent.Sub(p.lastStand) >= p.every
 }
 
 // stood notes a stand sent at sent that landed.
-func (p *candidatePort) stood(sent time.Time) {
+func (p *Port) stood(sent time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if sent.After(p.lastStand) {
@@ -61,14 +77,14 @@ func (p *candidatePort) stood(sent time.Time) {
 }
 
 // Key returns the row's key.
-func (p *candidatePort) Key() resourcelock.Key { return p.key }
+func (p *Port) Key() resourcelock.Key { return p.key }
 
 // Get reads the row; a standing candidate, at most once per every, writes
 // its entry with a fresh RVN instead, dropping entries long unchanged, and
 // reads the row from the answer. A stand refused because the row is full of entries (the answer
 // carries the row) drops the stale ones it shows and stands again, or, with
 // none stale, serves as the read.
-func (p *candidatePort) Get(ctx context.Context) (rows.Item, error) {
+func (p *Port) Get(ctx context.Context) (rows.Item, error) {
 	sent := p.clk.Now()
 	if !p.standDue(sent) {
 		it, err := p.Port.Get(ctx)
@@ -108,14 +124,14 @@ func (p *candidatePort) Get(ctx context.Context) (rows.Item, error) {
 }
 
 // entry returns this candidate's entry with a fresh RVN.
-func (p *candidatePort) entry() rows.Candidate {
+func (p *Port) entry() rows.Candidate {
 	c := p.me
 	c.RVN = uuid.NewString()
 	return c
 }
 
 // Create is the lease's Create; its answer shows the candidates.
-func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
+func (p *Port) Create(ctx context.Context, rec resourcelock.Record) (rows.Item, error) {
 	sent := p.clk.Now()
 	it, err := p.Port.Create(ctx, rec)
 	return p.saw(sent, it, err)
@@ -124,7 +140,7 @@ func (p *candidatePort) Create(ctx context.Context, rec resourcelock.Record) (ro
 // Update is the lease's Update; its answer shows the candidates, and a
 // standing candidate drops the entries of its identity with another
 // ticket that it shows (see dropEarlier).
-func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
+func (p *Port) Update(ctx context.Context, expect resourcelock.Precondition, rec resourcelock.Record) (rows.Item, error) {
 	sent := p.clk.Now()
 	it, err := p.Port.Update(ctx, expect, rec)
 	if err == nil {
@@ -138,9 +154,9 @@ func (p *candidatePort) Update(ctx context.Context, expect resourcelock.Precondi
 // earlier process of its identity that crashed before it withdrew. A
 // leader does not stand, so this is how the entries of its identity are
 // dropped while it leads (a watch cannot always tell which of them is the
-// leader's: see candidacy.Watch.Stale). Best effort: the next renewal
+// leader's: see Watch.Stale). Best effort: the next renewal
 // tries again.
-func (p *candidatePort) dropEarlier(ctx context.Context, it rows.Item) {
+func (p *Port) dropEarlier(ctx context.Context, it rows.Item) {
 	if p.me.Ticket == "" {
 		return
 	}
@@ -157,18 +173,18 @@ func (p *candidatePort) dropEarlier(ctx context.Context, it rows.Item) {
 
 // saw shows the row of an answer to a request sent at sent to the watch
 // of the candidates, and returns the answer.
-func (p *candidatePort) saw(sent time.Time, it rows.Item, err error) (rows.Item, error) {
+func (p *Port) saw(sent time.Time, it rows.Item, err error) (rows.Item, error) {
 	if err == nil {
 		p.cands.See(it, sent)
 	}
 	return it, err
 }
 
-// withdraw removes this candidate's entry from the row, when it stands:
+// Withdraw removes this candidate's entry from the row, when it stands:
 // a candidate that stops campaigning is no longer listed. Best effort,
 // one request bounded by timeout; a candidate that cannot withdraw stops
 // renewing its entry, which then stops counting as live.
-func (p *candidatePort) withdraw(ctx context.Context, timeout time.Duration) error {
+func (p *Port) Withdraw(ctx context.Context, timeout time.Duration) error {
 	if p.me.Ticket == "" {
 		return nil
 	}

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"math"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -145,10 +142,7 @@ func (t *term) stepDown(c rows.Candidate, why string) bool {
 	}
 	t.handTo, t.handWhy = &c, why
 	t.mu.Unlock()
-	if span := t.span; span != nil && span.IsRecording() {
-		span.AddEvent("dynalease.step_down", trace.WithAttributes(
-			tracing.Heir.String(c.Identity), tracing.Priority.Int64(c.Priority), tracing.Reason.String(why)))
-	}
+	t.span.SteppedDown(c.Identity, c.Priority, why)
 	t.stopWork(fmt.Errorf("stepping down for %s (%s)", c.Identity, why))
 	return true
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"k8s.io/utils/clock"
 
 	"github.com/dynalease/dynalease"
@@ -40,21 +38,11 @@ import (
 //     term's own timer when its validity ran out, so a stuck loop cannot
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
-	ctx, span := r.e.tracer.Start(ctx, "dynalease.election.term")
+	ctx, span := r.e.tracer.StartTerm(ctx, r.e.lease.Describe(), r.e.identity, r.e.cfg.Priority)
 	t := r.startTerm(ctx, sent, span)
 	defer t.stopWork(nil)
-	if span.IsRecording() {
-		span.SetAttributes(tracing.Election.String(r.e.lease.Describe()), tracing.Identity.String(r.e.identity))
-		if r.e.cfg.Priority != 0 {
-			span.SetAttributes(tracing.Priority.Int64(r.e.cfg.Priority))
-		}
-		if t.token != 0 {
-			span.SetAttributes(tracing.Token.Int64(t.token))
-		}
-		defer func() { endTerm(span, t, err) }()
-	} else {
-		defer span.End()
-	}
+	span.Token(t.token)
+	defer func() { endTerm(t, err) }()
 	// Requests of the term outlive a cancelled ctx, so the leader can keep
 	// renewing while its work winds down, but never the term itself.
 	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
@@ -83,7 +71,7 @@ func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
 // startTerm makes the term of a confirmed acquisition, whose write was
 // sent at sent, with its span, the Elector's current one, and starts its work in a goroutine
 // of its own (step 1 of lead).
-func (r *run) startTerm(ctx context.Context, sent time.Time, span trace.Span) *term {
+func (r *run) startTerm(ctx context.Context, sent time.Time, span *tracing.Term) *term {
 	e := r.e
 	t := newTerm(ctx, e.k, &r.hold, e.lease.Describe(), sent, e.cfg.Callbacks.OnStoppedLeading)
 	t.span = span // before the term is published (HandOver reads it) and its renewals start
@@ -262,21 +250,23 @@ func (r *run) release(ctx context.Context) {
 }
 
 // endTerm ends the span of term t with Run's error: the outcome says how
-// the term ended ("ended", or "lost" with the loss's reason).
-func endTerm(span trace.Span, t *term, err error) {
-	outcome := "ended"
+// the term ended ("ended", "handed_over", or "lost" with the loss's
+// reason).
+func endTerm(t *term, err error) {
+	if t.span == nil {
+		return
+	}
+	outcome, reason := "ended", ""
 	var lost *dynalease.LostError
 	if errors.Is(err, ErrHandedOver) {
 		outcome = "handed_over"
 		err = nil
 	}
 	if errors.As(t.endCause(), &lost) {
-		outcome = "lost"
-		span.SetAttributes(tracing.Reason.String(lost.Reason.String()))
+		outcome, reason = "lost", lost.Reason.String()
 	}
-	span.SetAttributes(tracing.Outcome.String(outcome), tracing.Renewals.Int64(t.renewals.Load()))
 	if errors.Is(err, context.Canceled) {
 		err = nil // the caller's own end
 	}
-	tracing.End(span, err)
+	t.span.End(outcome, reason, t.renewals.Load(), err)
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/dynalease/dynalease/internal/tracing"
 )
 
 // renewal is a term as the kernel renews it (Kernel.Renewing): every RetryPeriod from the start of the previous renewal (the first
@@ -92,8 +88,8 @@ func (rn *renewal) Renew() {
 	e.cfg.Metrics.Renewal(w.Outcome(), e.clk.Since(started))
 	if w.Landed {
 		t.renewals.Add(1)
-	} else if span := t.span; span != nil && span.IsRecording() {
-		span.AddEvent("dynalease.renewal_failed", trace.WithAttributes(tracing.Outcome.String(string(w.Outcome()))))
+	} else {
+		t.span.RenewalFailed(string(w.Outcome()))
 	}
 	switch {
 	case w.Landed:

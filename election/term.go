@@ -6,12 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
+	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -44,7 +43,7 @@ type term struct {
 
 	workDone chan struct{} // closed when OnStartedLeading has returned
 	renewals atomic.Int64  // renewals that landed, for the term's span
-	span     trace.Span    // the term's span; set before its renewals start
+	span     *tracing.Term // the term's span; set before its renewals start
 
 	onStopped   func() // OnStoppedLeading
 	stoppedOnce sync.Once

@@ -10,11 +10,10 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -25,11 +24,10 @@ import (
 type Elector struct {
 	cfg      Config
 	lease    keylease.Port // the record's lease: Config.Store's row, or Config.Lease
-	clk      timing.Clock
+	clk      clockutil.Clock
 	log      logr.Logger
 	identity string
 	notify   *notifier
-	tracer   tracing.Tracer
 
 	// cands times the row's candidates from every answer of the lease;
 	// cport is the lease that shows them to it (nil with Config.Lease).
@@ -76,7 +74,6 @@ func New(cfg Config) (*Elector, error) {
 		log:      log,
 		identity: lease.Identity(),
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
-		tracer:   tracing.New(cfg.TracerProvider),
 	}
 	e.lease = lease
 	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
@@ -88,7 +85,7 @@ func New(cfg Config) (*Elector, error) {
 		Clock: cfg.Clock, Identity: e.identity, RequestTimeout: cfg.RequestTimeout, Validity: cfg.termValidity(),
 		Log: log, Observe: e.observeRequest, Watches: 1, Failing: cfg.Metrics.Failing,
 		RenewEvery: cfg.RetryPeriod, RenewWorkers: 1, RenewLoop: "renewal",
-		HoldOf: func(t *term) *rvnlease.Hold { return t.hold }, Expire: (*term).expired,
+		HoldOf: func(t *term) *rvnlease.Hold { return t.hold }, Expire: (*term).expired, TracerProvider: cfg.TracerProvider,
 	})
 	return e, nil
 }

@@ -38,7 +38,7 @@ import (
 //     term's own timer when its validity ran out, so a stuck loop cannot
 //     delay it); Run returns once OnStartedLeading has returned as well.
 func (r *run) lead(ctx context.Context, sent time.Time) (err error) {
-	ctx, span := r.e.tracer.StartTerm(ctx, r.e.lease.Describe(), r.e.identity, r.e.cfg.Priority)
+	ctx, span := r.e.k.Tracer().StartTerm(ctx, r.e.lease.Describe(), r.e.identity, r.e.cfg.Priority)
 	t := r.startTerm(ctx, sent, span)
 	defer t.stopWork(nil)
 	span.Token(t.token)

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -27,7 +27,7 @@ type term struct {
 	lease   string         // what is held, for its LostError
 	hold    *rvnlease.Hold // the run's; the kernel keeps the term's validity in it
 	k       *rvnlease.Kernel[*term]
-	clk     timing.Clock
+	clk     clockutil.Clock
 	ctx     context.Context // the leader's context
 	token   int64           // the term's fencing token, 0 without fencing
 	holding resourcelock.Holding

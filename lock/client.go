@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/keylease"
 	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/rows"
@@ -25,7 +26,7 @@ import (
 type Client struct {
 	store rows.Store
 	cfg   config
-	clk   timing.Clock
+	clk   clockutil.Clock
 	log   logr.Logger
 	base  *keylease.Lease // the client's leases: its store, identity and hold options (At a key)
 	// k is the kernel: the one wait loop, the validities of the locks
@@ -100,7 +101,7 @@ func newClient(store rows.Store, cfg config) (*Client, error) {
 		Clock: cfg.clock, Identity: cfg.identity, RequestTimeout: cfg.requestTimeout, Validity: cfg.validity(),
 		Log: c.log, Observe: c.observeRequest, Watches: cfg.cacheSize, Failing: cfg.metrics.Failing,
 		RenewEvery: cfg.heartbeat, RenewWorkers: cfg.concurrency, RenewLoop: "heartbeat",
-		HoldOf: func(l *Lock) *rvnlease.Hold { return &l.hold }, Expire: (*Lock).expired,
+		HoldOf: func(l *Lock) *rvnlease.Hold { return &l.hold }, Expire: (*Lock).expired, TracerProvider: cfg.tracerProvider,
 	})
 	return c, nil
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease/clockutil"
 	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
-	"github.com/dynalease/dynalease/internal/tracing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -153,11 +153,11 @@ type config struct {
 	requestTimeout time.Duration
 	refresh        time.Duration
 	ttlSlack       time.Duration
-	clock          timing.Clock
+	clock          clockutil.Clock
 	log            logr.Logger
 	metrics        metrics.Locks
 	waits          metrics.LockWaits // metrics, when it reports waits
-	tracer         tracing.Tracer
+	tracerProvider trace.TracerProvider
 	concurrency    int
 	cacheSize      int
 	stint          time.Duration // 0: none
@@ -171,7 +171,7 @@ func (cfg Config) resolve() (config, error) {
 		identity: cfg.Identity, lease: cfg.LeaseDuration, heartbeat: cfg.HeartbeatPeriod, margin: cfg.SafetyMargin,
 		requestTimeout: cfg.RequestTimeout, refresh: cfg.RefreshPeriod, ttlSlack: cfg.TTL, clock: cfg.Clock,
 		log: cfg.Logger, metrics: cfg.Metrics, concurrency: cfg.concurrency, cacheSize: cfg.cacheSize,
-		fencing: cfg.Fencing, fair: !cfg.Unfair, tracer: tracing.New(cfg.TracerProvider),
+		fencing: cfg.Fencing, fair: !cfg.Unfair, tracerProvider: cfg.TracerProvider,
 	}
 	if c.lease == 0 {
 		c.lease = DefaultLeaseDuration

@@ -31,7 +31,7 @@ type acquireSpan struct {
 // a set's keys, a semaphore's name with its permits), and returns the
 // context the acquisition's requests run under.
 func (c *Client) startAcquire(ctx context.Context, k kind, what fmt.Stringer, try bool, permits int) (context.Context, acquireSpan) {
-	ctx, a := c.cfg.tracer.StartAcquisition(ctx, acquireSpanNames[k], what, k.String(), c.cfg.identity, try, permits)
+	ctx, a := c.k.Tracer().StartAcquisition(ctx, acquireSpanNames[k], what, k.String(), c.cfg.identity, try, permits)
 	return ctx, acquireSpan{Acquisition: a, start: c.clk.Now()}
 }
 
@@ -73,7 +73,7 @@ func acquireOutcome(err error) string {
 // startCall starts the span name of a call on l (a release, a guarded
 // write), with the lock's key and token.
 func (l *Lock) startCall(ctx context.Context, name string) (context.Context, trace.Span) {
-	return l.c.cfg.tracer.StartCall(ctx, name, l.lease.Key(), l.c.cfg.identity, l.Token())
+	return l.c.k.Tracer().StartCall(ctx, name, l.lease.Key(), l.c.cfg.identity, l.Token())
 }
 
 // endCall ends the span of a call on l with its outcome and error; a lost

@@ -2,6 +2,7 @@ package rvnlease
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ type Kernel[H comparable] struct {
 	renewEvery   time.Duration // zero: no background renewals
 	renewWorkers int
 	renewLoop    string
+
+	tracer tracing.Tracer
 
 	mu      sync.Mutex
 	renewer *Renewer // the shared renewer, made by the first Renew
@@ -72,6 +75,9 @@ type Settings[H comparable] struct {
 	// (called without any lock of the kernel's held).
 	HoldOf func(H) *Hold
 	Expire func(H)
+	// TracerProvider receives the kind's spans (Tracer); nil means the
+	// global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns the kernel of s.
@@ -81,6 +87,7 @@ func New[H comparable](s Settings[H]) *Kernel[H] {
 			Log: s.Log, Observe: s.Observe, Epoch: s.Clock.Now(), Waits: &Waits{}},
 		watches: NewWatches(max(s.Watches, 1)),
 		failing: NewFailing(s.Clock, s.Log, orIgnore(s.Failing)),
+		tracer:  tracing.New(s.TracerProvider),
 	}
 	k.valid = NewValidities(s.Clock, k.cfg.Epoch, s.Validity,
 		func(h H) *time.Duration { return &s.HoldOf(h).sent },
@@ -91,6 +98,9 @@ func New[H comparable](s Settings[H]) *Kernel[H] {
 	}
 	return k
 }
+
+// Tracer returns the tracer of the kind's spans.
+func (k *Kernel[H]) Tracer() tracing.Tracer { return k.tracer }
 
 // Clock returns the kernel's clock.
 func (k *Kernel[H]) Clock() timing.Clock { return k.cfg.Clock }

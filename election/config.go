@@ -213,7 +213,9 @@ func (c Config) withDefaults() Config {
 	if c.MinTerm == 0 {
 		c.MinTerm = 3 * c.RetryPeriod
 	}
-	c.Clock = timing.OrReal(c.Clock)
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 	if c.Logger.GetSink() == nil {
 		c.Logger = logr.Discard()
 	}

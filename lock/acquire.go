@@ -9,7 +9,6 @@ import (
 	"github.com/dynalease/dynalease/internal/readlease"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
 	"github.com/dynalease/dynalease/resourcelock"
 )
@@ -219,7 +218,7 @@ func (c *Client) handOut(ctx context.Context, t target, a acquireConfig, won rvn
 		l.mu.Unlock()
 		// The first heartbeat is due a random part of the period early, so
 		// that locks taken together spread out.
-		c.k.Renew(background{l}, sent.Add(timing.Spread(c.clk, c.cfg.heartbeat)))
+		c.k.RenewAfter(background{l}, sent)
 	}
 	if log := c.log.V(1); log.Enabled() {
 		log.Info("acquired", "key", t.key.String(), "rvn", l.rvn())

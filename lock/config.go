@@ -207,7 +207,9 @@ func (cfg Config) resolve() (config, error) {
 	if c.margin == 0 {
 		c.margin = c.lease / 10
 	}
-	c.clock = timing.OrReal(c.clock)
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
 	if c.log.GetSink() == nil {
 		c.log = logr.Discard()
 	}

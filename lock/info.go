@@ -56,8 +56,8 @@ func infoOf(it rows.Item, err error) Info {
 		Key:            it.Key.Partition,
 		SortKey:        it.Key.Sort,
 		HolderIdentity: it.HolderIdentity,
-		Readers:        readerIdentities(it.Readers),
-		Candidates:     candidatesOf(it.Candidates),
+		Readers:        readerIdentities(it),
+		Candidates:     candidatesOf(it),
 		RVN:            it.RVN,
 		LeaseDuration:  it.LeaseDuration,
 		Released:       it.Released,
@@ -71,13 +71,13 @@ func infoOf(it rows.Item, err error) Info {
 	}
 }
 
-// readerIdentities returns the identities of readers, nil for none.
-func readerIdentities(readers []rows.Reader) []string {
-	if len(readers) == 0 {
+// readerIdentities returns the identities of it's readers, nil for none.
+func readerIdentities(it rows.Item) []string {
+	if len(it.Readers) == 0 {
 		return nil
 	}
-	ids := make([]string, len(readers))
-	for i, r := range readers {
+	ids := make([]string, len(it.Readers))
+	for i, r := range it.Readers {
 		ids[i] = r.Identity
 	}
 	return ids
@@ -91,13 +91,14 @@ func cloneAttributes(attrs map[string]any) map[string]any {
 	return maps.Clone(attrs)
 }
 
-// candidatesOf returns the priorities of cs by identity, nil for none.
-func candidatesOf(cs []rows.Candidate) map[string]int64 {
-	if len(cs) == 0 {
+// candidatesOf returns the priorities of it's candidates by identity, nil
+// for none.
+func candidatesOf(it rows.Item) map[string]int64 {
+	if len(it.Candidates) == 0 {
 		return nil
 	}
-	m := make(map[string]int64, len(cs))
-	for _, c := range cs {
+	m := make(map[string]int64, len(it.Candidates))
+	for _, c := range it.Candidates {
 		if p, ok := m[c.Identity]; !ok || c.Priority > p {
 			m[c.Identity] = c.Priority
 		}

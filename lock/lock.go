@@ -82,7 +82,7 @@ type heldRow struct {
 type extras struct {
 	data       []byte         // the row's data, when it has any
 	attributes map[string]any // the row's, when it has any
-	queue      []rows.Waiter  // the row's waiters, when it has any
+	queued     rows.Item      // the row's waiters (its Queue alone), when it has any
 	lastErr    error          // the last failure of a heartbeat, for dynalease.Expired
 	// err is why the lock ended, when that is not ErrNotHeld (a
 	// *dynalease.LostError, or a release's own error): see errLocked.
@@ -148,7 +148,7 @@ func newLock(c *Client, t target, a acquireConfig, won rvnlease.Won) *Lock {
 	// After keepLocked, which would count the waiters it shows as new: a
 	// row taken back within the stint continues it. A row without
 	// waiters has no stint to continue (the first waiters start one).
-	if l.x != nil && len(l.x.queue) > 0 {
+	if l.x != nil && len(l.x.queued.Queue) > 0 {
 		l.x.stintStart = won.StintStart.Sub(c.born)
 	}
 	if a.monitor != nil {
@@ -207,23 +207,24 @@ func (l *Lock) keepLocked(it rows.Item) {
 	l.row = r
 	if len(it.Data) > 0 || len(it.Attributes) > 0 || len(it.Queue) > 0 {
 		x := l.extrasLocked()
-		if l.othersQueued(it.Queue) && !l.othersQueued(x.queue) {
+		if l.othersQueued(it) && !l.othersQueued(x.queued) {
 			// The first waiters this lock sees since it last saw its
 			// queue empty: their wait, as this client can tell it,
 			// begins now, and so does the stint it bounds (see the
 			// package doc, Stints).
 			x.stintStart = l.c.clk.Since(l.c.born)
 		}
-		x.data, x.attributes, x.queue = it.Data, it.Attributes, it.Queue
+		x.data, x.attributes, x.queued = it.Data, it.Attributes, rows.Item{Queue: it.Queue}
 	} else if l.x != nil {
-		l.x.data, l.x.attributes, l.x.queue = nil, nil, nil
+		l.x.data, l.x.attributes, l.x.queued = nil, nil, rows.Item{}
 	}
 }
 
-// othersQueued reports whether q holds an entry of another client: a
-// waiter (this client's own entries are stale ones of an earlier wait).
-func (l *Lock) othersQueued(q []rows.Waiter) bool {
-	for _, w := range q {
+// othersQueued reports whether the queue of it holds an entry of another
+// client: a waiter (this client's own entries are stale ones of an
+// earlier wait).
+func (l *Lock) othersQueued(it rows.Item) bool {
+	for _, w := range it.Queue {
 		if w.Identity != l.c.cfg.identity {
 			return true
 		}
@@ -248,7 +249,7 @@ func (l *Lock) itemLocked() rows.Item {
 		it.AcquireTime = time.UnixMilli(l.row.acquired).UTC()
 	}
 	if l.x != nil {
-		it.Data, it.Attributes, it.Queue = l.x.data, l.x.attributes, l.x.queue
+		it.Data, it.Attributes, it.Queue = l.x.data, l.x.attributes, l.x.queued.Queue
 	}
 	return it
 }

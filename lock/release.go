@@ -208,7 +208,7 @@ func (l *Lock) stint(cur rows.Item) (keep bool, start time.Time) {
 	if l.kind != kindLock || l.c.cfg.stint <= 0 {
 		return false, time.Time{}
 	}
-	if !l.othersQueued(cur.Queue) {
+	if !l.othersQueued(cur) {
 		return true, l.c.clk.Now()
 	}
 	l.mu.Lock()

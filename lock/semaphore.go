@@ -8,7 +8,6 @@ import (
 
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
-	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
 )
 
@@ -102,7 +101,7 @@ func (c *Client) permitConfig(name string, permits int, opts []AcquireOption) (r
 // readSlots reads the slots in one request, bounded by the request
 // timeout.
 func (c *Client) readSlots(ctx context.Context, store rows.Store, keys []resourcelock.Key) (map[resourcelock.Key]rows.Item, error) {
-	rctx, cancel := timing.WithTimeout(ctx, c.clk, c.cfg.requestTimeout)
+	rctx, cancel := c.k.WithRequestTimeout(ctx)
 	defer cancel()
 	started := c.clk.Now()
 	found, err := store.GetMany(rctx, keys)

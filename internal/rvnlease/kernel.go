@@ -45,7 +45,8 @@ type Kernel[H comparable] struct {
 
 // Settings configure a Kernel.
 type Settings[H comparable] struct {
-	// Clock times every request, wait and validity.
+	// Clock times every request, wait and validity; the real clock when
+	// nil.
 	Clock timing.Clock
 	// Identity is the holder identity written into the kind's records.
 	Identity string
@@ -82,6 +83,7 @@ type Settings[H comparable] struct {
 
 // New returns the kernel of s.
 func New[H comparable](s Settings[H]) *Kernel[H] {
+	s.Clock = timing.OrReal(s.Clock)
 	k := &Kernel[H]{
 		cfg: Config{Clock: s.Clock, Identity: s.Identity, RequestTimeout: s.RequestTimeout, Validity: s.Validity,
 			Log: s.Log, Observe: s.Observe, Epoch: s.Clock.Now(), Waits: &Waits{}},
@@ -188,6 +190,18 @@ func (k *Kernel[H]) Renew(r Renewable, first time.Time) {
 	s := k.renewer
 	k.mu.Unlock()
 	s.Add(r, first) // after a Close meanwhile, Add schedules nothing
+}
+
+// RenewAfter is Renew from a renewal period after sent, jittered (see
+// timing.Spread) so that the renewals of holds won together spread out.
+func (k *Kernel[H]) RenewAfter(r Renewable, sent time.Time) {
+	k.Renew(r, sent.Add(timing.Spread(k.cfg.Clock, k.renewEvery)))
+}
+
+// WithRequestTimeout returns ctx bounded by the kernel's request timeout,
+// for a kind's own request (a read of many rows).
+func (k *Kernel[H]) WithRequestTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return timing.WithTimeout(ctx, k.cfg.Clock, k.cfg.RequestTimeout)
 }
 
 // Renewing renews r alone, on a renewer of its own, every RenewEvery from

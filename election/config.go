@@ -12,9 +12,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/internal/candidacy"
 	"github.com/dynalease/dynalease/internal/keylease"
-	"github.com/dynalease/dynalease/internal/record"
-	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/rvnlease"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/metrics"
@@ -278,20 +277,11 @@ func (c Config) validate() error {
 // and the identity within their limits, and a lease that can fence when
 // Fencing (an error matching dynalease.ErrInvalid naming the field).
 func (c Config) port() (keylease.Port, error) {
-	bad := func(field string, err error) error { return &dynalease.InvalidError{Field: field, Err: err} }
 	var port keylease.Port
 	if c.Store != nil {
-		store, err := rows.Open(c.Store, "Store")
+		l, err := candidacy.Lease(c.Store, resourcelock.Key{Partition: c.Name, Sort: c.SortKeyValue}, c.Identity)
 		if err != nil {
 			return nil, err
-		}
-		l, err := keylease.New(store, resourcelock.Key{Partition: c.Name, Sort: c.SortKeyValue}, c.Identity)
-		switch {
-		case err == nil:
-		case record.CheckIdentity(c.Identity) != nil:
-			return nil, bad("Identity", err)
-		default:
-			return nil, bad("Name", err)
 		}
 		port = l
 	} else {

@@ -76,10 +76,9 @@ func New(cfg Config) (*Elector, error) {
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 	}
 	e.lease = lease
-	if l, ok := lease.(*keylease.Lease); ok && cfg.Store != nil {
-		e.cport = candidacy.NewPort(l, cfg.Clock, &e.cands, e.identity, cfg.Priority, cfg.stands(),
-			cfg.staleAfter(), cfg.liveWindow(), cfg.RetryPeriod/2)
-		e.lease = e.cport
+	if p := candidacy.NewPort(lease, cfg.Clock, &e.cands, e.identity, cfg.Priority, cfg.stands(),
+		cfg.staleAfter(), cfg.liveWindow(), cfg.RetryPeriod/2); p != nil {
+		e.cport, e.lease = p, p
 	}
 	e.k = rvnlease.New(rvnlease.Settings[*term]{
 		Clock: cfg.Clock, Identity: e.identity, RequestTimeout: cfg.RequestTimeout, Validity: cfg.termValidity(),

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dynalease/dynalease"
 	"github.com/dynalease/dynalease/internal/keylease"
+	"github.com/dynalease/dynalease/internal/record"
 	"github.com/dynalease/dynalease/internal/rows"
 	"github.com/dynalease/dynalease/internal/timing"
 	"github.com/dynalease/dynalease/resourcelock"
@@ -42,13 +44,39 @@ type Port struct {
 	lastStand time.Time
 }
 
-// NewPort returns the lease l, whose answers show its row's candidates to
-// cands, for a candidate of identity that stands with priority when
+// Lease returns the lease of an election at key of store (one made by
+// dynamodbstore.New or memorystore.New), written as identity. It sends no
+// request; a store made otherwise, or a key or identity beyond their
+// limits, is refused with a *dynalease.InvalidError naming Config's
+// field: Store, Identity or Name.
+func Lease(store resourcelock.Store, key resourcelock.Key, identity string) (*keylease.Lease, error) {
+	r, err := rows.Open(store, "Store")
+	if err != nil {
+		return nil, err
+	}
+	l, err := keylease.New(r, key, identity)
+	switch {
+	case err == nil:
+		return l, nil
+	case record.CheckIdentity(identity) != nil:
+		return nil, &dynalease.InvalidError{Field: "Identity", Err: err}
+	default:
+		return nil, &dynalease.InvalidError{Field: "Name", Err: err}
+	}
+}
+
+// NewPort returns the lease, whose answers show its row's candidates to
+// cands, or nil for a lease of another kind than Lease's (an elector's
+// resourcelock.Interface, which has no candidates), for a candidate of identity that stands with priority when
 // stands (a fresh ticket: its entry's, for this Port's life). A stand
 // drops entries unchanged for drop, judged only on an answer newer than
 // fresh; a standing candidate stands at most once per every, and reads
 // between.
-func NewPort(l *keylease.Lease, clk timing.Clock, cands *Watch, identity string, priority int64, stands bool, drop, fresh, every time.Duration) *Port {
+func NewPort(lease keylease.Port, clk timing.Clock, cands *Watch, identity string, priority int64, stands bool, drop, fresh, every time.Duration) *Port {
+	l, ok := lease.(*keylease.Lease)
+	if !ok {
+		return nil
+	}
 	p := &Port{Port: l, store: l.Store(), key: l.Key(), clk: clk, cands: cands, drop: drop, fresh: fresh, every: every}
 	if stands {
 		p.me = rows.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}

@@ -211,7 +211,8 @@ type placeState struct {
 // Watches, a wait that gives up leaves its queue (passing on a hand-over
 // to it), and a row that a write in doubt may have left is released.
 func (w *Wait) Run(ctx context.Context) (Won, error) {
-	s := w.begin()
+	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
+	w.begin(s)
 	won := -1
 	defer func() { s.remember(ctx, won) }()
 	for {
@@ -260,11 +261,10 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 	}
 }
 
-// begin returns the state of a wait about to run: an acquirer per place
+// begin sets s up for a wait about to run: an acquirer per place
 // (queued when the place is fair and alone, resuming what Watches kept
 // of it), and the rhythm of a lone watched place.
-func (w *Wait) begin() *waiting {
-	s := &waiting{Wait: *w, start: w.Engine.Clock.Now(), at: make([]placeState, len(w.Places))}
+func (w *Wait) begin(s *waiting) {
 	for i, p := range w.Places {
 		a := NewAcquirer(w.Engine, p.Lease, p.NewRecord)
 		a.OnlyIfExists, a.Stint, a.Admit, a.Plain, a.Successor = w.OnlyIfExists, p.Stint, p.Admit, p.Plain, p.Successor
@@ -281,7 +281,6 @@ func (w *Wait) begin() *waiting {
 	if w.Rhythm > 0 && !w.Try && len(w.Places) == 1 && w.Read == nil {
 		s.rh = newRhythm(w.Rhythm, w.Engine.Clock)
 	}
-	return s
 }
 
 // countPoll counts a poll into the wait's span, with the holder its

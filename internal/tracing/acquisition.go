@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynalease/dynalease"
+	"github.com/dynalease/dynalease/resourcelock"
 )
 
 // Acquisition is the span of one acquisition of a lock while it records:
@@ -72,7 +73,7 @@ func (a *Acquisition) End(outcome string, wait time.Duration, token int64, err e
 
 // StartCall starts the span name of a call on a held lock (a release, a
 // guarded write) at key, held by identity with token (zero: none).
-func (t Tracer) StartCall(ctx context.Context, name string, key fmt.Stringer, identity string, token int64) (context.Context, trace.Span) {
+func (t Tracer) StartCall(ctx context.Context, name string, key resourcelock.Key, identity string, token int64) (context.Context, trace.Span) {
 	ctx, span := t.Start(ctx, name)
 	if span.IsRecording() {
 		span.SetAttributes(Key.String(key.String()), Identity.String(identity))

@@ -10,11 +10,13 @@
 //     loss notification, release, fencing tokens, guarded writes; sets of
 //     keys and semaphores.
 //   - schedule: scheduled jobs that run each slot once across a fleet.
-//   - resourcelock: the storage contract (the record behind a lease and
-//     the one interface a store implements), with its stores beside it:
+//   - resourcelock: the storage contract as users meet it: the record
+//     behind a lease, the Store that lock and election take, and
+//     Interface, client-go's shape, which another backend implements to
+//     serve an elector (resourcelocktest checks one). The stores:
 //     dynamodbstore (a DynamoDB table whose items the AWS Java DynamoDB
 //     Lock Client reads and writes too) and memorystore (in process, for
-//     unit tests); resourcelocktest checks a store against the contract.
+//     unit tests).
 //   - clockutil: the clock every wait takes, and a fake one for tests.
 //   - metrics, metrics/prommetrics, health: what operators watch.
 //

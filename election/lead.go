@@ -199,6 +199,12 @@ func (r *run) finish(ctx context.Context, t *term) error {
 		// The term had been lost before the work returned.
 		return r.lost(ctx, t)
 	}
+	// Leadership stopped with the term, before the record is handed over
+	// or released: said so now, so that an observer of the log (and the
+	// metrics) never sees this candidate lead past a write that let
+	// another one take the record.
+	e.log.Info("stopped leading", "reason", ended.Error(), "until", t.until())
+	e.cfg.Metrics.Leading(false, time.Time{})
 	var handErr error
 	switch {
 	case handing:
@@ -208,8 +214,6 @@ func (r *run) finish(ctx context.Context, t *term) error {
 	case e.cfg.ReleaseOnCancel:
 		r.release(ctx)
 	}
-	e.log.Info("stopped leading", "reason", ended.Error(), "until", t.until())
-	e.cfg.Metrics.Leading(false, time.Time{})
 	t.stopped()
 	t.settleHandOver(handErr)
 	switch {

@@ -207,6 +207,19 @@ func (cfg Config) resolve() (config, error) {
 	if c.margin == 0 {
 		c.margin = c.lease / 10
 	}
+	c.defaultOutlets()
+	if c.requestTimeout == 0 {
+		c.requestTimeout = 2 * time.Second
+		if room := (c.lease-c.margin)/2 - c.heartbeat; room > 0 && room < c.requestTimeout {
+			c.requestTimeout = room
+		}
+	}
+	return c, c.validate()
+}
+
+// defaultOutlets gives c the real clock, a silent log and no metrics
+// where cfg gave none.
+func (c *config) defaultOutlets() {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -220,13 +233,6 @@ func (cfg Config) resolve() (config, error) {
 	if c.waits == nil {
 		c.waits = metrics.Nop{}
 	}
-	if c.requestTimeout == 0 {
-		c.requestTimeout = 2 * time.Second
-		if room := (c.lease-c.margin)/2 - c.heartbeat; room > 0 && room < c.requestTimeout {
-			c.requestTimeout = room
-		}
-	}
-	return c, c.validate()
 }
 
 func (c config) validate() error {

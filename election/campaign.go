@@ -51,26 +51,26 @@ func (r *run) campaign(ctx context.Context) (time.Time, error) {
 
 // polled reports one poll of the campaign: to the metrics, and the holder
 // it saw (even if a later request of the poll failed) to OnNewLeader.
-func (e *Elector) polled(res rvnlease.Result, obs rvnlease.Observation, err error, took time.Duration) {
-	e.cfg.Metrics.Round(roundOutcome(res, err, obs), took)
-	if err != nil || res.Found == rvnlease.Ours || !obs.Known {
+func (e *Elector) polled(p rvnlease.Poll) {
+	e.cfg.Metrics.Round(roundOutcome(p), p.Took)
+	if p.Err != nil || p.Won || !p.Known {
 		return
 	}
-	if obs.Free() {
+	if p.Free {
 		e.setLeader("")
 	} else {
-		e.setLeader(obs.Holder)
+		e.setLeader(p.Holder)
 	}
 }
 
 // roundOutcome classifies a campaign round for the metrics.
-func roundOutcome(res rvnlease.Result, err error, obs rvnlease.Observation) metrics.Outcome {
+func roundOutcome(p rvnlease.Poll) metrics.Outcome {
 	switch {
-	case err != nil || res.Err != nil:
+	case p.Err != nil || p.RoundFailed:
 		return metrics.Error
-	case res.Found == rvnlease.Ours:
+	case p.Won:
 		return metrics.OK
-	case obs.Free():
+	case p.Free:
 		return metrics.OK // free, and another candidate was faster: not an error
 	default:
 		return metrics.Held

@@ -284,7 +284,7 @@ type Request struct {
 	Try          bool
 	Fence        bool
 	FailKey      string
-	OnPoll       func(res Result, obs Observation, err error, took time.Duration)
+	OnPoll       func(Poll)
 	Loop         string
 	// Unremembered: the wait neither resumes a watch of its places nor
 	// leaves one (a shared hold's place is its own, one hold's: an

@@ -58,15 +58,30 @@ type Wait struct {
 	// fix under FailKey (nil once a poll fails nothing, and at the win).
 	Failing *Failing
 	FailKey string
-	// OnPoll, when set, is told of every poll: its result and error (for
-	// one place, its round's), what the first place's watch saw, and how
-	// long it took.
-	OnPoll func(res Result, obs Observation, err error, took time.Duration)
+	// OnPoll, when set, is told of every poll (see Poll).
+	OnPoll func(Poll)
 	// Span, when not nil, counts the wait's polls (see
 	// tracing.Acquisition.Polled).
 	Span *tracing.Acquisition
 	// Loop names the wait's sleeps for the clock ("acquire").
 	Loop string
+}
+
+// Poll is what one poll of a wait showed, for the wait's OnPoll.
+type Poll struct {
+	// Won reports that the poll took a place.
+	Won bool
+	// Known, Free and Holder are what the first place's watch saw: whether
+	// it has seen the row, whether the row is free, and its holder.
+	Known, Free bool
+	Holder      string
+	// Err is the poll's failure, one waiting cannot fix included;
+	// RoundFailed reports that its round (for one place) failed, even if
+	// the poll goes on.
+	Err         error
+	RoundFailed bool
+	// Took is how long the poll took.
+	Took time.Duration
 }
 
 // Place is one lease a Wait may take.
@@ -222,7 +237,9 @@ func (w *Wait) Run(ctx context.Context) (Won, error) {
 		started := w.Engine.Clock.Now()
 		res, i, err := s.poll(ctx)
 		if w.OnPoll != nil {
-			w.OnPoll(res, s.at[0].Obs, err, w.Engine.Clock.Since(started))
+			o := s.at[0].Obs
+			w.OnPoll(Poll{Won: res.Found == Ours, Known: o.Known, Free: o.Free(), Holder: o.Holder,
+				Err: err, RoundFailed: res.Err != nil, Took: w.Engine.Clock.Since(started)})
 		}
 		s.countPoll()
 		if i >= 0 {

@@ -29,9 +29,8 @@ type Elector struct {
 	identity string
 	notify   *notifier
 
-	// cands times the row's candidates from every answer of the lease;
-	// cport is the lease that shows them to it (nil with Config.Lease).
-	cands candidacy.Watch
+	// cport is the lease that shows the row's candidates to their watch
+	// (Candidates) with every answer; nil with Config.Lease.
 	cport *candidacy.Port
 
 	// mu guards the state shared between Run and the accessors.
@@ -76,7 +75,7 @@ func New(cfg Config) (*Elector, error) {
 		notify:   &notifier{fn: cfg.Callbacks.OnNewLeader},
 	}
 	e.lease = lease
-	if p := candidacy.NewPort(lease, cfg.Clock, &e.cands, e.identity, cfg.Priority, cfg.stands(),
+	if p := candidacy.NewPort(lease, cfg.Clock, e.identity, cfg.Priority, cfg.stands(),
 		cfg.staleAfter(), cfg.liveWindow(), cfg.RetryPeriod/2); p != nil {
 		e.cport, e.lease = p, p
 	}

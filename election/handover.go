@@ -73,17 +73,17 @@ func (e *Elector) HandOver(ctx context.Context, identity string) error {
 	var c rows.Candidate
 	var ok bool
 	if identity == "" {
-		if c, ok = e.cands.Best(now, window, e.cfg.Priority-1, e.ticket()); !ok {
-			c, ok = e.cands.Best(now, window, math.MinInt64, e.ticket())
+		if c, ok = e.cport.Candidates().Best(now, window, e.cfg.Priority-1, e.ticket()); !ok {
+			c, ok = e.cport.Candidates().Best(now, window, math.MinInt64, e.ticket())
 		}
 	} else {
-		c, ok = e.cands.Named(now, window, identity)
+		c, ok = e.cport.Candidates().Named(now, window, identity)
 	}
 	switch {
 	case ok:
 	case identity == "":
 		return refuse("no other candidate's entry is live")
-	case e.cands.Known(identity):
+	case e.cport.Candidates().Known(identity):
 		return refuse(fmt.Sprintf("the entry of %q is not live: it stopped writing it", identity))
 	default:
 		return refuse(fmt.Sprintf("no candidate %q stands (Config.Stand or Priority)", identity))
@@ -121,7 +121,7 @@ func (r *run) considerStepDown(t *term) {
 	if now.Sub(t.started) < e.cfg.MinTerm {
 		return
 	}
-	c, ok := e.cands.Best(now, e.cfg.liveWindow(), e.cfg.Priority, e.ticket())
+	c, ok := e.cport.Candidates().Best(now, e.cfg.liveWindow(), e.cfg.Priority, e.ticket())
 	if !ok || c.Identity == e.identity {
 		return
 	}

@@ -28,7 +28,7 @@ type Port struct {
 	store rows.Store
 	key   resourcelock.Key
 	clk   timing.Clock
-	cands *Watch
+	cands Watch // the row's candidates, as this port's answers show them
 	me    rows.Candidate // this candidate's entry, without its RVN; zero when it does not stand
 	drop  time.Duration  // how long an entry stays unchanged before a stand drops it
 	fresh time.Duration  // how recent the last answer must be for Stale to judge
@@ -66,22 +66,35 @@ func Lease(store resourcelock.Store, key resourcelock.Key, identity string) (*ke
 }
 
 // NewPort returns the lease, whose answers show its row's candidates to
-// cands, or nil for a lease of another kind than Lease's (an elector's
+// the port's Candidates, or nil for a lease of another kind than Lease's (an elector's
 // resourcelock.Interface, which has no candidates), for a candidate of identity that stands with priority when
 // stands (a fresh ticket: its entry's, for this Port's life). A stand
 // drops entries unchanged for drop, judged only on an answer newer than
 // fresh; a standing candidate stands at most once per every, and reads
 // between.
-func NewPort(lease keylease.Port, clk timing.Clock, cands *Watch, identity string, priority int64, stands bool, drop, fresh, every time.Duration) *Port {
+func NewPort(lease keylease.Port, clk timing.Clock, identity string, priority int64, stands bool, drop, fresh, every time.Duration) *Port {
 	l, ok := lease.(*keylease.Lease)
 	if !ok {
 		return nil
 	}
-	p := &Port{Port: l, store: l.Store(), key: l.Key(), clk: clk, cands: cands, drop: drop, fresh: fresh, every: every}
+	p := &Port{Port: l, store: l.Store(), key: l.Key(), clk: clk, drop: drop, fresh: fresh, every: every}
 	if stands {
 		p.me = rows.Candidate{Ticket: uuid.NewString(), Identity: identity, Priority: priority}
 	}
 	return p
+}
+
+// noCandidates is the watch of a port that is not one: never fed.
+var noCandidates Watch
+
+// Candidates returns the watch of the row's candidates that p's answers
+// feed; on a nil p (an elector whose lease is not a store's), a watch
+// that sees none.
+func (p *Port) Candidates() *Watch {
+	if p == nil {
+		return &noCandidates
+	}
+	return &p.cands
 }
 
 // Ticket returns this candidate's ticket, "" when it does not stand.

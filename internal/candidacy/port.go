@@ -28,7 +28,7 @@ type Port struct {
 	store rows.Store
 	key   resourcelock.Key
 	clk   timing.Clock
-	cands Watch // the row's candidates, as this port's answers show them
+	cands Watch          // the row's candidates, as this port's answers show them
 	me    rows.Candidate // this candidate's entry, without its RVN; zero when it does not stand
 	drop  time.Duration  // how long an entry stays unchanged before a stand drops it
 	fresh time.Duration  // how recent the last answer must be for Stale to judge

@@ -183,6 +183,9 @@ func (s *rowStore) Remove(ctx context.Context, key resourcelock.Key, expect reso
 // Scan calls fn for each row (of one partition when partition is set), in
 // key order.
 func (s *rowStore) Scan(ctx context.Context, partition string, fn func(rows.Item, error) error) error {
+	if err := s.refuse(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	var items []rows.Item
 	for k, it := range s.items {
